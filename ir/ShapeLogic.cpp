@@ -1,0 +1,124 @@
+//===- ShapeLogic.cpp - shape arithmetic shared across trainc -------------===//
+
+#include "ir/ShapeLogic.h"
+
+#include <algorithm>
+
+namespace trainc::shape {
+
+std::optional<llvm::SmallVector<int64_t>> broadcast(llvm::ArrayRef<int64_t> a,
+                                                    llvm::ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  llvm::SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      result[i] = da;
+    else if (da == 1)
+      result[i] = db;
+    else
+      return std::nullopt;
+  }
+  return result;
+}
+
+std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape) {
+  constexpr int64_t limit = int64_t(1) << 62;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && n > limit / d)
+      return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  if (stride < 1 || dilation < 1 || kernel < 1)
+    return 0;
+  int64_t span = dilation * (kernel - 1) + 1;
+  int64_t room = input + padBegin + padEnd - span;
+  if (room < 0)
+    return 0;
+  int64_t out = (ceilMode ? (room + stride - 1) / stride : room / stride) + 1;
+  // With ceil_mode the last window must start inside the input or left padding
+  // (PyTorch and ONNX agree on this rule).
+  if (ceilMode && (out - 1) * stride >= input + padBegin)
+    --out;
+  return out;
+}
+
+std::optional<llvm::SmallVector<int64_t>>
+matmul(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+       std::string &error) {
+  if (lhs.empty() || rhs.empty()) {
+    error = "matmul operands must have rank >= 1";
+    return std::nullopt;
+  }
+  llvm::SmallVector<int64_t> a(lhs.begin(), lhs.end());
+  llvm::SmallVector<int64_t> b(rhs.begin(), rhs.end());
+  bool promotedA = a.size() == 1, promotedB = b.size() == 1;
+  if (promotedA)
+    a.insert(a.begin(), 1);
+  if (promotedB)
+    b.push_back(1);
+  int64_t k = a.back();
+  if (b[b.size() - 2] != k) {
+    error = "contraction dimensions differ: " + format(lhs) + " times " +
+            format(rhs);
+    return std::nullopt;
+  }
+  auto batch = broadcast(llvm::ArrayRef<int64_t>(a).drop_back(2),
+                         llvm::ArrayRef<int64_t>(b).drop_back(2));
+  if (!batch) {
+    error = "batch dimensions do not broadcast: " + format(lhs) + " times " +
+            format(rhs);
+    return std::nullopt;
+  }
+  llvm::SmallVector<int64_t> result = *batch;
+  if (!promotedA)
+    result.push_back(a[a.size() - 2]);
+  if (!promotedB)
+    result.push_back(b.back());
+  return result;
+}
+
+int64_t sliceLength(int64_t start, int64_t end, int64_t step) {
+  if (step > 0)
+    return end > start ? (end - start + step - 1) / step : 0;
+  if (step < 0)
+    return start > end ? (start - end - step - 1) / -step : 0;
+  return 0;
+}
+
+void clampSliceBounds(int64_t dim, int64_t step, int64_t &start, int64_t &end) {
+  auto normalize = [&](int64_t v) { return v < 0 ? v + dim : v; };
+  start = normalize(start);
+  end = normalize(end);
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+  } else {
+    start = std::clamp<int64_t>(start, -1, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+  }
+}
+
+std::string format(llvm::ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+} // namespace trainc::shape

@@ -1,0 +1,56 @@
+//===- TcBase.td - the tc dialect and its type constraints -*- tablegen -*-===//
+//
+// The `tc` dialect is trainc's tensor IR: one op per mathematical operation of
+// a training step, on statically shaped tensors, with ONNX node names kept as
+// locations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_IR_TCBASE_TD
+#define TRAINC_IR_TCBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+def Tc_Dialect : Dialect {
+  let name = "tc";
+  let cppNamespace = "::trainc::tc";
+  let summary = "Tensor ops of a training step, imported from ONNX";
+  let description = [{
+    The `tc` dialect models a whole training step (forward, loss, backward,
+    optimizer update) on statically shaped tensors. Every op has one shape
+    function (`inferReturnTypes`) that both the verifier and later phases use,
+    so an op can never carry a result type that disagrees with its operands.
+
+    Element types are `f32`, `f16`, `bf16`, `f64`, `i64`, `i32` and `i1`.
+    Parameters of the model are `tc.param` symbols; `func.func @forward` takes
+    them as arguments marked `{tc.param = @name}`.
+  }];
+  // Inherent attributes live in the attribute dictionary, so that the importer
+  // can build any op generically from an attribute list.
+  let usePropertiesForAttributes = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Tc_AnyElement : AnyTypeOf<[F32, F16, BF16, F64, I64, I32, I1]>;
+def Tc_Tensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I64, I32, I1]>;
+def Tc_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16, F64]>;
+def Tc_NumericTensor : StaticShapeTensorOf<[F32, F16, BF16, F64, I64, I32]>;
+def Tc_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+def Tc_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Traits
+//===----------------------------------------------------------------------===//
+
+// An op whose every result element depends only on the operand elements at the
+// same (broadcast) index. The fusion phase groups chains of them into one kernel.
+def Tc_Pointwise : NativeOpTrait<"Pointwise"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
+#endif // TRAINC_IR_TCBASE_TD

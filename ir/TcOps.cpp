@@ -1,0 +1,644 @@
+//===- TcOps.cpp - shape functions and verifiers of the tc ops -------------===//
+//
+// One shape function per op (`inferReturnTypes`). The verifier calls it through
+// InferTypeOpInterface and compares with the declared result types; builders
+// and the importer call it to create ops. Shape functions must never assume
+// that the op is valid: they check everything they use and report with the
+// op's location, which carries the ONNX node name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "ir/ShapeLogic.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::tc;
+
+namespace {
+
+/// The operand's type as a ranked tensor, or null.
+RankedTensorType ranked(Type type) { return dyn_cast<RankedTensorType>(type); }
+RankedTensorType ranked(Value value) {
+  return value ? ranked(value.getType()) : RankedTensorType();
+}
+
+/// Fails with an error at `loc` unless every type is a ranked tensor.
+LogicalResult requireRanked(std::optional<Location> loc,
+                            ArrayRef<RankedTensorType> types) {
+  for (RankedTensorType t : types)
+    if (!t)
+      return emitOptionalError(loc, "expects ranked tensor operands");
+  return success();
+}
+
+LogicalResult requireSameElementType(std::optional<Location> loc,
+                                     RankedTensorType a, RankedTensorType b,
+                                     StringRef what) {
+  if (a.getElementType() != b.getElementType())
+    return emitOptionalError(loc, what, " has element type ", b.getElementType(),
+                             " but the input has ", a.getElementType());
+  return success();
+}
+
+/// Shape function of sliding-window ops (convolution and pooling) over the
+/// spatial axes 2.. of an NC... input.
+LogicalResult inferWindowShape(std::optional<Location> loc,
+                               ArrayRef<int64_t> inShape,
+                               ArrayRef<int64_t> kernel,
+                               ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                               ArrayRef<int64_t> dilations, bool ceilMode,
+                               SmallVectorImpl<int64_t> &outShape) {
+  size_t spatial = inShape.size() - 2;
+  if (kernel.size() != spatial || strides.size() != spatial ||
+      dilations.size() != spatial || pads.size() != 2 * spatial)
+    return emitOptionalError(
+        loc, "expects ", spatial,
+        " kernel sizes, strides and dilations and ", 2 * spatial,
+        " pads for an input of rank ", inShape.size(), ", got ", kernel.size(),
+        ", ", strides.size(), ", ", dilations.size(), " and ", pads.size());
+  for (size_t i = 0; i < spatial; ++i) {
+    if (kernel[i] < 1 || strides[i] < 1 || dilations[i] < 1)
+      return emitOptionalError(loc, "kernel sizes, strides and dilations must be "
+                                    "positive");
+    if (pads[i] < 0 || pads[i + spatial] < 0)
+      return emitOptionalError(loc, "pads must not be negative");
+    int64_t out =
+        shape::windowOutputSize(inShape[i + 2], kernel[i], strides[i], pads[i],
+                                pads[i + spatial], dilations[i], ceilMode);
+    if (out < 1)
+      return emitOptionalError(loc, "window of size ", kernel[i], " (dilation ",
+                               dilations[i], ") does not fit spatial axis ",
+                               i + 2, " of size ", inShape[i + 2],
+                               " with its padding");
+    outShape.push_back(out);
+  }
+  return success();
+}
+
+LogicalResult checkReduction(std::optional<Location> loc, StringRef reduction) {
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    return emitOptionalError(loc, "reduction must be 'mean', 'sum' or 'none', got '",
+                             reduction, "'");
+  return success();
+}
+
+/// Shape function of the class-index losses: [N, C, d...] scores against
+/// [N, d...] labels.
+LogicalResult inferClassLoss(std::optional<Location> loc, Value scoresValue,
+                             Value labelsValue, StringRef reduction,
+                             SmallVectorImpl<Type> &inferred) {
+  RankedTensorType scores = ranked(scoresValue), labels = ranked(labelsValue);
+  if (failed(requireRanked(loc, {scores, labels})) ||
+      failed(checkReduction(loc, reduction)))
+    return failure();
+  if (scores.getRank() < 2)
+    return emitOptionalError(loc, "scores must be [N, C, d...], got rank ",
+                             scores.getRank());
+  SmallVector<int64_t> expected(scores.getShape());
+  expected.erase(expected.begin() + 1);
+  if (labels.getShape() != ArrayRef<int64_t>(expected))
+    return emitOptionalError(loc, "labels must have shape ",
+                             shape::format(expected), " for scores of shape ",
+                             shape::format(scores.getShape()), ", got ",
+                             shape::format(labels.getShape()));
+  if (reduction == "none")
+    inferred.push_back(RankedTensorType::get(expected, scores.getElementType()));
+  else
+    inferred.push_back(RankedTensorType::get({}, scores.getElementType()));
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Shared shape functions
+//===----------------------------------------------------------------------===//
+
+LogicalResult tc::inferBroadcastResult(std::optional<Location> location,
+                                       ArrayRef<Type> operands, bool boolResult,
+                                       SmallVectorImpl<Type> &inferred) {
+  SmallVector<int64_t> shape;
+  Type element;
+  for (Type t : operands) {
+    RankedTensorType type = ranked(t);
+    if (!type)
+      return emitOptionalError(location, "expects ranked tensor operands");
+    if (!element)
+      element = type.getElementType();
+    else if (type.getElementType() != element)
+      return emitOptionalError(location, "operands have different element types ",
+                               element, " and ", type.getElementType());
+    auto joined = shape::broadcast(shape, type.getShape());
+    if (!joined)
+      return emitOptionalError(location, "shapes ", shape::format(shape), " and ",
+                               shape::format(type.getShape()),
+                               " do not broadcast");
+    shape = *joined;
+  }
+  Type resultElement =
+      boolResult ? IntegerType::get(element.getContext(), 1) : element;
+  inferred.push_back(RankedTensorType::get(shape, resultElement));
+  return success();
+}
+
+LogicalResult tc::inferReduceResult(std::optional<Location> location,
+                                    Type inputType, ArrayRef<int64_t> axes,
+                                    bool keepdims,
+                                    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(inputType);
+  if (!input)
+    return emitOptionalError(location, "expects a ranked tensor operand");
+  int64_t rank = input.getRank();
+  SmallVector<bool> reduced(rank, axes.empty());
+  int64_t previous = -1;
+  for (int64_t axis : axes) {
+    if (axis < 0 || axis >= rank)
+      return emitOptionalError(location, "axis ", axis,
+                               " is out of range for rank ", rank);
+    if (axis <= previous)
+      return emitOptionalError(location, "axes must be strictly increasing");
+    previous = axis;
+    reduced[axis] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!reduced[i])
+      shape.push_back(input.getDimSize(i));
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (std::optional<ElementsAttr> init = getInitialValue())
+    if (init->getType() != getType())
+      return emitOpError("initial value has type ")
+             << init->getType() << " but the parameter is " << getType();
+  return success();
+}
+
+LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> location,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto value = dyn_cast_or_null<ElementsAttr>(adaptor.getValueAttr());
+  if (!value || !isa<RankedTensorType>(value.getType()))
+    return emitOptionalError(location, "expects a ranked tensor value");
+  inferred.push_back(value.getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Pointwise ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be 'none' or 'tanh', got '")
+           << getApproximate() << "'";
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0.0f && ratio < 1.0f))
+    return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  return success();
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  RankedTensorType cond = ranked(adaptor.getCondition());
+  if (!cond)
+    return emitOptionalError(location, "expects a ranked condition");
+  SmallVector<Type> values;
+  if (failed(inferBroadcastResult(location,
+                                  {adaptor.getTrueValue().getType(),
+                                   adaptor.getFalseValue().getType()},
+                                  false, values)))
+    return failure();
+  auto joined = shape::broadcast(cond.getShape(),
+                                 cast<RankedTensorType>(values[0]).getShape());
+  if (!joined)
+    return emitOptionalError(location, "condition shape ",
+                             shape::format(cond.getShape()),
+                             " does not broadcast with the values");
+  inferred.push_back(RankedTensorType::get(
+      *joined, cast<RankedTensorType>(values[0]).getElementType()));
+  return success();
+}
+
+LogicalResult CastOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> location,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  auto to = dyn_cast_or_null<TypeAttr>(adaptor.getToAttr());
+  if (!input || !to)
+    return emitOptionalError(location, "expects a ranked input and a 'to' type");
+  inferred.push_back(RankedTensorType::get(input.getShape(), to.getValue()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and convolution
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType lhs = ranked(adaptor.getLhs()), rhs = ranked(adaptor.getRhs());
+  if (failed(requireRanked(location, {lhs, rhs})) ||
+      failed(requireSameElementType(location, lhs, rhs, "the right operand")))
+    return failure();
+  std::string error;
+  auto shape = shape::matmul(lhs.getShape(), rhs.getShape(), error);
+  if (!shape)
+    return emitOptionalError(location, error);
+  inferred.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> location,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RankedTensorType a = ranked(adaptor.getA()), b = ranked(adaptor.getB());
+  if (failed(requireRanked(location, {a, b})) ||
+      failed(requireSameElementType(location, a, b, "B")))
+    return failure();
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOptionalError(location, "A and B must be matrices, got ",
+                             shape::format(a.getShape()), " and ",
+                             shape::format(b.getShape()));
+  bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
+  int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
+  int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
+  if (ka != kb)
+    return emitOptionalError(location, "contraction dimensions differ: op(A) is ",
+                             m, "x", ka, ", op(B) is ", kb, "x", n);
+  SmallVector<int64_t> shape = {m, n};
+  if (RankedTensorType c = ranked(adaptor.getC())) {
+    if (failed(requireSameElementType(location, a, c, "C")))
+      return failure();
+    auto joined = shape::broadcast(c.getShape(), shape);
+    if (!joined || ArrayRef<int64_t>(*joined) != ArrayRef<int64_t>(shape))
+      return emitOptionalError(location, "C of shape ",
+                               shape::format(c.getShape()),
+                               " does not broadcast to ", shape::format(shape));
+  }
+  inferred.push_back(RankedTensorType::get(shape, a.getElementType()));
+  return success();
+}
+
+LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> location,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  RankedTensorType weight = ranked(adaptor.getWeight());
+  if (failed(requireRanked(location, {input, weight})) ||
+      failed(requireSameElementType(location, input, weight, "the weight")))
+    return failure();
+  if (input.getRank() < 3 || weight.getRank() != input.getRank())
+    return emitOptionalError(location, "expects input [N, C, spatial...] and "
+                                       "weight [M, C/group, kernel...] of one "
+                                       "rank >= 3, got ",
+                             shape::format(input.getShape()), " and ",
+                             shape::format(weight.getShape()));
+  int64_t group = adaptor.getGroup();
+  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
+  if (group < 1 || channels % group != 0 || filters % group != 0 ||
+      weight.getDimSize(1) != channels / group)
+    return emitOptionalError(location, "weight ", shape::format(weight.getShape()),
+                             " does not match ", channels,
+                             " input channels in ", group, " group(s)");
+  if (RankedTensorType bias = ranked(adaptor.getBias())) {
+    if (failed(requireSameElementType(location, input, bias, "the bias")))
+      return failure();
+    if (bias.getRank() != 1 || bias.getDimSize(0) != filters)
+      return emitOptionalError(location, "bias must have shape ", filters,
+                               ", got ", shape::format(bias.getShape()));
+  }
+  SmallVector<int64_t> shape = {input.getDimSize(0), filters};
+  if (failed(inferWindowShape(location, input.getShape(),
+                              weight.getShape().drop_front(2),
+                              adaptor.getStrides(), adaptor.getPads(),
+                              adaptor.getDilations(), false, shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input || input.getRank() < 2)
+    return emitOptionalError(location, "expects an input of rank >= 2");
+  int64_t channels = input.getDimSize(1);
+  RankedTensorType stats[] = {ranked(adaptor.getScale()), ranked(adaptor.getBias()),
+                              ranked(adaptor.getMean()), ranked(adaptor.getVar())};
+  const char *names[] = {"scale", "bias", "mean", "var"};
+  for (int i = 0; i < 4; ++i) {
+    if (!stats[i] || stats[i].getRank() != 1 || stats[i].getDimSize(0) != channels)
+      return emitOptionalError(location, names[i], " must have shape ", channels,
+                               " (the channel count)");
+    if (failed(requireSameElementType(location, input, stats[i], names[i])))
+      return failure();
+  }
+  inferred.push_back(input);
+  inferred.push_back(stats[2]);
+  inferred.push_back(stats[3]);
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  RankedTensorType scale = ranked(adaptor.getScale());
+  if (failed(requireRanked(location, {input, scale})))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= input.getRank())
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             input.getRank());
+  ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
+  for (RankedTensorType t : {scale, ranked(adaptor.getBias())}) {
+    if (!t)
+      continue;
+    if (failed(requireSameElementType(location, input, t, "scale/bias")))
+      return failure();
+    if (t.getShape() != normalized)
+      return emitOptionalError(location, "scale and bias must have shape ",
+                               shape::format(normalized), ", got ",
+                               shape::format(t.getShape()));
+  }
+  inferred.push_back(input);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input || input.getRank() < 3)
+    return emitOptionalError(location, "expects an input [N, C, spatial...]");
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  if (failed(inferWindowShape(location, input.getShape(),
+                              adaptor.getKernelShape(), adaptor.getStrides(),
+                              adaptor.getPads(), adaptor.getDilations(),
+                              adaptor.getCeilMode(), shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input || input.getRank() < 3)
+    return emitOptionalError(location, "expects an input [N, C, spatial...]");
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  SmallVector<int64_t> ones(input.getRank() - 2, 1);
+  if (failed(inferWindowShape(location, input.getShape(),
+                              adaptor.getKernelShape(), adaptor.getStrides(),
+                              adaptor.getPads(), ones, adaptor.getCeilMode(),
+                              shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> location,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input || input.getRank() < 3)
+    return emitOptionalError(location, "expects an input [N, C, spatial...]");
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  shape.append(input.getRank() - 2, 1);
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(location, "expects a ranked input");
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  auto have = shape::numElements(input.getShape());
+  auto want = shape::numElements(shape);
+  if (!want || have != want)
+    return emitOptionalError(location, "cannot reshape ",
+                             shape::format(input.getShape()), " into ",
+                             shape::format(shape));
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(location, "expects a ranked input");
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  int64_t rank = input.getRank();
+  SmallVector<bool> seen(rank, false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(location, "perm has ", perm.size(),
+                             " entries for rank ", rank);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return emitOptionalError(location, "perm is not a permutation of 0..",
+                               rank - 1);
+    seen[p] = true;
+    shape.push_back(input.getDimSize(p));
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  ValueRange inputs = adaptor.getInputs();
+  if (inputs.empty())
+    return emitOptionalError(location, "expects at least one input");
+  RankedTensorType first = ranked(inputs.front());
+  if (!first)
+    return emitOptionalError(location, "expects ranked inputs");
+  int64_t axis = adaptor.getAxis(), rank = first.getRank();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             rank);
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value v : inputs.drop_front()) {
+    RankedTensorType t = ranked(v);
+    if (!t || t.getRank() != rank)
+      return emitOptionalError(location, "inputs must all have rank ", rank);
+    if (failed(requireSameElementType(location, first, t, "an input")))
+      return failure();
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == axis)
+        shape[i] += t.getDimSize(i);
+      else if (t.getDimSize(i) != shape[i])
+        return emitOptionalError(location, "inputs ", shape::format(first.getShape()),
+                                 " and ", shape::format(t.getShape()),
+                                 " differ outside axis ", axis);
+    }
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(location, "expects a ranked input");
+  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
+                    steps = adaptor.getSteps();
+  int64_t rank = input.getRank();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(ends.size()) != rank ||
+      static_cast<int64_t>(steps.size()) != rank)
+    return emitOptionalError(location, "expects one start, end and step per axis (",
+                             rank, ")");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t dim = input.getDimSize(i), lo = steps[i] > 0 ? 0 : -1,
+            hi = steps[i] > 0 ? dim : dim - 1;
+    if (steps[i] == 0)
+      return emitOptionalError(location, "step of axis ", i, " is zero");
+    if (starts[i] < lo || starts[i] > hi || ends[i] < lo || ends[i] > hi)
+      return emitOptionalError(location, "bounds [", starts[i], ", ", ends[i],
+                               ") of axis ", i, " are not clamped to its size ",
+                               dim);
+    shape.push_back(shape::sliceLength(starts[i], ends[i], steps[i]));
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType data = ranked(adaptor.getData());
+  RankedTensorType indices = ranked(adaptor.getIndices());
+  if (failed(requireRanked(location, {data, indices})))
+    return failure();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             data.getRank());
+  SmallVector<int64_t> shape(data.getShape().take_front(axis));
+  shape.append(indices.getShape().begin(), indices.getShape().end());
+  shape.append(data.getShape().begin() + axis + 1, data.getShape().end());
+  inferred.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> location,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(location, "expects a ranked input");
+  for (int64_t d : adaptor.getShape())
+    if (d < 0)
+      return emitOptionalError(location, "shape has a negative dimension");
+  auto shape = shape::broadcast(input.getShape(), adaptor.getShape());
+  if (!shape)
+    return emitOptionalError(location, "cannot expand ",
+                             shape::format(input.getShape()), " to ",
+                             shape::format(adaptor.getShape()));
+  inferred.push_back(RankedTensorType::get(*shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> location, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  return inferClassLoss(location, adaptor.getLogits(), adaptor.getLabels(),
+                        adaptor.getReduction(), inferred);
+}
+
+LogicalResult NllLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  return inferClassLoss(location, adaptor.getLogProbs(), adaptor.getLabels(),
+                        adaptor.getReduction(), inferred);
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> location,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType pred = ranked(adaptor.getPrediction());
+  RankedTensorType target = ranked(adaptor.getTarget());
+  if (failed(requireRanked(location, {pred, target})) ||
+      failed(checkReduction(location, adaptor.getReduction())))
+    return failure();
+  if (pred != target)
+    return emitOptionalError(location, "prediction ", pred, " and target ", target,
+                             " must have one type");
+  inferred.push_back(adaptor.getReduction() == "none"
+                         ? Type(pred)
+                         : RankedTensorType::get({}, pred.getElementType()));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ir/TcOps.cpp.inc"

@@ -1,0 +1,51 @@
+//===- TcOps.h - ops of the tc dialect -------------------------*- C++ -*-===//
+
+#ifndef TRAINC_IR_TCOPS_H
+#define TRAINC_IR_TCOPS_H
+
+#include "ir/TcDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace trainc::tc {
+namespace OpTrait {
+/// Marks ops whose result elements depend only on operand elements at the same
+/// (broadcast) index; see Tc_Pointwise in TcBase.td.
+template <typename ConcreteType>
+class Pointwise : public mlir::OpTrait::TraitBase<ConcreteType, Pointwise> {};
+} // namespace OpTrait
+
+/// Shape function of the broadcasting pointwise ops: all operands share the
+/// element type and broadcast to one shape; the result is that shape with the
+/// operands' element type, or i1 when `boolResult`.
+llvm::LogicalResult inferBroadcastResult(std::optional<mlir::Location> location,
+                                         llvm::ArrayRef<mlir::Type> operands,
+                                         bool boolResult,
+                                         llvm::SmallVectorImpl<mlir::Type> &inferred);
+
+/// Shape function of the reductions.
+llvm::LogicalResult inferReduceResult(std::optional<mlir::Location> location,
+                                      mlir::Type input,
+                                      llvm::ArrayRef<int64_t> axes, bool keepdims,
+                                      llvm::SmallVectorImpl<mlir::Type> &inferred);
+
+/// Name of the function argument attribute naming a `tc.param` symbol.
+inline constexpr llvm::StringLiteral kParamAttrName = "tc.param";
+/// Name of the function argument/result attribute holding the ONNX input or
+/// output name.
+inline constexpr llvm::StringLiteral kInputAttrName = "tc.input";
+inline constexpr llvm::StringLiteral kOutputAttrName = "tc.output";
+
+} // namespace trainc::tc
+
+#define GET_OP_CLASSES
+#include "ir/TcOps.h.inc"
+
+#endif // TRAINC_IR_TCOPS_H

@@ -1,0 +1,569 @@
+//===- TcOps.td - ops of the tc dialect --------------------*- tablegen -*-===//
+//
+// Every op declares its shape function through InferTypeOpAdaptor; the C++
+// bodies live in TcOps.cpp (or, for op families, in the class definitions
+// below) and use the shared shape logic of ir/ShapeLogic.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_IR_TCOPS_TD
+#define TRAINC_IR_TCOPS_TD
+
+include "TcBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Tc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tc_Dialect, mnemonic, !listconcat(traits, [InferTypeOpAdaptor])>;
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Tc_ParamOp : Op<Tc_Dialect, "param", [Symbol, HasParent<"mlir::ModuleOp">]> {
+  let summary = "a model parameter: name, type, initial value";
+  let description = [{
+    Declares one parameter of the model (an ONNX initializer). The functions of
+    the module take it as an argument marked `{tc.param = @name}`. `trainable`
+    parameters receive gradients; `initial_value` is what the trainer starts
+    from and what `--export` replaces with the trained values.
+
+    ```mlir
+    tc.param @fc1.weight trainable : tensor<64x784xf32> = dense<...> : tensor<64x784xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Tc_Tensor>:$type,
+                       UnitAttr:$trainable,
+                       OptionalAttr<ElementsAttr>:$initial_value);
+  let assemblyFormat = [{
+    $sym_name (`trainable` $trainable^)? `:` $type (`=` $initial_value^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Tc_ConstantOp : Tc_Op<"constant", [Pure, ConstantLike]> {
+  let summary = "a constant tensor";
+  let description = [{
+    ```mlir
+    %c = tc.constant dense<[1, 2]> : tensor<2xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise unary ops
+//===----------------------------------------------------------------------===//
+
+class Tc_UnaryOp<string mnemonic, Type type, string what, list<Trait> traits = []>
+    : Tc_Op<mnemonic, !listconcat(traits, [Pure, Tc_Pointwise])> {
+  let summary = "elementwise " # what;
+  let description = [{
+    Applies the function to every element; the result has the operand's type.
+
+    ```mlir
+    %y = tc.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins type:$input);
+  let results = (outs type:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location>, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      inferred.push_back(adaptor.getInput().getType());
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Tc_NegOp : Tc_UnaryOp<"neg", Tc_NumericTensor, "negation">;
+def Tc_AbsOp : Tc_UnaryOp<"abs", Tc_NumericTensor, "absolute value">;
+def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)">;
+def Tc_SigmoidOp : Tc_UnaryOp<"sigmoid", Tc_FloatTensor, "logistic sigmoid 1 / (1 + exp(-x))">;
+def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent">;
+def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function">;
+def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential">;
+def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm">;
+def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root">;
+def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x">;
+def Tc_NotOp : Tc_UnaryOp<"not", Tc_BoolTensor, "logical negation">;
+
+def Tc_GeluOp : Tc_UnaryOp<"gelu", Tc_FloatTensor,
+    "GELU: x * Phi(x), exact (erf) or with the tanh approximation"> {
+  let arguments = (ins Tc_FloatTensor:$input,
+      DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let hasVerifier = 1;
+}
+
+def Tc_LeakyReluOp : Tc_UnaryOp<"leaky_relu", Tc_FloatTensor,
+    "x if x >= 0 else alpha * x"> {
+  let arguments = (ins Tc_FloatTensor:$input,
+      DefaultValuedAttr<F32Attr, "0.01">:$alpha);
+}
+
+def Tc_ClipOp : Tc_UnaryOp<"clip", Tc_FloatTensor,
+    "clamp to [min, max] (either bound may be absent)"> {
+  let arguments = (ins Tc_FloatTensor:$input,
+      OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max);
+}
+
+def Tc_DropoutOp : Tc_UnaryOp<"dropout", Tc_FloatTensor,
+    "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)"> {
+  // Not Pure in spirit: in a training step it draws random numbers. It is kept
+  // free of side effects here so that an unused dropout can still be removed.
+  let arguments = (ins Tc_FloatTensor:$input,
+      DefaultValuedAttr<F32Attr, "0.5">:$ratio);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise binary ops with ONNX (numpy) broadcasting
+//===----------------------------------------------------------------------===//
+
+class Tc_BroadcastOp<string mnemonic, Type operandType, bit boolResult, string what,
+                     list<Trait> traits = []>
+    : Tc_Op<mnemonic, !listconcat(traits, [Pure, Tc_Pointwise])> {
+  let summary = "elementwise " # what # " with broadcasting";
+  let description = [{
+    Operands broadcast against each other as in ONNX and numpy: shapes are
+    aligned at the right, and a dimension of 1 stretches to the other's size.
+
+    ```mlir
+    %z = tc.}] # mnemonic # [{ %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3x}] #
+      !if(boolResult, "i1", "f32") # [{>
+    ```
+  }];
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs !if(boolResult, Tc_BoolTensor, operandType):$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::trainc::tc::inferBroadcastResult(location,
+          {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+          /*boolResult=*/}] # !if(boolResult, "true", "false") # [{, inferred);
+    }
+  }];
+}
+
+def Tc_AddOp : Tc_BroadcastOp<"add", Tc_NumericTensor, 0, "addition", [Commutative]>;
+def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction">;
+def Tc_MulOp : Tc_BroadcastOp<"mul", Tc_NumericTensor, 0, "multiplication", [Commutative]>;
+def Tc_DivOp : Tc_BroadcastOp<"div", Tc_NumericTensor, 0, "division">;
+def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y">;
+def Tc_MaxOp : Tc_BroadcastOp<"max", Tc_NumericTensor, 0, "maximum", [Commutative]>;
+def Tc_MinOp : Tc_BroadcastOp<"min", Tc_NumericTensor, 0, "minimum", [Commutative]>;
+def Tc_EqualOp : Tc_BroadcastOp<"equal", Tc_Tensor, 1, "comparison x == y", [Commutative]>;
+def Tc_LessOp : Tc_BroadcastOp<"less", Tc_NumericTensor, 1, "comparison x < y">;
+def Tc_LessEqualOp : Tc_BroadcastOp<"less_equal", Tc_NumericTensor, 1, "comparison x <= y">;
+def Tc_GreaterOp : Tc_BroadcastOp<"greater", Tc_NumericTensor, 1, "comparison x > y">;
+def Tc_GreaterEqualOp : Tc_BroadcastOp<"greater_equal", Tc_NumericTensor, 1, "comparison x >= y">;
+def Tc_AndOp : Tc_BroadcastOp<"and", Tc_BoolTensor, 0, "logical and", [Commutative]>;
+def Tc_OrOp : Tc_BroadcastOp<"or", Tc_BoolTensor, 0, "logical or", [Commutative]>;
+
+def Tc_WhereOp : Tc_Op<"where", [Pure, Tc_Pointwise]> {
+  let summary = "elementwise select: cond ? x : y, with broadcasting";
+  let description = [{
+    ```mlir
+    %r = tc.where %mask, %x, %y : (tensor<1x1x4x4xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_BoolTensor:$condition, Tc_Tensor:$true_value, Tc_Tensor:$false_value);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$condition `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Float to integer truncates toward zero; anything to `i1` is `x != 0`.
+
+    ```mlir
+    %y = tc.cast %x {to = f16} : (tensor<4xf32>) -> tensor<4xf16>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, TypeAttrOf<Tc_AnyElement>:$to);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and convolution
+//===----------------------------------------------------------------------===//
+
+def Tc_MatMulOp : Tc_Op<"matmul", [Pure]> {
+  let summary = "matrix product with numpy (ONNX MatMul) semantics";
+  let description = [{
+    Batch dimensions broadcast; a 1-D operand is promoted to a matrix and the
+    promoted dimension is removed from the result.
+
+    ```mlir
+    %y = tc.matmul %a, %b : (tensor<2x16x32xf32>, tensor<32x64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$lhs, Tc_NumericTensor:$rhs);
+  let results = (outs Tc_NumericTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_GemmOp : Tc_Op<"gemm", [Pure]> {
+  let summary = "alpha * op(A) * op(B) + beta * C for 2-D A and B";
+  let description = [{
+    `op(X)` is `X` or its transpose (`trans_a`, `trans_b`). `C` is optional and
+    broadcasts to the [M, N] result (ONNX Gemm).
+
+    ```mlir
+    %y = tc.gemm %x, %w, %b {trans_b = true} : (tensor<8x784xf32>, tensor<128x784xf32>, tensor<128xf32>) -> tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$a, Tc_FloatTensor:$b, Optional<Tc_FloatTensor>:$c,
+      DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+      DefaultValuedAttr<F32Attr, "1.0">:$beta,
+      DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+      DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_ConvOp : Tc_Op<"conv", [Pure]> {
+  let summary = "N-D convolution (cross-correlation), NCHW, with groups";
+  let description = [{
+    `input` is [N, C, spatial...], `weight` is [M, C/group, kernel...], the
+    optional `bias` is [M]. `pads` holds the begin pads of every spatial axis,
+    then the end pads (ONNX order).
+
+    ```mlir
+    %y = tc.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>,
+                             dilations = array<i64: 1, 1>, group = 1 : i64}
+        : (tensor<2x3x64x64xf32>, tensor<64x3x7x7xf32>, tensor<64xf32>) -> tensor<2x64x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$weight,
+      Optional<Tc_FloatTensor>:$bias,
+      DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+      DenseI64ArrayAttr:$dilations,
+      DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure]> {
+  let summary = "batch normalization over all axes but the channel axis 1";
+  let description = [{
+    In inference mode (`training` false) normalizes with `mean` and `var` and
+    returns them unchanged as the running statistics. In training mode it
+    normalizes with the batch statistics and returns the running statistics
+    updated with `momentum` as ONNX does:
+    `running = momentum * running + (1 - momentum) * batch` (the unbiased batch
+    variance goes into the running variance, as PyTorch does).
+
+    ```mlir
+    %y, %rm, %rv = tc.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32}
+        : (tensor<2x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+        -> (tensor<2x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$scale,
+      Tc_FloatTensor:$bias, Tc_FloatTensor:$mean, Tc_FloatTensor:$var,
+      DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+      DefaultValuedAttr<F32Attr, "0.9">:$momentum,
+      DefaultValuedAttr<BoolAttr, "false">:$training);
+  let results = (outs Tc_FloatTensor:$result, Tc_FloatTensor:$running_mean,
+                      Tc_FloatTensor:$running_var);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_LayerNormOp : Tc_Op<"layer_norm", [Pure]> {
+  let summary = "layer normalization over the axes from `axis` to the last";
+  let description = [{
+    `scale` and the optional `bias` have the shape of the normalized axes.
+
+    ```mlir
+    %y = tc.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$scale,
+      Optional<Tc_FloatTensor>:$bias,
+      I64Attr:$axis,
+      DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure]> {
+  let summary = "N-D max pooling, NCHW";
+  let description = [{
+    ```mlir
+    %y = tc.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>,
+                         pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<2x64x32x32xf32>) -> tensor<2x64x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input,
+      DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure]> {
+  let summary = "N-D average pooling, NCHW";
+  let description = [{
+    With `count_include_pad` false (the ONNX default) the padding is left out
+    of each window's divisor.
+
+    ```mlir
+    %y = tc.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+                         pads = array<i64: 0, 0, 0, 0>}
+        : (tensor<2x16x10x10xf32>) -> tensor<2x16x5x5xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input,
+      DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$pads,
+      DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_GlobalAvgPoolOp : Tc_Op<"global_avg_pool", [Pure]> {
+  let summary = "mean over all spatial axes, keeping them as size 1";
+  let description = [{
+    ```mlir
+    %y = tc.global_avg_pool %x : (tensor<2x512x2x2xf32>) -> tensor<2x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and reductions
+//===----------------------------------------------------------------------===//
+
+class Tc_SoftmaxLikeOp<string mnemonic, string what>
+    : Tc_Op<mnemonic, [Pure]> {
+  let summary = what # " along one axis";
+  let description = [{
+    ```mlir
+    %y = tc.}] # mnemonic # [{ %x {axis = 1 : i64} : tensor<8x10xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      auto type = ::llvm::dyn_cast<::mlir::RankedTensorType>(adaptor.getInput().getType());
+      if (!type)
+        return ::mlir::emitOptionalError(location, "expects a ranked operand");
+      // Also called by the parser before the attributes are verified.
+      auto axisAttr = ::llvm::dyn_cast_or_null<::mlir::IntegerAttr>(adaptor.getAxisAttr());
+      if (!axisAttr)
+        return ::mlir::emitOptionalError(location, "expects an integer 'axis'");
+      int64_t axis = axisAttr.getInt();
+      if (axis < 0 || axis >= type.getRank())
+        return ::mlir::emitOptionalError(location, "axis ", axis,
+                                         " is out of range for rank ", type.getRank());
+      inferred.push_back(type);
+      return ::mlir::success();
+    }
+  }];
+}
+
+def Tc_SoftmaxOp : Tc_SoftmaxLikeOp<"softmax", "softmax exp(x) / sum(exp(x))">;
+def Tc_LogSoftmaxOp : Tc_SoftmaxLikeOp<"log_softmax", "log of softmax, computed stably">;
+
+class Tc_ReduceOp<string mnemonic, string what>
+    : Tc_Op<mnemonic, [Pure]> {
+  let summary = what # " over a set of axes";
+  let description = [{
+    `axes` are non-negative and strictly increasing; an empty list reduces all
+    axes. With `keepdims` the reduced axes stay as size 1.
+
+    ```mlir
+    %s = tc.}] # mnemonic # [{ %x {axes = array<i64: 1>, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+      DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Tc_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> location, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::trainc::tc::inferReduceResult(location, adaptor.getInput().getType(),
+          adaptor.getAxes(), adaptor.getKeepdims(), inferred);
+    }
+  }];
+}
+
+def Tc_ReduceSumOp : Tc_ReduceOp<"reduce_sum", "sum">;
+def Tc_ReduceMeanOp : Tc_ReduceOp<"reduce_mean", "arithmetic mean">;
+def Tc_ReduceMaxOp : Tc_ReduceOp<"reduce_max", "maximum">;
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Tc_ReshapeOp : Tc_Op<"reshape", [Pure]> {
+  let summary = "same elements, new static shape";
+  let description = [{
+    `shape` is fully resolved (no 0 or -1 placeholders) and has the operand's
+    element count.
+
+    ```mlir
+    %y = tc.reshape %x {shape = array<i64: 2, 400>} : (tensor<2x16x5x5xf32>) -> tensor<2x400xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_TransposeOp : Tc_Op<"transpose", [Pure]> {
+  let summary = "permute the axes: result dim i is input dim perm[i]";
+  let description = [{
+    ```mlir
+    %y = tc.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x16x2x16xf32>) -> tensor<2x2x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_ConcatOp : Tc_Op<"concat", [Pure]> {
+  let summary = "join tensors along one axis";
+  let description = [{
+    ```mlir
+    %y = tc.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tc_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_SliceOp : Tc_Op<"slice", [Pure]> {
+  let summary = "strided slice with one (start, end, step) per axis";
+  let description = [{
+    Every axis has an entry; `starts` and `ends` are already clamped to the
+    axis (ONNX Slice after normalization). A negative step walks backwards.
+
+    ```mlir
+    %y = tc.slice %x {starts = array<i64: 0, 2>, ends = array<i64: 2, 4>, steps = array<i64: 1, 1>}
+        : (tensor<2x4xf32>) -> tensor<2x2xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$starts,
+      DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_GatherOp : Tc_Op<"gather", [Pure]> {
+  let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
+  let description = [{
+    The result shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].
+    Negative indices count from the end, as in ONNX.
+
+    ```mlir
+    %e = tc.gather %table, %idx {axis = 0 : i64} : (tensor<64x32xf32>, tensor<2x16xi64>) -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_ExpandOp : Tc_Op<"expand", [Pure]> {
+  let summary = "broadcast to a shape (ONNX Expand)";
+  let description = [{
+    The result shape is the broadcast of the operand's shape and `shape`.
+
+    ```mlir
+    %y = tc.expand %x {shape = array<i64: 2, 1, 4>} : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Tc_SoftmaxCrossEntropyOp : Tc_Op<"softmax_cross_entropy", [Pure]> {
+  let summary = "cross entropy of softmax(logits) against class indices";
+  let description = [{
+    `logits` is [N, C, d...] and `labels` is [N, d...] class indices. Labels
+    equal to `ignore_index` contribute nothing and are left out of the mean.
+    `reduction` is `mean` (scalar), `sum` (scalar) or `none` ([N, d...]).
+
+    ```mlir
+    %l = tc.softmax_cross_entropy %logits, %labels {reduction = "mean"} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$logits, Tc_IndexTensor:$labels,
+      DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+      OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_NllLossOp : Tc_Op<"nll_loss", [Pure]> {
+  let summary = "negative log likelihood of log-probabilities against class indices";
+  let description = [{
+    Same shapes and attributes as `tc.softmax_cross_entropy`, with
+    log-probabilities instead of logits (ONNX NegativeLogLikelihoodLoss).
+
+    ```mlir
+    %l = tc.nll_loss %logp, %labels {reduction = "mean"} : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$log_probs, Tc_IndexTensor:$labels,
+      DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+      OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$log_probs `,` $labels attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_MseLossOp : Tc_Op<"mse_loss", [Pure]> {
+  let summary = "mean squared error between two tensors of one shape";
+  let description = [{
+    ```mlir
+    %l = tc.mse_loss %pred, %target {reduction = "mean"} : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$prediction, Tc_FloatTensor:$target,
+      DefaultValuedStrAttr<StrAttr, "mean">:$reduction);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$prediction `,` $target attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // TRAINC_IR_TCOPS_TD

@@ -1,0 +1,26 @@
+# -*- Python -*-
+# lit configuration of the trainc test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "trainc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "zoo", "unit", "fuzz"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.trainc_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%src_root", config.trainc_src_root))
+
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.trainc_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["trainc", "trainc-opt"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
