@@ -1,0 +1,362 @@
+//===- ConvertElementwise.cpp - pointwise ONNX ops ------------------------===//
+//
+// Unary, binary (broadcasting), variadic and select ops. When every input is a
+// host constant the op folds on the host (this is how the shape arithmetic
+// PyTorch exports disappears); otherwise it becomes the matching tc op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Importer.h"
+#include "frontend/ModelLoader.h"
+
+#include "ir/ShapeLogic.h"
+#include "ir/TcOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::frontend;
+
+namespace {
+
+using EmitFn = FailureOr<Value> (*)(NodeContext &, ValueRange);
+template <typename OpTy> FailureOr<Value> emitOp(NodeContext &ctx, ValueRange v) {
+  FailureOr<Operation *> op = ctx.create<OpTy>(v);
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+LogicalResult bind(NodeContext &ctx, FailureOr<Value> value) {
+  if (failed(value))
+    return failure();
+  ctx.setOutput(0, *value);
+  return success();
+}
+
+enum class Kind { Unary, Arith, Compare, Logical };
+
+struct ElementwiseRule {
+  Kind kind;
+  EmitFn emit;
+  /// Host evaluation for folding, on doubles (floats) or integers.
+  double (*real)(double, double);
+  int64_t (*integer)(int64_t, int64_t);
+};
+
+double fdiv(double a, double b) { return a / b; }
+int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+double erfOf(double a, double) { return std::erf(a); }
+double sigmoidOf(double a, double) { return 1.0 / (1.0 + std::exp(-a)); }
+
+const ElementwiseRule *ruleFor(llvm::StringRef op) {
+  static const llvm::StringMap<ElementwiseRule> rules = {
+      {"Relu", {Kind::Unary, emitOp<tc::ReluOp>, [](double a, double) { return a > 0 ? a : 0.0; }, nullptr}},
+      {"Sigmoid", {Kind::Unary, emitOp<tc::SigmoidOp>, sigmoidOf, nullptr}},
+      {"Tanh", {Kind::Unary, emitOp<tc::TanhOp>, [](double a, double) { return std::tanh(a); }, nullptr}},
+      {"Erf", {Kind::Unary, emitOp<tc::ErfOp>, erfOf, nullptr}},
+      {"Exp", {Kind::Unary, emitOp<tc::ExpOp>, [](double a, double) { return std::exp(a); }, nullptr}},
+      {"Log", {Kind::Unary, emitOp<tc::LogOp>, [](double a, double) { return std::log(a); }, nullptr}},
+      {"Sqrt", {Kind::Unary, emitOp<tc::SqrtOp>, [](double a, double) { return std::sqrt(a); }, nullptr}},
+      {"Reciprocal", {Kind::Unary, emitOp<tc::ReciprocalOp>, [](double a, double) { return 1.0 / a; }, nullptr}},
+      {"Neg", {Kind::Unary, emitOp<tc::NegOp>, [](double a, double) { return -a; },
+               [](int64_t a, int64_t) { return -a; }}},
+      {"Abs", {Kind::Unary, emitOp<tc::AbsOp>, [](double a, double) { return std::fabs(a); },
+               [](int64_t a, int64_t) { return a < 0 ? -a : a; }}},
+      {"Not", {Kind::Unary, emitOp<tc::NotOp>, nullptr, [](int64_t a, int64_t) -> int64_t { return !a; }}},
+      {"Add", {Kind::Arith, emitOp<tc::AddOp>, [](double a, double b) { return a + b; },
+               [](int64_t a, int64_t b) { return a + b; }}},
+      {"Sub", {Kind::Arith, emitOp<tc::SubOp>, [](double a, double b) { return a - b; },
+               [](int64_t a, int64_t b) { return a - b; }}},
+      {"Mul", {Kind::Arith, emitOp<tc::MulOp>, [](double a, double b) { return a * b; },
+               [](int64_t a, int64_t b) { return a * b; }}},
+      {"Div", {Kind::Arith, emitOp<tc::DivOp>, fdiv, idiv}},
+      {"Pow", {Kind::Arith, emitOp<tc::PowOp>, [](double a, double b) { return std::pow(a, b); }, nullptr}},
+      {"Max", {Kind::Arith, emitOp<tc::MaxOp>, [](double a, double b) { return std::fmax(a, b); },
+               [](int64_t a, int64_t b) { return a > b ? a : b; }}},
+      {"Min", {Kind::Arith, emitOp<tc::MinOp>, [](double a, double b) { return std::fmin(a, b); },
+               [](int64_t a, int64_t b) { return a < b ? a : b; }}},
+      {"Sum", {Kind::Arith, emitOp<tc::AddOp>, [](double a, double b) { return a + b; },
+               [](int64_t a, int64_t b) { return a + b; }}},
+      {"Equal", {Kind::Compare, emitOp<tc::EqualOp>, [](double a, double b) -> double { return a == b; },
+                 [](int64_t a, int64_t b) -> int64_t { return a == b; }}},
+      {"Less", {Kind::Compare, emitOp<tc::LessOp>, [](double a, double b) -> double { return a < b; },
+                [](int64_t a, int64_t b) -> int64_t { return a < b; }}},
+      {"LessOrEqual", {Kind::Compare, emitOp<tc::LessEqualOp>, [](double a, double b) -> double { return a <= b; },
+                       [](int64_t a, int64_t b) -> int64_t { return a <= b; }}},
+      {"Greater", {Kind::Compare, emitOp<tc::GreaterOp>, [](double a, double b) -> double { return a > b; },
+                   [](int64_t a, int64_t b) -> int64_t { return a > b; }}},
+      {"GreaterOrEqual", {Kind::Compare, emitOp<tc::GreaterEqualOp>, [](double a, double b) -> double { return a >= b; },
+                          [](int64_t a, int64_t b) -> int64_t { return a >= b; }}},
+      {"And", {Kind::Logical, emitOp<tc::AndOp>, nullptr, [](int64_t a, int64_t b) -> int64_t { return a && b; }}},
+      {"Or", {Kind::Logical, emitOp<tc::OrOp>, nullptr, [](int64_t a, int64_t b) -> int64_t { return a || b; }}},
+  };
+  auto it = rules.find(op);
+  return it == rules.end() ? nullptr : &it->second;
+}
+
+/// Folds a unary or binary pointwise op over host constants.
+FailureOr<Tensor> foldPointwise(NodeContext &ctx, const ElementwiseRule &rule,
+                                llvm::ArrayRef<const Tensor *> in) {
+  DType inType = in[0]->dtype();
+  for (const Tensor *t : in)
+    if (t->dtype() != inType)
+      return ctx.error("operands have different element types " +
+                       dtypeName(inType) + " and " + dtypeName(t->dtype()));
+  SmallVector<int64_t> shape(in[0]->shape());
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (const Tensor *t : in) {
+    auto joined = shape::broadcast(shape, t->shape());
+    if (!joined)
+      return ctx.error("shapes " + shape::format(shape) + " and " +
+                       shape::format(t->shape()) + " do not broadcast");
+    shape = *joined;
+    shapes.push_back(t->shape());
+  }
+  if (auto n = shape::numElements(shape); !n || *n > kMaxFoldElements)
+    return ctx.error("constant result " + shape::format(shape) + " is too large to fold");
+  bool compare = rule.kind == Kind::Compare;
+  DType outType = compare || rule.kind == Kind::Logical ? DType::I1 : inType;
+  bool useReal = isFloat(inType) ? rule.real != nullptr : rule.integer == nullptr;
+  if (!useReal && !rule.integer)
+    return ctx.error("cannot fold on " + dtypeName(inType));
+  if (useReal && !rule.real)
+    return ctx.error("cannot fold on " + dtypeName(inType));
+  if (ctx.opType() == "Div" && !isFloat(inType))
+    for (int64_t i = 0; i < in.back()->numElements(); ++i)
+      if (in.back()->integer(i) == 0)
+        return ctx.error("integer division by zero in a constant");
+  Tensor out(outType, shape);
+  forEachBroadcast(shape, shapes, [&](int64_t n, ArrayRef<int64_t> off) {
+    if (useReal) {
+      double a = in[0]->real(off[0]), b = in.size() > 1 ? in[1]->real(off[1]) : 0.0;
+      out.setReal(n, rule.real(a, b));
+    } else {
+      int64_t a = in[0]->integer(off[0]), b = in.size() > 1 ? in[1]->integer(off[1]) : 0;
+      out.setInteger(n, rule.integer(a, b));
+    }
+  });
+  return out;
+}
+
+/// The operands of a binary op, with Pow's exponent cast to the base's type
+/// (ONNX Pow allows a different exponent type; tc.pow does not).
+FailureOr<SmallVector<Value>> binaryOperands(NodeContext &ctx, unsigned lhs,
+                                             unsigned rhs) {
+  FailureOr<Value> a = ctx.input(lhs), b = ctx.input(rhs);
+  if (failed(a) || failed(b))
+    return failure();
+  auto aType = cast<RankedTensorType>(a->getType());
+  auto bType = cast<RankedTensorType>(b->getType());
+  if (ctx.opType() == "Pow" && aType.getElementType() != bType.getElementType()) {
+    auto cast = ctx.create<tc::CastOp>(
+        *b, {ctx.named("to", TypeAttr::get(aType.getElementType()))});
+    if (failed(cast))
+      return failure();
+    b = (*cast)->getResult(0);
+  }
+  return SmallVector<Value>{*a, *b};
+}
+
+} // namespace
+
+LogicalResult trainc::frontend::convertElementwise(NodeContext &ctx) {
+  const ElementwiseRule *rule = ruleFor(ctx.opType());
+  unsigned arity = rule->kind == Kind::Unary ? 1 : 2;
+  if (ctx.numInputs() != arity)
+    return ctx.error("expects " + llvm::Twine(arity) + " input(s), got " +
+                     llvm::Twine(ctx.numInputs()));
+  if (ctx.allInputsConstant()) {
+    SmallVector<const Tensor *> in;
+    for (unsigned i = 0; i < arity; ++i)
+      in.push_back(ctx.constant(i));
+    Tensor exponent;
+    if (ctx.opType() == "Pow" && in[1]->dtype() != in[0]->dtype()) {
+      exponent = in[1]->castTo(in[0]->dtype());
+      in[1] = &exponent;
+    }
+    FailureOr<Tensor> folded = foldPointwise(ctx, *rule, in);
+    if (failed(folded))
+      return failure();
+    ctx.setOutput(0, std::move(*folded));
+    return success();
+  }
+  if (arity == 1) {
+    FailureOr<Value> x = ctx.input(0);
+    return failed(x) ? failure() : bind(ctx, rule->emit(ctx, *x));
+  }
+  auto operands = binaryOperands(ctx, 0, 1);
+  return failed(operands) ? failure() : bind(ctx, rule->emit(ctx, *operands));
+}
+
+/// Max, Min, Sum, Mean with any number of inputs: a chain of binary ops.
+LogicalResult trainc::frontend::convertVariadic(NodeContext &ctx) {
+  bool mean = ctx.opType() == "Mean";
+  const ElementwiseRule *rule = ruleFor(mean ? "Sum" : ctx.opType());
+  if (ctx.numInputs() < 1)
+    return ctx.error("expects at least one input");
+  FailureOr<Value> acc = ctx.input(0);
+  if (failed(acc))
+    return failure();
+  for (unsigned i = 1; i < ctx.numInputs(); ++i) {
+    FailureOr<Value> next = ctx.input(i);
+    if (failed(next))
+      return failure();
+    acc = rule->emit(ctx, {*acc, *next});
+    if (failed(acc))
+      return failure();
+  }
+  if (mean && ctx.numInputs() > 1) {
+    auto type = cast<RankedTensorType>(acc->getType());
+    Tensor count = Tensor::scalarReal(fromMlirType(type.getElementType()).value_or(DType::F32),
+                                      static_cast<double>(ctx.numInputs()));
+    Value divisor = ctx.builder().create<tc::ConstantOp>(
+        ctx.loc(), toAttribute(ctx.context(), count));
+    auto div = ctx.create<tc::DivOp>({*acc, divisor});
+    if (failed(div))
+      return failure();
+    acc = (*div)->getResult(0);
+  }
+  ctx.setOutput(0, *acc);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Other pointwise ops
+//===----------------------------------------------------------------------===//
+
+namespace trainc::frontend {
+
+LogicalResult convertWhere(NodeContext &ctx) {
+  if (ctx.allInputsConstant()) {
+    const Tensor *c = ctx.constant(0), *x = ctx.constant(1), *y = ctx.constant(2);
+    if (x->dtype() != y->dtype())
+      return ctx.error("values have different element types");
+    SmallVector<int64_t> shape(c->shape());
+    for (const Tensor *t : {x, y}) {
+      auto joined = shape::broadcast(shape, t->shape());
+      if (!joined)
+        return ctx.error("shapes do not broadcast");
+      shape = *joined;
+    }
+    if (auto n = shape::numElements(shape); !n || *n > kMaxFoldElements)
+      return ctx.error("constant result is too large to fold");
+    Tensor out(x->dtype(), shape);
+    size_t size = dtypeSize(x->dtype());
+    forEachBroadcast(shape, {c->shape(), x->shape(), y->shape()},
+                     [&](int64_t n, ArrayRef<int64_t> off) {
+                       const Tensor *src = c->integer(off[0]) ? x : y;
+                       int64_t at = c->integer(off[0]) ? off[1] : off[2];
+                       std::memcpy(out.mutableBytes() + n * size,
+                                   src->bytes().data() + at * size, size);
+                     });
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  FailureOr<Value> c = ctx.input(0), x = ctx.input(1), y = ctx.input(2);
+  if (failed(c) || failed(x) || failed(y))
+    return failure();
+  return ctx.emit<tc::WhereOp>({*c, *x, *y});
+}
+
+static LogicalResult castTo(NodeContext &ctx, Type target) {
+  auto dtype = fromMlirType(target);
+  if (!dtype)
+    return ctx.error("unsupported target type");
+  if (const Tensor *c = ctx.constant(0)) {
+    ctx.setOutput(0, c->castTo(*dtype));
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  if (cast<RankedTensorType>(x->getType()).getElementType() == target) {
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  return ctx.emit<tc::CastOp>(*x, {ctx.named("to", TypeAttr::get(target))});
+}
+
+LogicalResult convertCast(NodeContext &ctx) {
+  const onnx::AttributeProto *to = ctx.attr("to");
+  if (!to)
+    return ctx.error("attribute 'to' is required");
+  auto dtype = convertDataType(static_cast<int32_t>(to->i()));
+  if (!dtype)
+    return ctx.error(llvm::toString(dtype.takeError()));
+  return castTo(ctx, toMlirType(ctx.context(), *dtype));
+}
+
+LogicalResult convertCastLike(NodeContext &ctx) {
+  FailureOr<RankedTensorType> like = ctx.inputType(1);
+  if (failed(like))
+    return failure();
+  return castTo(ctx, like->getElementType());
+}
+
+LogicalResult convertIdentity(NodeContext &ctx) {
+  if (const Tensor *c = ctx.constant(0)) {
+    ctx.setOutput(0, *c);
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  ctx.setOutput(0, *x);
+  return success();
+}
+
+LogicalResult convertClip(NodeContext &ctx) {
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs;
+  const char *names[] = {"min", "max"};
+  for (unsigned i = 1; i <= 2; ++i) {
+    if (!ctx.hasInput(i))
+      continue;
+    const Tensor *bound = ctx.importTimeValue(i);
+    if (!bound || bound->numElements() != 1)
+      return ctx.error(llvm::Twine("input '") + names[i - 1] +
+                       "' must be a scalar constant known at import time");
+    attrs.push_back(ctx.namedF32(names[i - 1], static_cast<float>(bound->real(0))));
+  }
+  return ctx.emit<tc::ClipOp>(*x, attrs);
+}
+
+LogicalResult convertGelu(NodeContext &ctx) {
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  return ctx.emit<tc::GeluOp>(
+      *x, {ctx.namedString("approximate", ctx.attrString("approximate", "none"))});
+}
+
+LogicalResult convertLeakyRelu(NodeContext &ctx) {
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  return ctx.emit<tc::LeakyReluOp>(*x, {ctx.namedF32("alpha", ctx.attrFloat("alpha", 0.01f))});
+}
+
+LogicalResult convertDropout(NodeContext &ctx) {
+  if (ctx.outputUsed(1))
+    return ctx.error("the mask output of Dropout is not supported");
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  float ratio = 0.5f;
+  if (ctx.hasInput(1)) {
+    const Tensor *r = ctx.importTimeValue(1);
+    if (!r || r->numElements() != 1)
+      return ctx.error("input 'ratio' must be a scalar constant known at import time");
+    ratio = static_cast<float>(r->real(0));
+  }
+  return ctx.emit<tc::DropoutOp>(*x, {ctx.namedF32("ratio", ratio)});
+}
+
+} // namespace trainc::frontend

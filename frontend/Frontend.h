@@ -1,0 +1,68 @@
+//===- Frontend.h - ONNX to tc: the importer's public API ------*- C++ -*-===//
+//
+// The only interface the tools use; ONNX and protobuf types stay inside
+// frontend/.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_FRONTEND_FRONTEND_H
+#define TRAINC_FRONTEND_FRONTEND_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainc::frontend {
+
+struct ImportOptions {
+  /// Binds a symbolic first (batch) dimension of every graph input.
+  std::optional<int64_t> batchSize;
+};
+
+/// Reads an ONNX model (binary protobuf or ONNX text format) and imports it as
+/// a module holding `tc.param` symbols and `func.func @forward`. On failure,
+/// every error is written to `errs` (each naming the ONNX node, op type and
+/// opset where one is involved) and null is returned.
+mlir::OwningOpRef<mlir::ModuleOp> importModelFile(llvm::StringRef path,
+                                                  const ImportOptions &options,
+                                                  mlir::MLIRContext &context,
+                                                  llvm::raw_ostream &errs);
+
+/// Same, for a model already in memory (binary protobuf). External data is
+/// refused since there is no folder to resolve it against.
+mlir::OwningOpRef<mlir::ModuleOp> importModelBytes(llvm::StringRef bytes,
+                                                   const ImportOptions &options,
+                                                   mlir::MLIRContext &context,
+                                                   llvm::raw_ostream &errs);
+
+/// Support of one ONNX op type, as `trainc check` reports it.
+struct OpSupport {
+  std::string domain;
+  std::string opType;
+  int count = 0;
+  bool imported = false;
+  /// What the importer maps it to, or why it cannot.
+  std::string note;
+};
+
+struct ModelSummary {
+  int64_t opset = 0;
+  std::string producer;
+  std::vector<OpSupport> ops;
+};
+
+/// Lists the op types a model uses and whether the importer supports them.
+std::optional<ModelSummary> summarizeModelFile(llvm::StringRef path,
+                                               llvm::raw_ostream &errs);
+
+/// Every ONNX op type the importer knows, sorted.
+std::vector<std::string> supportedOpTypes();
+
+} // namespace trainc::frontend
+
+#endif // TRAINC_FRONTEND_FRONTEND_H

@@ -1,0 +1,680 @@
+//===- Importer.cpp - ONNX graph to tc ------------------------------------===//
+//
+// Walks the ONNX graph in its (topological) node order. Every ONNX value is a
+// slot holding an MLIR value, a host constant, or both: shape sub-graphs fold
+// on the host, and a constant becomes a `tc.constant` only when a run-time op
+// reads it. Float initializers become `tc.param` symbols and arguments of
+// `@forward`; integer initializers stay constants.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Frontend.h"
+#include "frontend/Importer.h"
+#include "frontend/ModelLoader.h"
+
+#include "ir/ShapeLogic.h"
+#include "ir/TcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::frontend;
+
+namespace trainc::frontend {
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, const onnx::ModelProto &model,
+                std::string modelDir, std::string modelName,
+                const ImportOptions &options, llvm::raw_ostream &errs)
+      : context(context), model(model), modelDir(std::move(modelDir)),
+        modelName(std::move(modelName)), options(options), errs(errs),
+        builder(&context) {}
+
+  OwningOpRef<ModuleOp> run();
+
+  struct Slot {
+    Value value;
+    std::optional<Tensor> constant;
+    Location loc;
+  };
+
+  MLIRContext &context;
+  const onnx::ModelProto &model;
+  std::string modelDir, modelName;
+  const ImportOptions &options;
+  llvm::raw_ostream &errs;
+  OpBuilder builder;
+  llvm::StringMap<Slot> slots;
+  llvm::StringMap<unsigned> readers;
+  /// Initial values of parameters small enough to serve as attributes.
+  llvm::StringMap<Tensor> smallInitialValues;
+  /// Messages reported for the node being converted.
+  std::vector<std::string> nodeErrors;
+
+  Slot *lookup(llvm::StringRef name) {
+    auto it = slots.find(name);
+    return it == slots.end() ? nullptr : &it->second;
+  }
+  Value materialize(Slot &slot);
+  void error(const llvm::Twine &message) {
+    errs << "error: " << modelName << ": " << message << "\n";
+  }
+
+private:
+  bool checkSupport(int64_t opset);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  LogicalResult checkOutputType(const onnx::ValueInfoProto &info, Type type);
+  void removeDeadCode(func::FuncOp func);
+  void finishParams(ModuleOp module, func::FuncOp func,
+                    llvm::ArrayRef<std::string> paramNames, unsigned firstParam);
+};
+
+} // namespace trainc::frontend
+
+//===----------------------------------------------------------------------===//
+// Type and attribute conversion
+//===----------------------------------------------------------------------===//
+
+Type trainc::frontend::toMlirType(MLIRContext *ctx, DType type) {
+  switch (type) {
+  case DType::F32: return Float32Type::get(ctx);
+  case DType::F16: return Float16Type::get(ctx);
+  case DType::BF16: return BFloat16Type::get(ctx);
+  case DType::F64: return Float64Type::get(ctx);
+  case DType::I64: return IntegerType::get(ctx, 64);
+  case DType::I32: return IntegerType::get(ctx, 32);
+  case DType::I1: return IntegerType::get(ctx, 1);
+  }
+  return {};
+}
+
+std::optional<DType> trainc::frontend::fromMlirType(Type type) {
+  if (type.isF32()) return DType::F32;
+  if (type.isF16()) return DType::F16;
+  if (type.isBF16()) return DType::BF16;
+  if (type.isF64()) return DType::F64;
+  if (type.isInteger(64)) return DType::I64;
+  if (type.isInteger(32)) return DType::I32;
+  if (type.isInteger(1)) return DType::I1;
+  return std::nullopt;
+}
+
+DenseElementsAttr trainc::frontend::toAttribute(MLIRContext *ctx,
+                                                const Tensor &tensor) {
+  auto type = RankedTensorType::get(tensor.shape(), toMlirType(ctx, tensor.dtype()));
+  if (tensor.dtype() == DType::I1) {
+    SmallVector<bool> values;
+    for (int64_t i = 0; i < tensor.numElements(); ++i)
+      values.push_back(tensor.integer(i) != 0);
+    return DenseElementsAttr::get(type, values);
+  }
+  return DenseElementsAttr::getFromRawBuffer(type, tensor.bytes());
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
+                         Location loc, int64_t opset)
+    : importer(importer), proto(node), location(loc), version(opset) {}
+
+OpBuilder &NodeContext::builder() { return importer.builder; }
+MLIRContext *NodeContext::context() { return &importer.context; }
+
+bool NodeContext::hasInput(unsigned i) const {
+  return i < numInputs() && !proto.input(i).empty();
+}
+
+FailureOr<Value> NodeContext::input(unsigned i) {
+  if (!hasInput(i))
+    return error("input " + llvm::Twine(i) + " is required");
+  GraphImporter::Slot *slot = importer.lookup(proto.input(i));
+  if (!slot)
+    return error("input '" + proto.input(i) + "' is not defined by any earlier "
+                 "node, graph input or initializer");
+  Value value = importer.materialize(*slot);
+  if (!value)
+    return error("constant input '" + proto.input(i) + "' cannot be materialized");
+  return value;
+}
+
+const Tensor *NodeContext::constant(unsigned i) const {
+  if (!hasInput(i))
+    return nullptr;
+  GraphImporter::Slot *slot = importer.lookup(proto.input(i));
+  return slot && slot->constant ? &*slot->constant : nullptr;
+}
+
+const Tensor *NodeContext::importTimeValue(unsigned i) const {
+  if (const Tensor *c = constant(i))
+    return c;
+  auto it = importer.smallInitialValues.find(hasInput(i) ? proto.input(i) : "");
+  return it == importer.smallInitialValues.end() ? nullptr : &it->second;
+}
+
+bool NodeContext::allInputsConstant() const {
+  for (unsigned i = 0; i < numInputs(); ++i)
+    if (hasInput(i) && !constant(i))
+      return false;
+  return true;
+}
+
+FailureOr<RankedTensorType> NodeContext::inputType(unsigned i) {
+  if (const Tensor *c = constant(i))
+    return RankedTensorType::get(c->shape(), toMlirType(context(), c->dtype()));
+  FailureOr<Value> v = input(i);
+  if (failed(v))
+    return failure();
+  return cast<RankedTensorType>(v->getType());
+}
+
+FailureOr<std::vector<int64_t>> NodeContext::constantInts(unsigned i,
+                                                         llvm::StringRef what) {
+  const Tensor *c = constant(i);
+  if (!c) {
+    if (!hasInput(i))
+      return error("input '" + what + "' is required");
+    return error("input '" + what + "' ('" + proto.input(i) +
+                 "') must be a constant known at import time; it is computed "
+                 "at run time");
+  }
+  if (isFloat(c->dtype()))
+    return error("input '" + what + "' must hold integers, got " +
+                 dtypeName(c->dtype()));
+  return c->integers();
+}
+
+const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
+  for (const auto &a : proto.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attrInt(llvm::StringRef name, int64_t fallback) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->i() : fallback;
+}
+
+float NodeContext::attrFloat(llvm::StringRef name, float fallback) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->f() : fallback;
+}
+
+std::string NodeContext::attrString(llvm::StringRef name,
+                                    llvm::StringRef fallback) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->s() : std::string(fallback);
+}
+
+std::optional<std::vector<int64_t>>
+NodeContext::attrInts(llvm::StringRef name) const {
+  const onnx::AttributeProto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+bool NodeContext::outputUsed(unsigned i) const {
+  if (i >= numOutputs() || proto.output(i).empty())
+    return false;
+  return importer.readers.lookup(proto.output(i)) > 0;
+}
+
+void NodeContext::setOutput(unsigned i, Value value) {
+  if (i >= numOutputs() || proto.output(i).empty())
+    return;
+  importer.slots.insert_or_assign(proto.output(i),
+                                  GraphImporter::Slot{value, std::nullopt, location});
+}
+
+void NodeContext::setOutput(unsigned i, Tensor value) {
+  if (i >= numOutputs() || proto.output(i).empty())
+    return;
+  importer.slots.insert_or_assign(
+      proto.output(i), GraphImporter::Slot{Value(), std::move(value), location});
+}
+
+NamedAttribute NodeContext::named(llvm::StringRef name, Attribute value) {
+  return builder().getNamedAttr(name, value);
+}
+NamedAttribute NodeContext::namedI64(llvm::StringRef name, int64_t value) {
+  return named(name, builder().getI64IntegerAttr(value));
+}
+NamedAttribute NodeContext::namedF32(llvm::StringRef name, float value) {
+  return named(name, builder().getF32FloatAttr(value));
+}
+NamedAttribute NodeContext::namedBool(llvm::StringRef name, bool value) {
+  return named(name, builder().getBoolAttr(value));
+}
+NamedAttribute NodeContext::namedArray(llvm::StringRef name,
+                                       llvm::ArrayRef<int64_t> values) {
+  return named(name, builder().getDenseI64ArrayAttr(values));
+}
+NamedAttribute NodeContext::namedString(llvm::StringRef name, llvm::StringRef value) {
+  return named(name, builder().getStringAttr(value));
+}
+
+FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
+                                              llvm::StringRef what) {
+  if (axis < -rank || axis >= rank)
+    return error(what + " " + llvm::Twine(axis) + " is out of range for rank " +
+                 llvm::Twine(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult NodeContext::error(const llvm::Twine &message) {
+  importer.nodeErrors.push_back(message.str());
+  return failure();
+}
+
+FailureOr<Operation *>
+NodeContext::createGeneric(llvm::StringRef name, InferFn infer,
+                           ValueRange operands, llvm::ArrayRef<NamedAttribute> attrs) {
+  OperationState state(location, name);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  SmallVector<Type> types;
+  // Diagnostics of the shape function and verifier reach nodeErrors through the
+  // handler installed by GraphImporter::run.
+  if (failed(infer(context(), location, state.operands,
+                   state.attributes.getDictionary(context()), OpaqueProperties(nullptr),
+                   state.regions, types)))
+    return failure();
+  state.addTypes(types);
+  Operation *op = builder().create(state);
+  if (failed(mlir::verify(op))) {
+    op->erase();
+    return failure();
+  }
+  return op;
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+Value GraphImporter::materialize(Slot &slot) {
+  if (slot.value || !slot.constant)
+    return slot.value;
+  auto attr = toAttribute(&context, *slot.constant);
+  slot.value = builder.create<tc::ConstantOp>(slot.loc, attr).getResult();
+  return slot.value;
+}
+
+bool GraphImporter::checkSupport(int64_t opset) {
+  struct Missing {
+    std::string node, opType, domain;
+  };
+  std::vector<Missing> missing;
+  const onnx::GraphProto &graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (defaultDomain && lookupConverter(node.op_type()))
+      continue;
+    std::string name = node.name().empty()
+                           ? node.op_type() + "_" + std::to_string(i)
+                           : node.name();
+    missing.push_back({name, node.op_type(),
+                       defaultDomain ? "ai.onnx" : node.domain()});
+  }
+  if (missing.empty())
+    return true;
+  error(llvm::Twine(missing.size()) + " node(s) use ops that trainc cannot import:");
+  for (const Missing &m : missing)
+    errs << "  node '" << m.node << "': " << m.opType << " (domain " << m.domain
+         << ", opset " << opset << ")\n";
+  return false;
+}
+
+FailureOr<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+  const std::string &name = info.name();
+  if (!info.type().has_tensor_type()) {
+    error("input '" + name + "' is not a tensor");
+    return failure();
+  }
+  const auto &tensorType = info.type().tensor_type();
+  auto dtype = convertDataType(tensorType.elem_type());
+  if (!dtype) {
+    error("input '" + name + "': " + llvm::toString(dtype.takeError()));
+    return failure();
+  }
+  if (!tensorType.has_shape()) {
+    error("input '" + name + "' has no shape; trainc needs static shapes");
+    return failure();
+  }
+  SmallVector<int64_t> dims;
+  for (int axis = 0; axis < tensorType.shape().dim_size(); ++axis) {
+    const auto &dim = tensorType.shape().dim(axis);
+    if (dim.has_dim_value()) {
+      dims.push_back(dim.dim_value());
+      continue;
+    }
+    std::string symbol = dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "(unnamed)";
+    if (axis != 0) {
+      error("input '" + name + "' has a symbolic dimension " + symbol + " at axis " +
+            llvm::Twine(axis) + "; only the batch axis 0 can be bound (--batch-size)");
+      return failure();
+    }
+    if (!options.batchSize) {
+      error("input '" + name + "' has a symbolic batch dimension " + symbol +
+            "; bind it with --batch-size=N");
+      return failure();
+    }
+    dims.push_back(*options.batchSize);
+  }
+  if (llvm::Error e = checkDims(dims)) {
+    error("input '" + name + "': " + llvm::toString(std::move(e)));
+    return failure();
+  }
+  return RankedTensorType::get(dims, toMlirType(&context, *dtype));
+}
+
+LogicalResult GraphImporter::checkOutputType(const onnx::ValueInfoProto &info,
+                                             Type type) {
+  if (!info.type().has_tensor_type())
+    return success();
+  const auto &tensorType = info.type().tensor_type();
+  auto ranked = cast<RankedTensorType>(type);
+  if (tensorType.elem_type() != 0) {
+    auto dtype = convertDataType(tensorType.elem_type());
+    if (!dtype) {
+      llvm::consumeError(dtype.takeError());
+    } else if (toMlirType(&context, *dtype) != ranked.getElementType()) {
+      error("output '" + info.name() + "' is declared with element type " +
+            dtypeName(*dtype) + " but computes " +
+            dtypeName(fromMlirType(ranked.getElementType()).value_or(DType::F32)));
+      return failure();
+    }
+  }
+  if (!tensorType.has_shape())
+    return success();
+  const auto &shape = tensorType.shape();
+  bool mismatch = shape.dim_size() != ranked.getRank();
+  for (int i = 0; !mismatch && i < shape.dim_size(); ++i)
+    mismatch = shape.dim(i).has_dim_value() &&
+               shape.dim(i).dim_value() != ranked.getDimSize(i);
+  if (mismatch) {
+    std::string declared;
+    for (int i = 0; i < shape.dim_size(); ++i)
+      declared += (i ? "x" : "") + (shape.dim(i).has_dim_value()
+                                        ? std::to_string(shape.dim(i).dim_value())
+                                        : std::string("?"));
+    error("output '" + info.name() + "' is declared as " +
+          (declared.empty() ? std::string("scalar") : declared) +
+          " but the graph computes " + shape::format(ranked.getShape()));
+    return failure();
+  }
+  return success();
+}
+
+void GraphImporter::removeDeadCode(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+}
+
+void GraphImporter::finishParams(ModuleOp module, func::FuncOp func,
+                                 llvm::ArrayRef<std::string> paramNames,
+                                 unsigned firstParam) {
+  // Parameters nothing reads are dropped (the exported model keeps them as
+  // they were). Batch-norm running statistics are state, not trainable.
+  llvm::BitVector unused(func.getNumArguments());
+  for (unsigned i = 0; i < paramNames.size(); ++i) {
+    BlockArgument arg = func.getArgument(firstParam + i);
+    auto param = module.lookupSymbol<tc::ParamOp>(paramNames[i]);
+    if (arg.use_empty()) {
+      unused.set(firstParam + i);
+      param.erase();
+      continue;
+    }
+    bool onlyRunningStats = llvm::all_of(arg.getUses(), [](OpOperand &use) {
+      return isa<tc::BatchNormOp>(use.getOwner()) && use.getOperandNumber() >= 3;
+    });
+    if (onlyRunningStats)
+      param.setTrainable(false);
+  }
+  (void)func.eraseArguments(unused);
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run() {
+  auto opset = defaultOpset(model);
+  if (!opset) {
+    error(llvm::toString(opset.takeError()));
+    return nullptr;
+  }
+  if (!checkSupport(*opset))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
+
+  Location fileLoc = FileLineColLoc::get(&context, modelName, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  (*module)->setAttr("tc.opset", builder.getI64IntegerAttr(*opset));
+  if (!model.producer_name().empty())
+    (*module)->setAttr("tc.producer", builder.getStringAttr(model.producer_name()));
+  builder.setInsertionPointToStart(module->getBody());
+
+  // Initializers: float ones are parameters, the rest constants.
+  llvm::StringSet<> initializerNames;
+  std::vector<std::string> paramNames;
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  std::vector<std::pair<std::string, Tensor>> constants;
+  std::vector<std::string> inputNames;
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    if (init.name().empty() || !initializerNames.insert(init.name()).second) {
+      error("initializer '" + init.name() + "' is unnamed or defined twice");
+      return nullptr;
+    }
+    auto tensor = readTensor(init, modelDir);
+    if (!tensor) {
+      error("initializer '" + init.name() + "': " + llvm::toString(tensor.takeError()));
+      return nullptr;
+    }
+    if (!isFloat(tensor->dtype())) {
+      constants.emplace_back(init.name(), std::move(*tensor));
+      continue;
+    }
+    if (tensor->numElements() <= 64)
+      smallInitialValues.insert({init.name(), *tensor});
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()));
+    DenseElementsAttr value = toAttribute(&context, *tensor);
+    builder.create<tc::ParamOp>(loc, builder.getStringAttr(init.name()),
+                                TypeAttr::get(value.getType()),
+                                /*trainable=*/builder.getUnitAttr(), value);
+    paramNames.push_back(init.name());
+  }
+
+  // Graph inputs that are not initializers are the data inputs.
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    if (initializerNames.contains(info.name()))
+      continue;
+    auto type = inputType(info);
+    if (failed(type))
+      return nullptr;
+    inputNames.push_back(info.name());
+    argTypes.push_back(*type);
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        tc::kInputAttrName, builder.getStringAttr(info.name()))));
+  }
+  unsigned firstParam = argTypes.size();
+  for (const std::string &name : paramNames) {
+    auto param = module->lookupSymbol<tc::ParamOp>(name);
+    argTypes.push_back(param.getType());
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        tc::kParamAttrName, FlatSymbolRefAttr::get(&context, name))));
+  }
+
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = builder.create<func::FuncOp>(fileLoc, "forward",
+                                           builder.getFunctionType(argTypes, {}));
+  func.setAllArgAttrs(argAttrs);
+  Block *entry = func.addEntryBlock();
+  for (unsigned i = 0; i < inputNames.size(); ++i)
+    slots.insert({inputNames[i], Slot{entry->getArgument(i), std::nullopt,
+                                      NameLoc::get(builder.getStringAttr(inputNames[i]))}});
+  for (unsigned i = 0; i < paramNames.size(); ++i)
+    slots.insert({paramNames[i], Slot{entry->getArgument(firstParam + i), std::nullopt,
+                                      NameLoc::get(builder.getStringAttr(paramNames[i]))}});
+  for (auto &[name, tensor] : constants)
+    slots.insert({name, Slot{Value(), std::move(tensor),
+                             NameLoc::get(builder.getStringAttr(name))}});
+  builder.setInsertionPointToStart(entry);
+
+  for (const onnx::NodeProto &node : graph.node())
+    for (const std::string &in : node.input())
+      ++readers[in];
+  for (const onnx::ValueInfoProto &out : graph.output())
+    ++readers[out.name()];
+
+  // Errors of shape functions and verifiers are collected per node.
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      nodeErrors.push_back(diag.str());
+    return success();
+  });
+
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto &node = graph.node(i);
+    std::string name = node.name().empty()
+                           ? node.op_type() + "_" + std::to_string(i)
+                           : node.name();
+    Location loc = NameLoc::get(builder.getStringAttr(name));
+    NodeContext ctx(*this, node, loc, *opset);
+    nodeErrors.clear();
+    LogicalResult converted = lookupConverter(node.op_type())->convert(ctx);
+    // A converter must define every output it has, or fail.
+    if (succeeded(converted))
+      for (unsigned o = 0; o < ctx.numOutputs(); ++o)
+        if (!node.output(o).empty() && !lookup(node.output(o)) && ctx.outputUsed(o))
+          converted = ctx.error("output " + llvm::Twine(o) + " ('" + node.output(o) +
+                                "') is not supported");
+    if (failed(converted)) {
+      if (nodeErrors.empty())
+        nodeErrors.push_back("conversion failed");
+      for (const std::string &message : nodeErrors)
+        error("node '" + name + "' (" + node.op_type() + ", opset " +
+              llvm::Twine(*opset) + "): " + message);
+      return nullptr;
+    }
+  }
+
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  builder.setInsertionPointToEnd(entry);
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Slot *slot = lookup(out.name());
+    if (!slot) {
+      error("graph output '" + out.name() + "' is not computed by any node");
+      return nullptr;
+    }
+    Value value = materialize(*slot);
+    if (failed(checkOutputType(out, value.getType())))
+      return nullptr;
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        tc::kOutputAttrName, builder.getStringAttr(out.name()))));
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+
+  removeDeadCode(func);
+  finishParams(*module, func, paramNames, firstParam);
+  if (failed(mlir::verify(*module))) {
+    for (const std::string &message : nodeErrors)
+      error(message);
+    return nullptr;
+  }
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Public API
+//===----------------------------------------------------------------------===//
+
+static void loadDialects(MLIRContext &context) {
+  context.loadDialect<tc::TcDialect, func::FuncDialect>();
+}
+
+OwningOpRef<ModuleOp> trainc::frontend::importModelFile(llvm::StringRef path,
+                                                        const ImportOptions &options,
+                                                        MLIRContext &context,
+                                                        llvm::raw_ostream &errs) {
+  loadDialects(context);
+  onnx::ModelProto model;
+  if (llvm::Error e = loadModelFile(path, model)) {
+    errs << "error: " << llvm::toString(std::move(e)) << "\n";
+    return nullptr;
+  }
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  GraphImporter importer(context, model, std::string(dir), std::string(path),
+                         options, errs);
+  return importer.run();
+}
+
+OwningOpRef<ModuleOp> trainc::frontend::importModelBytes(llvm::StringRef bytes,
+                                                         const ImportOptions &options,
+                                                         MLIRContext &context,
+                                                         llvm::raw_ostream &errs) {
+  loadDialects(context);
+  onnx::ModelProto model;
+  if (llvm::Error e = parseModel(bytes, "<memory>", /*isText=*/false, model)) {
+    errs << "error: " << llvm::toString(std::move(e)) << "\n";
+    return nullptr;
+  }
+  GraphImporter importer(context, model, "", "<memory>", options, errs);
+  return importer.run();
+}
+
+std::optional<ModelSummary>
+trainc::frontend::summarizeModelFile(llvm::StringRef path, llvm::raw_ostream &errs) {
+  onnx::ModelProto model;
+  if (llvm::Error e = loadModelFile(path, model)) {
+    errs << "error: " << llvm::toString(std::move(e)) << "\n";
+    return std::nullopt;
+  }
+  ModelSummary summary;
+  auto opset = defaultOpset(model);
+  if (!opset) {
+    errs << "error: " << path << ": " << llvm::toString(opset.takeError()) << "\n";
+    return std::nullopt;
+  }
+  summary.opset = *opset;
+  summary.producer = model.producer_name();
+  std::map<std::pair<std::string, std::string>, OpSupport> ops;
+  for (const onnx::NodeProto &node : model.graph().node()) {
+    std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+    OpSupport &entry = ops[{domain, node.op_type()}];
+    entry.domain = domain;
+    entry.opType = node.op_type();
+    ++entry.count;
+    const ConverterEntry *converter =
+        domain == "ai.onnx" ? lookupConverter(node.op_type()) : nullptr;
+    entry.imported = converter != nullptr;
+    entry.note = converter ? converter->note
+                           : domain == "ai.onnx" ? "no converter"
+                                                 : "custom domain";
+  }
+  for (auto &[key, entry] : ops)
+    summary.ops.push_back(entry);
+  return summary;
+}

@@ -1,0 +1,258 @@
+//===- ModelLoader.cpp - reading ONNX files safely ------------------------===//
+
+#include "frontend/ModelLoader.h"
+
+#include "ir/ShapeLogic.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <onnx/defs/parser.h>
+
+#include <cstring>
+#include <exception>
+
+using namespace trainc::frontend;
+using llvm::createStringError;
+using llvm::inconvertibleErrorCode;
+
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+bool looksLikeText(llvm::StringRef contents) {
+  llvm::StringRef trimmed = contents.ltrim();
+  return trimmed.starts_with("<") || trimmed.starts_with("#");
+}
+
+/// Resolves an external-data location against the model folder, refusing
+/// anything that could leave it: absolute paths, `..` components, and
+/// symlinks that resolve outside.
+llvm::Expected<std::string> resolveExternalPath(llvm::StringRef modelDir,
+                                                llvm::StringRef location) {
+  if (modelDir.empty())
+    return fail("external data '" + location +
+                "' is not allowed for a model read from memory");
+  if (location.empty() || llvm::sys::path::is_absolute(location) ||
+      llvm::sys::path::is_absolute(location, llvm::sys::path::Style::windows) ||
+      location.contains('\\'))
+    return fail("external data path '" + location +
+                "' must be relative to the model's folder");
+  for (llvm::StringRef part : llvm::make_range(llvm::sys::path::begin(location),
+                                               llvm::sys::path::end(location)))
+    if (part == "..")
+      return fail("external data path '" + location +
+                  "' leaves the model's folder");
+  llvm::SmallString<256> dirReal, fileReal, joined(modelDir);
+  llvm::sys::path::append(joined, location);
+  if (llvm::sys::fs::real_path(modelDir, dirReal) ||
+      llvm::sys::fs::real_path(joined, fileReal))
+    return fail("external data file '" + location + "' not found next to the model");
+  llvm::StringRef dir = dirReal.str(), file = fileReal.str();
+  if (!file.starts_with(dir) || file.size() <= dir.size() ||
+      file[dir.size()] != '/')
+    return fail("external data path '" + location +
+                "' resolves outside the model's folder (symlink)");
+  return std::string(file);
+}
+
+llvm::Error readExternal(const onnx::TensorProto &proto, llvm::StringRef modelDir,
+                         size_t expectedBytes, std::vector<char> &out) {
+  std::string location;
+  uint64_t offset = 0, length = expectedBytes;
+  bool hasLength = false;
+  for (const auto &entry : proto.external_data()) {
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      uint64_t v;
+      if (llvm::StringRef(entry.value()).getAsInteger(10, v))
+        return fail("external data " + entry.key() + " '" + entry.value() +
+                    "' is not a number");
+      (entry.key() == "offset" ? offset : length) = v;
+      hasLength |= entry.key() == "length";
+    }
+  }
+  if (hasLength && length != expectedBytes)
+    return fail("external data length " + llvm::Twine(length) + " does not match the " +
+                llvm::Twine(expectedBytes) + " bytes its shape needs");
+  auto path = resolveExternalPath(modelDir, location);
+  if (!path)
+    return path.takeError();
+  auto buffer = llvm::MemoryBuffer::getFile(*path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("cannot read external data '" + location +
+                "': " + buffer.getError().message());
+  size_t size = (*buffer)->getBufferSize();
+  if (offset > size || expectedBytes > size - offset)
+    return fail("external data '" + location + "' holds " + llvm::Twine(size) +
+                " bytes; " + llvm::Twine(expectedBytes) + " needed at offset " +
+                llvm::Twine(offset));
+  const char *begin = (*buffer)->getBufferStart() + offset;
+  out.assign(begin, begin + expectedBytes);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error trainc::frontend::parseModel(llvm::StringRef contents,
+                                         llvm::StringRef name, bool isText,
+                                         onnx::ModelProto &model) {
+  if (!isText) {
+    if (contents.size() > static_cast<size_t>(INT32_MAX))
+      return fail(name + ": larger than 2 GiB; store the weights as external data");
+    if (!model.ParseFromArray(contents.data(), static_cast<int>(contents.size())))
+      return fail(name + ": not a valid ONNX protobuf (ModelProto)");
+    return llvm::Error::success();
+  }
+  std::string text(contents);
+  try {
+    auto status = onnx::OnnxParser::Parse(model, text.c_str());
+    if (!status.IsOK())
+      return fail(name + ": ONNX text format: " + status.ErrorMessage());
+  } catch (const std::exception &e) {
+    return fail(name + ": ONNX text format: " + e.what());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error trainc::frontend::loadModelFile(llvm::StringRef path,
+                                            onnx::ModelProto &model) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail(path + ": " + buffer.getError().message());
+  llvm::StringRef contents = (*buffer)->getBuffer();
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  if (ext == ".onnxtxt" || ext == ".txt")
+    return parseModel(contents, path, /*isText=*/true, model);
+  llvm::Error binary = parseModel(contents, path, /*isText=*/false, model);
+  if (!binary || !looksLikeText(contents))
+    return binary;
+  llvm::consumeError(std::move(binary));
+  model.Clear();
+  return parseModel(contents, path, /*isText=*/true, model);
+}
+
+llvm::Expected<int64_t> trainc::frontend::defaultOpset(const onnx::ModelProto &model) {
+  std::optional<int64_t> version;
+  for (const auto &opset : model.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx")
+      version = opset.version();
+  if (!version)
+    return fail("the model imports no default-domain (ai.onnx) opset");
+  if (*version < kMinOpset || *version > kMaxOpset)
+    return fail("opset " + llvm::Twine(*version) + " is not supported; trainc reads "
+                "opsets " + llvm::Twine(kMinOpset) + " to " + llvm::Twine(kMaxOpset) +
+                " (convert older models with onnx.version_converter)");
+  return *version;
+}
+
+llvm::Expected<DType> trainc::frontend::convertDataType(int32_t onnxType) {
+  using T = onnx::TensorProto;
+  switch (onnxType) {
+  case T::FLOAT: return DType::F32;
+  case T::FLOAT16: return DType::F16;
+  case T::BFLOAT16: return DType::BF16;
+  case T::DOUBLE: return DType::F64;
+  case T::INT64: return DType::I64;
+  case T::INT32: return DType::I32;
+  case T::BOOL: return DType::I1;
+  default: break;
+  }
+  std::string name = T::DataType_IsValid(onnxType)
+                         ? T::DataType_Name(static_cast<T::DataType>(onnxType))
+                         : "#" + std::to_string(onnxType);
+  return fail("element type " + name + " is not supported (float, float16, "
+              "bfloat16, double, int64, int32 and bool are)");
+}
+
+llvm::Error trainc::frontend::checkDims(llvm::ArrayRef<int64_t> dims) {
+  for (int64_t d : dims)
+    if (d < 0)
+      return fail("negative dimension " + llvm::Twine(d));
+  auto n = trainc::shape::numElements(dims);
+  if (!n || *n > kMaxTensorElements)
+    return fail("shape " + trainc::shape::format(dims) + " has more than 2^31 elements");
+  return llvm::Error::success();
+}
+
+llvm::Expected<Tensor> trainc::frontend::readTensor(const onnx::TensorProto &proto,
+                                                    llvm::StringRef modelDir) {
+  auto dtype = convertDataType(proto.data_type());
+  if (!dtype)
+    return dtype.takeError();
+  llvm::SmallVector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  if (llvm::Error e = checkDims(dims))
+    return std::move(e);
+  if (proto.has_segment())
+    return fail("segmented tensors are not supported");
+  Tensor tensor(*dtype, dims);
+  int64_t n = tensor.numElements();
+  size_t bytes = static_cast<size_t>(n) * dtypeSize(*dtype);
+
+  auto countMismatch = [&](int64_t have) {
+    return fail("holds " + llvm::Twine(have) + " values but its shape " +
+                trainc::shape::format(dims) + " needs " + llvm::Twine(n));
+  };
+
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::vector<char> data;
+    if (llvm::Error e = readExternal(proto, modelDir, bytes, data))
+      return std::move(e);
+    std::memcpy(tensor.mutableBytes(), data.data(), bytes);
+    return tensor;
+  }
+  if (proto.has_raw_data()) {
+    const std::string &raw = proto.raw_data();
+    if (raw.size() != bytes)
+      return fail("raw_data has " + llvm::Twine(raw.size()) + " bytes but shape " +
+                  trainc::shape::format(dims) + " of " + dtypeName(*dtype) +
+                  " needs " + llvm::Twine(bytes));
+    std::memcpy(tensor.mutableBytes(), raw.data(), bytes);
+    return tensor;
+  }
+  switch (*dtype) {
+  case DType::F32:
+    if (proto.float_data_size() != n)
+      return countMismatch(proto.float_data_size());
+    std::memcpy(tensor.mutableBytes(), proto.float_data().data(), bytes);
+    break;
+  case DType::F64:
+    if (proto.double_data_size() != n)
+      return countMismatch(proto.double_data_size());
+    std::memcpy(tensor.mutableBytes(), proto.double_data().data(), bytes);
+    break;
+  case DType::I64:
+    if (proto.int64_data_size() != n)
+      return countMismatch(proto.int64_data_size());
+    std::memcpy(tensor.mutableBytes(), proto.int64_data().data(), bytes);
+    break;
+  case DType::I32:
+  case DType::I1:
+  case DType::F16:
+  case DType::BF16:
+    // int32_data carries these types, one value (or 16-bit pattern) each.
+    if (proto.int32_data_size() != n)
+      return countMismatch(proto.int32_data_size());
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v = proto.int32_data(static_cast<int>(i));
+      char *p = tensor.mutableBytes() + i * dtypeSize(*dtype);
+      if (*dtype == DType::I32)
+        std::memcpy(p, &v, 4);
+      else if (*dtype == DType::I1)
+        *p = v != 0;
+      else {
+        uint16_t bits = static_cast<uint16_t>(v);
+        std::memcpy(p, &bits, 2);
+      }
+    }
+    break;
+  }
+  return tensor;
+}
