@@ -526,6 +526,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   func.setAllArgAttrs(argAttrs);
   Block *entry = func.addEntryBlock();
   for (unsigned i = 0; i < inputNames.size(); ++i)
+    entry->getArgument(i).setLoc(NameLoc::get(builder.getStringAttr(inputNames[i])));
+  for (unsigned i = 0; i < paramNames.size(); ++i)
+    entry->getArgument(firstParam + i)
+        .setLoc(NameLoc::get(builder.getStringAttr(paramNames[i])));
+  for (unsigned i = 0; i < inputNames.size(); ++i)
     slots.insert({inputNames[i], Slot{entry->getArgument(i), std::nullopt,
                                       NameLoc::get(builder.getStringAttr(inputNames[i]))}});
   for (unsigned i = 0; i < paramNames.size(); ++i)

@@ -4,7 +4,7 @@ set -euo pipefail
 
 PACKAGES=(
   # Build
-  cmake ninja-build g++ lld
+  cmake ninja-build g++ lld libgtest-dev
   # LLVM / MLIR 19: dialect, passes, textual IR, lit + FileCheck
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   # ONNX model files

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""Runs every trainc test suite and prints one closing line 'N passed, N failed'.
+
+Suites: lit (import, dialect, passes, error messages), unit (GoogleTest),
+zoo (every model of the model zoo imports with the right outputs and op
+counts). Run from the repository root after building into build/.
+"""
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+RESULTS = os.path.join(BUILD, "test-results")
+LIT = "/usr/lib/llvm-19/build/utils/lit/lit.py"
+
+
+def junit_counts(path):
+    """(passed, failed) from a JUnit XML file."""
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = failed = skipped = 0
+    for s in suites:
+        total += int(s.get("tests", 0))
+        failed += int(s.get("failures", 0)) + int(s.get("errors", 0))
+        skipped += int(s.get("skipped", 0) or 0)
+    return total - failed - skipped, failed
+
+
+def run_lit():
+    xml = os.path.join(RESULTS, "lit.xml")
+    subprocess.run([sys.executable, LIT, "-sv", "--xunit-xml-output", xml,
+                    os.path.join(BUILD, "test")])
+    return junit_counts(xml)
+
+
+def run_unit():
+    xml = os.path.join(RESULTS, "unit.xml")
+    subprocess.run([os.path.join(BUILD, "bin", "trainc-unit-tests"),
+                    "--gtest_output=xml:" + xml])
+    return junit_counts(xml)
+
+
+def run_zoo():
+    zoo = os.path.join(BUILD, "zoo")
+    script = os.path.join(ROOT, "test", "zoo", "make_zoo.py")
+    manifest = os.path.join(zoo, "zoo.json")
+    if (not os.path.exists(manifest) or
+            os.path.getmtime(manifest) < os.path.getmtime(script)):
+        made = subprocess.run(["/usr/bin/python3", script, zoo])
+        if made.returncode != 0:
+            print("FAIL: zoo :: make_zoo.py failed")
+            return 0, 1
+    run = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "check_zoo.py"),
+                          os.path.join(BUILD, "bin", "trainc"), zoo],
+                         capture_output=True, text=True)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr)
+    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
+    try:
+        p, f = last.split(",")
+        return int(p.split()[0]), int(f.split()[0])
+    except ValueError:
+        print("FAIL: zoo :: check_zoo.py printed no summary")
+        return 0, 1
+
+
+def main():
+    os.makedirs(RESULTS, exist_ok=True)
+    totals = {}
+    for name, fn in (("lit", run_lit), ("unit", run_unit), ("zoo", run_zoo)):
+        print("== %s tests" % name, flush=True)
+        try:
+            totals[name] = fn()
+        except Exception as e:  # a suite that cannot run counts as a failure
+            print("FAIL: %s :: could not run: %s" % (name, e))
+            totals[name] = (0, 1)
+        print("%s: %d passed, %d failed" % ((name,) + totals[name]), flush=True)
+    passed = sum(p for p, _ in totals.values())
+    failed = sum(f for _, f in totals.values())
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed or not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
