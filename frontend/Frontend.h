@@ -33,9 +33,10 @@ mlir::OwningOpRef<mlir::ModuleOp> importModelFile(llvm::StringRef path,
                                                   mlir::MLIRContext &context,
                                                   llvm::raw_ostream &errs);
 
-/// Same, for a model already in memory (binary protobuf). External data is
-/// refused since there is no folder to resolve it against.
-mlir::OwningOpRef<mlir::ModuleOp> importModelBytes(llvm::StringRef bytes,
+/// Same, for a model already in memory (binary protobuf, or ONNX text format
+/// when `isText`). External data is refused since there is no folder to
+/// resolve it against.
+mlir::OwningOpRef<mlir::ModuleOp> importModelBytes(llvm::StringRef bytes, bool isText,
                                                    const ImportOptions &options,
                                                    mlir::MLIRContext &context,
                                                    llvm::raw_ostream &errs);

@@ -637,12 +637,13 @@ OwningOpRef<ModuleOp> trainc::frontend::importModelFile(llvm::StringRef path,
 }
 
 OwningOpRef<ModuleOp> trainc::frontend::importModelBytes(llvm::StringRef bytes,
+                                                         bool isText,
                                                          const ImportOptions &options,
                                                          MLIRContext &context,
                                                          llvm::raw_ostream &errs) {
   loadDialects(context);
   onnx::ModelProto model;
-  if (llvm::Error e = parseModel(bytes, "<memory>", /*isText=*/false, model)) {
+  if (llvm::Error e = parseModel(bytes, "<memory>", isText, model)) {
     errs << "error: " << llvm::toString(std::move(e)) << "\n";
     return nullptr;
   }

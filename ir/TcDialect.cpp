@@ -17,3 +17,40 @@ void TcDialect::initialize() {
 #include "ir/TcOps.cpp.inc"
       >();
 }
+
+LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
+                                                  unsigned argIndex,
+                                                  NamedAttribute attr) {
+  if (attr.getName() == trainc::tc::kInputAttrName) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must name the model input with a string";
+    return success();
+  }
+  if (attr.getName() != trainc::tc::kParamAttrName)
+    return op->emitError() << "unknown tc argument attribute '" << attr.getName().getValue() << "'";
+  auto symbol = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+  if (!symbol)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a symbol reference to a tc.param";
+  auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(op, symbol);
+  if (!param)
+    return op->emitError() << "argument " << argIndex << " refers to " << symbol
+                           << ", which is not a tc.param of this module";
+  Region &body = op->getRegion(region);
+  if (!body.empty() && body.getArgument(argIndex).getType() != param.getType())
+    return op->emitError() << "argument " << argIndex << " has type "
+                           << body.getArgument(argIndex).getType() << " but "
+                           << symbol << " is " << param.getType();
+  return success();
+}
+
+LogicalResult TcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                     unsigned, NamedAttribute attr) {
+  if (attr.getName() != trainc::tc::kOutputAttrName)
+    return op->emitError() << "unknown tc result attribute '" << attr.getName().getValue() << "'";
+  if (!isa<StringAttr>(attr.getValue()))
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must name the model output with a string";
+  return success();
+}
