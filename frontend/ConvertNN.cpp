@@ -234,6 +234,12 @@ LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
     return failure();
   // ReduceSum takes axes as an input from opset 13, the others from 18.
   bool axesAsInput = ctx.opType() == "ReduceSum" || ctx.opset() >= 18;
+  if (axesAsInput && ctx.attr("axes"))
+    return ctx.error("axes are an input at opset " + llvm::Twine(ctx.opset()) +
+                     ", not an attribute");
+  if (!axesAsInput && ctx.hasInput(1))
+    return ctx.error("axes are an attribute at opset " + llvm::Twine(ctx.opset()) +
+                     ", not an input (an input from opset 18)");
   std::vector<int64_t> axes;
   if (axesAsInput) {
     if (ctx.hasInput(1)) {

@@ -280,9 +280,13 @@ LogicalResult convertTranspose(NodeContext &ctx) {
       perm[i] = rank - 1 - i;
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
-  for (int64_t i = 0; i < static_cast<int64_t>(sorted.size()); ++i)
-    if (sorted.size() != static_cast<size_t>(rank) || sorted[i] != i)
-      return ctx.error("perm is not a permutation of the " + llvm::Twine(rank) + " axes");
+  bool permutation = sorted.size() == static_cast<size_t>(rank);
+  for (int64_t i = 0; permutation && i < rank; ++i)
+    permutation = sorted[i] == i;
+  if (!permutation)
+    return ctx.error("perm has " + llvm::Twine(perm.size()) +
+                     " entries but is not a permutation of the " + llvm::Twine(rank) +
+                     " axes");
   if (const Tensor *c = ctx.constant(0)) {
     ctx.setOutput(0, hostTranspose(*c, perm));
     return success();
@@ -410,7 +414,12 @@ LogicalResult convertSplit(NodeContext &ctx) {
     if (parts < 1 || parts != static_cast<int64_t>(outputs))
       return ctx.error("num_outputs " + llvm::Twine(parts) + " does not match the " +
                        llvm::Twine(outputs) + " outputs");
-    // Equal parts; with num_outputs (opset 18) the last part may be smaller.
+    // Equal parts; with num_outputs (opset 18) the last part may be smaller,
+    // before that the axis must divide evenly.
+    if (ctx.opset() < 18 && dim % parts != 0)
+      return ctx.error("axis " + llvm::Twine(*axis) + " of size " + llvm::Twine(dim) +
+                       " does not split evenly into " + llvm::Twine(parts) +
+                       " outputs (give the 'split' input)");
     int64_t part = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::max<int64_t>(0, std::min(part, dim - i * part)));
@@ -548,7 +557,7 @@ LogicalResult convertConstant(NodeContext &ctx) {
   if (!a)
     return ctx.error("has no value attribute");
   if (a->name() == "value") {
-    auto tensor = readTensor(a->t(), "");
+    auto tensor = readTensor(a->t(), ctx.modelDir());
     if (!tensor)
       return ctx.error(llvm::toString(tensor.takeError()));
     ctx.setOutput(0, std::move(*tensor));
@@ -578,7 +587,7 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
     return ctx.error(llvm::toString(std::move(e)));
   Tensor fill = Tensor::scalarReal(DType::F32, 0.0);
   if (const onnx::AttributeProto *value = ctx.attr("value")) {
-    auto t = readTensor(value->t(), "");
+    auto t = readTensor(value->t(), ctx.modelDir());
     if (!t)
       return ctx.error(llvm::toString(t.takeError()));
     if (t->numElements() != 1)

@@ -73,6 +73,13 @@ public:
 
 private:
   bool checkSupport(int64_t opset);
+  /// The version the model imports for `domain`, or -1.
+  int64_t domainOpset(const std::string &domain) const {
+    for (const auto &entry : model.opset_import())
+      if (entry.domain() == domain)
+        return entry.version();
+    return -1;
+  }
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   LogicalResult checkOutputType(const onnx::ValueInfoProto &info, Type type);
   void removeDeadCode(func::FuncOp func);
@@ -132,6 +139,7 @@ NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
 
 OpBuilder &NodeContext::builder() { return importer.builder; }
 MLIRContext *NodeContext::context() { return &importer.context; }
+llvm::StringRef NodeContext::modelDir() const { return importer.modelDir; }
 
 bool NodeContext::hasInput(unsigned i) const {
   return i < numInputs() && !proto.input(i).empty();
@@ -166,7 +174,7 @@ const Tensor *NodeContext::importTimeValue(unsigned i) const {
 
 bool NodeContext::allInputsConstant() const {
   for (unsigned i = 0; i < numInputs(); ++i)
-    if (hasInput(i) && !constant(i))
+    if (!constant(i))
       return false;
   return true;
 }
@@ -316,27 +324,39 @@ Value GraphImporter::materialize(Slot &slot) {
 
 bool GraphImporter::checkSupport(int64_t opset) {
   struct Missing {
-    std::string node, opType, domain;
+    std::string node, opType, domain, why;
+    int64_t version;
   };
   std::vector<Missing> missing;
   const onnx::GraphProto &graph = model.graph();
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto &node = graph.node(i);
     bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (defaultDomain && lookupConverter(node.op_type()))
+    const ConverterEntry *entry = defaultDomain ? lookupConverter(node.op_type()) : nullptr;
+    if (entry && opset >= entry->sinceVersion)
       continue;
     std::string name = node.name().empty()
                            ? node.op_type() + "_" + std::to_string(i)
                            : node.name();
-    missing.push_back({name, node.op_type(),
-                       defaultDomain ? "ai.onnx" : node.domain()});
+    std::string why;
+    if (entry)
+      why = ": the op exists from opset " + std::to_string(entry->sinceVersion);
+    std::string domain = defaultDomain ? "ai.onnx" : node.domain();
+    missing.push_back({name, node.op_type(), domain, why,
+                       defaultDomain ? opset : domainOpset(node.domain())});
   }
   if (missing.empty())
     return true;
   error(llvm::Twine(missing.size()) + " node(s) use ops that trainc cannot import:");
-  for (const Missing &m : missing)
+  for (const Missing &m : missing) {
     errs << "  node '" << m.node << "': " << m.opType << " (domain " << m.domain
-         << ", opset " << opset << ")\n";
+         << ", opset ";
+    if (m.version >= 0)
+      errs << m.version;
+    else
+      errs << "not imported by the model";
+    errs << ")" << m.why << "\n";
+  }
   return false;
 }
 
@@ -453,6 +473,10 @@ void GraphImporter::finishParams(ModuleOp module, func::FuncOp func,
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
+  if (!model.has_graph()) {
+    error("not an ONNX model: it has no graph");
+    return nullptr;
+  }
   auto opset = defaultOpset(model);
   if (!opset) {
     error(llvm::toString(opset.takeError()));
@@ -507,6 +531,10 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     auto type = inputType(info);
     if (failed(type))
       return nullptr;
+    if (llvm::is_contained(inputNames, info.name())) {
+      error("graph input '" + info.name() + "' is declared twice");
+      return nullptr;
+    }
     inputNames.push_back(info.name());
     argTypes.push_back(*type);
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
@@ -562,7 +590,13 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     Location loc = NameLoc::get(builder.getStringAttr(name));
     NodeContext ctx(*this, node, loc, *opset);
     nodeErrors.clear();
-    LogicalResult converted = lookupConverter(node.op_type())->convert(ctx);
+    LogicalResult converted = success();
+    for (const std::string &out : node.output())
+      if (!out.empty() && lookup(out))
+        converted = ctx.error("value '" + out + "' is already defined (ONNX graphs "
+                              "are in SSA form: every value has one producer)");
+    if (succeeded(converted))
+      converted = lookupConverter(node.op_type())->convert(ctx);
     // A converter must define every output it has, or fail.
     if (succeeded(converted))
       for (unsigned o = 0; o < ctx.numOutputs(); ++o)
@@ -675,10 +709,12 @@ trainc::frontend::summarizeModelFile(llvm::StringRef path, llvm::raw_ostream &er
     ++entry.count;
     const ConverterEntry *converter =
         domain == "ai.onnx" ? lookupConverter(node.op_type()) : nullptr;
-    entry.imported = converter != nullptr;
-    entry.note = converter ? converter->note
-                           : domain == "ai.onnx" ? "no converter"
-                                                 : "custom domain";
+    entry.imported = converter != nullptr && *opset >= converter->sinceVersion;
+    entry.note = !converter                        ? (domain == "ai.onnx" ? "no converter"
+                                                                          : "custom domain")
+                 : *opset < converter->sinceVersion ? "exists from opset " +
+                                                          std::to_string(converter->sinceVersion)
+                                                    : converter->note;
   }
   for (auto &[key, entry] : ops)
     summary.ops.push_back(entry);

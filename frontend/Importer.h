@@ -41,6 +41,9 @@ public:
   int64_t opset() const { return version; }
   mlir::OpBuilder &builder();
   mlir::MLIRContext *context();
+  /// The folder external data of this model resolves against ("" for a model
+  /// read from memory).
+  llvm::StringRef modelDir() const;
 
   // Inputs ---------------------------------------------------------------
   /// Whether input `i` is present (ONNX marks an absent optional input with an
@@ -55,7 +58,8 @@ public:
   /// initial value of a small parameter. For inputs ONNX passes as tensors but
   /// that act as attributes (Clip bounds, Dropout ratio).
   const Tensor *importTimeValue(unsigned i) const;
-  /// Whether every present input is a host constant.
+  /// Whether every input is present and a host constant (converters fold on
+  /// the host then).
   bool allInputsConstant() const;
   /// The static type of input `i` (also for folded constants).
   mlir::FailureOr<mlir::RankedTensorType> inputType(unsigned i);
@@ -135,6 +139,8 @@ struct ConverterEntry {
   Converter convert;
   /// What the op becomes, for `trainc check`.
   const char *note;
+  /// The first default-domain opset that has the op.
+  int64_t sinceVersion = 1;
 };
 
 /// The converter of an op type (default domain), or null.

@@ -192,45 +192,52 @@ llvm::Expected<Tensor> trainc::frontend::readTensor(const onnx::TensorProto &pro
     return std::move(e);
   if (proto.has_segment())
     return fail("segmented tensors are not supported");
-  Tensor tensor(*dtype, dims);
-  int64_t n = tensor.numElements();
+  int64_t n = *trainc::shape::numElements(dims);
   size_t bytes = static_cast<size_t>(n) * dtypeSize(*dtype);
 
   auto countMismatch = [&](int64_t have) {
-    return fail("holds " + llvm::Twine(have) + " values but its shape " +
-                trainc::shape::format(dims) + " needs " + llvm::Twine(n));
+    return fail("holds " + llvm::Twine(have) + " values but its shape [" +
+                trainc::shape::format(dims) + "] needs " + llvm::Twine(n));
   };
 
+  // Sizes are checked before anything is allocated: a tiny file can declare
+  // a huge shape.
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     std::vector<char> data;
     if (llvm::Error e = readExternal(proto, modelDir, bytes, data))
       return std::move(e);
+    Tensor tensor(*dtype, dims);
     std::memcpy(tensor.mutableBytes(), data.data(), bytes);
     return tensor;
   }
   if (proto.has_raw_data()) {
     const std::string &raw = proto.raw_data();
     if (raw.size() != bytes)
-      return fail("raw_data has " + llvm::Twine(raw.size()) + " bytes but shape " +
-                  trainc::shape::format(dims) + " of " + dtypeName(*dtype) +
+      return fail("raw_data has " + llvm::Twine(raw.size()) + " bytes but shape [" +
+                  trainc::shape::format(dims) + "] of " + dtypeName(*dtype) +
                   " needs " + llvm::Twine(bytes));
+    Tensor tensor(*dtype, dims);
     std::memcpy(tensor.mutableBytes(), raw.data(), bytes);
     return tensor;
   }
+  int64_t have = 0;
+  switch (*dtype) {
+  case DType::F32: have = proto.float_data_size(); break;
+  case DType::F64: have = proto.double_data_size(); break;
+  case DType::I64: have = proto.int64_data_size(); break;
+  default: have = proto.int32_data_size(); break;
+  }
+  if (have != n)
+    return countMismatch(have);
+  Tensor tensor(*dtype, dims);
   switch (*dtype) {
   case DType::F32:
-    if (proto.float_data_size() != n)
-      return countMismatch(proto.float_data_size());
     std::memcpy(tensor.mutableBytes(), proto.float_data().data(), bytes);
     break;
   case DType::F64:
-    if (proto.double_data_size() != n)
-      return countMismatch(proto.double_data_size());
     std::memcpy(tensor.mutableBytes(), proto.double_data().data(), bytes);
     break;
   case DType::I64:
-    if (proto.int64_data_size() != n)
-      return countMismatch(proto.int64_data_size());
     std::memcpy(tensor.mutableBytes(), proto.int64_data().data(), bytes);
     break;
   case DType::I32:
@@ -238,8 +245,6 @@ llvm::Expected<Tensor> trainc::frontend::readTensor(const onnx::TensorProto &pro
   case DType::F16:
   case DType::BF16:
     // int32_data carries these types, one value (or 16-bit pattern) each.
-    if (proto.int32_data_size() != n)
-      return countMismatch(proto.int32_data_size());
     for (int64_t i = 0; i < n; ++i) {
       int32_t v = proto.int32_data(static_cast<int>(i));
       char *p = tensor.mutableBytes() + i * dtypeSize(*dtype);

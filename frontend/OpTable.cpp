@@ -46,7 +46,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"CastLike", {convertCastLike, "tc.cast"}},
       {"Identity", {convertIdentity, "removed"}},
       {"Clip", {convertClip, "tc.clip"}},
-      {"Gelu", {convertGelu, "tc.gelu"}},
+      {"Gelu", {convertGelu, "tc.gelu", 20}},
       {"LeakyRelu", {convertLeakyRelu, "tc.leaky_relu"}},
       {"Dropout", {convertDropout, "tc.dropout"}},
       // Contractions, normalization, pooling, softmax, reductions, losses
@@ -54,7 +54,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Gemm", {convertGemm, "tc.gemm"}},
       {"Conv", {convertConv, "tc.conv"}},
       {"BatchNormalization", {convertBatchNorm, "tc.batch_norm"}},
-      {"LayerNormalization", {convertLayerNorm, "tc.layer_norm"}},
+      {"LayerNormalization", {convertLayerNorm, "tc.layer_norm", 17}},
       {"MaxPool", {convertPool, "tc.max_pool"}},
       {"AveragePool", {convertPool, "tc.avg_pool"}},
       {"GlobalAveragePool", {convertGlobalPool, "tc.global_avg_pool"}},

@@ -41,16 +41,19 @@ int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride,
                          bool ceilMode) {
   if (stride < 1 || dilation < 1 || kernel < 1)
     return 0;
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t room = input + padBegin + padEnd - span;
+  // 128-bit arithmetic: attributes come from untrusted models and IR, and
+  // dilation * kernel or room + stride must not wrap.
+  using Wide = __int128;
+  Wide span = Wide(dilation) * (kernel - 1) + 1;
+  Wide room = Wide(input) + padBegin + padEnd - span;
   if (room < 0)
     return 0;
-  int64_t out = (ceilMode ? (room + stride - 1) / stride : room / stride) + 1;
+  Wide out = (ceilMode ? (room + stride - 1) / stride : room / stride) + 1;
   // With ceil_mode the last window must start inside the input or left padding
   // (PyTorch and ONNX agree on this rule).
-  if (ceilMode && (out - 1) * stride >= input + padBegin)
+  if (ceilMode && (out - 1) * stride >= Wide(input) + padBegin)
     --out;
-  return out;
+  return out > INT64_MAX ? INT64_MAX : static_cast<int64_t>(out);
 }
 
 std::optional<llvm::SmallVector<int64_t>>
@@ -89,10 +92,16 @@ matmul(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
 }
 
 int64_t sliceLength(int64_t start, int64_t end, int64_t step) {
+  // Written so that no step (including INT64_MIN) overflows: the distance is
+  // small (bounds are clamped) and the step's magnitude is taken unsigned.
   if (step > 0)
-    return end > start ? (end - start + step - 1) / step : 0;
-  if (step < 0)
-    return start > end ? (start - end - step - 1) / -step : 0;
+    return end > start ? (end - start - 1) / step + 1 : 0;
+  if (step < 0) {
+    if (start <= end)
+      return 0;
+    uint64_t magnitude = uint64_t(0) - static_cast<uint64_t>(step);
+    return static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / magnitude) + 1;
+  }
   return 0;
 }
 
@@ -104,7 +113,8 @@ void clampSliceBounds(int64_t dim, int64_t step, int64_t &start, int64_t &end) {
     start = std::clamp<int64_t>(start, 0, dim);
     end = std::clamp<int64_t>(end, 0, dim);
   } else {
-    start = std::clamp<int64_t>(start, -1, dim - 1);
+    // ONNX Slice: with a negative step the start clamps to [0, dim-1].
+    start = std::clamp<int64_t>(start, 0, std::max<int64_t>(dim - 1, 0));
     end = std::clamp<int64_t>(end, -1, dim - 1);
   }
 }

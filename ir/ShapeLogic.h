@@ -45,7 +45,8 @@ int64_t sliceLength(int64_t start, int64_t end, int64_t step);
 
 /// Clamps ONNX Slice's start/end for an axis of size `dim` and a step (ONNX
 /// Slice-13 rules: negative values count from the end, then clamp to [0, dim]
-/// for positive steps and [-1, dim-1] for negative steps).
+/// for positive steps; for negative steps the start clamps to [0, dim-1] and
+/// the end to [-1, dim-1]).
 void clampSliceBounds(int64_t dim, int64_t step, int64_t &start, int64_t &end);
 
 /// Formats a shape as "2x3x4" (or "scalar" for rank 0).

@@ -38,10 +38,10 @@ LogicalResult requireRanked(std::optional<Location> loc,
 
 LogicalResult requireSameElementType(std::optional<Location> loc,
                                      RankedTensorType a, RankedTensorType b,
-                                     StringRef what) {
+                                     StringRef what, StringRef first = "the input") {
   if (a.getElementType() != b.getElementType())
     return emitOptionalError(loc, what, " has element type ", b.getElementType(),
-                             " but the input has ", a.getElementType());
+                             " but ", first, " has ", a.getElementType());
   return success();
 }
 
@@ -265,7 +265,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &inferred) {
   RankedTensorType lhs = ranked(adaptor.getLhs()), rhs = ranked(adaptor.getRhs());
   if (failed(requireRanked(location, {lhs, rhs})) ||
-      failed(requireSameElementType(location, lhs, rhs, "the right operand")))
+      failed(requireSameElementType(location, lhs, rhs, "the right operand",
+                                        "the left operand")))
     return failure();
   std::string error;
   auto shape = shape::matmul(lhs.getShape(), rhs.getShape(), error);
@@ -281,7 +282,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                                        SmallVectorImpl<Type> &inferred) {
   RankedTensorType a = ranked(adaptor.getA()), b = ranked(adaptor.getB());
   if (failed(requireRanked(location, {a, b})) ||
-      failed(requireSameElementType(location, a, b, "B")))
+      failed(requireSameElementType(location, a, b, "B", "A")))
     return failure();
   if (a.getRank() != 2 || b.getRank() != 2)
     return emitOptionalError(location, "A and B must be matrices, got ",
@@ -295,7 +296,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                              m, "x", ka, ", op(B) is ", kb, "x", n);
   SmallVector<int64_t> shape = {m, n};
   if (RankedTensorType c = ranked(adaptor.getC())) {
-    if (failed(requireSameElementType(location, a, c, "C")))
+    if (failed(requireSameElementType(location, a, c, "C", "A")))
       return failure();
     auto joined = shape::broadcast(c.getShape(), shape);
     if (!joined || ArrayRef<int64_t>(*joined) != ArrayRef<int64_t>(shape))
@@ -519,11 +520,16 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     RankedTensorType t = ranked(v);
     if (!t || t.getRank() != rank)
       return emitOptionalError(location, "inputs must all have rank ", rank);
-    if (failed(requireSameElementType(location, first, t, "an input")))
+    if (failed(requireSameElementType(location, first, t, "an input",
+                                        "the first input")))
       return failure();
     for (int64_t i = 0; i < rank; ++i) {
-      if (i == axis)
+      if (i == axis) {
+        if (shape[i] > (int64_t(1) << 62) - t.getDimSize(i))
+          return emitOptionalError(location, "concatenated axis ", axis,
+                                   " is too large");
         shape[i] += t.getDimSize(i);
+      }
       else if (t.getDimSize(i) != shape[i])
         return emitOptionalError(location, "inputs ", shape::format(first.getShape()),
                                  " and ", shape::format(t.getShape()),
@@ -551,11 +557,16 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                              rank, ")");
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
-    int64_t dim = input.getDimSize(i), lo = steps[i] > 0 ? 0 : -1,
-            hi = steps[i] > 0 ? dim : dim - 1;
+    int64_t dim = input.getDimSize(i);
     if (steps[i] == 0)
       return emitOptionalError(location, "step of axis ", i, " is zero");
-    if (starts[i] < lo || starts[i] > hi || ends[i] < lo || ends[i] > hi)
+    // ONNX Slice clamping: [0, dim] for positive steps; for negative steps the
+    // start is in [0, dim-1] and the end in [-1, dim-1].
+    bool forward = steps[i] > 0;
+    int64_t startLo = 0, startHi = forward ? dim : std::max<int64_t>(dim - 1, 0);
+    int64_t endLo = forward ? 0 : -1, endHi = forward ? dim : dim - 1;
+    if (starts[i] < startLo || starts[i] > startHi || ends[i] < endLo ||
+        ends[i] > endHi)
       return emitOptionalError(location, "bounds [", starts[i], ", ", ends[i],
                                ") of axis ", i, " are not clamped to its size ",
                                dim);

@@ -379,9 +379,11 @@ class Tc_SoftmaxLikeOp<string mnemonic, string what>
       auto type = ::llvm::dyn_cast<::mlir::RankedTensorType>(adaptor.getInput().getType());
       if (!type)
         return ::mlir::emitOptionalError(location, "expects a ranked operand");
-      // Also called by the parser before the attributes are verified.
-      auto axisAttr = ::llvm::dyn_cast_or_null<::mlir::IntegerAttr>(adaptor.getAxisAttr());
-      if (!axisAttr)
+      // Also called by the parser before the attributes are verified, so the
+      // attribute is read unchecked from the dictionary.
+      auto axisAttr = ::llvm::dyn_cast_or_null<::mlir::IntegerAttr>(
+          adaptor.getAttributes().get("axis"));
+      if (!axisAttr || !axisAttr.getType().isSignlessInteger(64))
         return ::mlir::emitOptionalError(location, "expects an integer 'axis'");
       int64_t axis = axisAttr.getInt();
       if (axis < 0 || axis >= type.getRank())

@@ -31,4 +31,31 @@ def FoldBiasBeforeBatchNorm : Pass<"trainc-fold-bias-bn", "mlir::ModuleOp"> {
   }];
 }
 
+def PlanMemory : Pass<"trainc-plan", "mlir::ModuleOp"> {
+  let summary = "static schedule and one memory arena with compile-time offsets";
+  let description = [{
+    Plans the memory of every function: the op order is the schedule; every
+    tensor an op produces gets a byte offset in one arena, and buffers whose
+    lifetimes do not overlap share memory (greedy by size, best fit, offsets
+    aligned to 256 bytes). Views do not get buffers of their own: a
+    `tc.reshape` (and an inference-mode `tc.dropout`) aliases its operand, and
+    the running-statistics results of an inference-mode `tc.batch_norm` alias
+    its mean and variance operands; an alias keeps its buffer alive.
+    Function arguments and constants live outside the arena.
+
+    Each planned op gets `tc.offsets` (one byte offset per result, -1 for a
+    result that aliases another buffer); each function gets `tc.arena_bytes`.
+
+    ```mlir
+    %0 = tc.relu %x {tc.offsets = array<i64: 0>} : tensor<2x64xf32>
+    %1 = tc.relu %0 {tc.offsets = array<i64: 512>} : tensor<2x64xf32>
+    %2 = tc.relu %1 {tc.offsets = array<i64: 0>} : tensor<2x64xf32>  // %0 is dead: reuse
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"256",
+           "byte alignment of every buffer offset">
+  ];
+}
+
 #endif // TRAINC_PASSES_TD

@@ -140,9 +140,12 @@ int main(int argc, char **argv) {
   }
   cl::HideUnrelatedOptions(category);
   std::string overview = "trainc " + command;
-  // Shift the command away so the options parse as the command's own.
-  argv[1] = argv[0];
-  if (!cl::ParseCommandLineOptions(argc - 1, argv + 1, overview, &errs()))
+  // Parse the command's own options, with "trainc COMMAND" as the program.
+  std::string program = std::string(argv[0]) + " " + command;
+  std::vector<const char *> args = {program.c_str()};
+  args.insert(args.end(), argv + 2, argv + argc);
+  if (!cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(),
+                                   overview, &errs()))
     return 1;
   if (inputPath.empty()) {
     errs() << "error: no model given\n\n" << kUsage;

@@ -1,0 +1,152 @@
+//===- PlanMemory.cpp - static memory plan: one arena, compile-time offsets ===//
+//
+// Lifetimes come from the op order (the schedule is the function's order).
+// Offsets are chosen greedy-by-size: buffers sorted by size, largest first,
+// each placed at the lowest aligned offset that does not overlap a buffer
+// already placed whose lifetime intersects its own. On the straight-line
+// graphs of a training step this stays close to the peak of live bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+
+namespace trainc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+/// The operand a result aliases (views), or null if it needs its own buffer.
+Value aliasedOperand(OpResult result) {
+  Operation *op = result.getOwner();
+  if (isa<tc::ReshapeOp>(op))
+    return op->getOperand(0);
+  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+    return dropout.getInput(); // inference: identity
+  if (auto bn = dyn_cast<tc::BatchNormOp>(op))
+    if (!bn.getTraining() && result.getResultNumber() > 0)
+      return op->getOperand(result.getResultNumber() + 2);
+  return nullptr;
+}
+
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  int64_t bytes = bits == 1 ? 1 : bits / 8; // i1 is stored as one byte
+  return tensor.getNumElements() * bytes;
+}
+
+struct Buffer {
+  Value value;
+  int64_t bytes = 0;
+  int64_t first = 0, last = 0; // op indices of definition and last use
+  int64_t offset = -1;
+};
+
+struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
+  void runOnOperation() override {
+    if (alignment < 1 || (alignment & (alignment - 1))) {
+      getOperation().emitError("trainc-plan: alignment must be a power of two");
+      return signalPassFailure();
+    }
+    getOperation().walk([&](func::FuncOp func) { planFunction(func); });
+  }
+
+  void planFunction(func::FuncOp func) {
+    if (func.isExternal())
+      return;
+    Block &body = func.getBody().front();
+    // Root buffer of each value (views map to the buffer they alias).
+    llvm::DenseMap<Value, Value> root;
+    llvm::DenseMap<Value, unsigned> bufferOf;
+    std::vector<Buffer> buffers;
+    auto rootOf = [&](Value v) {
+      auto it = root.find(v);
+      return it == root.end() ? v : it->second;
+    };
+    int64_t index = 0;
+    for (Operation &op : body) {
+      for (OpResult result : op.getResults()) {
+        if (Value alias = aliasedOperand(result)) {
+          root[result] = rootOf(alias);
+          continue;
+        }
+        if (isa<tc::ConstantOp>(op))
+          continue; // constants live with the parameters
+        bufferOf[result] = buffers.size();
+        buffers.push_back({result, tensorBytes(result.getType()), index, index});
+      }
+      // Every operand keeps its root buffer alive until here.
+      for (Value operand : op.getOperands()) {
+        auto it = bufferOf.find(rootOf(operand));
+        if (it != bufferOf.end())
+          buffers[it->second].last = std::max(buffers[it->second].last, index);
+      }
+      ++index;
+    }
+
+    // Greedy by size: largest first, lowest fitting offset.
+    std::vector<unsigned> order(buffers.size());
+    for (unsigned i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+      return buffers[a].bytes > buffers[b].bytes;
+    });
+    std::vector<unsigned> placed;
+    int64_t arena = 0;
+    for (unsigned i : order) {
+      Buffer &buffer = buffers[i];
+      // Intervals [offset, end) of placed buffers alive at the same time.
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (unsigned j : placed) {
+        const Buffer &other = buffers[j];
+        if (other.last >= buffer.first && buffer.last >= other.first)
+          busy.emplace_back(other.offset, other.offset + other.bytes);
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t candidate = 0;
+      for (auto [begin, end] : busy) {
+        if (candidate + buffer.bytes <= begin)
+          break;
+        candidate = std::max(candidate, alignUp(end));
+      }
+      buffer.offset = candidate;
+      arena = std::max(arena, candidate + buffer.bytes);
+      placed.push_back(i);
+    }
+
+    OpBuilder builder(func.getContext());
+    for (Operation &op : body) {
+      if (op.getNumResults() == 0 || isa<tc::ConstantOp>(op))
+        continue;
+      SmallVector<int64_t> offsets;
+      for (OpResult result : op.getResults()) {
+        auto it = bufferOf.find(result);
+        offsets.push_back(it == bufferOf.end() ? -1 : buffers[it->second].offset);
+      }
+      op.setAttr("tc.offsets", builder.getDenseI64ArrayAttr(offsets));
+    }
+    func->setAttr("tc.arena_bytes", builder.getI64IntegerAttr(alignUp(arena)));
+  }
+
+  int64_t alignUp(int64_t v) const {
+    int64_t a = alignment;
+    return (v + a - 1) / a * a;
+  }
+};
+
+} // namespace

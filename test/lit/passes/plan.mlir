@@ -1,0 +1,79 @@
+// RUN: trainc-opt %s --trainc-plan --split-input-file | FileCheck %s
+
+// A chain: %0 dies when %2 is made, so %2 reuses its bytes (2x64 f32 = 512 B).
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: tc.arena_bytes = 1024
+// CHECK: tc.relu %arg0 {tc.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK: tc.relu %{{.*}} {tc.offsets = array<i64: [[B:[0-9]+]]>}
+// CHECK: tc.relu %{{.*}} {tc.offsets = array<i64: [[A]]>}
+func.func @chain(%x: tensor<2x64xf32>) -> tensor<2x64xf32> {
+  %0 = tc.relu %x : tensor<2x64xf32>
+  %1 = tc.relu %0 : tensor<2x64xf32>
+  %2 = tc.relu %1 : tensor<2x64xf32>
+  return %2 : tensor<2x64xf32>
+}
+
+// -----
+
+// A reshape is a view: it gets no buffer, and it keeps %0 alive until %3
+// reads it, so nothing can reuse %0's bytes before then.
+// CHECK-LABEL: func.func @view_extends_lifetime
+// CHECK-SAME: tc.arena_bytes = 1536
+// CHECK: tc.relu %arg0 {tc.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK: tc.reshape {{.*}}tc.offsets = array<i64: -1>
+// CHECK: tc.relu {{.*}}tc.offsets = array<i64: [[B:[0-9]+]]>
+// CHECK: tc.relu {{.*}}tc.offsets = array<i64: [[C:[0-9]+]]>
+// CHECK: tc.add
+func.func @view_extends_lifetime(%x: tensor<2x64xf32>) -> tensor<128xf32> {
+  %0 = tc.relu %x : tensor<2x64xf32>
+  %v = tc.reshape %0 {shape = array<i64: 128>} : (tensor<2x64xf32>) -> tensor<128xf32>
+  %1 = tc.relu %x : tensor<2x64xf32>
+  %2 = tc.relu %1 : tensor<2x64xf32>
+  %r = tc.reshape %2 {shape = array<i64: 128>} : (tensor<2x64xf32>) -> tensor<128xf32>
+  %3 = tc.add %v, %r : (tensor<128xf32>, tensor<128xf32>) -> tensor<128xf32>
+  return %3 : tensor<128xf32>
+}
+
+// -----
+
+// Inference batch_norm: the running statistics alias the mean and variance
+// arguments; constants and arguments take no arena space.
+// CHECK-LABEL: func.func @batch_norm_views
+// CHECK-SAME: tc.arena_bytes = 256
+// CHECK: tc.constant
+// CHECK-NOT: tc.offsets
+// CHECK: tc.batch_norm {{.*}}tc.offsets = array<i64: 0, -1, -1>
+func.func @batch_norm_views(%x: tensor<1x4x2x2xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>)
+    -> (tensor<1x4x2x2xf32>, tensor<4xf32>) {
+  %g = tc.constant dense<1.0> : tensor<4xf32>
+  %b = tc.constant dense<0.0> : tensor<4xf32>
+  %y, %rm, %rv = tc.batch_norm %x, %g, %b, %m, %v
+      : (tensor<1x4x2x2xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      -> (tensor<1x4x2x2xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %y, %rm : tensor<1x4x2x2xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Nothing to plan: a function that only returns its argument needs no arena.
+// CHECK-LABEL: func.func @nothing
+// CHECK-SAME: tc.arena_bytes = 0
+// CHECK-NOT: tc.offsets
+func.func @nothing(%x: tensor<2xf32>) -> tensor<2xf32> {
+  return %x : tensor<2xf32>
+}
+
+// -----
+
+// Two results alive at once never overlap, whatever their sizes; offsets are
+// 256-byte aligned (3 f32 = 12 bytes still takes a 256-byte slot).
+// CHECK-LABEL: func.func @aligned
+// CHECK-SAME: tc.arena_bytes = 512
+// CHECK: tc.neg %arg0 {tc.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK-NOT: array<i64: [[A]]>
+// CHECK: tc.neg %arg0 {tc.offsets = array<i64: {{[0-9]+}}>}
+func.func @aligned(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %0 = tc.neg %x : tensor<3xf32>
+  %1 = tc.neg %x : tensor<3xf32>
+  return %0, %1 : tensor<3xf32>, tensor<3xf32>
+}
