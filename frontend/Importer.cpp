@@ -541,6 +541,13 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
         tc::kInputAttrName, builder.getStringAttr(info.name()))));
   }
   unsigned firstParam = argTypes.size();
+  // The batch size the program is compiled for: the bound symbolic axis, or
+  // the static first axis of the first input.
+  if (options.batchSize)
+    (*module)->setAttr("tc.batch_size", builder.getI64IntegerAttr(*options.batchSize));
+  else if (!argTypes.empty() && cast<RankedTensorType>(argTypes[0]).getRank() > 0)
+    (*module)->setAttr("tc.batch_size", builder.getI64IntegerAttr(
+                                           cast<RankedTensorType>(argTypes[0]).getDimSize(0)));
   for (const std::string &name : paramNames) {
     auto param = module->lookupSymbol<tc::ParamOp>(name);
     argTypes.push_back(param.getType());

@@ -1,12 +1,17 @@
 //===- trainc.cpp - the trainc driver -------------------------------------===//
 //
-//   trainc import model.onnx [--batch-size=N] [-o out.mlir]
-//   trainc check  model.onnx
+//   trainc import  model.onnx [--batch-size=N] [-o out.mlir]
+//   trainc check   model.onnx
+//   trainc compile model.onnx -o prog [--target=cuda|cpu] [--emit=...]
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Emitter.h"
+#include "codegen/Toolchain.h"
 #include "frontend/Frontend.h"
 #include "ir/TcDialect.h"
+#include "ir/TcOps.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -14,7 +19,9 @@
 #include "mlir/IR/OperationSupport.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -41,6 +48,27 @@ cl::opt<int64_t> elideConstants(
     cl::desc("Print constants and initial values with more than N elements as "
              "'dense_resource<__elided__>' (0 prints everything)"),
     cl::value_desc("N"), cl::init(16), cl::cat(category));
+cl::opt<std::string> target("target", cl::desc("Code generation target: cuda (default) or cpu"),
+                            cl::value_desc("cuda|cpu"), cl::init("cuda"), cl::cat(category));
+cl::opt<std::string> cudaArch("cuda-arch",
+                              cl::desc("CUDA architectures to build for (comma separated)"),
+                              cl::value_desc("sm_80,sm_90"), cl::init("sm_80,sm_90"),
+                              cl::cat(category));
+cl::opt<std::string> emitKind("emit",
+                              cl::desc("What compile produces: binary (default), source "
+                                       "(the generated .cpp/.cu) or mlir (the final IR)"),
+                              cl::value_desc("mlir|source|binary"), cl::init("binary"),
+                              cl::cat(category));
+cl::opt<std::string> compileTo("compile-to",
+                               cl::desc("Stop after this phase and print the IR (import, "
+                                        "plan)"),
+                               cl::value_desc("PHASE"), cl::cat(category));
+cl::opt<std::string> dumpIR("dump-ir", cl::desc("Write NN-PHASE.mlir after every phase"),
+                            cl::value_desc("DIR"), cl::cat(category));
+cl::opt<bool> reportMemory("report-memory",
+                           cl::desc("Print peak memory by kind (parameters, activations, "
+                                    "constants, workspace)"),
+                           cl::init(false), cl::cat(category));
 cl::opt<bool> printDebugInfo("print-debuginfo",
                              cl::desc("Print locations (ONNX node names) with the IR"),
                              cl::init(false), cl::cat(category));
@@ -48,25 +76,43 @@ cl::opt<bool> printDebugInfo("print-debuginfo",
 const char *kUsage = R"(trainc: an ahead-of-time training compiler for ONNX models
 
 usage:
-  trainc import MODEL [--batch-size=N] [-o FILE]   print the tc IR of the model
-  trainc check  MODEL                              report which ops are supported
+  trainc import  MODEL [--batch-size=N] [-o FILE]  print the tc IR of the model
+  trainc check   MODEL                             report which ops are supported
+  trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
+                 [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
+                 [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
+                                                   build a program (PROG --predict ...)
   trainc help | --help | --version
 
 MODEL is a binary .onnx file or an ONNX text-format file (.onnxtxt).
 Run 'trainc COMMAND --help' for the options of a command.
 )";
 
-int runImport() {
-  mlir::MLIRContext context;
+/// Imports the model named on the command line, or reports why not.
+mlir::OwningOpRef<mlir::ModuleOp> importFromCommandLine(mlir::MLIRContext &context) {
   trainc::frontend::ImportOptions options;
   if (batchSize.getNumOccurrences()) {
     if (batchSize < 1) {
       errs() << "error: --batch-size must be at least 1, got " << batchSize << "\n";
-      return 1;
+      return nullptr;
     }
     options.batchSize = batchSize;
   }
-  auto module = trainc::frontend::importModelFile(inputPath, options, context, errs());
+  return trainc::frontend::importModelFile(inputPath, options, context, errs());
+}
+
+mlir::OpPrintingFlags printingFlags() {
+  mlir::OpPrintingFlags flags;
+  if (elideConstants > 0)
+    flags.elideLargeElementsAttrs(elideConstants);
+  if (printDebugInfo)
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  return flags;
+}
+
+int runImport() {
+  mlir::MLIRContext context;
+  auto module = importFromCommandLine(context);
   if (!module)
     return 1;
   std::error_code ec;
@@ -75,12 +121,7 @@ int runImport() {
     errs() << "error: cannot write '" << outputPath << "': " << ec.message() << "\n";
     return 1;
   }
-  mlir::OpPrintingFlags flags;
-  if (elideConstants > 0)
-    flags.elideLargeElementsAttrs(elideConstants);
-  if (printDebugInfo)
-    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  module->print(out.os(), flags);
+  module->print(out.os(), printingFlags());
   out.os() << "\n";
   out.keep();
   return 0;
@@ -120,6 +161,158 @@ int runCheck() {
   return 0;
 }
 
+int64_t tensorBytes(mlir::Type type) {
+  auto tensor = mlir::cast<mlir::RankedTensorType>(type);
+  unsigned bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * (bits == 1 ? 1 : bits / 8);
+}
+
+/// Peak memory by kind, from the planned module.
+void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
+  int64_t params = 0, constants = 0, arena = 0, workspace = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (auto param = mlir::dyn_cast<trainc::tc::ParamOp>(op))
+      params += tensorBytes(param.getType());
+    else if (auto constant = mlir::dyn_cast<trainc::tc::ConstantOp>(op))
+      constants += tensorBytes(constant.getType());
+    else if (auto conv = mlir::dyn_cast<trainc::tc::ConvOp>(op)) {
+      // The CPU target's im2col buffer: one image's [C/g * KH * KW, OH * OW].
+      auto w = mlir::cast<mlir::RankedTensorType>(conv.getWeight().getType());
+      auto y = mlir::cast<mlir::RankedTensorType>(conv.getResult().getType());
+      int64_t rows = w.getNumElements() / w.getDimSize(0);
+      int64_t cols = y.getNumElements() / (y.getDimSize(0) * y.getDimSize(1));
+      workspace = std::max(workspace, rows * cols * 4);
+    }
+    if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
+      arena = std::max(arena, bytes.getInt());
+  });
+  auto row = [&](StringRef kind, int64_t bytes) {
+    os << left_justify(kind, 14) << right_justify(std::to_string(bytes), 14) << " bytes  ("
+       << format("%.2f", bytes / 1048576.0) << " MiB)\n";
+  };
+  os << "memory (peak, by kind):\n";
+  row("parameters", params);
+  row("activations", arena);
+  row("constants", constants);
+  row("workspace", workspace);
+  row("total", params + arena + constants + workspace);
+}
+
+int runCompile() {
+  bool cuda = target == "cuda";
+  if (!cuda && target != "cpu") {
+    errs() << "error: --target must be cuda or cpu, got '" << target << "'\n";
+    return 1;
+  }
+  if (emitKind != "binary" && emitKind != "source" && emitKind != "mlir") {
+    errs() << "error: --emit must be binary, source or mlir, got '" << emitKind << "'\n";
+    return 1;
+  }
+  std::vector<std::string> phases = trainc::pipelinePhases();
+  if (!compileTo.empty() && compileTo != "import" &&
+      std::find(phases.begin(), phases.end(), compileTo) == phases.end()) {
+    errs() << "error: unknown phase '" << compileTo << "'; phases: import";
+    for (const std::string &p : phases)
+      errs() << ", " << p;
+    errs() << "\n";
+    return 1;
+  }
+  std::vector<std::string> archs;
+  SmallVector<StringRef> parts;
+  StringRef(cudaArch).split(parts, ',', -1, false);
+  for (StringRef arch : parts) {
+    unsigned number;
+    if (!arch.consume_front("sm_") || arch.getAsInteger(10, number) || number < 75) {
+      errs() << "error: --cuda-arch takes sm_NN entries (sm_75 or newer), got '"
+             << cudaArch << "'\n";
+      return 1;
+    }
+    archs.push_back(("sm_" + arch).str());
+  }
+
+  mlir::MLIRContext context;
+  auto module = importFromCommandLine(context);
+  if (!module)
+    return 1;
+  // Diagnostics of the phases name the ONNX node through the op's location.
+  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
+    errs() << (diag.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ");
+    if (auto name = mlir::dyn_cast<mlir::NameLoc>(diag.getLocation()))
+      errs() << "node '" << name.getName() << "': ";
+    errs() << diag.str() << "\n";
+    return mlir::success();
+  });
+  if (compileTo != "import" &&
+      failed(trainc::runPipeline(*module, compileTo, dumpIR)))
+    return 1;
+  if (reportMemory)
+    printMemoryReport(*module, outs());
+  if (!compileTo.empty()) {
+    module->print(outs(), printingFlags());
+    outs() << "\n";
+    return 0;
+  }
+  if (outputPath == "-") {
+    errs() << "error: compile needs -o PROG\n";
+    return 1;
+  }
+
+  // PROG.build/ keeps the final IR, the source and the compiler's log.
+  SmallString<256> buildDir(outputPath + ".build");
+  if (std::error_code ec = sys::fs::create_directories(buildDir)) {
+    errs() << "error: cannot create '" << buildDir << "': " << ec.message() << "\n";
+    return 1;
+  }
+  auto writeFile = [&](StringRef path, function_ref<void(raw_ostream &)> fill) {
+    std::error_code ec;
+    raw_fd_ostream os(path, ec);
+    if (ec) {
+      errs() << "error: cannot write '" << path << "': " << ec.message() << "\n";
+      return false;
+    }
+    fill(os);
+    return true;
+  };
+  std::string stem = sys::path::filename(outputPath).str();
+  SmallString<256> irPath(buildDir), sourcePath(buildDir), blobPath(buildDir), logPath(buildDir);
+  sys::path::append(irPath, stem + ".mlir");
+  sys::path::append(sourcePath, stem + (cuda ? ".cu" : ".cpp"));
+  sys::path::append(blobPath, stem + ".params.bin");
+  sys::path::append(logPath, stem + ".compile.log");
+  if (!writeFile(irPath, [&](raw_ostream &os) { module->print(os, printingFlags()); }))
+    return 1;
+  if (emitKind == "mlir") {
+    module->print(outs(), printingFlags());
+    return 0;
+  }
+
+  trainc::codegen::EmitOptions emit;
+  emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
+  emit.modelName = sys::path::filename(inputPath).str();
+  SmallString<256> absoluteBlob(blobPath);
+  sys::fs::make_absolute(absoluteBlob);
+  emit.paramBlobPath = absoluteBlob.str().str();
+  std::string source;
+  std::vector<char> blob;
+  raw_string_ostream sourceStream(source);
+  if (failed(trainc::codegen::emitProgram(*module, emit, sourceStream, blob)))
+    return 1;
+  if (!writeFile(sourcePath, [&](raw_ostream &os) { os << source; }) ||
+      !writeFile(blobPath, [&](raw_ostream &os) { os.write(blob.data(), blob.size()); }))
+    return 1;
+  if (emitKind == "source") {
+    outs() << source;
+    return 0;
+  }
+  trainc::codegen::BuildOptions build;
+  build.target = emit.target;
+  build.cudaArchs = archs;
+  build.sourcePath = sourcePath.str().str();
+  build.outputPath = outputPath;
+  build.logPath = logPath.str().str();
+  return trainc::codegen::buildProgram(build, errs()) ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -134,7 +327,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::string command = argv[1];
-  if (command != "import" && command != "check") {
+  if (command != "import" && command != "check" && command != "compile") {
     errs() << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   }
@@ -151,5 +344,7 @@ int main(int argc, char **argv) {
     errs() << "error: no model given\n\n" << kUsage;
     return 1;
   }
+  if (command == "compile")
+    return runCompile();
   return command == "import" ? runImport() : runCheck();
 }

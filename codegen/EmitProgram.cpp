@@ -1,0 +1,827 @@
+//===- EmitProgram.cpp - tc (after planning) to C++ / CUDA source ---------===//
+//
+// Walks the planned @forward once, in order. Every tensor becomes a typed
+// pointer: into the arena at its planned offset, into the parameter or input
+// arrays, or, for views, the pointer of what it aliases. Pointwise ops and
+// data movement become generated kernels (KernelWriter); contractions,
+// convolution, normalization, pooling, softmax, reductions and losses call
+// the runtime (`tk::`). The output is deterministic for a given module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Emitter.h"
+
+#include "ir/TcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::codegen;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Small text helpers
+//===----------------------------------------------------------------------===//
+
+/// The C++ element type of a tensor type, or "" if codegen does not support it.
+std::string cType(Type type) {
+  Type e = isa<ShapedType>(type) ? cast<ShapedType>(type).getElementType() : type;
+  if (e.isF32()) return "float";
+  if (e.isF64()) return "double";
+  if (e.isInteger(64)) return "int64_t";
+  if (e.isInteger(32)) return "int32_t";
+  if (e.isInteger(1)) return "bool";
+  return "";
+}
+
+std::string dtypeEnum(Type type) {
+  Type e = cast<ShapedType>(type).getElementType();
+  const char *name = e.isF32() ? "F32" : e.isF16() ? "F16" : e.isBF16() ? "BF16"
+                     : e.isF64() ? "F64" : e.isInteger(64) ? "I64"
+                     : e.isInteger(32) ? "I32" : "I1";
+  return std::string("trainc::rt::DType::") + name;
+}
+
+int64_t elementBytes(Type type) {
+  Type e = cast<ShapedType>(type).getElementType();
+  return e.isInteger(1) ? 1 : e.getIntOrFloatBitWidth() / 8;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+int64_t countOf(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+/// The ONNX node name a location carries.
+std::string nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(inner))
+        return name.getName().str();
+  return "";
+}
+
+std::string cString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20)
+      out += llvm::formatv("\\x{0:x-2}", static_cast<unsigned char>(c)).str();
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
+/// A float literal of the element type (f32 gets an `f` suffix).
+std::string literal(double v, bool f32) {
+  if (std::isnan(v))
+    return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), f32 ? "%.9g" : "%.17g", v);
+  std::string s = buffer;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return f32 ? s + "f" : s;
+}
+
+/// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
+/// broadcast axes.
+std::vector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  std::vector<int64_t> own = rowMajorStrides(in), strides(out.size(), 0);
+  size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    strides[lead + d] = in[d] == 1 && out[lead + d] != 1 ? 0 : own[d];
+  return strides;
+}
+
+//===----------------------------------------------------------------------===//
+// The emitter
+//===----------------------------------------------------------------------===//
+
+class ProgramEmitter {
+public:
+  ProgramEmitter(ModuleOp module, const EmitOptions &options, std::vector<char> &blob)
+      : module(module), options(options), kernels(options.target), blob(blob) {}
+
+  LogicalResult run(raw_ostream &os);
+
+private:
+  struct ParamEntry {
+    std::string name;
+    Type type;
+    uint64_t offset, bytes;
+    bool trainable, constant;
+  };
+
+  LogicalResult declareArguments(func::FuncOp func);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitPointwise(Operation *op);
+  LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
+                                ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
+                                int64_t inBase, ArrayRef<int64_t> outStrides,
+                                int64_t outBase, StringRef outPtr);
+  LogicalResult emitMatMul(tc::MatMulOp op);
+  LogicalResult emitGemm(tc::GemmOp op);
+  LogicalResult emitConv(tc::ConvOp op);
+  LogicalResult emitPool(Operation *op);
+  LogicalResult emitReduce(Operation *op, ArrayRef<int64_t> axes, StringRef kind);
+  LogicalResult emitLoss(Operation *op);
+  LogicalResult emitReturn(func::ReturnOp op);
+
+  uint64_t appendToBlob(DenseElementsAttr value);
+  /// Declares the arena pointer of an op result.
+  void declareResult(OpResult result, int64_t offset);
+  std::string ptr(Value v) { return names.lookup(v); }
+  std::string opComment(Operation *op);
+  void call(const std::string &statement) {
+    body += "  TRAINC_RETURN_IF_ERROR(" + statement + ");\n";
+  }
+
+  ModuleOp module;
+  const EmitOptions &options;
+  KernelWriter kernels;
+  std::vector<char> &blob;
+  std::vector<ParamEntry> params;
+  std::vector<std::pair<std::string, Type>> inputs, outputs;
+  llvm::DenseMap<Value, std::string> names;
+  std::string body;
+  int64_t arenaBytes = 0;
+};
+
+std::string ProgramEmitter::opComment(Operation *op) {
+  std::string name = nodeName(op->getLoc());
+  std::string s = op->getName().getStringRef().str();
+  if (!name.empty())
+    s += " '" + name + "'";
+  if (op->getNumResults())
+    s += " -> " + shapeText(shapeOf(op->getResult(0)));
+  return s;
+}
+
+uint64_t ProgramEmitter::appendToBlob(DenseElementsAttr value) {
+  // 64-byte alignment keeps every parameter's initial value cache-line
+  // aligned for the host copy.
+  blob.resize((blob.size() + 63) / 64 * 64, 0);
+  uint64_t offset = blob.size();
+  int64_t count = value.getNumElements();
+  if (value.getElementType().isInteger(1)) {
+    for (bool b : value.getValues<bool>())
+      blob.push_back(b ? 1 : 0);
+    return offset;
+  }
+  ArrayRef<char> raw = value.getRawData();
+  int64_t bytes = elementBytes(value.getType());
+  if (value.isSplat()) {
+    for (int64_t i = 0; i < count; ++i)
+      blob.insert(blob.end(), raw.begin(), raw.begin() + bytes);
+  } else {
+    blob.insert(blob.end(), raw.begin(), raw.end());
+  }
+  return offset;
+}
+
+void ProgramEmitter::declareResult(OpResult result, int64_t offset) {
+  std::string name = "t" + std::to_string(names.size());
+  names[result] = name;
+  body += "  " + cType(result.getType()) + " *" + name + " = reinterpret_cast<" +
+          cType(result.getType()) + " *>(args.arena + " + std::to_string(offset) +
+          "); // " + shapeText(shapeOf(result)) + "\n";
+}
+
+LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments()) {
+    Type type = arg.getType();
+    if (cType(type).empty())
+      return func.emitError("codegen does not support element type of argument ")
+             << arg.getArgNumber() << " (" << type << ") yet";
+    if (auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        tc::kInputAttrName)) {
+      std::string name = "in" + std::to_string(inputs.size());
+      body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
+              cType(type) + " *>(args.inputs[" + std::to_string(inputs.size()) +
+              "]); // input '" + input.getValue().str() + "' " +
+              shapeText(shapeOf(arg)) + "\n";
+      inputs.emplace_back(input.getValue().str(), type);
+      names[arg] = name;
+      continue;
+    }
+    auto symbol = func.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
+                                                           tc::kParamAttrName);
+    auto param = symbol ? module.lookupSymbol<tc::ParamOp>(symbol) : nullptr;
+    if (!param)
+      return func.emitError("argument ") << arg.getArgNumber()
+                                         << " is neither an input nor a parameter";
+    auto init = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
+    if (!init)
+      return param.emitError("codegen needs a dense initial value");
+    std::string name = "p" + std::to_string(params.size());
+    body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
+            cType(type) + " *>(args.params[" + std::to_string(params.size()) +
+            "]); // " + param.getSymName().str() + " " + shapeText(shapeOf(arg)) + "\n";
+    params.push_back({param.getSymName().str(), type, appendToBlob(init),
+                      static_cast<uint64_t>(countOf(arg) * elementBytes(type)),
+                      param.getTrainable(), false});
+    names[arg] = name;
+  }
+  return success();
+}
+
+LogicalResult ProgramEmitter::run(raw_ostream &os) {
+  auto func = module.lookupSymbol<func::FuncOp>("forward");
+  if (!func || func.isExternal())
+    return module.emitError("codegen needs a func.func @forward with a body");
+  auto arena = func->getAttrOfType<IntegerAttr>("tc.arena_bytes");
+  if (!arena)
+    return func.emitError("codegen needs a planned function (run trainc-plan)");
+  arenaBytes = arena.getInt();
+  if (failed(declareArguments(func)))
+    return failure();
+  for (Operation &op : func.getBody().front())
+    if (failed(emitOp(&op)))
+      return failure();
+
+  int64_t batch = 1;
+  if (auto attr = module->getAttrOfType<IntegerAttr>("tc.batch_size"))
+    batch = attr.getInt();
+  else if (!inputs.empty() && !cast<RankedTensorType>(inputs[0].second).getShape().empty())
+    batch = cast<RankedTensorType>(inputs[0].second).getDimSize(0);
+  bool cuda = options.target == Target::Cuda;
+
+  os << "// Generated by trainc from " << options.modelName << " for the "
+     << (cuda ? "CUDA" : "CPU") << " target. Do not edit.\n"
+     << "//\n// Kernels first (each names the tc ops and ONNX nodes it implements),\n"
+     << "// then the forward pass, then the program description.\n\n"
+     << "#include \"trainc_rt/generated.h\"\n\n"
+     << "namespace {\n\n"
+     << "namespace tk = trainc::" << (cuda ? "cuda" : "cpu") << ";\n"
+     << "using trainc::rt::Context;\nusing trainc::rt::Status;\n\n"
+     << kernels.text()
+     << "/// The forward pass of one batch of " << batch << ".\n"
+     << "Status forward(Context &ctx, const trainc::rt::ForwardArgs &args) {\n"
+     << "  (void)ctx;\n"
+     << body << "  return Status();\n}\n\n";
+
+  auto tensorInfo = [](const std::string &name, Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    std::string s = "{" + cString(name) + ", " + dtypeEnum(type) + ", " +
+                    std::to_string(tensor.getRank()) + ", {";
+    for (int64_t d = 0; d < tensor.getRank(); ++d)
+      s += (d ? ", " : "") + std::to_string(tensor.getDimSize(d));
+    return s + "}}";
+  };
+  auto table = [&](const char *type, const char *name,
+                   const std::vector<std::pair<std::string, Type>> &entries) {
+    if (entries.empty())
+      return;
+    os << "const trainc::rt::" << type << " " << name << "[] = {\n";
+    for (const auto &[n, t] : entries)
+      os << "    " << tensorInfo(n, t) << ",\n";
+    os << "};\n";
+  };
+  table("TensorInfo", "kInputs", inputs);
+  table("TensorInfo", "kOutputs", outputs);
+  if (!params.empty()) {
+    os << "const trainc::rt::ParamInfo kParams[] = {\n";
+    for (const ParamEntry &p : params)
+      os << "    {" << tensorInfo(p.name, p.type) << ", " << p.offset << ", " << p.bytes
+         << ", " << (p.trainable ? "true" : "false") << ", "
+         << (p.constant ? "true" : "false") << "},\n";
+    os << "};\n";
+  }
+  std::string path = options.paramBlobPath;
+  std::string escaped;
+  for (char c : path) {
+    if (c == '"' || c == '\\')
+      escaped += "\\\\\\";
+    escaped += c;
+  }
+  os << "\n} // namespace\n\n"
+     << "// Initial values of parameters and constants: " << blob.size() << " bytes.\n"
+     << "__asm__(\".section .rodata\\n\"\n"
+     << "        \".balign 64\\n\"\n"
+     << "        \"trainc_param_blob:\\n\"\n"
+     << "        \".incbin \\\"" << escaped << "\\\"\\n\"\n"
+     << "        \".previous\\n\");\n"
+     << "extern \"C\" const unsigned char trainc_param_blob[];\n\n"
+     << "namespace {\n"
+     << "const trainc::rt::Program kProgram = {\n"
+     << "    " << cString(options.modelName) << ", " << cString(cuda ? "cuda" : "cpu")
+     << ", " << batch << ",\n"
+     << "    " << inputs.size() << ", " << (inputs.empty() ? "nullptr" : "kInputs") << ", "
+     << outputs.size() << ", " << (outputs.empty() ? "nullptr" : "kOutputs") << ",\n"
+     << "    " << params.size() << ", " << (params.empty() ? "nullptr" : "kParams")
+     << ", trainc_param_blob, " << blob.size() << ",\n"
+     << "    " << arenaBytes << ", forward};\n"
+     << "} // namespace\n\n"
+     << "int main(int argc, char **argv) {\n"
+     << "  return trainc::rt::programMain(argc, argv, kProgram);\n}\n";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ProgramEmitter::emitOp(Operation *op) {
+  if (auto ret = dyn_cast<func::ReturnOp>(op))
+    return emitReturn(ret);
+  if (auto constant = dyn_cast<tc::ConstantOp>(op)) {
+    auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!value || cType(value.getType()).empty())
+      return op->emitError("codegen does not support this constant yet");
+    std::string name = "p" + std::to_string(params.size());
+    Type type = value.getType();
+    body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
+            cType(type) + " *>(args.params[" + std::to_string(params.size()) +
+            "]); // constant of " + opComment(op) + "\n";
+    params.push_back({"constant:" + std::to_string(params.size()), type,
+                      appendToBlob(value),
+                      static_cast<uint64_t>(countOf(constant) * elementBytes(type)),
+                      false, true});
+    names[constant.getResult()] = name;
+    return success();
+  }
+  for (Value operand : op->getOperands())
+    if (cType(operand.getType()).empty())
+      return op->emitError("codegen does not support element type ")
+             << cast<ShapedType>(operand.getType()).getElementType() << " yet";
+
+  // Results: arena pointers, or the pointer of the aliased operand (views).
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
+  if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
+    return op->emitError("codegen needs planned offsets (run trainc-plan)");
+  body += "  // " + opComment(op) + "\n";
+  for (OpResult result : op->getResults()) {
+    if (cType(result.getType()).empty())
+      return op->emitError("codegen does not support element type ")
+             << cast<ShapedType>(result.getType()).getElementType() << " yet";
+    int64_t offset = offsets[result.getResultNumber()];
+    if (offset >= 0) {
+      declareResult(result, offset);
+      continue;
+    }
+    Value aliased;
+    if (isa<tc::ReshapeOp, tc::DropoutOp>(op))
+      aliased = op->getOperand(0);
+    else if (isa<tc::BatchNormOp>(op) && result.getResultNumber() > 0)
+      aliased = op->getOperand(result.getResultNumber() + 2);
+    if (!aliased)
+      return op->emitError("codegen cannot place result ") << result.getResultNumber();
+    names[result] = ptr(aliased);
+  }
+
+  if (op->hasTrait<tc::OpTrait::Pointwise>())
+    return emitPointwise(op);
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<tc::ReshapeOp, tc::DropoutOp>([](Operation *) { return success(); })
+      .Case([&](tc::MatMulOp o) { return emitMatMul(o); })
+      .Case([&](tc::GemmOp o) { return emitGemm(o); })
+      .Case([&](tc::ConvOp o) { return emitConv(o); })
+      .Case<tc::MaxPoolOp, tc::AvgPoolOp>([&](Operation *o) { return emitPool(o); })
+      .Case([&](tc::GlobalAvgPoolOp o) {
+        ArrayRef<int64_t> s = shapeOf(o.getInput());
+        int64_t spatial = countOf(o.getInput()) / (s[0] * s[1]);
+        call("tk::reduce(ctx, trainc::rt::ReduceKind::Mean, " + std::to_string(s[0] * s[1]) +
+             ", " + std::to_string(spatial) + ", 1, " + ptr(o.getInput()) + ", " +
+             ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::BatchNormOp o) {
+        // The forward pass has inference semantics: running statistics.
+        ArrayRef<int64_t> s = shapeOf(o.getInput());
+        int64_t spatial = countOf(o.getInput()) / (s[0] * s[1]);
+        call("tk::batchNormInference(ctx, " + std::to_string(s[0]) + ", " +
+             std::to_string(s[1]) + ", " + std::to_string(spatial) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getBias()) +
+             ", " + ptr(o.getMean()) + ", " + ptr(o.getVar()) + ", " +
+             literal(o.getEpsilon().convertToFloat(), true) + ", " +
+             ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::LayerNormOp o) {
+        ArrayRef<int64_t> s = shapeOf(o.getInput());
+        int64_t rows = 1;
+        for (int64_t d = 0; d < static_cast<int64_t>(o.getAxis()); ++d)
+          rows *= s[d];
+        call("tk::layerNorm(ctx, " + std::to_string(rows) + ", " +
+             std::to_string(countOf(o.getInput()) / std::max<int64_t>(rows, 1)) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
+             (o.getBias() ? ptr(o.getBias()) : "nullptr") + ", " +
+             literal(o.getEpsilon().convertToFloat(), true) + ", " +
+             ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case<tc::SoftmaxOp, tc::LogSoftmaxOp>([&](Operation *o) {
+        int64_t axis = o->getAttrOfType<IntegerAttr>("axis").getInt();
+        ArrayRef<int64_t> s = shapeOf(o->getOperand(0));
+        int64_t outer = 1, inner = 1;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= s[d];
+        for (size_t d = axis + 1; d < s.size(); ++d)
+          inner *= s[d];
+        call("tk::softmax(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) +
+             ", " + std::to_string(inner) + ", " + ptr(o->getOperand(0)) + ", " +
+             ptr(o->getResult(0)) + ", " +
+             (isa<tc::LogSoftmaxOp>(o) ? "true" : "false") + ")");
+        return success();
+      })
+      .Case([&](tc::ReduceSumOp o) { return emitReduce(o, o.getAxes(), "Sum"); })
+      .Case([&](tc::ReduceMeanOp o) { return emitReduce(o, o.getAxes(), "Mean"); })
+      .Case([&](tc::ReduceMaxOp o) { return emitReduce(o, o.getAxes(), "Max"); })
+      .Case([&](tc::TransposeOp o) {
+        std::vector<int64_t> own = rowMajorStrides(shapeOf(o.getInput())), strides;
+        for (int64_t p : o.getPerm())
+          strides.push_back(own[p]);
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        return emitStridedCopy(o, "transpose", o.getInput(), out, strides,
+                               0, rowMajorStrides(out), 0, ptr(o.getResult()));
+      })
+      .Case([&](tc::SliceOp o) {
+        std::vector<int64_t> own = rowMajorStrides(shapeOf(o.getInput())), strides;
+        int64_t base = 0;
+        for (size_t d = 0; d < own.size(); ++d) {
+          strides.push_back(own[d] * o.getSteps()[d]);
+          base += o.getStarts()[d] * own[d];
+        }
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        return emitStridedCopy(o, "slice", o.getInput(), out, strides, base,
+                               rowMajorStrides(out), 0, ptr(o.getResult()));
+      })
+      .Case([&](tc::ExpandOp o) {
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        return emitStridedCopy(o, "expand", o.getInput(), out,
+                               broadcastStrides(shapeOf(o.getInput()), out), 0,
+                               rowMajorStrides(out), 0, ptr(o.getResult()));
+      })
+      .Case([&](tc::ConcatOp o) {
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        std::vector<int64_t> outStrides = rowMajorStrides(out);
+        int64_t axis = o.getAxis(), at = 0;
+        for (Value in : o.getInputs()) {
+          ArrayRef<int64_t> shape = shapeOf(in);
+          if (failed(emitStridedCopy(o, "concat", in, shape,
+                                     rowMajorStrides(shape), 0, outStrides,
+                                     at * outStrides[axis], ptr(o.getResult()))))
+            return failure();
+          at += shape[axis];
+        }
+        return success();
+      })
+      .Case([&](tc::GatherOp o) -> LogicalResult {
+        if (!cast<ShapedType>(o.getIndices().getType()).getElementType().isInteger(64))
+          return o.emitError("codegen supports i64 gather indices only");
+        ArrayRef<int64_t> s = shapeOf(o.getData());
+        int64_t axis = o.getAxis(), outer = 1, inner = 1;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= s[d];
+        for (size_t d = axis + 1; d < s.size(); ++d)
+          inner *= s[d];
+        call("tk::gather(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) +
+             ", " + std::to_string(inner) + ", sizeof(" + cType(o.getData().getType()) +
+             "), " + ptr(o.getData()) + ", " + ptr(o.getIndices()) + ", " +
+             std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
+          [&](Operation *o) { return emitLoss(o); })
+      .Default([&](Operation *o) {
+        return o->emitError("codegen does not support ") << o->getName() << " yet";
+      });
+}
+
+LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
+  Value result = op->getResult(0);
+  ArrayRef<int64_t> out = shapeOf(result);
+  Type outElem = cast<ShapedType>(result.getType()).getElementType();
+  bool needsCoords = false;
+  for (Value v : op->getOperands())
+    needsCoords |= shapeOf(v) != out && countOf(v) != 1;
+
+  std::vector<KernelParam> kparams;
+  std::string code;
+  if (needsCoords) {
+    SmallVector<bool> used(out.size(), false);
+    for (Value v : op->getOperands())
+      if (shapeOf(v) != out && countOf(v) != 1)
+        for (auto [d, stride] : llvm::enumerate(broadcastStrides(shapeOf(v), out)))
+          used[d] = used[d] || stride != 0;
+    code += decomposeIndex(out, "i", "c", "  ", used);
+  }
+  std::vector<std::string> a;
+  for (auto [k, v] : llvm::enumerate(op->getOperands())) {
+    std::string name = "in" + std::to_string(k);
+    kparams.push_back({cType(v.getType()), name, false});
+    std::string index = shapeOf(v) == out ? "i"
+                        : countOf(v) == 1  ? "0"
+                                           : linearIndex(broadcastStrides(shapeOf(v), out), 0, "c");
+    code += "  const " + cType(v.getType()) + " a" + std::to_string(k) + " = " + name + "[" +
+            index + "];\n";
+    a.push_back("a" + std::to_string(k));
+  }
+  kparams.push_back({cType(result.getType()), "out", true});
+
+  Type inElem = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+  bool f32 = inElem.isF32();
+  std::string t = cType(inElem);
+  auto fn = [&](StringRef name) { return (name + (f32 ? "f" : "")).str(); };
+  std::string expr;
+  StringRef mnemonic = op->getName().stripDialect();
+  if (mnemonic == "neg") expr = "-" + a[0];
+  else if (mnemonic == "abs") expr = isa<FloatType>(inElem) ? fn("fabs") + "(" + a[0] + ")"
+                                                            : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
+  else if (mnemonic == "relu") expr = "(" + a[0] + " > " + t + "(0) ? " + a[0] + " : " + t + "(0))";
+  else if (mnemonic == "sigmoid") expr = f32 ? "trainc::gen::sigmoid(" + a[0] + ")"
+                                             : "1.0 / (1.0 + exp(-" + a[0] + "))";
+  else if (mnemonic == "tanh" || mnemonic == "erf" || mnemonic == "exp" ||
+           mnemonic == "log" || mnemonic == "sqrt")
+    expr = fn(mnemonic) + "(" + a[0] + ")";
+  else if (mnemonic == "reciprocal") expr = t + "(1) / " + a[0];
+  else if (mnemonic == "not") expr = "!" + a[0];
+  else if (auto gelu = dyn_cast<tc::GeluOp>(op)) {
+    if (!f32)
+      return op->emitError("codegen supports f32 gelu only");
+    expr = (gelu.getApproximate() == "tanh" ? "trainc::gen::geluTanh(" : "trainc::gen::geluErf(") +
+           a[0] + ")";
+  } else if (auto leaky = dyn_cast<tc::LeakyReluOp>(op)) {
+    expr = "(" + a[0] + " >= " + t + "(0) ? " + a[0] + " : " +
+           literal(leaky.getAlpha().convertToFloat(), f32) + " * " + a[0] + ")";
+  } else if (auto clip = dyn_cast<tc::ClipOp>(op)) {
+    expr = a[0];
+    if (auto lo = clip.getMin())
+      expr = "(" + expr + " < " + literal(lo->convertToFloat(), f32) + " ? " +
+             literal(lo->convertToFloat(), f32) + " : " + expr + ")";
+    if (auto hi = clip.getMax())
+      expr = "(" + expr + " > " + literal(hi->convertToFloat(), f32) + " ? " +
+             literal(hi->convertToFloat(), f32) + " : " + expr + ")";
+  } else if (mnemonic == "add") expr = a[0] + " + " + a[1];
+  else if (mnemonic == "sub") expr = a[0] + " - " + a[1];
+  else if (mnemonic == "mul") expr = a[0] + " * " + a[1];
+  else if (mnemonic == "div") expr = a[0] + " / " + a[1];
+  else if (mnemonic == "pow") expr = fn("pow") + "(" + a[0] + ", " + a[1] + ")";
+  else if (mnemonic == "max") expr = "(" + a[0] + " > " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+  else if (mnemonic == "min") expr = "(" + a[0] + " < " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+  else if (mnemonic == "equal") expr = a[0] + " == " + a[1];
+  else if (mnemonic == "less") expr = a[0] + " < " + a[1];
+  else if (mnemonic == "less_equal") expr = a[0] + " <= " + a[1];
+  else if (mnemonic == "greater") expr = a[0] + " > " + a[1];
+  else if (mnemonic == "greater_equal") expr = a[0] + " >= " + a[1];
+  else if (mnemonic == "and") expr = a[0] + " && " + a[1];
+  else if (mnemonic == "or") expr = a[0] + " || " + a[1];
+  else if (mnemonic == "where") expr = a[0] + " ? " + a[1] + " : " + a[2];
+  else if (mnemonic == "cast")
+    expr = outElem.isInteger(1) ? a[0] + " != 0" : "static_cast<" + cType(outElem) + ">(" + a[0] + ")";
+  else
+    return op->emitError("codegen has no pointwise rule for ") << op->getName();
+  code += "  out[i] = " + expr + ";\n";
+
+  std::vector<std::string> comment = {opComment(op)};
+  std::string name = kernels.addKernel(mnemonic, comment, kparams, countOf(result), code);
+  std::string args = "ctx";
+  for (Value v : op->getOperands())
+    args += ", " + ptr(v);
+  call(name + "(" + args + ", " + ptr(result) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Value in,
+                                              ArrayRef<int64_t> shape,
+                                              ArrayRef<int64_t> inStrides, int64_t inBase,
+                                              ArrayRef<int64_t> outStrides, int64_t outBase,
+                                              StringRef outPtr) {
+  std::string t = cType(in.getType());
+  std::vector<int64_t> dense = rowMajorStrides(shape);
+  bool denseOut = outBase == 0 && ArrayRef<int64_t>(dense) == outStrides;
+  SmallVector<bool> used(shape.size(), false);
+  for (size_t d = 0; d < shape.size(); ++d)
+    used[d] = inStrides[d] != 0 || (!denseOut && outStrides[d] != 0);
+  std::string code = decomposeIndex(shape, "i", "c", "  ", used);
+  code += "  out[" + (denseOut ? std::string("i") : linearIndex(outStrides, outBase, "c")) +
+          "] = in[" + linearIndex(inStrides, inBase, "c") + "];\n";
+  std::vector<std::string> comment = {opComment(op)};
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::string name = kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}},
+                                       count, code);
+  call(name + "(ctx, " + ptr(in) + ", " + outPtr.str() + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
+  ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs());
+  if (!cast<ShapedType>(op.getLhs().getType()).getElementType().isF32())
+    return op.emitError("codegen supports f32 matmul only");
+  int64_t m = a.size() == 1 ? 1 : a[a.size() - 2], k = a.back();
+  int64_t n = b.size() == 1 ? 1 : b.back();
+  auto batchOf = [](ArrayRef<int64_t> s) {
+    int64_t p = 1;
+    for (size_t d = 0; d + 2 < s.size(); ++d)
+      p *= s[d];
+    return p;
+  };
+  int64_t batch = countOf(op.getResult()) / (m * n);
+  int64_t ba = batchOf(a), bb = batchOf(b);
+  if ((ba != batch && ba != 1) || (bb != batch && bb != 1))
+    return op.emitError("codegen does not support partially broadcast matmul batches yet");
+  int64_t strideA = ba == 1 ? 0 : m * k, strideB = bb == 1 ? 0 : k * n;
+  call("tk::gemm(ctx, false, false, " + std::to_string(m) + ", " + std::to_string(n) + ", " +
+       std::to_string(k) + ", 1.0f, " + ptr(op.getLhs()) + ", " + std::to_string(k) + ", " +
+       std::to_string(strideA) + ", " + ptr(op.getRhs()) + ", " + std::to_string(n) + ", " +
+       std::to_string(strideB) + ", 0.0f, " + ptr(op.getResult()) + ", " + std::to_string(n) +
+       ", " + std::to_string(m * n) + ", " + std::to_string(batch) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
+  ArrayRef<int64_t> a = shapeOf(op.getA()), y = shapeOf(op.getResult());
+  int64_t m = y[0], n = y[1], k = op.getTransA() ? a[0] : a[1];
+  float beta = 0.0f;
+  if (Value c = op.getC()) {
+    // Y starts as C broadcast to [M, N]; the GEMM then accumulates into it.
+    if (failed(emitStridedCopy(op, "broadcast_bias", c, y,
+                               broadcastStrides(shapeOf(c), y), 0, rowMajorStrides(y), 0,
+                               ptr(op.getResult()))))
+      return failure();
+    beta = op.getBeta().convertToFloat();
+  }
+  int64_t lda = a[1], ldb = shapeOf(op.getB())[1];
+  call("tk::gemm(ctx, " + std::string(op.getTransA() ? "true" : "false") + ", " +
+       (op.getTransB() ? "true" : "false") + ", " + std::to_string(m) + ", " +
+       std::to_string(n) + ", " + std::to_string(k) + ", " +
+       literal(op.getAlpha().convertToFloat(), true) + ", " + ptr(op.getA()) + ", " +
+       std::to_string(lda) + ", 0, " + ptr(op.getB()) + ", " + std::to_string(ldb) + ", 0, " +
+       literal(beta, true) + ", " + ptr(op.getResult()) + ", " + std::to_string(n) + ", 0, 1)");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitConv(tc::ConvOp op) {
+  ArrayRef<int64_t> x = shapeOf(op.getInput()), w = shapeOf(op.getWeight()),
+                    y = shapeOf(op.getResult());
+  if (x.size() != 4)
+    return op.emitError("codegen supports 2-D convolution only");
+  ArrayRef<int64_t> s = op.getStrides(), p = op.getPads(), d = op.getDilations();
+  std::string desc = llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
+                                   "{11}, {12}, {13}, {14}, {15}, {16}, {17}}",
+                                   x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0],
+                                   p[1], p[2], p[3], d[0], d[1], op.getGroup(), y[2], y[3])
+                         .str();
+  body += "  {\n    const trainc::rt::Conv2dDesc d = " + desc + ";\n  ";
+  call("tk::conv2d(ctx, d, " + ptr(op.getInput()) + ", " + ptr(op.getWeight()) + ", " +
+       (op.getBias() ? ptr(op.getBias()) : "nullptr") + ", " + ptr(op.getResult()) + ")");
+  body += "  }\n";
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitPool(Operation *op) {
+  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)), y = shapeOf(op->getResult(0));
+  if (x.size() != 4)
+    return op->emitError("codegen supports 2-D pooling only");
+  auto attr = [&](StringRef name) { return op->getAttrOfType<DenseI64ArrayAttr>(name); };
+  ArrayRef<int64_t> k = attr("kernel_shape").asArrayRef(), s = attr("strides").asArrayRef(),
+                    p = attr("pads").asArrayRef();
+  SmallVector<int64_t> d = {1, 1};
+  if (auto dil = attr("dilations"))
+    d.assign(dil.asArrayRef().begin(), dil.asArrayRef().end());
+  std::string desc =
+      llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
+                    "{13}, {14}, {15}}",
+                    x[0], x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0],
+                    d[1], y[2], y[3])
+          .str();
+  body += "  {\n    const trainc::rt::Pool2dDesc d = " + desc + ";\n  ";
+  if (auto avg = dyn_cast<tc::AvgPoolOp>(op))
+    call(std::string("tk::avgPool2d(ctx, d, ") +
+         (avg.getCountIncludePad() ? "true" : "false") + ", " + ptr(op->getOperand(0)) +
+         ", " + ptr(op->getResult(0)) + ")");
+  else
+    call("tk::maxPool2d(ctx, d, " + ptr(op->getOperand(0)) + ", " + ptr(op->getResult(0)) +
+         ")");
+  body += "  }\n";
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAttr,
+                                         StringRef kind) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  ArrayRef<int64_t> s = shapeOf(in);
+  SmallVector<int64_t> axes(axesAttr.begin(), axesAttr.end());
+  if (axes.empty())
+    for (size_t d = 0; d < s.size(); ++d)
+      axes.push_back(d);
+  bool contiguous = axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
+  if (contiguous && cType(in.getType()) == "float") {
+    int64_t outer = 1, mid = 1, inner = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+      (d < axes.front() ? outer : d > axes.back() ? inner : mid) *= s[d];
+    call("tk::reduce(ctx, trainc::rt::ReduceKind::" + kind.str() + ", " +
+         std::to_string(outer) + ", " + std::to_string(mid) + ", " + std::to_string(inner) +
+         ", " + ptr(in) + ", " + ptr(out) + ")");
+    return success();
+  }
+  // Scattered axes: a generated kernel, one output element per thread.
+  SmallVector<int64_t> kept, keptStrides, reduced, reducedStrides;
+  std::vector<int64_t> strides = rowMajorStrides(s);
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+    bool r = llvm::is_contained(axes, d);
+    (r ? reduced : kept).push_back(s[d]);
+    (r ? reducedStrides : keptStrides).push_back(strides[d]);
+  }
+  std::string t = cType(in.getType());
+  std::string code = decomposeIndex(kept, "i", "c", "  ");
+  code += "  const int64_t base = " + linearIndex(keptStrides, 0, "c") + ";\n";
+  code += kind == "Max" ? "  " + t + " acc = in[base];\n" : "  " + t + " acc = 0;\n";
+  int64_t count = 1;
+  for (int64_t r : reduced)
+    count *= r;
+  code += "  for (int64_t j = 0; j < " + std::to_string(count) + "; ++j) {\n";
+  code += decomposeIndex(reduced, "j", "r", "    ");
+  code += "    const " + t + " v = in[base + " + linearIndex(reducedStrides, 0, "r") + "];\n";
+  code += kind == "Max" ? "    acc = v > acc ? v : acc;\n" : "    acc += v;\n";
+  code += "  }\n";
+  code += kind == "Mean" ? "  out[i] = acc / " + t + "(" + std::to_string(count) + ");\n"
+                         : "  out[i] = acc;\n";
+  std::vector<std::string> comment = {opComment(op)};
+  std::string name = kernels.addKernel(("reduce_" + kind.lower()), comment,
+                                       {{t, "in", false}, {t, "out", true}}, countOf(out), code);
+  call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitLoss(Operation *op) {
+  auto reduction = [&](StringRef r) {
+    return std::string("trainc::rt::Reduction::") +
+           (r == "mean" ? "Mean" : r == "sum" ? "Sum" : "None");
+  };
+  if (auto mse = dyn_cast<tc::MseLossOp>(op)) {
+    call("tk::mseLoss(ctx, " + std::to_string(countOf(mse.getPrediction())) + ", " +
+         ptr(mse.getPrediction()) + ", " + ptr(mse.getTarget()) + ", " +
+         reduction(mse.getReduction()) + ", " + ptr(mse.getResult()) + ")");
+    return success();
+  }
+  Value scores = op->getOperand(0), labels = op->getOperand(1);
+  if (!cast<ShapedType>(labels.getType()).getElementType().isInteger(64))
+    return op->emitError("codegen supports i64 labels only");
+  ArrayRef<int64_t> s = shapeOf(scores);
+  int64_t inner = countOf(scores) / (s[0] * s[1]);
+  auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
+  std::string fn = isa<tc::SoftmaxCrossEntropyOp>(op) ? "softmaxCrossEntropy" : "nllLoss";
+  call("tk::" + fn + "(ctx, " + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
+       std::to_string(inner) + ", " + ptr(scores) + ", " + ptr(labels) + ", " +
+       (ignore ? "true" : "false") + ", " + std::to_string(ignore ? ignore.getInt() : 0) +
+       ", " + reduction(op->getAttrOfType<StringAttr>("reduction").getValue()) + ", " +
+       ptr(op->getResult(0)) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  body += "  // outputs\n";
+  for (auto [k, v] : llvm::enumerate(op.getOperands())) {
+    auto name = func.getResultAttrOfType<StringAttr>(k, tc::kOutputAttrName);
+    std::string outName = name ? name.getValue().str() : "output" + std::to_string(k);
+    outputs.emplace_back(outName, v.getType());
+    std::string t = cType(v.getType());
+    std::string dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
+    std::vector<std::string> comment = {"copy of output '" + outName + "' " +
+                                        shapeText(shapeOf(v))};
+    std::string kname = kernels.addKernel("copy_output", comment,
+                                          {{t, "in", false}, {t, "out", true}}, countOf(v),
+                                          "  out[i] = in[i];\n");
+    call(kname + "(ctx, " + ptr(v) + ", " + dst + ")");
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult trainc::codegen::emitProgram(ModuleOp module, const EmitOptions &options,
+                                           raw_ostream &source, std::vector<char> &paramBlob) {
+  paramBlob.clear();
+  ProgramEmitter emitter(module, options, paramBlob);
+  return emitter.run(source);
+}

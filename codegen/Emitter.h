@@ -1,0 +1,35 @@
+//===- Emitter.h - tc (after planning) to C++ / CUDA source ----*- C++ -*-===//
+
+#ifndef TRAINC_CODEGEN_EMITTER_H
+#define TRAINC_CODEGEN_EMITTER_H
+
+#include "codegen/KernelWriter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace trainc::codegen {
+
+struct EmitOptions {
+  Target target = Target::Cpu;
+  /// Shown in the program's --info and the file header.
+  std::string modelName;
+  /// Absolute path of the parameter blob the source embeds with .incbin.
+  std::string paramBlobPath;
+};
+
+/// Emits the program of a planned module (`trainc-plan` has run): one source
+/// file for the target, and the bytes of the parameter blob (initial values
+/// of parameters and constants) that the source embeds. Errors are reported
+/// as diagnostics on the offending op.
+mlir::LogicalResult emitProgram(mlir::ModuleOp module, const EmitOptions &options,
+                                llvm::raw_ostream &source,
+                                std::vector<char> &paramBlob);
+
+} // namespace trainc::codegen
+
+#endif // TRAINC_CODEGEN_EMITTER_H

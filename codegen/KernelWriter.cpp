@@ -1,0 +1,127 @@
+//===- KernelWriter.cpp - generated kernels for both targets --------------===//
+
+#include "codegen/KernelWriter.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace trainc::codegen;
+
+namespace {
+
+/// Element loops this small stay on one thread: forking costs more.
+constexpr int64_t kParallelThreshold = 32768;
+constexpr int64_t kBlockSize = 256;
+
+std::string paramList(llvm::ArrayRef<KernelParam> params, bool restrict) {
+  std::string s;
+  for (const KernelParam &p : params) {
+    s += ", ";
+    if (!p.output)
+      s += "const ";
+    s += p.type + " *" + (restrict ? "__restrict__ " : "") + p.name;
+  }
+  return s;
+}
+
+std::string argList(llvm::ArrayRef<KernelParam> params) {
+  std::string s;
+  for (const KernelParam &p : params)
+    s += ", " + p.name;
+  return s;
+}
+
+} // namespace
+
+std::string KernelWriter::addKernel(llvm::StringRef what,
+                                    llvm::ArrayRef<std::string> comment,
+                                    llvm::ArrayRef<KernelParam> params,
+                                    int64_t count, llvm::StringRef body) {
+  std::string name;
+  llvm::raw_string_ostream ns(name);
+  ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
+  for (char &c : name)
+    if (c == ' ')
+      c = '0';
+  ns.flush();
+
+  llvm::raw_string_ostream os(out);
+  for (const std::string &line : comment)
+    os << "// " << line << "\n";
+  // The element function: the one body both targets run.
+  std::string bodyParams = paramList(params, true).substr(2);
+  os << "TRAINC_HD void " << name << "_body(int64_t i, " << bodyParams << ") {\n"
+     << body << "}\n";
+  std::string launchParams = paramList(params, false);
+  if (target == Target::Cpu) {
+    os << "static Status " << name << "(Context &" << launchParams << ") {\n";
+    if (count >= kParallelThreshold)
+      os << "#pragma omp parallel for schedule(static)\n";
+    os << "  for (int64_t i = 0; i < " << count << "; ++i)\n"
+       << "    " << name << "_body(i" << argList(params) << ");\n"
+       << "  return Status();\n}\n\n";
+    return name;
+  }
+  os << "__global__ void " << name << "_kernel(" << launchParams.substr(2) << ") {\n"
+     << "  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+     << "  if (i < " << count << ")\n"
+     << "    " << name << "_body(i" << argList(params) << ");\n}\n"
+     << "static Status " << name << "(Context &ctx" << launchParams << ") {\n";
+  int64_t blocks = (count + kBlockSize - 1) / kBlockSize;
+  if (blocks > 0)
+    os << "  " << name << "_kernel<<<" << blocks << ", " << kBlockSize
+       << ", 0, tk::stream(ctx)>>>(" << argList(params).substr(2) << ");\n";
+  os << "  return tk::checkLaunch(\"" << name << "\");\n}\n\n";
+  return name;
+}
+
+std::vector<int64_t> trainc::codegen::rowMajorStrides(llvm::ArrayRef<int64_t> shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+std::string trainc::codegen::decomposeIndex(llvm::ArrayRef<int64_t> shape,
+                                            llvm::StringRef index,
+                                            llvm::StringRef prefix,
+                                            llvm::StringRef indent,
+                                            llvm::ArrayRef<bool> used) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  std::vector<int64_t> strides = rowMajorStrides(shape);
+  // Outer coordinates by division, the innermost by remainder: one divide
+  // per axis, no loop-carried state.
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!used.empty() && !used[d])
+      continue;
+    os << indent << "const int64_t " << prefix << d << " = ";
+    if (shape[d] == 1) {
+      os << "0;\n";
+      continue;
+    }
+    if (strides[d] == 1)
+      os << index;
+    else
+      os << "(" << index << " / " << strides[d] << ")";
+    if (d != 0)
+      os << " % " << shape[d];
+    os << ";\n";
+  }
+  return s;
+}
+
+std::string trainc::codegen::linearIndex(llvm::ArrayRef<int64_t> strides,
+                                         int64_t base, llvm::StringRef prefix) {
+  std::string s = base ? std::to_string(base) : "";
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 0)
+      continue;
+    if (!s.empty())
+      s += " + ";
+    s += prefix.str() + std::to_string(d);
+    if (strides[d] != 1)
+      s += " * " + std::to_string(strides[d]);
+  }
+  return s.empty() ? "0" : s;
+}

@@ -1,0 +1,69 @@
+//===- KernelWriter.h - generated kernels for both targets -----*- C++ -*-===//
+//
+// A generated kernel is an element function (`<name>_body(i, ...)`, shared by
+// both targets) plus a launcher: an OpenMP loop on the CPU, a __global__
+// kernel and its launch on CUDA. The emitter hands over the body text; the
+// writer names the kernel (`k07_add_relu`), wraps it, and keeps the text.
+// No MLIR here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_CODEGEN_KERNELWRITER_H
+#define TRAINC_CODEGEN_KERNELWRITER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainc::codegen {
+
+enum class Target { Cpu, Cuda };
+
+struct KernelParam {
+  /// C++ element type ("float", "int64_t", ...).
+  std::string type;
+  std::string name;
+  bool output = false;
+};
+
+class KernelWriter {
+public:
+  explicit KernelWriter(Target target) : target(target) {}
+
+  /// Adds a kernel computing elements [0, count) with `body`, which reads the
+  /// element index as `i`. `what` names what it does (add_relu, transpose);
+  /// `comment` lines (without //) go above it. Returns the launcher's name,
+  /// called as `name(ctx, params...)` and returning a Status.
+  std::string addKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
+                        llvm::ArrayRef<KernelParam> params, int64_t count,
+                        llvm::StringRef body);
+
+  const std::string &text() const { return out; }
+
+private:
+  Target target;
+  int counter = 0;
+  std::string out;
+};
+
+/// Statements declaring `<prefix>d` as the coordinates of linear index
+/// `index` in a row-major `shape`, for the axes d where `used[d]` (all axes
+/// when `used` is empty).
+std::string decomposeIndex(llvm::ArrayRef<int64_t> shape, llvm::StringRef index,
+                           llvm::StringRef prefix, llvm::StringRef indent,
+                           llvm::ArrayRef<bool> used = {});
+
+/// `base + c0 * s0 + ...` over the coordinates `<prefix>d`, skipping zero
+/// strides.
+std::string linearIndex(llvm::ArrayRef<int64_t> strides, int64_t base,
+                        llvm::StringRef prefix);
+
+/// Row-major strides of a shape.
+std::vector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
+
+} // namespace trainc::codegen
+
+#endif // TRAINC_CODEGEN_KERNELWRITER_H

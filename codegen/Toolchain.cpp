@@ -1,0 +1,55 @@
+//===- Toolchain.cpp - building generated programs ------------------------===//
+
+#include "codegen/Toolchain.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+
+using namespace trainc::codegen;
+
+std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &options) {
+  std::string include = std::string("-I") + TRAINC_RUNTIME_INCLUDE_DIR;
+  std::string libDir = std::string("-L") + TRAINC_RUNTIME_LIB_DIR;
+  if (options.target == Target::Cpu)
+    return {"g++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra",
+            include, options.sourcePath, "-o", options.outputPath,
+            libDir, "-ltrainc_rt_cpu", "-lopenblas", "-lpthread"};
+  std::vector<std::string> cmd = {std::string(TRAINC_CUDA_ROOT) + "/bin/nvcc",
+                                  "-std=c++17", "-O2", "-x", "cu"};
+  for (const std::string &arch : options.cudaArchs) {
+    std::string number = llvm::StringRef(arch).drop_front(3).str(); // "sm_90" -> "90"
+    cmd.push_back("--generate-code=arch=compute_" + number + ",code=" + arch);
+  }
+  cmd.insert(cmd.end(), {"-Xcompiler=-Wall,-Wextra", include, options.sourcePath, "-o",
+                         options.outputPath, libDir, "-ltrainc_rt_cuda", "-lcublasLt",
+                         "-lcublas", "-lcudnn"});
+  return cmd;
+}
+
+bool trainc::codegen::buildProgram(const BuildOptions &options, llvm::raw_ostream &errs) {
+  std::vector<std::string> cmd = buildCommand(options);
+  auto program = llvm::sys::findProgramByName(cmd[0]);
+  if (!program) {
+    errs << "error: cannot find the compiler '" << cmd[0] << "'\n";
+    return false;
+  }
+  llvm::SmallVector<llvm::StringRef> args(cmd.begin(), cmd.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(options.logPath),
+                                                llvm::StringRef(options.logPath)};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects, 0, 0, &message);
+  auto log = llvm::MemoryBuffer::getFile(options.logPath);
+  llvm::StringRef text = log ? (*log)->getBuffer() : "";
+  if (rc != 0) {
+    errs << "error: compiling the generated " << options.sourcePath << " failed"
+         << (message.empty() ? "" : ": " + message) << "\n"
+         << text;
+    errs << "(compiler output kept in " << options.logPath << ")\n";
+    return false;
+  }
+  if (!text.trim().empty())
+    errs << "warning: the compiler reported on " << options.sourcePath << ":\n" << text;
+  return true;
+}

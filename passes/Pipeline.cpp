@@ -1,0 +1,75 @@
+//===- Pipeline.cpp - the phases of trainc compile ------------------------===//
+//
+// Each phase is a named pass pipeline. The phases of DESIGN.md that are not
+// built yet are simply not in the list: a phase exists once it does work.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Pipeline.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+
+using namespace mlir;
+
+namespace {
+
+struct Phase {
+  const char *name;
+  std::function<void(OpPassManager &)> build;
+};
+
+const std::vector<Phase> &phases() {
+  static const std::vector<Phase> list = {
+      {"plan", [](OpPassManager &pm) { pm.addPass(trainc::createPlanMemory()); }},
+  };
+  return list;
+}
+
+LogicalResult dump(ModuleOp module, llvm::StringRef dir, int index, llvm::StringRef name) {
+  if (dir.empty())
+    return success();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return module.emitError("cannot create --dump-ir folder '") << dir << "': " << ec.message();
+  llvm::SmallString<256> path(dir);
+  std::string file = (index < 10 ? "0" : "") + std::to_string(index) + "-" + name.str() + ".mlir";
+  llvm::sys::path::append(path, file);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return module.emitError("cannot write '") << path << "': " << ec.message();
+  module.print(os, OpPrintingFlags().elideLargeElementsAttrs(16).enableDebugInfo(true, false));
+  return success();
+}
+
+} // namespace
+
+std::vector<std::string> trainc::pipelinePhases() {
+  std::vector<std::string> names;
+  for (const Phase &p : phases())
+    names.push_back(p.name);
+  return names;
+}
+
+LogicalResult trainc::runPipeline(ModuleOp module, llvm::StringRef stopAfter,
+                                  llvm::StringRef dumpDir) {
+  if (failed(dump(module, dumpDir, 1, "import")))
+    return failure();
+  int index = 2;
+  for (const Phase &phase : phases()) {
+    PassManager pm(module.getContext());
+    phase.build(pm);
+    if (failed(pm.run(module)) || failed(dump(module, dumpDir, index++, phase.name)))
+      return failure();
+    if (stopAfter == phase.name)
+      break;
+  }
+  return success();
+}

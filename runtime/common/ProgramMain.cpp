@@ -1,0 +1,468 @@
+//===- ProgramMain.cpp - the command line of a compiled program -----------===//
+//
+// The generated main() is `return trainc::rt::programMain(argc, argv,
+// kProgram);`. Everything here goes through Context, so the CPU and CUDA
+// targets share it. Errors are printed to stderr and turned into exit code 1;
+// nothing here calls exit().
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+#include "trainc_rt/device.h"
+#include "trainc_rt/program.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace trainc::rt {
+namespace {
+
+struct Options {
+  bool help = false;
+  bool info = false;
+  bool predict = false;
+  std::string dataDir;
+  std::string outDir;
+  int threads = 0; // 0: keep the default (OMP_NUM_THREADS or all cores).
+};
+
+void printUsage(FILE *stream, const char *argv0, const Program &program) {
+  std::fprintf(stream,
+               "usage: %s --predict --data DIR --out OUTDIR [--threads N]\n"
+               "       %s --info\n"
+               "       %s --help\n"
+               "\n"
+               "Model '%s', compiled by trainc for %s, batch size %lld.\n"
+               "\n"
+               "  --predict      run the forward pass over DIR/<input>.npy and\n"
+               "                 write OUTDIR/<output>.npy (one row per sample)\n"
+               "  --data DIR     folder with one .npy file per model input\n"
+               "  --out OUTDIR   folder for the outputs (created if needed)\n"
+               "  --threads N    CPU threads for kernels (default: "
+               "OMP_NUM_THREADS or all cores)\n"
+               "  --info         print the inputs, outputs and sizes\n"
+               "  --help         print this help\n",
+               argv0, argv0, argv0, program.modelName ? program.modelName : "?",
+               program.target ? program.target : "?",
+               static_cast<long long>(program.batchSize));
+}
+
+/// Parses `--name VALUE` and `--name=VALUE` forms.
+Status parseArgs(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool hasInlineValue = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasInlineValue = true;
+    }
+    auto takeValue = [&](std::string &out) -> Status {
+      if (hasInlineValue) {
+        out = value;
+      } else if (i + 1 < argc) {
+        out = argv[++i];
+      } else {
+        return Status::error(arg + " needs a value");
+      }
+      if (out.empty())
+        return Status::error(arg + " needs a non-empty value");
+      return Status();
+    };
+    auto noValue = [&]() -> Status {
+      return hasInlineValue ? Status::error(arg + " takes no value")
+                            : Status();
+    };
+    if (arg == "--help" || arg == "-h") {
+      TRAINC_RETURN_IF_ERROR(noValue());
+      options.help = true;
+    } else if (arg == "--info") {
+      TRAINC_RETURN_IF_ERROR(noValue());
+      options.info = true;
+    } else if (arg == "--predict") {
+      TRAINC_RETURN_IF_ERROR(noValue());
+      options.predict = true;
+    } else if (arg == "--data") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.dataDir));
+    } else if (arg == "--out") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.outDir));
+    } else if (arg == "--threads") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      long threads = std::strtol(text.c_str(), &end, 10);
+      if (*end != '\0' || threads < 1 || threads > 4096)
+        return Status::error("--threads needs a positive integer, got '" +
+                             text + "'");
+      options.threads = static_cast<int>(threads);
+    } else {
+      return Status::error("unknown argument '" + std::string(argv[i]) + "'");
+    }
+  }
+  return Status();
+}
+
+std::string shapeText(const TensorInfo &t) {
+  std::string text = std::string(dtypeName(t.dtype)) + "[";
+  for (int i = 0; i < t.rank; ++i)
+    text += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return text + "]";
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
+}
+
+/// Bytes of one tensor, or of one sample (all axes but the first).
+uint64_t tensorBytes(const TensorInfo &t, int firstAxis = 0) {
+  uint64_t count = 1;
+  for (int i = firstAxis; i < t.rank; ++i)
+    count *= static_cast<uint64_t>(t.shape[i]);
+  return count * dtypeSize(t.dtype);
+}
+
+Status checkTensorInfo(const char *kind, const TensorInfo &t) {
+  std::string name = t.name ? t.name : "<null>";
+  if (!t.name || !*t.name)
+    return Status::error(std::string(kind) + " has no name");
+  if (t.rank < 0 || t.rank > kMaxRank)
+    return Status::error(std::string(kind) + " " + name + ": invalid rank " +
+                         std::to_string(t.rank));
+  if (dtypeSize(t.dtype) == 0)
+    return Status::error(std::string(kind) + " " + name + ": invalid dtype " +
+                         std::to_string(static_cast<int32_t>(t.dtype)));
+  for (int i = 0; i < t.rank; ++i)
+    if (t.shape[i] <= 0)
+      return Status::error(std::string(kind) + " " + name +
+                           ": invalid shape " + shapeText(t));
+  return Status();
+}
+
+/// Consistency of what the generated code describes; a failure here is a
+/// compiler bug, reported instead of trusted.
+Status checkProgram(const Program &program) {
+  if (program.batchSize <= 0)
+    return Status::error("invalid batch size " +
+                         std::to_string(program.batchSize));
+  if (!program.forward)
+    return Status::error("program has no forward function");
+  if (program.numInputs < 0 || program.numOutputs < 0 ||
+      program.numParams < 0 ||
+      (program.numInputs && !program.inputs) ||
+      (program.numOutputs && !program.outputs) ||
+      (program.numParams && !program.params))
+    return Status::error("program tables are inconsistent");
+  for (int i = 0; i < program.numInputs; ++i)
+    TRAINC_RETURN_IF_ERROR(checkTensorInfo("input", program.inputs[i]));
+  for (int i = 0; i < program.numOutputs; ++i)
+    TRAINC_RETURN_IF_ERROR(checkTensorInfo("output", program.outputs[i]));
+  for (int i = 0; i < program.numParams; ++i) {
+    const ParamInfo &p = program.params[i];
+    TRAINC_RETURN_IF_ERROR(checkTensorInfo("parameter", p.tensor));
+    if (p.bytes != tensorBytes(p.tensor))
+      return Status::error("parameter " + std::string(p.tensor.name) + ": " +
+                           std::to_string(p.bytes) + " initial bytes for " +
+                           shapeText(p.tensor));
+    if (p.blobOffset > program.paramBlobBytes ||
+        p.bytes > program.paramBlobBytes - p.blobOffset || !program.paramBlob)
+      return Status::error("parameter " + std::string(p.tensor.name) +
+                           ": initial value lies outside the parameter blob");
+  }
+  return Status();
+}
+
+void printInfo(const Program &program) {
+  std::printf("model: %s\n", program.modelName ? program.modelName : "?");
+  std::printf("target: %s\n", program.target ? program.target : "?");
+  std::printf("batch size: %lld\n",
+              static_cast<long long>(program.batchSize));
+  std::printf("inputs:\n");
+  for (int i = 0; i < program.numInputs; ++i)
+    std::printf("  %s: %s\n", program.inputs[i].name,
+                shapeText(program.inputs[i]).c_str());
+  std::printf("outputs:\n");
+  for (int i = 0; i < program.numOutputs; ++i)
+    std::printf("  %s: %s\n", program.outputs[i].name,
+                shapeText(program.outputs[i]).c_str());
+  uint64_t paramBytes = 0;
+  int trainable = 0;
+  for (int i = 0; i < program.numParams; ++i) {
+    paramBytes += program.params[i].bytes;
+    trainable += program.params[i].trainable ? 1 : 0;
+  }
+  std::printf("parameters: %d (%d trainable), %llu bytes\n",
+              program.numParams, trainable,
+              static_cast<unsigned long long>(paramBytes));
+  std::printf("arena: %llu bytes\n",
+              static_cast<unsigned long long>(program.arenaBytes));
+}
+
+/// Device memory that returns itself to its Context.
+struct DeviceFree {
+  Context *context;
+  void operator()(void *ptr) const { context->deallocate(ptr); }
+};
+using DevicePtr = std::unique_ptr<void, DeviceFree>;
+
+Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {
+  void *ptr = nullptr;
+  TRAINC_RETURN_IF_ERROR(context.allocate(&ptr, bytes));
+  result = DevicePtr(ptr, DeviceFree{&context});
+  return Status();
+}
+
+/// Tensor names become file names; refuse the ones that would escape the
+/// folder or name a folder.
+Status checkFileName(const char *kind, const char *name) {
+  std::string text = name;
+  if (text == "." || text == ".." || text.find('/') != std::string::npos)
+    return Status::error(std::string(kind) + " name '" + text +
+                         "' cannot be used as a file name");
+  return Status();
+}
+
+Status runPredict(const Program &program, const Options &options) {
+  if (options.dataDir.empty() || options.outDir.empty())
+    return Status::error("--predict needs --data DIR and --out OUTDIR");
+  if (program.numInputs == 0)
+    return Status::error("--predict needs a program with inputs");
+  const int64_t batch = program.batchSize;
+
+  // Every check that needs no data runs before anything is read or written.
+  for (int i = 0; i < program.numInputs; ++i) {
+    const TensorInfo &t = program.inputs[i];
+    TRAINC_RETURN_IF_ERROR(checkFileName("input", t.name));
+    if (t.rank == 0 || t.shape[0] != batch)
+      return Status::error("input " + std::string(t.name) + " " +
+                           shapeText(t) +
+                           " has no batch axis; --predict needs inputs whose "
+                           "first axis is the batch size " +
+                           std::to_string(batch));
+  }
+  for (int i = 0; i < program.numOutputs; ++i) {
+    const TensorInfo &t = program.outputs[i];
+    TRAINC_RETURN_IF_ERROR(checkFileName("output", t.name));
+    if (t.rank == 0 || t.shape[0] != batch)
+      return Status::error("output " + std::string(t.name) + " " +
+                           shapeText(t) +
+                           " has no batch axis; --predict needs per-sample "
+                           "outputs");
+  }
+
+  // Map the inputs and check them against the compiled shapes.
+  std::vector<NpyArray> arrays(program.numInputs);
+  int64_t samples = -1;
+  std::string samplesFrom;
+  for (int i = 0; i < program.numInputs; ++i) {
+    const TensorInfo &t = program.inputs[i];
+    std::string path = options.dataDir + "/" + t.name + ".npy";
+    Status opened = NpyArray::open(path, arrays[i]);
+    if (!opened.ok())
+      return Status::error("input " + std::string(t.name) + ": " +
+                           opened.message());
+    const NpyArray &array = arrays[i];
+    if (array.dtype() != t.dtype)
+      return Status::error("input " + std::string(t.name) + ": " + path +
+                           " has dtype " + dtypeName(array.dtype()) + " (" +
+                           npyDescr(array.dtype()) + "), expected " +
+                           dtypeName(t.dtype) + " (" +
+                           (npyDescr(t.dtype) ? npyDescr(t.dtype) : "none") +
+                           ")");
+    const std::vector<int64_t> &shape = array.shape();
+    bool shapeOk = static_cast<int>(shape.size()) == t.rank &&
+                   std::equal(shape.begin() + 1, shape.end(), t.shape + 1);
+    if (!shapeOk) {
+      std::string expected = "(N";
+      for (int d = 1; d < t.rank; ++d)
+        expected += ", " + std::to_string(t.shape[d]);
+      expected += t.rank == 1 ? ",)" : ")";
+      return Status::error("input " + std::string(t.name) + ": " + path +
+                           " has shape " + shapeText(shape) + ", expected " +
+                           expected + " (N samples of the compiled shape " +
+                           shapeText(t) + ")");
+    }
+    if (samples < 0) {
+      samples = shape[0];
+      samplesFrom = path;
+    } else if (shape[0] != samples) {
+      return Status::error("input " + std::string(t.name) + ": " + path +
+                           " has " + std::to_string(shape[0]) +
+                           " samples, but " + samplesFrom + " has " +
+                           std::to_string(samples));
+    }
+  }
+
+  // Outputs are streamed batch by batch into their files.
+  std::error_code error;
+  std::filesystem::create_directories(options.outDir, error);
+  if (error)
+    return Status::error("cannot create output folder " + options.outDir +
+                         ": " + error.message());
+  std::vector<NpyWriter> writers(program.numOutputs);
+  for (int i = 0; i < program.numOutputs; ++i) {
+    const TensorInfo &t = program.outputs[i];
+    std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+    shape[0] = samples;
+    TRAINC_RETURN_IF_ERROR(writers[i].open(
+        options.outDir + "/" + t.name + ".npy", t.dtype, shape));
+  }
+
+  // Device state: parameters with their initial values, the arena, and one
+  // batch-sized buffer per input and output.
+  std::unique_ptr<Context> context;
+  TRAINC_RETURN_IF_ERROR(createContext(context));
+  std::vector<DevicePtr> params, inputs, outputs;
+  for (int i = 0; i < program.numParams; ++i) {
+    const ParamInfo &p = program.params[i];
+    params.emplace_back(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, p.bytes, params.back()));
+    TRAINC_RETURN_IF_ERROR(context->copyToDevice(
+        params.back().get(), program.paramBlob + p.blobOffset, p.bytes));
+  }
+  DevicePtr arena(nullptr, DeviceFree{context.get()});
+  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, program.arenaBytes, arena));
+  std::vector<uint64_t> inputSampleBytes, outputSampleBytes;
+  for (int i = 0; i < program.numInputs; ++i) {
+    inputSampleBytes.push_back(tensorBytes(program.inputs[i], 1));
+    inputs.emplace_back(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(
+        *context, tensorBytes(program.inputs[i]), inputs.back()));
+  }
+  uint64_t stagingBytes = 0;
+  for (int i = 0; i < program.numOutputs; ++i) {
+    outputSampleBytes.push_back(tensorBytes(program.outputs[i], 1));
+    stagingBytes = std::max(stagingBytes, tensorBytes(program.outputs[i]));
+    outputs.emplace_back(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(
+        *context, tensorBytes(program.outputs[i]), outputs.back()));
+  }
+  std::vector<unsigned char> staging(stagingBytes);
+
+  std::vector<void *> paramPtrs, inputPtrs, outputPtrs;
+  for (auto &p : params)
+    paramPtrs.push_back(p.get());
+  for (auto &p : inputs)
+    inputPtrs.push_back(p.get());
+  for (auto &p : outputs)
+    outputPtrs.push_back(p.get());
+  ForwardArgs args{inputPtrs.data(), outputPtrs.data(), paramPtrs.data(),
+                   static_cast<char *>(arena.get())};
+
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t batches = (samples + batch - 1) / batch;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t first = b * batch;
+    const int64_t count = std::min(batch, samples - first);
+    for (int i = 0; i < program.numInputs; ++i) {
+      const uint64_t rowBytes = inputSampleBytes[i];
+      char *device = static_cast<char *>(inputPtrs[i]);
+      TRAINC_RETURN_IF_ERROR(context->copyToDevice(
+          device, static_cast<const char *>(arrays[i].data()) + first * rowBytes,
+          count * rowBytes));
+      // The short last batch is padded with zeros: the padding rows are
+      // computed and dropped, but must not be garbage (NaN could trip
+      // checks in the step).
+      if (count < batch)
+        TRAINC_RETURN_IF_ERROR(context->fill(device + count * rowBytes, 0,
+                                             (batch - count) * rowBytes));
+    }
+    Status ran = program.forward(*context, args);
+    if (!ran.ok())
+      return Status::error("forward failed on batch " + std::to_string(b) +
+                           " (samples " + std::to_string(first) + " to " +
+                           std::to_string(first + count - 1) +
+                           "): " + ran.message());
+    TRAINC_RETURN_IF_ERROR(context->synchronize());
+    for (int i = 0; i < program.numOutputs; ++i) {
+      const uint64_t bytes = count * outputSampleBytes[i];
+      TRAINC_RETURN_IF_ERROR(
+          context->copyToHost(staging.data(), outputPtrs[i], bytes));
+      TRAINC_RETURN_IF_ERROR(writers[i].append(staging.data(), bytes));
+    }
+  }
+  for (NpyWriter &writer : writers)
+    TRAINC_RETURN_IF_ERROR(writer.close());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::fprintf(stderr,
+               "predict: %lld samples, %lld batches of %lld, %.3f s "
+               "(%.1f samples/s), outputs in %s\n",
+               static_cast<long long>(samples),
+               static_cast<long long>(batches),
+               static_cast<long long>(batch), seconds,
+               seconds > 0 ? samples / seconds : 0.0, options.outDir.c_str());
+  return Status();
+}
+
+int run(int argc, char **argv, const Program &program) {
+  const char *argv0 = argc > 0 && argv[0] ? argv[0] : "program";
+  Options options;
+  Status parsed = parseArgs(argc, argv, options);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s: error: %s (see --help)\n", argv0,
+                 parsed.message().c_str());
+    return 1;
+  }
+  if (options.help) {
+    printUsage(stdout, argv0, program);
+    return 0;
+  }
+  if (!options.info && !options.predict) {
+    printUsage(stderr, argv0, program);
+    return 1;
+  }
+  if (Status checked = checkProgram(program); !checked.ok()) {
+    std::fprintf(stderr, "%s: error: invalid program: %s\n", argv0,
+                 checked.message().c_str());
+    return 1;
+  }
+  if (options.info)
+    printInfo(program);
+  if (!options.predict)
+    return 0;
+  if (options.threads > 0) {
+#ifdef _OPENMP
+    omp_set_num_threads(options.threads);
+#endif
+  }
+  Status predicted = runPredict(program, options);
+  if (!predicted.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0,
+                 predicted.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+int programMain(int argc, char **argv, const Program &program) {
+  // The runtime reports errors as Status; this only catches what the C++
+  // library throws (std::bad_alloc for a huge batch), so that the process
+  // still ends with a message and exit code 1 instead of terminate().
+  try {
+    return run(argc, argv, program);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: error: %s\n",
+                 argc > 0 && argv[0] ? argv[0] : "program", e.what());
+    return 1;
+  }
+}
+
+} // namespace trainc::rt

@@ -1,0 +1,59 @@
+//===- Gather.cpp - gather along a middle axis ----------------------------===//
+//
+// out[o, j, i] = data[o, indices[j], i]: for each (o, j) one contiguous run
+// of inner * elementBytes bytes, so the copy is a memcpy per run whatever the
+// element type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/KernelChecks.h"
+
+#include <cstring>
+#include <vector>
+
+namespace trainc::cpu {
+using namespace ::trainc::rt;
+
+Status gather(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
+              size_t elementBytes, const void *data, const int64_t *indices,
+              int64_t numIndices, void *out) {
+  (void)ctx;
+  const char *kernel = "gather";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(
+      kernel, {{"data", data}, {"indices", indices}, {"out", out}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(
+      kernel, {{"outer", outer}, {"axis", axis}, {"inner", inner},
+               {"elementBytes", int64_t(elementBytes)},
+               {"numIndices", numIndices}}));
+  int64_t runBytes;
+  TRAINC_RETURN_IF_ERROR(
+      checkedProduct(kernel, {outer, axis, inner, int64_t(elementBytes)},
+                     runBytes));
+  runBytes = inner * int64_t(elementBytes);
+
+  // Normalize negative indices once (and check all of them) before copying.
+  std::vector<int64_t> rows(numIndices);
+  for (int64_t j = 0; j < numIndices; ++j) {
+    int64_t index = indices[j];
+    if (index < -axis || index >= axis)
+      return Status::error("gather: index " + std::to_string(index) +
+                           " at position " + std::to_string(j) +
+                           " is outside [" + std::to_string(-axis) + ", " +
+                           std::to_string(axis) + ")");
+    rows[j] = index < 0 ? index + axis : index;
+  }
+
+  const char *src = static_cast<const char *>(data);
+  char *dst = static_cast<char *>(out);
+  const int64_t runs = outer * numIndices;
+  // Parallel only when there is enough to copy to pay for waking threads.
+#pragma omp parallel for schedule(static) if (runs * runBytes >= (1 << 20))
+  for (int64_t r = 0; r < runs; ++r) {
+    const int64_t o = r / numIndices, j = r % numIndices;
+    std::memcpy(dst + r * runBytes, src + (o * axis + rows[j]) * runBytes,
+                runBytes);
+  }
+  return Status();
+}
+
+} // namespace trainc::cpu

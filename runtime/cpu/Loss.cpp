@@ -1,0 +1,143 @@
+//===- Loss.cpp - cross entropy, negative log likelihood, squared error ---===//
+//
+// PyTorch semantics: a sample whose label equals ignore_index contributes 0
+// and is left out of the mean's divisor; a mean over no samples is NaN
+// (0 / 0), as in PyTorch. Sums accumulate in double so the result does not
+// depend on the batch size's rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/KernelChecks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace trainc::cpu {
+using namespace ::trainc::rt;
+
+namespace {
+
+/// Checks every label before any loss is computed, so that an error leaves
+/// `out` untouched and names the first offending sample.
+Status checkLabels(const char *kernel, int64_t n, int64_t c, int64_t inner,
+                   const int64_t *labels, bool hasIgnoreIndex,
+                   int64_t ignoreIndex) {
+  for (int64_t s = 0; s < n * inner; ++s) {
+    int64_t label = labels[s];
+    if ((hasIgnoreIndex && label == ignoreIndex) || (label >= 0 && label < c))
+      continue;
+    std::string where = inner == 1 ? "[" + std::to_string(s) + "]"
+                                   : "[" + std::to_string(s / inner) + ", " +
+                                         std::to_string(s % inner) + "]";
+    return Status::error(std::string(kernel) + ": label " +
+                         std::to_string(label) + " at " + where +
+                         " is outside [0, " + std::to_string(c) + ")" +
+                         (hasIgnoreIndex ? " and is not the ignore_index " +
+                                               std::to_string(ignoreIndex)
+                                         : ""));
+  }
+  return Status();
+}
+
+/// Shared driver: `sampleLoss(column, label)` returns the loss of one
+/// sample, where column points at class 0 of the sample's [c] column
+/// (stride `inner`).
+template <typename SampleLoss>
+Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
+                 const float *input, const int64_t *labels,
+                 bool hasIgnoreIndex, int64_t ignoreIndex,
+                 Reduction reduction, float *out, SampleLoss sampleLoss) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull(
+      kernel, {{"input", input}, {"labels", labels}, {"out", out}}));
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"n", n}, {"c", c}, {"inner", inner}}));
+  TRAINC_RETURN_IF_ERROR(checkReduction(kernel, reduction));
+  int64_t unused;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, inner}, unused));
+  TRAINC_RETURN_IF_ERROR(
+      checkLabels(kernel, n, c, inner, labels, hasIgnoreIndex, ignoreIndex));
+
+  const int64_t samples = n * inner;
+  double total = 0;
+  int64_t counted = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total, counted)
+  for (int64_t s = 0; s < samples; ++s) {
+    const int64_t label = labels[s];
+    const bool ignored = hasIgnoreIndex && label == ignoreIndex;
+    const float *column = input + (s / inner) * c * inner + s % inner;
+    const double loss = ignored ? 0.0 : sampleLoss(column, label);
+    if (reduction == Reduction::None)
+      out[s] = float(loss);
+    total += loss;
+    counted += ignored ? 0 : 1;
+  }
+  if (reduction == Reduction::Sum)
+    *out = float(total);
+  else if (reduction == Reduction::Mean)
+    *out = counted ? float(total / double(counted))
+                   : std::numeric_limits<float>::quiet_NaN();
+  return Status();
+}
+
+} // namespace
+
+Status softmaxCrossEntropy(Context &ctx, int64_t n, int64_t c, int64_t inner,
+                           const float *logits, const int64_t *labels,
+                           bool hasIgnoreIndex, int64_t ignoreIndex,
+                           Reduction reduction, float *out) {
+  (void)ctx;
+  // -log softmax(x)[label] = logsumexp(x) - x[label], with the maximum
+  // subtracted inside the exponent so large logits cannot overflow.
+  auto sampleLoss = [c, inner](const float *column, int64_t label) {
+    float maximum = column[0];
+    for (int64_t k = 1; k < c; ++k)
+      maximum = std::max(maximum, column[k * inner]);
+    double sum = 0;
+    for (int64_t k = 0; k < c; ++k)
+      sum += std::exp(double(column[k * inner]) - maximum);
+    return double(maximum) + std::log(sum) - double(column[label * inner]);
+  };
+  return classLoss("softmaxCrossEntropy", n, c, inner, logits, labels,
+                   hasIgnoreIndex, ignoreIndex, reduction, out, sampleLoss);
+}
+
+Status nllLoss(Context &ctx, int64_t n, int64_t c, int64_t inner,
+               const float *logProbs, const int64_t *labels,
+               bool hasIgnoreIndex, int64_t ignoreIndex, Reduction reduction,
+               float *out) {
+  (void)ctx;
+  auto sampleLoss = [inner](const float *column, int64_t label) {
+    return -double(column[label * inner]);
+  };
+  return classLoss("nllLoss", n, c, inner, logProbs, labels, hasIgnoreIndex,
+                   ignoreIndex, reduction, out, sampleLoss);
+}
+
+Status mseLoss(Context &ctx, int64_t count, const float *prediction,
+               const float *target, Reduction reduction, float *out) {
+  (void)ctx;
+  const char *kernel = "mseLoss";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(
+      kernel, {{"prediction", prediction}, {"target", target}, {"out", out}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"count", count}}));
+  TRAINC_RETURN_IF_ERROR(checkReduction(kernel, reduction));
+  if (reduction == Reduction::None) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+      float delta = prediction[i] - target[i];
+      out[i] = delta * delta;
+    }
+    return Status();
+  }
+  double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int64_t i = 0; i < count; ++i) {
+    double delta = double(prediction[i]) - double(target[i]);
+    total += delta * delta;
+  }
+  *out = float(reduction == Reduction::Mean ? total / double(count) : total);
+  return Status();
+}
+
+} // namespace trainc::cpu

@@ -1,0 +1,128 @@
+//===- Pool.cpp - max and average pooling over NCHW -----------------------===//
+//
+// One OpenMP task per (image, channel) plane. Each window's tap range is
+// computed once per output row/column and clipped to the input, so the inner
+// loops have no bounds checks. Windows may reach into the padding and, in
+// ceil mode, past the padded edge; both are clipped (checkPool2dDesc ensures
+// every window starts inside the input or the leading padding).
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/KernelChecks.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace trainc::cpu {
+using namespace ::trainc::rt;
+
+namespace {
+
+/// The taps of one window along one axis: k in [begin, end) read input
+/// start + k * dilation, all inside [0, size). `padded` counts the taps
+/// inside [-padBegin, size + padEnd), the divisor of count_include_pad.
+struct TapRange {
+  int64_t start, begin, end, padded;
+};
+
+TapRange tapRange(int64_t out, int64_t stride, int64_t padBegin,
+                  int64_t padEnd, int64_t kernel, int64_t dilation,
+                  int64_t size) {
+  TapRange r;
+  r.start = out * stride - padBegin;
+  auto firstAtLeast = [&](int64_t bound) { // smallest k: start + k*d >= bound
+    int64_t gap = bound - r.start;
+    return gap <= 0 ? 0 : (gap + dilation - 1) / dilation;
+  };
+  r.begin = std::min(kernel, firstAtLeast(0));
+  r.end = std::max(r.begin, std::min(kernel, firstAtLeast(size)));
+  int64_t paddedBegin = std::min(kernel, firstAtLeast(-padBegin));
+  int64_t paddedEnd = std::min(kernel, firstAtLeast(size + padEnd));
+  r.padded = std::max<int64_t>(0, paddedEnd - paddedBegin);
+  return r;
+}
+
+/// Tap ranges of every output row and column of a descriptor.
+struct Windows {
+  std::vector<TapRange> rows, cols;
+  explicit Windows(const Pool2dDesc &d) {
+    for (int64_t oh = 0; oh < d.outH; ++oh)
+      rows.push_back(tapRange(oh, d.strideH, d.padTop, d.padBottom, d.kh,
+                              d.dilationH, d.h));
+    for (int64_t ow = 0; ow < d.outW; ++ow)
+      cols.push_back(tapRange(ow, d.strideW, d.padLeft, d.padRight, d.kw,
+                              d.dilationW, d.w));
+  }
+};
+
+} // namespace
+
+Status maxPool2d(Context &ctx, const Pool2dDesc &d, const float *x, float *y) {
+  (void)ctx;
+  const char *kernel = "maxPool2d";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkPool2dDesc(kernel, d));
+  const Windows windows(d);
+  const int64_t planes = d.n * d.c;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *in = x + p * d.h * d.w;
+    float *out = y + p * d.outH * d.outW;
+    for (int64_t oh = 0; oh < d.outH; ++oh) {
+      const TapRange &r = windows.rows[oh];
+      for (int64_t ow = 0; ow < d.outW; ++ow) {
+        const TapRange &c = windows.cols[ow];
+        // Padding never wins a max (ONNX pads MaxPool with -inf); NaN in
+        // the window propagates, as in PyTorch.
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t i = r.begin; i < r.end; ++i) {
+          const float *line = in + (r.start + i * d.dilationH) * d.w;
+          for (int64_t j = c.begin; j < c.end; ++j) {
+            float v = line[c.start + j * d.dilationW];
+            if (v > best || v != v)
+              best = v;
+          }
+        }
+        out[oh * d.outW + ow] = best;
+      }
+    }
+  }
+  return Status();
+}
+
+Status avgPool2d(Context &ctx, const Pool2dDesc &d, bool countIncludePad,
+                 const float *x, float *y) {
+  (void)ctx;
+  const char *kernel = "avgPool2d";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkPool2dDesc(kernel, d));
+  const Windows windows(d);
+  const int64_t planes = d.n * d.c;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *in = x + p * d.h * d.w;
+    float *out = y + p * d.outH * d.outW;
+    for (int64_t oh = 0; oh < d.outH; ++oh) {
+      const TapRange &r = windows.rows[oh];
+      for (int64_t ow = 0; ow < d.outW; ++ow) {
+        const TapRange &c = windows.cols[ow];
+        float sum = 0.0f;
+        for (int64_t i = r.begin; i < r.end; ++i) {
+          const float *line = in + (r.start + i * d.dilationH) * d.w;
+          for (int64_t j = c.begin; j < c.end; ++j)
+            sum += line[c.start + j * d.dilationW];
+        }
+        // count_include_pad counts taps in the padding but not those past
+        // the padded edge (ceil mode), like PyTorch and ONNX.
+        int64_t count = countIncludePad
+                            ? r.padded * c.padded
+                            : (r.end - r.begin) * (c.end - c.begin);
+        out[oh * d.outW + ow] = count ? sum / float(count) : 0.0f;
+      }
+    }
+  }
+  return Status();
+}
+
+} // namespace trainc::cpu

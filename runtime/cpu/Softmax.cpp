@@ -1,0 +1,80 @@
+//===- Softmax.cpp - softmax and log-softmax over a middle axis -----------===//
+//
+// x is [outer, axis, inner]. With inner == 1 each softmax is a contiguous
+// row. Otherwise the elements of one softmax are `inner` apart, so a block
+// of kBlock neighbouring softmaxes is processed together: every load then
+// reads kBlock contiguous floats instead of one per cache line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/KernelChecks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace trainc::cpu {
+using namespace ::trainc::rt;
+
+namespace {
+constexpr int64_t kBlock = 64;
+} // namespace
+
+Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
+               const float *x, float *y, bool logSoftmax) {
+  (void)ctx;
+  const char *kernel = logSoftmax ? "logSoftmax" : "softmax";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(
+      kernel, {{"outer", outer}, {"axis", axis}, {"inner", inner}}));
+  int64_t unused;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {outer, axis, inner}, unused));
+
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  const int64_t tasks = outer * blocks;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / blocks;
+    const int64_t begin = (t % blocks) * kBlock;
+    const int64_t width = std::min(kBlock, inner - begin);
+    const float *in = x + o * axis * inner + begin;
+    float *out = y + o * axis * inner + begin;
+    // Subtracting the maximum keeps exp() in (0, 1]: no overflow for large
+    // logits, and at least one term of the sum is 1.
+    float maxima[kBlock];
+    double sums[kBlock];
+    std::fill(maxima, maxima + width, -std::numeric_limits<float>::infinity());
+    std::fill(sums, sums + width, 0.0);
+    for (int64_t a = 0; a < axis; ++a)
+      for (int64_t i = 0; i < width; ++i)
+        maxima[i] = std::max(maxima[i], in[a * inner + i]);
+    for (int64_t a = 0; a < axis; ++a)
+      for (int64_t i = 0; i < width; ++i) {
+        float e = std::exp(in[a * inner + i] - maxima[i]);
+        sums[i] += e;
+        if (!logSoftmax)
+          out[a * inner + i] = e;
+      }
+    if (logSoftmax) {
+      // (x - max) - log(sum), in this order: x - max is exact for the
+      // large entries, whereas x - (max + log(sum)) would round max +
+      // log(sum) to the f32 spacing of max (1e-3 for logits near 1e4).
+      float logSums[kBlock];
+      for (int64_t i = 0; i < width; ++i)
+        logSums[i] = float(std::log(sums[i]));
+      for (int64_t a = 0; a < axis; ++a)
+        for (int64_t i = 0; i < width; ++i)
+          out[a * inner + i] = (in[a * inner + i] - maxima[i]) - logSums[i];
+    } else {
+      float scale[kBlock];
+      for (int64_t i = 0; i < width; ++i)
+        scale[i] = float(1.0 / sums[i]);
+      for (int64_t a = 0; a < axis; ++a)
+        for (int64_t i = 0; i < width; ++i)
+          out[a * inner + i] *= scale[i];
+    }
+  }
+  return Status();
+}
+
+} // namespace trainc::cpu

@@ -1,0 +1,240 @@
+//===- Conv.cu - 2-D convolution on cuDNN ---------------------------------===//
+//
+// cudnnConvolutionForward (the legacy API: the cudnn-frontend headers are
+// not installed, and the legacy API is still shipped, deprecated, in cuDNN
+// 9). Groups map to cudnnSetConvolutionGroupCount, bias to cudnnAddTensor.
+//
+// cuDNN pads symmetrically. For asymmetric ONNX pads (SAME_UPPER/LOWER) the
+// input is copied into a buffer that carries the excess padding of one side,
+// and cuDNN pads the symmetric remainder.
+//
+// Precision: the algorithm is restricted to plain fp32 math (no TF32), like
+// the GEMM, so the CUDA and CPU targets agree to fp32 rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+#include "KernelUtils.cuh"
+
+#include "common/KernelChecks.h"
+#include "trainc_rt/kernels.h"
+
+#include <algorithm>
+#include <string>
+
+namespace trainc::cuda {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Copies x [planes, h, w] into the centre of y [planes, hp, wp], zeros
+/// elsewhere. One thread per element of y with w fastest, so both the reads
+/// and the writes of a warp are contiguous runs.
+__global__ void padPlanesKernel(const float *x, float *y, int64_t planes,
+                                int64_t h, int64_t w, int64_t hp, int64_t wp,
+                                int64_t top, int64_t left) {
+  int64_t total = planes * hp * wp;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t col = i % wp - left;
+    int64_t row = (i / wp) % hp - top;
+    int64_t plane = i / (wp * hp);
+    bool inside = row >= 0 && row < h && col >= 0 && col < w;
+    y[i] = inside ? x[(plane * h + row) * w + col] : 0.0f;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+/// Algorithms needing more scratch than this are skipped (FFT variants can
+/// ask for gigabytes); one of the implicit-GEMM ones always fits.
+constexpr size_t kMaxConvWorkspace = size_t(512) << 20;
+
+struct ConvPlan final : CachedPlan {
+  cudnnTensorDescriptor_t input = nullptr; // The (possibly padded) input.
+  cudnnTensorDescriptor_t output = nullptr;
+  cudnnTensorDescriptor_t bias = nullptr;
+  cudnnFilterDescriptor_t filter = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspaceBytes = 0;
+  /// Explicit padding: the extra rows/columns before and after the input.
+  bool explicitPad = false;
+  int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
+
+  ~ConvPlan() override {
+    if (conv)
+      (void)cudnnDestroyConvolutionDescriptor(conv);
+    if (filter)
+      (void)cudnnDestroyFilterDescriptor(filter);
+    if (bias)
+      (void)cudnnDestroyTensorDescriptor(bias);
+    if (output)
+      (void)cudnnDestroyTensorDescriptor(output);
+    if (input)
+      (void)cudnnDestroyTensorDescriptor(input);
+  }
+};
+
+/// Picks the heuristic's best algorithm that succeeds in plain fp32 math
+/// within the workspace limit (CUDNN_DEFAULT_MATH admits TF32 on sm_80+, so
+/// FMA-only results are preferred). The heuristic runs no kernels, so this
+/// is safe under CUDA graph capture.
+Status chooseAlgorithm(CudaContext &ctx, ConvPlan &plan) {
+  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  TRAINC_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithm_v7(
+      ctx.cudnn(), plan.input, plan.filter, plan.conv, plan.output,
+      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results));
+  const cudnnConvolutionFwdAlgoPerf_t *chosen = nullptr;
+  for (cudnnMathType_t wanted : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH}) {
+    for (int i = 0; i < returned && !chosen; ++i)
+      if (results[i].status == CUDNN_STATUS_SUCCESS &&
+          results[i].mathType == wanted &&
+          results[i].memory <= kMaxConvWorkspace)
+        chosen = &results[i];
+    if (chosen)
+      break;
+  }
+  if (!chosen)
+    return Status::error("cuDNN offers no fp32 algorithm for this "
+                         "convolution within " +
+                         std::to_string(kMaxConvWorkspace >> 20) +
+                         " MiB of workspace");
+  TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
+  plan.algo = chosen->algo;
+  // The heuristic's `memory` is an estimate; the exact size comes from here.
+  TRAINC_CUDNN_CALL(cudnnGetConvolutionForwardWorkspaceSize(
+      ctx.cudnn(), plan.input, plan.filter, plan.conv, plan.output, plan.algo,
+      &plan.workspaceBytes));
+  return Status();
+}
+
+Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
+                     ConvPlan &plan) {
+  int64_t padH = std::min(d.padTop, d.padBottom);
+  int64_t padW = std::min(d.padLeft, d.padRight);
+  plan.extraTop = d.padTop - padH;
+  plan.extraLeft = d.padLeft - padW;
+  plan.paddedH = d.h + plan.extraTop + (d.padBottom - padH);
+  plan.paddedW = d.w + plan.extraLeft + (d.padRight - padW);
+  plan.explicitPad = plan.paddedH != d.h || plan.paddedW != d.w;
+
+  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
+  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
+      plan.input, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.c),
+      int(plan.paddedH), int(plan.paddedW)));
+  TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
+  TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
+      plan.filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(d.m),
+      int(d.c / d.groups), int(d.kh), int(d.kw)));
+  TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
+  // Cross-correlation is what ONNX Conv (and every framework) calls conv.
+  TRAINC_CUDNN_CALL(cudnnSetConvolution2dDescriptor(
+      plan.conv, int(padH), int(padW), int(d.strideH), int(d.strideW),
+      int(d.dilationH), int(d.dilationW), CUDNN_CROSS_CORRELATION,
+      CUDNN_DATA_FLOAT));
+  TRAINC_CUDNN_CALL(cudnnSetConvolutionGroupCount(plan.conv, int(d.groups)));
+  TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, CUDNN_FMA_MATH));
+
+  int on = 0, om = 0, oh = 0, ow = 0;
+  TRAINC_CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(
+      plan.conv, plan.input, plan.filter, &on, &om, &oh, &ow));
+  if (on != d.n || om != d.m || oh != d.outH || ow != d.outW)
+    return Status::error("cuDNN computes output [" + std::to_string(on) + ", " +
+                         std::to_string(om) + ", " + std::to_string(oh) + ", " +
+                         std::to_string(ow) + "], the descriptor says [" +
+                         std::to_string(d.n) + ", " + std::to_string(d.m) +
+                         ", " + std::to_string(d.outH) + ", " +
+                         std::to_string(d.outW) + "]");
+  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
+  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
+      plan.output, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.m),
+      int(d.outH), int(d.outW)));
+  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.bias));
+  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
+      plan.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(d.m), 1, 1));
+  return chooseAlgorithm(ctx, plan);
+}
+
+size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launcher
+//===----------------------------------------------------------------------===//
+
+/// The plan (descriptors, algorithm, workspace size) is built on the first
+/// call of a shape and cached in the context; later calls only enqueue.
+Status conv2d(Context &ctxBase, const ::trainc::rt::Conv2dDesc &d,
+              const float *x, const float *w, const float *bias, float *y) {
+  CudaContext &ctx = asCuda(ctxBase);
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkConv2dDesc("conv2d", d));
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkNotNull("conv2d", {{"x", x}, {"w", w}, {"y", y}}));
+  // Legacy cuDNN descriptors hold int sizes and strides.
+  constexpr int64_t kIntMax = 2147483647;
+  int64_t paddedElems = d.n * d.c * (d.h + d.padTop + d.padBottom) *
+                        (d.w + d.padLeft + d.padRight);
+  if (paddedElems > kIntMax || d.n * d.m * d.outH * d.outW > kIntMax ||
+      d.m * (d.c / d.groups) * d.kh * d.kw > kIntMax)
+    return invalidArgument("conv2d", "a tensor has more than 2^31 elements, "
+                                     "beyond cuDNN's 4-D descriptors");
+
+  PlanKey key;
+  key.kind = PlanKey::Conv2d;
+  key.values = {d.n,       d.c,         d.h,        d.w,         d.m,
+                d.kh,      d.kw,        d.strideH,  d.strideW,   d.padTop,
+                d.padLeft, d.padBottom, d.padRight, d.dilationH, d.dilationW,
+                d.groups,  d.outH,      d.outW};
+  auto *plan = static_cast<ConvPlan *>(ctx.findPlan(key));
+  if (!plan) {
+    auto fresh = std::make_unique<ConvPlan>();
+    Status built = buildConvPlan(ctx, d, *fresh);
+    if (!built.ok())
+      return Status::error("conv2d: " + built.message());
+    plan = static_cast<ConvPlan *>(ctx.addPlan(key, std::move(fresh)));
+  }
+
+  // One library workspace holds the padded input (if any) and then cuDNN's
+  // scratch, 256-byte aligned.
+  size_t paddedBytes =
+      plan->explicitPad
+          ? roundUp256(size_t(d.n * d.c * plan->paddedH * plan->paddedW) *
+                       sizeof(float))
+          : 0;
+  char *scratch = nullptr;
+  if (paddedBytes + plan->workspaceBytes > 0)
+    TRAINC_RETURN_IF_ERROR(
+        ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
+                             paddedBytes + plan->workspaceBytes));
+
+  const float *input = x;
+  if (plan->explicitPad) {
+    auto *padded = reinterpret_cast<float *>(scratch);
+    int64_t total = d.n * d.c * plan->paddedH * plan->paddedW;
+    padPlanesKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                      ctx.stream()>>>(x, padded, d.n * d.c, d.h, d.w,
+                                      plan->paddedH, plan->paddedW,
+                                      plan->extraTop, plan->extraLeft);
+    TRAINC_CHECK_LAUNCH("padPlanesKernel");
+    input = padded;
+  }
+
+  const float one = 1.0f, zero = 0.0f;
+  TRAINC_CUDNN_CALL(cudnnConvolutionForward(
+      ctx.cudnn(), &one, plan->input, input, plan->filter, w, plan->conv,
+      plan->algo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
+      plan->workspaceBytes, &zero, plan->output, y));
+  if (bias)
+    TRAINC_CUDNN_CALL(cudnnAddTensor(ctx.cudnn(), &one, plan->bias, bias, &one,
+                                     plan->output, y));
+  return Status();
+}
+
+} // namespace trainc::cuda

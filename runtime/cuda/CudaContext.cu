@@ -1,0 +1,312 @@
+//===- CudaContext.cu - the CUDA device context ---------------------------===//
+//
+// Everything of the context runs on one non-blocking compute stream, so the
+// step's kernels, library calls and copies are ordered without any host
+// synchronisation; only synchronize() and copyToHost() wait for the stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+
+#include <cstring>
+#include <string>
+
+namespace trainc::cuda {
+
+//===----------------------------------------------------------------------===//
+// Error translation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The callee of an expression text such as "cudaMalloc(&p, n)".
+std::string calleeName(const char *call) {
+  const char *paren = std::strchr(call, '(');
+  std::string name = paren ? std::string(call, paren) : std::string(call);
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\n'))
+    name.pop_back();
+  // Drop a namespace qualification ("::cudaMalloc").
+  size_t colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+Status failure(const char *site, const char *call, const char *name,
+               const char *description) {
+  return Status::error(std::string(site) + ": " + calleeName(call) +
+                       " failed: " + name + " (" + description + ")");
+}
+
+} // namespace
+
+Status cudaFailure(cudaError_t error, const char *site, const char *call) {
+  return failure(site, call, cudaGetErrorName(error),
+                 cudaGetErrorString(error));
+}
+
+Status cublasFailure(cublasStatus_t status, const char *site,
+                     const char *call) {
+  return failure(site, call, cublasGetStatusName(status),
+                 cublasGetStatusString(status));
+}
+
+Status cudnnFailure(cudnnStatus_t status, const char *site, const char *call) {
+  // cudnnGetLastErrorString has the detail of the most recent failure (which
+  // argument was wrong); the status alone is often just "bad param".
+  char detail[512] = {0};
+  cudnnGetLastErrorString(detail, sizeof(detail));
+  return failure(site, call, cudnnGetErrorString(status),
+                 detail[0] ? detail : "no further detail");
+}
+
+Status invalidArgument(const char *site, const std::string &message) {
+  return Status::error(std::string(site) + ": " + message);
+}
+
+Status checkLaunch(const char *site, const char *kernel) {
+  cudaError_t error = cudaGetLastError();
+  if (error == cudaSuccess)
+    return Status();
+  return Status::error(std::string(site) + ": launch of " + kernel +
+                       " failed: " + cudaGetErrorName(error) + " (" +
+                       cudaGetErrorString(error) + ")");
+}
+
+//===----------------------------------------------------------------------===//
+// Creation and teardown
+//===----------------------------------------------------------------------===//
+
+Status
+CudaContext::createContext(std::unique_ptr<::trainc::rt::Context> &context) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    // Without a GPU the runtime usually reports "insufficient driver" (there
+    // is no driver at all), which reads like a version problem: say both.
+    std::string hint;
+    if (error == cudaErrorInsufficientDriver || error == cudaErrorNoDevice)
+      hint = "; is an NVIDIA GPU present, with a driver for CUDA " +
+             std::to_string(CUDART_VERSION / 1000) + "." +
+             std::to_string(CUDART_VERSION % 1000 / 10) + " or newer?";
+    return Status::error(
+        std::string("no CUDA device: ") + cudaGetErrorString(error) + " (" +
+        cudaGetErrorName(error) + " from cudaGetDeviceCount)" + hint);
+  }
+  if (count == 0)
+    return Status::error("no CUDA device: the driver reports 0 devices");
+
+  // Built before anything is created so that its destructor releases
+  // whatever a failing step below already made.
+  std::unique_ptr<CudaContext> self(new CudaContext());
+  self->device = 0;
+  TRAINC_CUDA_CALL(cudaSetDevice(self->device));
+  TRAINC_CUDA_CALL(cudaDeviceGetAttribute(
+      &self->smCount, cudaDevAttrMultiProcessorCount, self->device));
+  // Non-blocking: the legacy default stream, which other libraries of the
+  // process may use, must not serialize with the step.
+  TRAINC_CUDA_CALL(
+      cudaStreamCreateWithFlags(&self->computeStream, cudaStreamNonBlocking));
+  TRAINC_CUBLAS_CALL(cublasLtCreate(&self->cublasLtHandle));
+  TRAINC_CUDNN_CALL(cudnnCreate(&self->cudnnHandle));
+  TRAINC_CUDNN_CALL(cudnnSetStream(self->cudnnHandle, self->computeStream));
+
+  TRAINC_CUDA_CALL(
+      cudaMalloc(reinterpret_cast<void **>(&self->deviceErrorRecord),
+                 sizeof(DeviceErrorRecord)));
+  TRAINC_CUDA_CALL(
+      cudaMallocHost(reinterpret_cast<void **>(&self->hostErrorRecord),
+                     sizeof(DeviceErrorRecord)));
+  std::memset(self->hostErrorRecord, 0, sizeof(DeviceErrorRecord));
+  TRAINC_CUDA_CALL(cudaMemsetAsync(self->deviceErrorRecord, 0,
+                                   sizeof(DeviceErrorRecord),
+                                   self->computeStream));
+  TRAINC_CUDA_CALL(cudaStreamSynchronize(self->computeStream));
+  context = std::move(self);
+  return Status();
+}
+
+CudaContext::~CudaContext() {
+  // Errors are ignored here: a destructor cannot report them, and a context
+  // whose stream faulted must still release what it can.
+  if (computeStream)
+    (void)cudaStreamSynchronize(computeStream);
+  plans.clear(); // Plans hold library descriptors: destroy before handles.
+  for (void *ptr : retired)
+    (void)cudaFree(ptr);
+  (void)cudaFree(userScratch.ptr);
+  (void)cudaFree(libraryScratch.ptr);
+  (void)cudaFree(deviceErrorRecord);
+  (void)cudaFreeHost(hostErrorRecord);
+  if (cudnnHandle)
+    (void)cudnnDestroy(cudnnHandle);
+  if (cublasLtHandle)
+    (void)cublasLtDestroy(cublasLtHandle);
+  if (computeStream)
+    (void)cudaStreamDestroy(computeStream);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory and copies
+//===----------------------------------------------------------------------===//
+
+Status CudaContext::allocate(void **ptr, size_t bytes) {
+  if (!ptr)
+    return invalidArgument("allocate", "ptr is null");
+  *ptr = nullptr;
+  if (bytes == 0)
+    return Status();
+  TRAINC_CUDA_CALL(cudaMalloc(ptr, bytes));
+  // cudaMalloc guarantees 256-byte alignment; the arena planner relies on
+  // it, so a violation (a future allocator) is reported, not ignored.
+  if (reinterpret_cast<uintptr_t>(*ptr) % 256 != 0) {
+    (void)cudaFree(*ptr);
+    *ptr = nullptr;
+    return invalidArgument("allocate", "cudaMalloc returned memory that is "
+                                       "not 256-byte aligned");
+  }
+  return Status();
+}
+
+void CudaContext::deallocate(void *ptr) {
+  if (!ptr)
+    return;
+  // cudaFree waits for the device, so work still reading `ptr` finishes
+  // first. Its error (a fault earlier in the stream) resurfaces at the next
+  // synchronize(), which is where the caller can see it.
+  (void)cudaFree(ptr);
+}
+
+Status CudaContext::copyToDevice(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status();
+  if (!dst || !src)
+    return invalidArgument("copyToDevice", "null pointer");
+  TRAINC_CUDA_CALL(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, computeStream));
+  return Status();
+}
+
+Status CudaContext::copyToHost(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status();
+  if (!dst || !src)
+    return invalidArgument("copyToHost", "null pointer");
+  TRAINC_CUDA_CALL(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, computeStream));
+  // The caller reads `dst` next, so this must wait; it also reports device
+  // errors of the kernels that produced `src`.
+  return synchronize();
+}
+
+Status CudaContext::fill(void *dst, int value, size_t bytes) {
+  if (bytes == 0)
+    return Status();
+  if (!dst)
+    return invalidArgument("fill", "dst is null");
+  TRAINC_CUDA_CALL(cudaMemsetAsync(dst, value, bytes, computeStream));
+  return Status();
+}
+
+Status CudaContext::synchronize() {
+  // The record is read back with the same wait: one copy enqueued behind the
+  // step's work, then one stream synchronisation for both.
+  TRAINC_CUDA_CALL(cudaMemcpyAsync(hostErrorRecord, deviceErrorRecord,
+                                   sizeof(DeviceErrorRecord),
+                                   cudaMemcpyDeviceToHost, computeStream));
+  TRAINC_CUDA_CALL(cudaStreamSynchronize(computeStream));
+  for (void *ptr : retired)
+    TRAINC_CUDA_CALL(cudaFree(ptr));
+  retired.clear();
+  return reportDeviceErrors();
+}
+
+Status CudaContext::reportDeviceErrors() {
+  DeviceErrorRecord record = *hostErrorRecord;
+  if (record.code == static_cast<int32_t>(DeviceErrorCode::None))
+    return Status();
+  // Clear it so that the next report covers only later work; stream order
+  // puts the clear after everything already queued.
+  std::memset(hostErrorRecord, 0, sizeof(DeviceErrorRecord));
+  TRAINC_CUDA_CALL(cudaMemsetAsync(deviceErrorRecord, 0,
+                                   sizeof(DeviceErrorRecord), computeStream));
+  std::string value = std::to_string(record.value);
+  std::string bound = std::to_string(record.bound);
+  std::string position = std::to_string(record.position);
+  switch (static_cast<DeviceErrorCode>(record.code)) {
+  case DeviceErrorCode::CrossEntropyLabel:
+    return Status::error("softmaxCrossEntropy: label " + value + " of sample " +
+                         position + " is outside [0, " + bound +
+                         ") (found on the device)");
+  case DeviceErrorCode::NllLossLabel:
+    return Status::error("nllLoss: label " + value + " of sample " + position +
+                         " is outside [0, " + bound +
+                         ") (found on the device)");
+  case DeviceErrorCode::GatherIndex:
+    return Status::error("gather: index " + value + " at position " + position +
+                         " is outside [-" + bound + ", " + bound +
+                         ") (found on the device)");
+  case DeviceErrorCode::None:
+    break;
+  }
+  return Status::error("device error record holds unknown code " +
+                       std::to_string(record.code));
+}
+
+//===----------------------------------------------------------------------===//
+// Scratch and plans
+//===----------------------------------------------------------------------===//
+
+Status CudaContext::grow(Scratch &scratch, size_t bytes, const char *what) {
+  if (bytes <= scratch.bytes)
+    return Status();
+  // Round up to 1 MiB and by a quarter more, so a sequence of slightly
+  // larger requests does not allocate once per call.
+  size_t size = bytes + bytes / 4;
+  size = (size + (size_t(1) << 20) - 1) & ~((size_t(1) << 20) - 1);
+  void *fresh = nullptr;
+  cudaError_t error = cudaMalloc(&fresh, size);
+  if (error != cudaSuccess)
+    return Status::error(std::string(what) + ": cannot grow to " +
+                         std::to_string(bytes) +
+                         " bytes: " + cudaGetErrorString(error));
+  if (scratch.ptr)
+    retired.push_back(scratch.ptr);
+  scratch.ptr = fresh;
+  scratch.bytes = size;
+  return Status();
+}
+
+Status CudaContext::workspace(void **ptr, size_t bytes) {
+  if (!ptr)
+    return invalidArgument("workspace", "ptr is null");
+  TRAINC_RETURN_IF_ERROR(grow(userScratch, bytes, "workspace"));
+  *ptr = userScratch.ptr;
+  return Status();
+}
+
+Status CudaContext::libraryWorkspace(void **ptr, size_t bytes) {
+  TRAINC_RETURN_IF_ERROR(grow(libraryScratch, bytes, "library workspace"));
+  *ptr = libraryScratch.ptr;
+  return Status();
+}
+
+CachedPlan *CudaContext::findPlan(const PlanKey &key) const {
+  auto it = plans.find(key);
+  return it == plans.end() ? nullptr : it->second.get();
+}
+
+CachedPlan *CudaContext::addPlan(const PlanKey &key,
+                                 std::unique_ptr<CachedPlan> plan) {
+  std::unique_ptr<CachedPlan> &slot = plans[key];
+  slot = std::move(plan);
+  return slot.get();
+}
+
+} // namespace trainc::cuda
+
+namespace trainc::rt {
+
+Status createContext(std::unique_ptr<Context> &context) {
+  return ::trainc::cuda::CudaContext::createContext(context);
+}
+
+} // namespace trainc::rt

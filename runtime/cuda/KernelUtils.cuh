@@ -1,0 +1,121 @@
+//===- KernelUtils.cuh - device helpers of the CUDA kernels ----*- CUDA -*-===//
+//
+// Warp/block reductions, grid sizing for grid-stride loops and the device
+// side of the error record. Kernels index with int64: activations of a
+// large batch pass 2^31 elements.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_CUDA_KERNELUTILS_CUH
+#define TRAINC_RT_CUDA_KERNELUTILS_CUH
+
+#include "CudaContext.h"
+
+#include <cstdint>
+#include <math_constants.h>
+
+namespace trainc::cuda {
+
+/// Threads per block of the element-wise and warp-per-row kernels: enough
+/// warps per block to hide latency, few enough for full occupancy on sm_80+.
+inline constexpr int kBlockSize = 256;
+inline constexpr int kWarpSize = 32;
+inline constexpr int kWarpsPerBlock = kBlockSize / kWarpSize;
+
+/// Blocks for a grid-stride loop over `work` items of `perBlock` each.
+/// Capped: past a few waves of blocks, more blocks only add scheduling cost,
+/// and the loop covers the rest.
+inline unsigned gridFor(const CudaContext &ctx, int64_t work,
+                        int64_t perBlock) {
+  int64_t blocks = (work + perBlock - 1) / perBlock;
+  int64_t sms = ctx.multiProcessorCount() > 0 ? ctx.multiProcessorCount() : 132;
+  int64_t cap = sms * 32;
+  if (blocks > cap)
+    blocks = cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+template <typename T> __device__ __forceinline__ T warpSum(T value) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+/// Max that propagates NaN, like torch.max / ONNX ReduceMax: fmaxf would
+/// drop it.
+__device__ __forceinline__ float maxNaN(float a, float b) {
+  return (a > b || isnan(a)) ? a : b;
+}
+
+__device__ __forceinline__ float warpMax(float value) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    value = maxNaN(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+/// Running (max, sum of exp(x - max)) of an online softmax.
+struct MaxSum {
+  float max;
+  float sum;
+};
+
+__device__ __forceinline__ MaxSum mergeMaxSum(MaxSum a, MaxSum b) {
+  float m = maxNaN(a.max, b.max);
+  // exp(-inf - -inf) is NaN: an empty side (max -inf) contributes nothing.
+  float sa = a.max == -CUDART_INF_F ? 0.0f : a.sum * expf(a.max - m);
+  float sb = b.max == -CUDART_INF_F ? 0.0f : b.sum * expf(b.max - m);
+  return {m, sa + sb};
+}
+
+/// Adds one element with a single expf (the general merge needs two).
+__device__ __forceinline__ MaxSum addToMaxSum(MaxSum acc, float x) {
+  if (x == -CUDART_INF_F) // exp(-inf) adds nothing (and -inf - -inf is NaN).
+    return acc;
+  if (x <= acc.max) // Also false for NaN x, which the merge propagates.
+    return {acc.max, acc.sum + expf(x - acc.max)};
+  return mergeMaxSum(acc, MaxSum{x, 1.0f});
+}
+
+__device__ __forceinline__ MaxSum warpMaxSum(MaxSum value) {
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    MaxSum other{__shfl_xor_sync(0xffffffffu, value.max, offset),
+                 __shfl_xor_sync(0xffffffffu, value.sum, offset)};
+    value = mergeMaxSum(value, other);
+  }
+  return value;
+}
+
+/// Sum over the block; every thread gets the result. `shared` holds one
+/// value per warp; blockDim.x must be a multiple of 32. Ends with a barrier
+/// so `shared` can be reused at once.
+template <typename T>
+__device__ __forceinline__ T blockSum(T value, T *shared) {
+  int lane = threadIdx.x % kWarpSize;
+  int warp = threadIdx.x / kWarpSize;
+  int warps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  value = warpSum(value);
+  if (lane == 0)
+    shared[warp] = value;
+  __syncthreads();
+  value = lane < warps ? shared[lane] : T(0);
+  value = warpSum(value);
+  __syncthreads();
+  return value;
+}
+
+/// Records the first device error; later ones are dropped so the report
+/// names the earliest failure that won the race.
+__device__ __forceinline__ void recordDeviceError(DeviceErrorRecord *record,
+                                                  DeviceErrorCode code,
+                                                  int64_t value, int64_t bound,
+                                                  int64_t position) {
+  if (atomicCAS(&record->code, 0, static_cast<int32_t>(code)) == 0) {
+    record->value = value;
+    record->bound = bound;
+    record->position = position;
+  }
+}
+
+} // namespace trainc::cuda
+
+#endif // TRAINC_RT_CUDA_KERNELUTILS_CUH

@@ -1,0 +1,156 @@
+//===- Norm.cu - inference batch norm and layer norm ----------------------===//
+//
+// Own kernels. cuDNN's batch norm requires epsilon >= CUDNN_BN_MIN_EPSILON
+// (1e-5), and ONNX models use smaller ones; it would also be one more
+// descriptor per shape for an element-wise operation. Layer norm has no
+// cuDNN equivalent in the legacy API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+#include "KernelUtils.cuh"
+
+#include "common/KernelChecks.h"
+#include "trainc_rt/kernels.h"
+
+namespace trainc::cuda {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// y = (x - mean[ch]) * rsqrt(var[ch] + eps) * scale[ch] + bias[ch] over
+/// x [n, c, spatial]. One thread per element, flat: the channel is an index
+/// computation, and the four per-channel loads hit L1 since a warp spans at
+/// most two channels unless spatial is tiny.
+__global__ void batchNormInferenceKernel(int64_t c, int64_t spatial,
+                                         int64_t total, const float *x,
+                                         const float *scale, const float *bias,
+                                         const float *mean, const float *var,
+                                         float epsilon, float *y) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ch = (i / spatial) % c;
+    float inv = rsqrtf(var[ch] + epsilon);
+    y[i] = (x[i] - mean[ch]) * inv * scale[ch] + bias[ch];
+  }
+}
+
+/// One warp per row, for rows short enough that 32 lanes cover them in a
+/// few iterations: no shared memory, no block barrier, and 8 rows per block
+/// keep the SM busy when rows are many and short (the transformer case).
+/// Two passes in fp32 (mean, then the mean of squared deviations): the row
+/// is re-read from L1/L2, and the result has no E[x^2] - E[x]^2
+/// cancellation.
+__global__ void layerNormWarpKernel(int64_t rows, int64_t cols, const float *x,
+                                    const float *scale, const float *bias,
+                                    float epsilon, float *y) {
+  int lane = threadIdx.x % kWarpSize;
+  int64_t warp = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpSize;
+  int64_t warps = int64_t(gridDim.x) * blockDim.x / kWarpSize;
+  for (int64_t row = warp; row < rows; row += warps) {
+    const float *in = x + row * cols;
+    float *out = y + row * cols;
+    float sum = 0.0f;
+    for (int64_t j = lane; j < cols; j += kWarpSize)
+      sum += in[j];
+    float mean = warpSum(sum) / float(cols);
+    float sq = 0.0f;
+    for (int64_t j = lane; j < cols; j += kWarpSize) {
+      float diff = in[j] - mean;
+      sq += diff * diff;
+    }
+    float rstd = rsqrtf(warpSum(sq) / float(cols) + epsilon);
+    for (int64_t j = lane; j < cols; j += kWarpSize) {
+      float v = (in[j] - mean) * rstd * scale[j];
+      out[j] = bias ? v + bias[j] : v;
+    }
+  }
+}
+
+/// One block per row, for long rows where a single warp would serialize.
+__global__ void layerNormBlockKernel(int64_t rows, int64_t cols, const float *x,
+                                     const float *scale, const float *bias,
+                                     float epsilon, float *y) {
+  __shared__ float partial[kWarpSize];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *in = x + row * cols;
+    float *out = y + row * cols;
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      sum += in[j];
+    float mean = blockSum(sum, partial) / float(cols);
+    float sq = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float diff = in[j] - mean;
+      sq += diff * diff;
+    }
+    float rstd = rsqrtf(blockSum(sq, partial) / float(cols) + epsilon);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float v = (in[j] - mean) * rstd * scale[j];
+      out[j] = bias ? v + bias[j] : v;
+    }
+  }
+}
+
+/// Past this many columns a row gets a whole block.
+constexpr int64_t kWarpRowLimit = 1024;
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
+                          int64_t spatial, const float *x, const float *scale,
+                          const float *bias, const float *mean,
+                          const float *var, float epsilon, float *y) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "batchNormInference";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
+      kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
+                                                             {"scale", scale},
+                                                             {"bias", bias},
+                                                             {"mean", mean},
+                                                             {"var", var},
+                                                             {"y", y}}));
+  int64_t total = 0;
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkedProduct(kernel, {n, c, spatial}, total));
+  batchNormInferenceKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                             ctx.stream()>>>(c, spatial, total, x, scale, bias,
+                                             mean, var, epsilon, y);
+  TRAINC_CHECK_LAUNCH("batchNormInferenceKernel");
+  return Status();
+}
+
+Status layerNorm(Context &ctxBase, int64_t rows, int64_t cols, const float *x,
+                 const float *scale, const float *bias, float epsilon,
+                 float *y) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "layerNorm";
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
+      kernel, {{"x", x}, {"scale", scale}, {"y", y}}));
+  int64_t total = 0;
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkedProduct(kernel, {rows, cols}, total));
+  if (cols <= kWarpRowLimit) {
+    layerNormWarpKernel<<<gridFor(ctx, rows, kWarpsPerBlock), kBlockSize, 0,
+                          ctx.stream()>>>(rows, cols, x, scale, bias, epsilon,
+                                          y);
+    TRAINC_CHECK_LAUNCH("layerNormWarpKernel");
+  } else {
+    layerNormBlockKernel<<<gridFor(ctx, rows, 1), kBlockSize, 0,
+                           ctx.stream()>>>(rows, cols, x, scale, bias, epsilon,
+                                           y);
+    TRAINC_CHECK_LAUNCH("layerNormBlockKernel");
+  }
+  return Status();
+}
+
+} // namespace trainc::cuda

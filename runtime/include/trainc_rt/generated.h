@@ -1,0 +1,47 @@
+//===- generated.h - what every generated program includes -----*- C++ -*-===//
+//
+// Pulls in the runtime interface and the helpers generated kernels use:
+// TRAINC_HD marks element functions that run on the host and on the device,
+// and the math below has one definition for both targets.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_GENERATED_H
+#define TRAINC_RT_GENERATED_H
+
+#include "trainc_rt/device.h"
+#include "trainc_rt/kernels.h"
+#include "trainc_rt/program.h"
+
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#define TRAINC_HD __host__ __device__ __forceinline__
+#else
+#define TRAINC_HD static inline
+#endif
+
+#ifdef __CUDACC__
+namespace trainc::cuda {
+/// The compute stream of a CUDA context (generated launches use it).
+cudaStream_t stream(::trainc::rt::Context &ctx);
+/// The error of the last kernel launch, named after the kernel.
+::trainc::rt::Status checkLaunch(const char *kernel);
+} // namespace trainc::cuda
+#endif
+
+namespace trainc::gen {
+
+/// GELU, exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
+TRAINC_HD float geluErf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+/// GELU with the tanh approximation (PyTorch approximate='tanh').
+TRAINC_HD float geluTanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+TRAINC_HD float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+} // namespace trainc::gen
+
+#endif // TRAINC_RT_GENERATED_H

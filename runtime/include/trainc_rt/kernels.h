@@ -1,0 +1,61 @@
+//===- kernels.h - library kernels that generated code calls ---*- C++ -*-===//
+//
+// Declared once, implemented per target: trainc::cpu (OpenBLAS, OpenMP,
+// im2col convolution) and trainc::cuda (cuBLASLt, cuDNN, own kernels). The
+// generated code writes `namespace tk = trainc::cpu;` (or cuda) and then calls
+// `tk::gemm(...)`, so both targets share one emitter.
+//
+// All tensors are dense row-major f32 on the context's device unless noted.
+// Every function checks its arguments and returns a Status naming the
+// problem; none keeps pointers after returning.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_KERNELS_H
+#define TRAINC_RT_KERNELS_H
+
+#include "trainc_rt/device.h"
+
+#include <cstdint>
+
+namespace trainc::rt {
+
+/// Convolution over NCHW, weights [M, C/groups, KH, KW].
+struct Conv2dDesc {
+  int64_t n, c, h, w;
+  int64_t m, kh, kw;
+  int64_t strideH, strideW;
+  int64_t padTop, padLeft, padBottom, padRight;
+  int64_t dilationH, dilationW;
+  int64_t groups;
+  int64_t outH, outW;
+};
+
+/// Pooling over NCHW.
+struct Pool2dDesc {
+  int64_t n, c, h, w;
+  int64_t kh, kw;
+  int64_t strideH, strideW;
+  int64_t padTop, padLeft, padBottom, padRight;
+  int64_t dilationH, dilationW;
+  int64_t outH, outW;
+};
+
+enum class Reduction : int32_t { None = 0, Mean = 1, Sum = 2 };
+enum class ReduceKind : int32_t { Sum = 0, Mean = 1, Max = 2 };
+
+} // namespace trainc::rt
+
+namespace trainc::cpu {
+using ::trainc::rt::Context;
+using ::trainc::rt::Status;
+#include "trainc_rt/kernels.inc"
+} // namespace trainc::cpu
+
+namespace trainc::cuda {
+using ::trainc::rt::Context;
+using ::trainc::rt::Status;
+#include "trainc_rt/kernels.inc"
+} // namespace trainc::cuda
+
+#endif // TRAINC_RT_KERNELS_H

@@ -1,0 +1,81 @@
+//===- program.h - what generated code tells the runtime -------*- C++ -*-===//
+//
+// The generated code describes the model (inputs, outputs, parameters with
+// their initial values, the arena size) and its step functions; the runtime
+// owns everything generic: devices, data loading, the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_PROGRAM_H
+#define TRAINC_RT_PROGRAM_H
+
+#include "trainc_rt/status.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trainc::rt {
+
+/// Element types; the numbering is part of the generated-code ABI.
+enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, F64 = 3, I64 = 4, I32 = 5, I1 = 6 };
+
+/// Bytes per element (i1 is stored as one byte).
+size_t dtypeSize(DType type);
+const char *dtypeName(DType type);
+
+inline constexpr int kMaxRank = 8;
+
+struct TensorInfo {
+  const char *name;
+  DType dtype;
+  int rank;
+  int64_t shape[kMaxRank];
+};
+
+struct ParamInfo {
+  TensorInfo tensor;
+  /// Byte range of the initial value in Program::paramBlob.
+  uint64_t blobOffset;
+  uint64_t bytes;
+  bool trainable;
+  /// A constant of the computation (not a model parameter): uploaded like a
+  /// parameter, never trained or exported.
+  bool constant;
+};
+
+class Context;
+
+/// Device pointers handed to a step function.
+struct ForwardArgs {
+  void *const *inputs;
+  void *const *outputs;
+  void *const *params;
+  /// The planned arena (Program::arenaBytes, 256-byte aligned).
+  char *arena;
+};
+
+struct Program {
+  const char *modelName;
+  /// "cpu" or "cuda".
+  const char *target;
+  int64_t batchSize;
+  int numInputs;
+  const TensorInfo *inputs;
+  int numOutputs;
+  const TensorInfo *outputs;
+  int numParams;
+  const ParamInfo *params;
+  const unsigned char *paramBlob;
+  uint64_t paramBlobBytes;
+  uint64_t arenaBytes;
+  /// Runs the forward pass of one batch (inference semantics).
+  Status (*forward)(Context &context, const ForwardArgs &args);
+};
+
+/// The trainer's main: parses the command line (--predict --data DIR --out DIR,
+/// ...) and runs the program. Returns the process exit code.
+int programMain(int argc, char **argv, const Program &program);
+
+} // namespace trainc::rt
+
+#endif // TRAINC_RT_PROGRAM_H
