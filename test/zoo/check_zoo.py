@@ -12,14 +12,24 @@ models with a symbolic batch axis):
     BatchNormalization, ...) appear exactly as often in the IR;
   * no shape sub-graph survives: Shape/Range/ConstantOfShape leave no i64
     tc.constant behind, except as the indices of a gather.
+and, at the manifest's batch size:
+  * the model compiles for the CPU target, and `--predict` on the stored
+    input matches the stored PyTorch (or numpy) eval-mode output within
+    rtol 1e-4 / atol 1e-5, with a short last batch (3 samples at batch 2);
+  * the model compiles for the CUDA target with nvcc for sm_80 and sm_90
+    with no warning (skipped, and said so, where nvcc is absent).
 Prints one line per check and a closing 'N passed, N failed'.
 """
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+
+import numpy as np
 
 # ONNX op -> tc op, for ops that always stay one op (their data is run time).
 ONE_TO_ONE = {
@@ -50,6 +60,61 @@ def forward_results(ir):
 
 def tensor_type(shape, dtype):
     return "x".join(str(d) for d in shape) + ("x" if shape else "") + dtype
+
+
+def check_predict(trainc, zoo, entry, work, check):
+    """Compiles for the CPU target and compares --predict with the reference."""
+    tag = entry["file"]
+    path = os.path.join(zoo, entry["file"])
+    prog = os.path.join(work, entry["file"].replace(".onnx", ""))
+    cmd = [trainc, "compile", path, "--target=cpu", "-o", prog]
+    if entry["batch_size"]:
+        cmd.append("--batch-size=%d" % entry["batch_size"])
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    check(run.returncode == 0 and not run.stderr.strip(),
+          tag + " compiles for the CPU target" + (": " + run.stderr[-800:] if run.stderr else ""))
+    if run.returncode != 0:
+        return
+    data = os.path.join(work, tag + ".data")
+    os.makedirs(data, exist_ok=True)
+    refs = entry["reference"]
+    samples = None
+    for name, file in refs["inputs"].items():
+        x = np.load(os.path.join(zoo, file))
+        if entry["batch_size"]:
+            # Three samples at batch 2: one full batch and a short last batch.
+            x = np.concatenate([x, x[:1]], axis=0)
+        samples = x.shape[0]
+        np.save(os.path.join(data, name + ".npy"), x)
+    out = os.path.join(work, tag + ".out")
+    run = subprocess.run([prog, "--predict", "--data", data, "--out", out],
+                         capture_output=True, text=True)
+    check(run.returncode == 0, tag + " --predict runs" +
+          ("" if run.returncode == 0 else ": " + run.stderr[-800:]))
+    if run.returncode != 0:
+        return
+    for name, file in refs["outputs"].items():
+        want = np.load(os.path.join(zoo, file))
+        if entry["batch_size"]:
+            want = np.concatenate([want, want[:1]], axis=0)
+        got = np.load(os.path.join(out, name + ".npy"))
+        ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+        err = float(np.abs(got - want).max()) if got.shape == want.shape else float("nan")
+        check(ok, "%s predict '%s' (%d samples) matches the reference within rtol 1e-4 "
+              "(max abs error %.3g)" % (tag, name, samples, err))
+
+
+def check_cuda_compile(trainc, zoo, entry, work, check):
+    tag = entry["file"]
+    prog = os.path.join(work, entry["file"].replace(".onnx", "") + "_cuda")
+    cmd = [trainc, "compile", os.path.join(zoo, entry["file"]), "--target=cuda",
+           "--cuda-arch=sm_80,sm_90", "-o", prog]
+    if entry["batch_size"]:
+        cmd.append("--batch-size=%d" % entry["batch_size"])
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    check(run.returncode == 0 and not run.stderr.strip(),
+          tag + " compiles for CUDA sm_80,sm_90 with no warning" +
+          (": " + run.stderr[-800:] if run.stderr else ""))
 
 
 def main():
@@ -103,6 +168,17 @@ def main():
                              len(re.findall(r"tc\.gather %\w+, " + re.escape(n) + r"\b", ir))]
                 check(not leftovers, tag + " shape sub-graphs folded (i64 constants used "
                       "other than as gather indices: %s)" % leftovers)
+    work = tempfile.mkdtemp(prefix="trainc-zoo-")
+    have_nvcc = os.path.exists("/usr/local/cuda/bin/nvcc")
+    if not have_nvcc:
+        print("note: no nvcc at /usr/local/cuda/bin: CUDA compile checks skipped")
+    try:
+        for entry in manifest:
+            check_predict(trainc, zoo, entry, work, check)
+            if have_nvcc:
+                check_cuda_compile(trainc, zoo, entry, work, check)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
