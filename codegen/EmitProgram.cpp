@@ -615,13 +615,16 @@ LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Val
                                               StringRef outPtr) {
   std::string t = cType(in.getType());
   std::vector<int64_t> dense = rowMajorStrides(shape);
+  // A side that is walked densely is indexed by `i` itself.
   bool denseOut = outBase == 0 && ArrayRef<int64_t>(dense) == outStrides;
+  bool denseIn = inBase == 0 && ArrayRef<int64_t>(dense) == inStrides;
   SmallVector<bool> used(shape.size(), false);
   for (size_t d = 0; d < shape.size(); ++d)
-    used[d] = inStrides[d] != 0 || (!denseOut && outStrides[d] != 0);
+    used[d] = (!denseIn && inStrides[d] != 0) || (!denseOut && outStrides[d] != 0);
   std::string code = decomposeIndex(shape, "i", "c", "  ", used);
   code += "  out[" + (denseOut ? std::string("i") : linearIndex(outStrides, outBase, "c")) +
-          "] = in[" + linearIndex(inStrides, inBase, "c") + "];\n";
+          "] = in[" + (denseIn ? std::string("i") : linearIndex(inStrides, inBase, "c")) +
+          "];\n";
   std::vector<std::string> comment = {opComment(op)};
   int64_t count = 1;
   for (int64_t d : shape)

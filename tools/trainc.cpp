@@ -238,7 +238,7 @@ int runCompile() {
   mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
     errs() << (diag.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ");
     if (auto name = mlir::dyn_cast<mlir::NameLoc>(diag.getLocation()))
-      errs() << "node '" << name.getName() << "': ";
+      errs() << "node '" << name.getName().getValue() << "': ";
     errs() << diag.str() << "\n";
     return mlir::success();
   });
