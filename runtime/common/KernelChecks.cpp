@@ -36,13 +36,12 @@ Status checkWindowAxis(const char *kernel, const char *axis, int64_t in,
     std::string expected = std::to_string(floorOut);
     if (allowCeil && ceilOut != floorOut)
       expected += " (floor) or " + std::to_string(ceilOut) + " (ceil)";
-    return Status::error(where + "output size " + std::to_string(out) +
-                         " does not match the input size " +
-                         std::to_string(in) + ", kernel " + std::to_string(k) +
-                         ", stride " + std::to_string(stride) + ", padding " +
-                         std::to_string(padBegin) + "/" +
-                         std::to_string(padEnd) + ", dilation " +
-                         std::to_string(dilation) + ": expected " + expected);
+    return Status::error(
+        where + "output size " + std::to_string(out) +
+        " does not match the input size " + std::to_string(in) + ", kernel " +
+        std::to_string(k) + ", stride " + std::to_string(stride) +
+        ", padding " + std::to_string(padBegin) + "/" + std::to_string(padEnd) +
+        ", dilation " + std::to_string(dilation) + ": expected " + expected);
   }
   if (!allowCeil)
     return Status(); // Conv allows any padding (windows in it see zeros).
@@ -63,9 +62,9 @@ Status checkWindowAxis(const char *kernel, const char *axis, int64_t in,
 
 } // namespace
 
-Status checkPositive(
-    const char *kernel,
-    std::initializer_list<std::pair<const char *, int64_t>> sizes) {
+Status
+checkPositive(const char *kernel,
+              std::initializer_list<std::pair<const char *, int64_t>> sizes) {
   for (const auto &[name, value] : sizes)
     if (value <= 0)
       return Status::error(prefix(kernel) + name + " must be positive, got " +
@@ -92,19 +91,26 @@ Status checkedProduct(const char *kernel, std::initializer_list<int64_t> sizes,
 }
 
 Status checkConv2dDesc(const char *kernel, const Conv2dDesc &d) {
-  TRAINC_RETURN_IF_ERROR(checkPositive(
-      kernel, {{"n", d.n}, {"c", d.c}, {"h", d.h}, {"w", d.w}, {"m", d.m},
-               {"kh", d.kh}, {"kw", d.kw}, {"strideH", d.strideH},
-               {"strideW", d.strideW}, {"dilationH", d.dilationH},
-               {"dilationW", d.dilationW}, {"groups", d.groups},
-               {"outH", d.outH}, {"outW", d.outW}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"n", d.n},
+                                                {"c", d.c},
+                                                {"h", d.h},
+                                                {"w", d.w},
+                                                {"m", d.m},
+                                                {"kh", d.kh},
+                                                {"kw", d.kw},
+                                                {"strideH", d.strideH},
+                                                {"strideW", d.strideW},
+                                                {"dilationH", d.dilationH},
+                                                {"dilationW", d.dilationW},
+                                                {"groups", d.groups},
+                                                {"outH", d.outH},
+                                                {"outW", d.outW}}));
   if (d.c % d.groups != 0 || d.m % d.groups != 0)
     return Status::error(prefix(kernel) + "groups " + std::to_string(d.groups) +
                          " must divide both c " + std::to_string(d.c) +
                          " and m " + std::to_string(d.m));
   int64_t unused;
-  TRAINC_RETURN_IF_ERROR(
-      checkedProduct(kernel, {d.n, d.c, d.h, d.w}, unused));
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {d.n, d.c, d.h, d.w}, unused));
   TRAINC_RETURN_IF_ERROR(
       checkedProduct(kernel, {d.n, d.m, d.outH, d.outW}, unused));
   TRAINC_RETURN_IF_ERROR(
@@ -117,14 +123,20 @@ Status checkConv2dDesc(const char *kernel, const Conv2dDesc &d) {
 }
 
 Status checkPool2dDesc(const char *kernel, const Pool2dDesc &d) {
-  TRAINC_RETURN_IF_ERROR(checkPositive(
-      kernel, {{"n", d.n}, {"c", d.c}, {"h", d.h}, {"w", d.w}, {"kh", d.kh},
-               {"kw", d.kw}, {"strideH", d.strideH}, {"strideW", d.strideW},
-               {"dilationH", d.dilationH}, {"dilationW", d.dilationW},
-               {"outH", d.outH}, {"outW", d.outW}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"n", d.n},
+                                                {"c", d.c},
+                                                {"h", d.h},
+                                                {"w", d.w},
+                                                {"kh", d.kh},
+                                                {"kw", d.kw},
+                                                {"strideH", d.strideH},
+                                                {"strideW", d.strideW},
+                                                {"dilationH", d.dilationH},
+                                                {"dilationW", d.dilationW},
+                                                {"outH", d.outH},
+                                                {"outW", d.outW}}));
   int64_t unused;
-  TRAINC_RETURN_IF_ERROR(
-      checkedProduct(kernel, {d.n, d.c, d.h, d.w}, unused));
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {d.n, d.c, d.h, d.w}, unused));
   TRAINC_RETURN_IF_ERROR(
       checkedProduct(kernel, {d.n, d.c, d.outH, d.outW}, unused));
   TRAINC_RETURN_IF_ERROR(checkWindowAxis(kernel, "H", d.h, d.kh, d.strideH,

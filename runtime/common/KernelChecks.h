@@ -19,9 +19,9 @@ namespace trainc::rt {
 
 /// Fails with "<kernel>: <name> must be positive, got <value>" for the first
 /// non-positive size.
-Status checkPositive(const char *kernel,
-                     std::initializer_list<std::pair<const char *, int64_t>>
-                         sizes);
+Status
+checkPositive(const char *kernel,
+              std::initializer_list<std::pair<const char *, int64_t>> sizes);
 
 /// Fails with "<kernel>: <name> is null" for the first null pointer.
 Status checkNotNull(
@@ -40,8 +40,8 @@ Status checkPool2dDesc(const char *kernel, const Pool2dDesc &d);
 Status checkReduction(const char *kernel, Reduction reduction);
 
 /// The product of `sizes`, failing if it overflows int64.
-Status checkedProduct(const char *kernel,
-                      std::initializer_list<int64_t> sizes, int64_t &product);
+Status checkedProduct(const char *kernel, std::initializer_list<int64_t> sizes,
+                      int64_t &product);
 
 } // namespace trainc::rt
 

@@ -1,6 +1,7 @@
 //===- Npy.cpp - reading and writing NumPy .npy files ---------------------===//
 //
-// Format: https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
+// Format:
+// https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html
 //   "\x93NUMPY" major minor, header length (uint16 LE in 1.0, uint32 LE in
 //   2.0/3.0), a Python dict literal {'descr': ..., 'fortran_order': ...,
 //   'shape': (...)} padded with spaces and ended by '\n', then the data.
@@ -100,16 +101,17 @@ public:
     }
     if (!seenDescr || !seenOrder || !seenShape)
       return std::string("missing key '") +
-             (!seenDescr ? "descr" : !seenOrder ? "fortran_order" : "shape") +
+             (!seenDescr   ? "descr"
+              : !seenOrder ? "fortran_order"
+                           : "shape") +
              "'";
     return "";
   }
 
 private:
   void skipSpace() {
-    while (pos < text.size() &&
-           (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' ||
-            text[pos] == '\r'))
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
+                                 text[pos] == '\n' || text[pos] == '\r'))
       ++pos;
   }
   bool consume(char c) {
@@ -365,8 +367,7 @@ Status NpyArray::open(const std::string &path, NpyArray &result) {
     return fail(path, "shape/data size mismatch: shape " +
                           shapeString(header.shape) + " of " + header.descr +
                           " needs " + std::to_string(dataBytes) +
-                          " data bytes, file has " +
-                          std::to_string(available));
+                          " data bytes, file has " + std::to_string(available));
   }
   result.elementType = dtype;
   result.dims = std::move(header.shape);
@@ -411,9 +412,9 @@ Status NpyWriter::open(const std::string &path, DType dtype,
   for (int64_t dim : shape)
     if (dim < 0 || __builtin_mul_overflow(count, dim, &count))
       return fail(path, "invalid shape " + shapeString(shape));
-  std::string header = std::string("{'descr': '") + descr +
-                       "', 'fortran_order': False, 'shape': " +
-                       shapeString(shape) + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr +
+      "', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }";
   // Pad with spaces so the data starts 64-byte aligned (what NumPy does), so
   // that a later mmap of the file can be read with aligned loads.
   size_t total = kMagicBytes + 2 + 2 + header.size() + 1;

@@ -32,30 +32,36 @@ struct Options {
   bool help = false;
   bool info = false;
   bool predict = false;
+  /// One forward pass over inputs of exactly the compiled shapes.
+  bool runOnce = false;
   std::string dataDir;
   std::string outDir;
   int threads = 0; // 0: keep the default (OMP_NUM_THREADS or all cores).
 };
 
 void printUsage(FILE *stream, const char *argv0, const Program &program) {
-  std::fprintf(stream,
-               "usage: %s --predict --data DIR --out OUTDIR [--threads N]\n"
-               "       %s --info\n"
-               "       %s --help\n"
-               "\n"
-               "Model '%s', compiled by trainc for %s, batch size %lld.\n"
-               "\n"
-               "  --predict      run the forward pass over DIR/<input>.npy and\n"
-               "                 write OUTDIR/<output>.npy (one row per sample)\n"
-               "  --data DIR     folder with one .npy file per model input\n"
-               "  --out OUTDIR   folder for the outputs (created if needed)\n"
-               "  --threads N    CPU threads for kernels (default: "
-               "OMP_NUM_THREADS or all cores)\n"
-               "  --info         print the inputs, outputs and sizes\n"
-               "  --help         print this help\n",
-               argv0, argv0, argv0, program.modelName ? program.modelName : "?",
-               program.target ? program.target : "?",
-               static_cast<long long>(program.batchSize));
+  std::fprintf(
+      stream,
+      "usage: %s --predict --data DIR --out OUTDIR [--threads N]\n"
+      "       %s --run --data DIR --out OUTDIR [--threads N]\n"
+      "       %s --info\n"
+      "       %s --help\n"
+      "\n"
+      "Model '%s', compiled by trainc for %s, batch size %lld.\n"
+      "\n"
+      "  --predict      run the forward pass over DIR/<input>.npy and\n"
+      "                 write OUTDIR/<output>.npy (one row per sample)\n"
+      "  --run          one forward pass over inputs of exactly the\n"
+      "                 compiled shapes; outputs as computed\n"
+      "  --data DIR     folder with one .npy file per model input\n"
+      "  --out OUTDIR   folder for the outputs (created if needed)\n"
+      "  --threads N    CPU threads for kernels (default: "
+      "OMP_NUM_THREADS or all cores)\n"
+      "  --info         print the inputs, outputs and sizes\n"
+      "  --help         print this help\n",
+      argv0, argv0, argv0, argv0, program.modelName ? program.modelName : "?",
+      program.target ? program.target : "?",
+      static_cast<long long>(program.batchSize));
 }
 
 /// Parses `--name VALUE` and `--name=VALUE` forms.
@@ -64,7 +70,8 @@ Status parseArgs(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     std::string value;
     bool hasInlineValue = false;
-    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+    if (size_t eq = arg.find('=');
+        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = arg.substr(eq + 1);
       arg = arg.substr(0, eq);
       hasInlineValue = true;
@@ -82,8 +89,7 @@ Status parseArgs(int argc, char **argv, Options &options) {
       return Status();
     };
     auto noValue = [&]() -> Status {
-      return hasInlineValue ? Status::error(arg + " takes no value")
-                            : Status();
+      return hasInlineValue ? Status::error(arg + " takes no value") : Status();
     };
     if (arg == "--help" || arg == "-h") {
       TRAINC_RETURN_IF_ERROR(noValue());
@@ -94,6 +100,9 @@ Status parseArgs(int argc, char **argv, Options &options) {
     } else if (arg == "--predict") {
       TRAINC_RETURN_IF_ERROR(noValue());
       options.predict = true;
+    } else if (arg == "--run") {
+      TRAINC_RETURN_IF_ERROR(noValue());
+      options.runOnce = true;
     } else if (arg == "--data") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.dataDir));
     } else if (arg == "--out") {
@@ -148,8 +157,8 @@ Status checkTensorInfo(const char *kind, const TensorInfo &t) {
                          std::to_string(static_cast<int32_t>(t.dtype)));
   for (int i = 0; i < t.rank; ++i)
     if (t.shape[i] <= 0)
-      return Status::error(std::string(kind) + " " + name +
-                           ": invalid shape " + shapeText(t));
+      return Status::error(std::string(kind) + " " + name + ": invalid shape " +
+                           shapeText(t));
   return Status();
 }
 
@@ -162,8 +171,7 @@ Status checkProgram(const Program &program) {
   if (!program.forward)
     return Status::error("program has no forward function");
   if (program.numInputs < 0 || program.numOutputs < 0 ||
-      program.numParams < 0 ||
-      (program.numInputs && !program.inputs) ||
+      program.numParams < 0 || (program.numInputs && !program.inputs) ||
       (program.numOutputs && !program.outputs) ||
       (program.numParams && !program.params))
     return Status::error("program tables are inconsistent");
@@ -189,8 +197,7 @@ Status checkProgram(const Program &program) {
 void printInfo(const Program &program) {
   std::printf("model: %s\n", program.modelName ? program.modelName : "?");
   std::printf("target: %s\n", program.target ? program.target : "?");
-  std::printf("batch size: %lld\n",
-              static_cast<long long>(program.batchSize));
+  std::printf("batch size: %lld\n", static_cast<long long>(program.batchSize));
   std::printf("inputs:\n");
   for (int i = 0; i < program.numInputs; ++i)
     std::printf("  %s: %s\n", program.inputs[i].name,
@@ -199,15 +206,25 @@ void printInfo(const Program &program) {
   for (int i = 0; i < program.numOutputs; ++i)
     std::printf("  %s: %s\n", program.outputs[i].name,
                 shapeText(program.outputs[i]).c_str());
-  uint64_t paramBytes = 0;
-  int trainable = 0;
+  // Constants of the computation travel with the parameters but are not
+  // part of the model, so they are counted apart.
+  uint64_t paramBytes = 0, constantBytes = 0;
+  int params = 0, trainable = 0, constants = 0;
   for (int i = 0; i < program.numParams; ++i) {
-    paramBytes += program.params[i].bytes;
-    trainable += program.params[i].trainable ? 1 : 0;
+    const ParamInfo &p = program.params[i];
+    if (p.constant) {
+      ++constants;
+      constantBytes += p.bytes;
+      continue;
+    }
+    ++params;
+    paramBytes += p.bytes;
+    trainable += p.trainable ? 1 : 0;
   }
-  std::printf("parameters: %d (%d trainable), %llu bytes\n",
-              program.numParams, trainable,
+  std::printf("parameters: %d (%d trainable), %llu bytes\n", params, trainable,
               static_cast<unsigned long long>(paramBytes));
+  std::printf("constants: %d, %llu bytes\n", constants,
+              static_cast<unsigned long long>(constantBytes));
   std::printf("arena: %llu bytes\n",
               static_cast<unsigned long long>(program.arenaBytes));
 }
@@ -236,6 +253,93 @@ Status checkFileName(const char *kind, const char *name) {
   return Status();
 }
 
+/// Device state of a program: a context, the parameters and constants with
+/// their initial values, the arena, and one buffer per input and output of
+/// the compiled shape.
+struct DeviceState {
+  std::unique_ptr<Context> context;
+  std::vector<DevicePtr> params, inputs, outputs;
+  DevicePtr arena{nullptr, DeviceFree{nullptr}};
+  std::vector<void *> paramPtrs, inputPtrs, outputPtrs;
+  ForwardArgs args{};
+
+  Status prepare(const Program &program) {
+    TRAINC_RETURN_IF_ERROR(createContext(context));
+    for (int i = 0; i < program.numParams; ++i) {
+      const ParamInfo &p = program.params[i];
+      params.emplace_back(nullptr, DeviceFree{context.get()});
+      TRAINC_RETURN_IF_ERROR(allocateDevice(*context, p.bytes, params.back()));
+      TRAINC_RETURN_IF_ERROR(context->copyToDevice(
+          params.back().get(), program.paramBlob + p.blobOffset, p.bytes));
+      paramPtrs.push_back(params.back().get());
+    }
+    arena = DevicePtr(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, program.arenaBytes, arena));
+    for (int i = 0; i < program.numInputs; ++i) {
+      inputs.emplace_back(nullptr, DeviceFree{context.get()});
+      TRAINC_RETURN_IF_ERROR(
+          allocateDevice(*context, tensorBytes(program.inputs[i]), inputs.back()));
+      inputPtrs.push_back(inputs.back().get());
+    }
+    for (int i = 0; i < program.numOutputs; ++i) {
+      outputs.emplace_back(nullptr, DeviceFree{context.get()});
+      TRAINC_RETURN_IF_ERROR(
+          allocateDevice(*context, tensorBytes(program.outputs[i]), outputs.back()));
+      outputPtrs.push_back(outputs.back().get());
+    }
+    args = ForwardArgs{inputPtrs.data(), outputPtrs.data(), paramPtrs.data(),
+                       static_cast<char *>(arena.get())};
+    return Status();
+  }
+};
+
+/// --run: one forward pass; inputs must have exactly the compiled shapes, and
+/// outputs (of any shape) are written whole.
+Status runOnce(const Program &program, const Options &options) {
+  if (options.dataDir.empty() || options.outDir.empty())
+    return Status::error("--run needs --data DIR and --out OUTDIR");
+  std::vector<NpyArray> arrays(program.numInputs);
+  for (int i = 0; i < program.numInputs; ++i) {
+    const TensorInfo &t = program.inputs[i];
+    TRAINC_RETURN_IF_ERROR(checkFileName("input", t.name));
+    std::string path = options.dataDir + "/" + t.name + ".npy";
+    Status opened = NpyArray::open(path, arrays[i]);
+    if (!opened.ok())
+      return Status::error("input " + std::string(t.name) + ": " + opened.message());
+    std::vector<int64_t> compiled(t.shape, t.shape + t.rank);
+    if (arrays[i].dtype() != t.dtype || arrays[i].shape() != compiled)
+      return Status::error("input " + std::string(t.name) + ": " + path + " is " +
+                           dtypeName(arrays[i].dtype()) + shapeText(arrays[i].shape()) +
+                           ", expected exactly " + shapeText(t));
+  }
+  for (int i = 0; i < program.numOutputs; ++i)
+    TRAINC_RETURN_IF_ERROR(checkFileName("output", program.outputs[i].name));
+  std::error_code error;
+  std::filesystem::create_directories(options.outDir, error);
+  if (error)
+    return Status::error("cannot create output folder " + options.outDir + ": " +
+                         error.message());
+  DeviceState device;
+  TRAINC_RETURN_IF_ERROR(device.prepare(program));
+  for (int i = 0; i < program.numInputs; ++i)
+    TRAINC_RETURN_IF_ERROR(device.context->copyToDevice(
+        device.inputPtrs[i], arrays[i].data(), tensorBytes(program.inputs[i])));
+  TRAINC_RETURN_IF_ERROR(program.forward(*device.context, device.args));
+  TRAINC_RETURN_IF_ERROR(device.context->synchronize());
+  for (int i = 0; i < program.numOutputs; ++i) {
+    const TensorInfo &t = program.outputs[i];
+    std::vector<unsigned char> host(tensorBytes(t));
+    TRAINC_RETURN_IF_ERROR(
+        device.context->copyToHost(host.data(), device.outputPtrs[i], host.size()));
+    NpyWriter writer;
+    TRAINC_RETURN_IF_ERROR(writer.open(options.outDir + "/" + t.name + ".npy", t.dtype,
+                                       std::vector<int64_t>(t.shape, t.shape + t.rank)));
+    TRAINC_RETURN_IF_ERROR(writer.append(host.data(), host.size()));
+    TRAINC_RETURN_IF_ERROR(writer.close());
+  }
+  return Status();
+}
+
 Status runPredict(const Program &program, const Options &options) {
   if (options.dataDir.empty() || options.outDir.empty())
     return Status::error("--predict needs --data DIR and --out OUTDIR");
@@ -248,8 +352,7 @@ Status runPredict(const Program &program, const Options &options) {
     const TensorInfo &t = program.inputs[i];
     TRAINC_RETURN_IF_ERROR(checkFileName("input", t.name));
     if (t.rank == 0 || t.shape[0] != batch)
-      return Status::error("input " + std::string(t.name) + " " +
-                           shapeText(t) +
+      return Status::error("input " + std::string(t.name) + " " + shapeText(t) +
                            " has no batch axis; --predict needs inputs whose "
                            "first axis is the batch size " +
                            std::to_string(batch));
@@ -277,12 +380,11 @@ Status runPredict(const Program &program, const Options &options) {
                            opened.message());
     const NpyArray &array = arrays[i];
     if (array.dtype() != t.dtype)
-      return Status::error("input " + std::string(t.name) + ": " + path +
-                           " has dtype " + dtypeName(array.dtype()) + " (" +
-                           npyDescr(array.dtype()) + "), expected " +
-                           dtypeName(t.dtype) + " (" +
-                           (npyDescr(t.dtype) ? npyDescr(t.dtype) : "none") +
-                           ")");
+      return Status::error(
+          "input " + std::string(t.name) + ": " + path + " has dtype " +
+          dtypeName(array.dtype()) + " (" + npyDescr(array.dtype()) +
+          "), expected " + dtypeName(t.dtype) + " (" +
+          (npyDescr(t.dtype) ? npyDescr(t.dtype) : "none") + ")");
     const std::vector<int64_t> &shape = array.shape();
     bool shapeOk = static_cast<int>(shape.size()) == t.rank &&
                    std::equal(shape.begin() + 1, shape.end(), t.shape + 1);
@@ -322,46 +424,19 @@ Status runPredict(const Program &program, const Options &options) {
         options.outDir + "/" + t.name + ".npy", t.dtype, shape));
   }
 
-  // Device state: parameters with their initial values, the arena, and one
-  // batch-sized buffer per input and output.
-  std::unique_ptr<Context> context;
-  TRAINC_RETURN_IF_ERROR(createContext(context));
-  std::vector<DevicePtr> params, inputs, outputs;
-  for (int i = 0; i < program.numParams; ++i) {
-    const ParamInfo &p = program.params[i];
-    params.emplace_back(nullptr, DeviceFree{context.get()});
-    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, p.bytes, params.back()));
-    TRAINC_RETURN_IF_ERROR(context->copyToDevice(
-        params.back().get(), program.paramBlob + p.blobOffset, p.bytes));
-  }
-  DevicePtr arena(nullptr, DeviceFree{context.get()});
-  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, program.arenaBytes, arena));
+  DeviceState device;
+  TRAINC_RETURN_IF_ERROR(device.prepare(program));
+  Context *context = device.context.get();
+  std::vector<void *> &inputPtrs = device.inputPtrs, &outputPtrs = device.outputPtrs;
   std::vector<uint64_t> inputSampleBytes, outputSampleBytes;
-  for (int i = 0; i < program.numInputs; ++i) {
-    inputSampleBytes.push_back(tensorBytes(program.inputs[i], 1));
-    inputs.emplace_back(nullptr, DeviceFree{context.get()});
-    TRAINC_RETURN_IF_ERROR(allocateDevice(
-        *context, tensorBytes(program.inputs[i]), inputs.back()));
-  }
   uint64_t stagingBytes = 0;
+  for (int i = 0; i < program.numInputs; ++i)
+    inputSampleBytes.push_back(tensorBytes(program.inputs[i], 1));
   for (int i = 0; i < program.numOutputs; ++i) {
     outputSampleBytes.push_back(tensorBytes(program.outputs[i], 1));
     stagingBytes = std::max(stagingBytes, tensorBytes(program.outputs[i]));
-    outputs.emplace_back(nullptr, DeviceFree{context.get()});
-    TRAINC_RETURN_IF_ERROR(allocateDevice(
-        *context, tensorBytes(program.outputs[i]), outputs.back()));
   }
   std::vector<unsigned char> staging(stagingBytes);
-
-  std::vector<void *> paramPtrs, inputPtrs, outputPtrs;
-  for (auto &p : params)
-    paramPtrs.push_back(p.get());
-  for (auto &p : inputs)
-    inputPtrs.push_back(p.get());
-  for (auto &p : outputs)
-    outputPtrs.push_back(p.get());
-  ForwardArgs args{inputPtrs.data(), outputPtrs.data(), paramPtrs.data(),
-                   static_cast<char *>(arena.get())};
 
   const auto start = std::chrono::steady_clock::now();
   const int64_t batches = (samples + batch - 1) / batch;
@@ -372,7 +447,8 @@ Status runPredict(const Program &program, const Options &options) {
       const uint64_t rowBytes = inputSampleBytes[i];
       char *device = static_cast<char *>(inputPtrs[i]);
       TRAINC_RETURN_IF_ERROR(context->copyToDevice(
-          device, static_cast<const char *>(arrays[i].data()) + first * rowBytes,
+          device,
+          static_cast<const char *>(arrays[i].data()) + first * rowBytes,
           count * rowBytes));
       // The short last batch is padded with zeros: the padding rows are
       // computed and dropped, but must not be garbage (NaN could trip
@@ -381,7 +457,7 @@ Status runPredict(const Program &program, const Options &options) {
         TRAINC_RETURN_IF_ERROR(context->fill(device + count * rowBytes, 0,
                                              (batch - count) * rowBytes));
     }
-    Status ran = program.forward(*context, args);
+    Status ran = program.forward(*context, device.args);
     if (!ran.ok())
       return Status::error("forward failed on batch " + std::to_string(b) +
                            " (samples " + std::to_string(first) + " to " +
@@ -403,8 +479,7 @@ Status runPredict(const Program &program, const Options &options) {
   std::fprintf(stderr,
                "predict: %lld samples, %lld batches of %lld, %.3f s "
                "(%.1f samples/s), outputs in %s\n",
-               static_cast<long long>(samples),
-               static_cast<long long>(batches),
+               static_cast<long long>(samples), static_cast<long long>(batches),
                static_cast<long long>(batch), seconds,
                seconds > 0 ? samples / seconds : 0.0, options.outDir.c_str());
   return Status();
@@ -423,7 +498,11 @@ int run(int argc, char **argv, const Program &program) {
     printUsage(stdout, argv0, program);
     return 0;
   }
-  if (!options.info && !options.predict) {
+  if (options.predict && options.runOnce) {
+    std::fprintf(stderr, "%s: error: --predict and --run exclude each other\n", argv0);
+    return 1;
+  }
+  if (!options.info && !options.predict && !options.runOnce) {
     printUsage(stderr, argv0, program);
     return 1;
   }
@@ -434,17 +513,17 @@ int run(int argc, char **argv, const Program &program) {
   }
   if (options.info)
     printInfo(program);
-  if (!options.predict)
+  if (!options.predict && !options.runOnce)
     return 0;
   if (options.threads > 0) {
 #ifdef _OPENMP
     omp_set_num_threads(options.threads);
 #endif
   }
-  Status predicted = runPredict(program, options);
+  Status predicted =
+      options.runOnce ? runOnce(program, options) : runPredict(program, options);
   if (!predicted.ok()) {
-    std::fprintf(stderr, "%s: error: %s\n", argv0,
-                 predicted.message().c_str());
+    std::fprintf(stderr, "%s: error: %s\n", argv0, predicted.message().c_str());
     return 1;
   }
   return 0;

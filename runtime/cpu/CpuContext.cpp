@@ -21,9 +21,9 @@ constexpr size_t kAlignment = 256;
 /// aligned_alloc needs a size that is a multiple of the alignment; zero-byte
 /// requests still get a distinct pointer so callers need no special case.
 Status alignedAllocate(void **ptr, size_t bytes) {
-  size_t rounded = bytes == 0 ? kAlignment
-                              : (bytes + kAlignment - 1) / kAlignment *
-                                    kAlignment;
+  size_t rounded = bytes == 0
+                       ? kAlignment
+                       : (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded < bytes)
     return Status::error("cpu: cannot allocate " + std::to_string(bytes) +
                          " bytes (size overflows)");

@@ -21,14 +21,15 @@ Status gather(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
   const char *kernel = "gather";
   TRAINC_RETURN_IF_ERROR(checkNotNull(
       kernel, {{"data", data}, {"indices", indices}, {"out", out}}));
-  TRAINC_RETURN_IF_ERROR(checkPositive(
-      kernel, {{"outer", outer}, {"axis", axis}, {"inner", inner},
-               {"elementBytes", int64_t(elementBytes)},
-               {"numIndices", numIndices}}));
-  int64_t runBytes;
   TRAINC_RETURN_IF_ERROR(
-      checkedProduct(kernel, {outer, axis, inner, int64_t(elementBytes)},
-                     runBytes));
+      checkPositive(kernel, {{"outer", outer},
+                             {"axis", axis},
+                             {"inner", inner},
+                             {"elementBytes", int64_t(elementBytes)},
+                             {"numIndices", numIndices}}));
+  int64_t runBytes;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(
+      kernel, {outer, axis, inner, int64_t(elementBytes)}, runBytes));
   runBytes = inner * int64_t(elementBytes);
 
   // Normalize negative indices once (and check all of them) before copying.

@@ -30,12 +30,12 @@ Status checkLabels(const char *kernel, int64_t n, int64_t c, int64_t inner,
     std::string where = inner == 1 ? "[" + std::to_string(s) + "]"
                                    : "[" + std::to_string(s / inner) + ", " +
                                          std::to_string(s % inner) + "]";
-    return Status::error(std::string(kernel) + ": label " +
-                         std::to_string(label) + " at " + where +
-                         " is outside [0, " + std::to_string(c) + ")" +
-                         (hasIgnoreIndex ? " and is not the ignore_index " +
-                                               std::to_string(ignoreIndex)
-                                         : ""));
+    return Status::error(
+        std::string(kernel) + ": label " + std::to_string(label) + " at " +
+        where + " is outside [0, " + std::to_string(c) + ")" +
+        (hasIgnoreIndex
+             ? " and is not the ignore_index " + std::to_string(ignoreIndex)
+             : ""));
   }
   return Status();
 }
@@ -45,9 +45,9 @@ Status checkLabels(const char *kernel, int64_t n, int64_t c, int64_t inner,
 /// (stride `inner`).
 template <typename SampleLoss>
 Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
-                 const float *input, const int64_t *labels,
-                 bool hasIgnoreIndex, int64_t ignoreIndex,
-                 Reduction reduction, float *out, SampleLoss sampleLoss) {
+                 const float *input, const int64_t *labels, bool hasIgnoreIndex,
+                 int64_t ignoreIndex, Reduction reduction, float *out,
+                 SampleLoss sampleLoss) {
   TRAINC_RETURN_IF_ERROR(checkNotNull(
       kernel, {{"input", input}, {"labels", labels}, {"out", out}}));
   TRAINC_RETURN_IF_ERROR(

@@ -9,14 +9,17 @@ namespace trainc::cpu {
 using namespace ::trainc::rt;
 
 Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
-                          const float *x, const float *scale,
-                          const float *bias, const float *mean,
-                          const float *var, float epsilon, float *y) {
+                          const float *x, const float *scale, const float *bias,
+                          const float *mean, const float *var, float epsilon,
+                          float *y) {
   (void)ctx;
   const char *kernel = "batchNormInference";
-  TRAINC_RETURN_IF_ERROR(checkNotNull(
-      kernel, {{"x", x}, {"scale", scale}, {"bias", bias}, {"mean", mean},
-               {"var", var}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
+                                               {"scale", scale},
+                                               {"bias", bias},
+                                               {"mean", mean},
+                                               {"var", var},
+                                               {"y", y}}));
   TRAINC_RETURN_IF_ERROR(
       checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
   int64_t unused;
@@ -48,7 +51,8 @@ Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
   const char *kernel = "layerNorm";
   TRAINC_RETURN_IF_ERROR(
       checkNotNull(kernel, {{"x", x}, {"scale", scale}, {"y", y}}));
-  TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
   int64_t unused;
   TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {rows, cols}, unused));
 #pragma omp parallel for schedule(static)

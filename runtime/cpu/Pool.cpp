@@ -26,9 +26,8 @@ struct TapRange {
   int64_t start, begin, end, padded;
 };
 
-TapRange tapRange(int64_t out, int64_t stride, int64_t padBegin,
-                  int64_t padEnd, int64_t kernel, int64_t dilation,
-                  int64_t size) {
+TapRange tapRange(int64_t out, int64_t stride, int64_t padBegin, int64_t padEnd,
+                  int64_t kernel, int64_t dilation, int64_t size) {
   TapRange r;
   r.start = out * stride - padBegin;
   auto firstAtLeast = [&](int64_t bound) { // smallest k: start + k*d >= bound
@@ -115,9 +114,8 @@ Status avgPool2d(Context &ctx, const Pool2dDesc &d, bool countIncludePad,
         }
         // count_include_pad counts taps in the padding but not those past
         // the padded edge (ceil mode), like PyTorch and ONNX.
-        int64_t count = countIncludePad
-                            ? r.padded * c.padded
-                            : (r.end - r.begin) * (c.end - c.begin);
+        int64_t count = countIncludePad ? r.padded * c.padded
+                                        : (r.end - r.begin) * (c.end - c.begin);
         out[oh * d.outW + ow] = count ? sum / float(count) : 0.0f;
       }
     }

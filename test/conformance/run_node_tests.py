@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Forward conformance: the ONNX backend node tests on the CPU target.
+
+Usage: run_node_tests.py TRAINC WORKDIR [--filter REGEX] [--jobs N]
+Run it with a Python whose `onnx` package ships the backend test data (the
+PyPI onnx, pinned by scripts/conformance-venv.sh); Debian's onnx 1.12 does not
+match trainc's opset range.
+
+Every node test whose ops trainc imports (per `trainc check`), whose opset is
+13 to 21 and whose tensors have element types the code generator supports is
+compiled for the CPU target, run once on its inputs (`PROG --run`), and its
+outputs compared with the expected ones within rtol 1e-3 / atol 1e-5. A test
+listed in excluded.txt (with its reason) may fail; any other failure fails the
+run. A listed test that passes is reported, so the list stays honest.
+Prints one line per test and a closing 'N passed, N failed, N skipped'.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUPPORTED_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int64", "int32", "bool")}
+RTOL, ATOL = 1e-3, 1e-5
+
+
+def read_excluded():
+    excluded = {}
+    with open(os.path.join(HERE, "excluded.txt")) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, _, reason = line.partition(" ")
+            excluded[name] = reason.strip()
+    return excluded
+
+
+def load_tensors(folder, prefix):
+    out = []
+    i = 0
+    while os.path.exists(os.path.join(folder, "%s_%d.pb" % (prefix, i))):
+        t = onnx.TensorProto()
+        with open(os.path.join(folder, "%s_%d.pb" % (prefix, i)), "rb") as f:
+            t.ParseFromString(f.read())
+        out.append(numpy_helper.to_array(t))
+        i += 1
+    return out
+
+
+def classify(trainc, test_dir):
+    """None if the test is in scope, else the reason it is skipped."""
+    model = onnx.load(os.path.join(test_dir, "model.onnx"))
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                default=0)
+    if not 13 <= opset <= 21:
+        return "opset %d outside 13..21" % opset
+    if any(n.op_type in ("If", "Loop", "Scan") for n in model.graph.node):
+        return "control flow"
+    check = subprocess.run([trainc, "check", os.path.join(test_dir, "model.onnx")],
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        return "op not supported"
+    data = os.path.join(test_dir, "test_data_set_0")
+    for array in load_tensors(data, "input") + load_tensors(data, "output"):
+        if not isinstance(array, np.ndarray) or array.dtype not in SUPPORTED_DTYPES:
+            return "element type %s" % getattr(array, "dtype", type(array).__name__)
+    return None
+
+
+def run_test(trainc, test_dir, work):
+    """Returns (ok, message)."""
+    name = os.path.basename(test_dir)
+    model = onnx.load(os.path.join(test_dir, "model.onnx"))
+    folder = os.path.join(work, name)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(os.path.join(folder, "in"))
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    data = os.path.join(test_dir, "test_data_set_0")
+    arrays = load_tensors(data, "input")
+    if len(arrays) != len(inputs):
+        return False, "has %d input files for %d inputs" % (len(arrays), len(inputs))
+    for n, a in zip(inputs, arrays):
+        np.save(os.path.join(folder, "in", n + ".npy"), a)
+    prog = os.path.join(folder, "prog")
+    build = subprocess.run([trainc, "compile", os.path.join(test_dir, "model.onnx"),
+                            "--target=cpu", "-o", prog], capture_output=True, text=True)
+    if build.returncode != 0:
+        return False, "compile: " + build.stderr.strip().splitlines()[0][:300]
+    run = subprocess.run([prog, "--run", "--data", os.path.join(folder, "in"),
+                          "--out", os.path.join(folder, "out")],
+                         capture_output=True, text=True, timeout=120)
+    if run.returncode != 0:
+        return False, "run: " + run.stderr.strip()[:300]
+    for out, want in zip(model.graph.output, load_tensors(data, "output")):
+        got = np.load(os.path.join(folder, "out", out.name + ".npy"))
+        if got.shape != want.shape:
+            return False, "output %s has shape %s, expected %s" % (out.name, got.shape, want.shape)
+        if got.dtype != want.dtype:
+            return False, "output %s is %s, expected %s" % (out.name, got.dtype, want.dtype)
+        if want.dtype == np.bool_ or np.issubdtype(want.dtype, np.integer):
+            if not np.array_equal(got, want):
+                return False, "output %s differs" % out.name
+        elif not np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True):
+            return False, "output %s: max abs error %.3g" % (
+                out.name, float(np.nanmax(np.abs(got.astype(np.float64) - want))))
+    shutil.rmtree(folder, ignore_errors=True)
+    return True, ""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trainc")
+    parser.add_argument("work")
+    parser.add_argument("--filter", default="")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
+    excluded = read_excluded()
+    tests = sorted(d for d in os.listdir(root) if re.search(args.filter, d))
+    in_scope, skipped = [], {}
+    for t in tests:
+        reason = classify(args.trainc, os.path.join(root, t))
+        if reason:
+            skipped[reason] = skipped.get(reason, 0) + 1
+        else:
+            in_scope.append(t)
+    os.makedirs(args.work, exist_ok=True)
+    passed = failed = expected_failures = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {t: pool.submit(run_test, args.trainc, os.path.join(root, t), args.work)
+                   for t in in_scope}
+        for t in in_scope:
+            try:
+                ok, message = futures[t].result()
+            except Exception as e:  # a crash or timeout of the harness itself
+                ok, message = False, "harness: %s" % e
+            if t in excluded:
+                if ok:
+                    print("UNEXPECTED PASS: conformance :: %s (excluded: %s) -- "
+                          "remove it from excluded.txt" % (t, excluded[t]))
+                    failed += 1
+                else:
+                    print("EXCLUDED: conformance :: %s (%s)" % (t, excluded[t]))
+                    expected_failures += 1
+            elif ok:
+                print("PASS: conformance :: %s" % t)
+                passed += 1
+            else:
+                print("FAIL: conformance :: %s: %s" % (t, message))
+                failed += 1
+    print("node tests: %d in scope of %d; skipped: %s" % (
+        len(in_scope), len(tests),
+        ", ".join("%d %s" % (n, r) for r, n in sorted(skipped.items()))))
+    print("%d passed, %d failed, %d skipped" % (passed, failed,
+                                                expected_failures + len(tests) - len(in_scope)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

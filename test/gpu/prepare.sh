@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Prepares the GPU check on a machine with trainc (no GPU needed):
+#   test/gpu/prepare.sh OUTDIR
+# For every zoo model at opset 17: the CUDA program, the CPU target's
+# --predict output and PyTorch's reference, on the same input. OUTDIR then
+# travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out="${1:?usage: prepare.sh OUTDIR}"
+mkdir -p "$out"
+[ -f build/zoo/zoo.json ] || /usr/bin/python3 test/zoo/make_zoo.py build/zoo
+for model in mlp lenet resnet18 gpt; do
+  dir="$out/$model"
+  mkdir -p "$dir/data" "$dir/ref"
+  for f in build/zoo/${model}_input_*.npy; do
+    cp "$f" "$dir/data/$(basename "$f" | sed "s/^${model}_input_//")"
+  done
+  for f in build/zoo/${model}_ref_*.npy; do
+    cp "$f" "$dir/ref/$(basename "$f" | sed "s/^${model}_ref_//")"
+  done
+  build/bin/trainc compile "build/zoo/${model}_op17.onnx" --batch-size=2 --target=cuda \
+    --cuda-arch=sm_90 -o "$dir/prog_cuda"
+  build/bin/trainc compile "build/zoo/${model}_op17.onnx" --batch-size=2 --target=cpu \
+    -o "$dir/prog_cpu"
+  "$dir/prog_cpu" --predict --data "$dir/data" --out "$dir/cpu"
+  rm -rf "$dir/prog_cpu" "$dir/prog_cpu.build" "$dir/prog_cuda.build"
+done
+cp test/gpu/run.sh test/gpu/compare.py "$out/"
+du -sh "$out"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# On the GPU machine: runs every prepared CUDA program's --predict and
+# compares it with the CPU target and PyTorch.
+#   run.sh DIR            (DIR made by test/gpu/prepare.sh)
+# The CUDA libraries come from the NVIDIA wheels of the Python that has torch.
+set -uo pipefail
+dir="${1:?usage: run.sh DIR}"
+py="$(command -v python3)"
+libs="$("$py" - <<'PY'
+import glob, os, site
+paths = []
+for base in site.getsitepackages():
+    paths += glob.glob(os.path.join(base, "nvidia", "*", "lib"))
+print(":".join(paths))
+PY
+)"
+export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+status=0
+for model in "$dir"/*/; do
+  name="$(basename "$model")"
+  [ -x "$model/prog_cuda" ] || continue
+  if ! "$model/prog_cuda" --predict --data "$model/data" --out "$model/cuda" 2> "$model/cuda.log"; then
+    echo "FAIL: gpu :: $name: $(tail -c 400 "$model/cuda.log")"
+    status=1
+    continue
+  fi
+  "$py" "$dir/compare.py" "$model" "$name" || status=1
+done
+exit $status

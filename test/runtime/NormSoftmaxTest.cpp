@@ -1,0 +1,218 @@
+//===- NormSoftmaxTest.cpp - batch/layer norm, softmax, reduce ------------===//
+//
+// Tolerance rtol 1e-5, atol 1e-6 against double references, except where a
+// comment says otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <limits>
+
+namespace trainc::test {
+namespace {
+
+namespace tk = trainc::cpu;
+using rt::ReduceKind;
+
+constexpr double kRtol = 1e-5, kAtol = 1e-6;
+
+TEST(BatchNormInference, MatchesFormula) {
+  forEachThreadCount([] {
+    auto ctx = makeContext();
+    const int64_t n = 3, c = 4, spatial = 10;
+    auto x = randomFloats(n * c * spatial, 31, -3, 3);
+    auto scale = randomFloats(c, 32), bias = randomFloats(c, 33);
+    auto mean = randomFloats(c, 34), var = randomFloats(c, 35, 0.1f, 2.0f);
+    const float eps = 1e-5f;
+    std::vector<double> want(x.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t s = 0; s < spatial; ++s) {
+          int64_t at = (i * c + ch) * spatial + s;
+          want[at] = (x[at] - double(mean[ch])) /
+                         std::sqrt(double(var[ch]) + eps) * scale[ch] +
+                     bias[ch];
+        }
+    std::vector<float> got(x.size());
+    EXPECT_OK(tk::batchNormInference(*ctx, n, c, spatial, x.data(),
+                                     scale.data(), bias.data(), mean.data(),
+                                     var.data(), eps, got.data()));
+    EXPECT_TRUE(allClose(got, want, kRtol, kAtol));
+    EXPECT_ERROR(tk::batchNormInference(*ctx, n, c, 0, x.data(), scale.data(),
+                                        bias.data(), mean.data(), var.data(),
+                                        eps, got.data()),
+                 "spatial must be positive");
+    EXPECT_ERROR(tk::batchNormInference(*ctx, n, c, spatial, x.data(),
+                                        scale.data(), bias.data(), nullptr,
+                                        var.data(), eps, got.data()),
+                 "mean is null");
+  });
+}
+
+std::vector<double> layerNormReference(int64_t rows, int64_t cols,
+                                       const std::vector<float> &x,
+                                       const std::vector<float> &scale,
+                                       const float *bias, double eps) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < cols; ++i)
+      mean += x[r * cols + i];
+    mean /= cols;
+    for (int64_t i = 0; i < cols; ++i)
+      var += (x[r * cols + i] - mean) * (x[r * cols + i] - mean);
+    var /= cols; // biased, like PyTorch
+    for (int64_t i = 0; i < cols; ++i)
+      y[r * cols + i] =
+          (x[r * cols + i] - mean) / std::sqrt(var + eps) * scale[i] +
+          (bias ? bias[i] : 0.0);
+  }
+  return y;
+}
+
+TEST(LayerNorm, WithAndWithoutBias) {
+  forEachThreadCount([] {
+    auto ctx = makeContext();
+    const int64_t rows = 7, cols = 33;
+    auto x = randomFloats(rows * cols, 41, -2, 2);
+    auto scale = randomFloats(cols, 42), bias = randomFloats(cols, 43);
+    std::vector<float> got(x.size());
+    EXPECT_OK(tk::layerNorm(*ctx, rows, cols, x.data(), scale.data(),
+                            bias.data(), 1e-5f, got.data()));
+    EXPECT_TRUE(allClose(
+        got, layerNormReference(rows, cols, x, scale, bias.data(), 1e-5), kRtol,
+        kAtol));
+    EXPECT_OK(tk::layerNorm(*ctx, rows, cols, x.data(), scale.data(), nullptr,
+                            1e-5f, got.data()));
+    EXPECT_TRUE(
+        allClose(got, layerNormReference(rows, cols, x, scale, nullptr, 1e-5),
+                 kRtol, kAtol));
+  });
+}
+
+TEST(LayerNorm, LargeMeanIsStable) {
+  // Rows 1000 + noise of 1e-2: a one-pass E[x^2] - E[x]^2 variance in f32
+  // would lose every digit, and so would subtracting a mean rounded to f32
+  // (its error, 3e-5, is 0.5% of the noise). rtol 1e-5 / atol 1e-5.
+  auto ctx = makeContext();
+  const int64_t rows = 4, cols = 64;
+  auto x = randomFloats(rows * cols, 44, -0.01f, 0.01f);
+  for (float &v : x)
+    v += 1000.0f;
+  std::vector<float> scale(cols, 1.0f), got(x.size());
+  EXPECT_OK(tk::layerNorm(*ctx, rows, cols, x.data(), scale.data(), nullptr,
+                          1e-12f, got.data()));
+  EXPECT_TRUE(allClose(got,
+                       layerNormReference(rows, cols, x, scale, nullptr, 1e-12),
+                       1e-5, 1e-5));
+}
+
+/// softmax(x)_k = exp(x_k) / sum_j exp(x_j) over the middle axis, evaluated
+/// with the (mathematically equivalent) shift by the max so that the double
+/// reference itself does not overflow.
+std::vector<double> softmaxReference(int64_t outer, int64_t axis, int64_t inner,
+                                     const std::vector<float> &x,
+                                     bool logSoftmax) {
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t a) { return (o * axis + a) * inner + i; };
+      double m = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t a = 0; a < axis; ++a)
+        m = std::max(m, double(x[at(a)]));
+      for (int64_t a = 0; a < axis; ++a)
+        sum += std::exp(x[at(a)] - m);
+      for (int64_t a = 0; a < axis; ++a)
+        y[at(a)] = logSoftmax ? x[at(a)] - m - std::log(sum)
+                              : std::exp(x[at(a)] - m) / sum;
+    }
+  return y;
+}
+
+void runSoftmax(int64_t outer, int64_t axis, int64_t inner, float low,
+                float high) {
+  auto ctx = makeContext();
+  auto x = randomFloats(outer * axis * inner, 51, low, high);
+  for (bool logSoftmax : {false, true}) {
+    SCOPED_TRACE(logSoftmax ? "log-softmax" : "softmax");
+    std::vector<float> got(x.size(), std::nanf(""));
+    EXPECT_OK(tk::softmax(*ctx, outer, axis, inner, x.data(), got.data(),
+                          logSoftmax));
+    EXPECT_TRUE(allClose(got,
+                         softmaxReference(outer, axis, inner, x, logSoftmax),
+                         kRtol, kAtol));
+  }
+}
+
+TEST(Softmax, LastAxisAndMiddleAxis) {
+  forEachThreadCount([] {
+    runSoftmax(5, 10, 1, -3, 3); // contiguous rows
+    runSoftmax(3, 7, 70, -3, 3); // strided; 70 = one full and one partial block
+    runSoftmax(1, 1, 5, -3, 3);  // axis of length 1: all ones / zeros
+  });
+}
+
+TEST(Softmax, LargeLogitsDoNotOverflow) {
+  // exp(1e4) overflows f32 and f64; the max shift must keep it finite.
+  runSoftmax(4, 9, 1, 9990, 10000);
+  runSoftmax(2, 5, 3, -10000, -9990);
+  auto ctx = makeContext();
+  std::vector<float> x = {1e30f, 1e30f, -1e30f}, y(3);
+  EXPECT_OK(tk::softmax(*ctx, 1, 3, 1, x.data(), y.data(), false));
+  EXPECT_TRUE(allClose(y, {0.5, 0.5, 0.0}, kRtol, kAtol));
+}
+
+TEST(Softmax, RejectsBadArguments) {
+  auto ctx = makeContext();
+  float v = 0;
+  EXPECT_ERROR(tk::softmax(*ctx, 1, 0, 1, &v, &v, false),
+               "softmax: axis must be positive");
+  EXPECT_ERROR(tk::softmax(*ctx, 1, 1, 1, &v, nullptr, true),
+               "logSoftmax: y is null");
+}
+
+TEST(Reduce, SumMeanMax) {
+  forEachThreadCount([] {
+    auto ctx = makeContext();
+    for (int64_t inner : {int64_t(1), int64_t(3), int64_t(65)}) {
+      SCOPED_TRACE("inner=" + std::to_string(inner));
+      const int64_t outer = 4, axis = 11;
+      auto x = randomFloats(outer * axis * inner, 61, -5, 5);
+      for (ReduceKind kind :
+           {ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Max}) {
+        std::vector<double> want(outer * inner);
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            double acc = kind == ReduceKind::Max
+                             ? -std::numeric_limits<double>::infinity()
+                             : 0.0;
+            for (int64_t a = 0; a < axis; ++a) {
+              double v = x[(o * axis + a) * inner + i];
+              acc = kind == ReduceKind::Max ? std::max(acc, v) : acc + v;
+            }
+            want[o * inner + i] = kind == ReduceKind::Mean ? acc / axis : acc;
+          }
+        std::vector<float> got(want.size(), std::nanf(""));
+        EXPECT_OK(
+            tk::reduce(*ctx, kind, outer, axis, inner, x.data(), got.data()));
+        EXPECT_TRUE(allClose(got, want, kRtol, kAtol));
+      }
+    }
+  });
+}
+
+TEST(Reduce, MaxPropagatesNaNAndRejectsBadKind) {
+  auto ctx = makeContext();
+  std::vector<float> x = {1, std::nanf(""), 3}, y(1);
+  EXPECT_OK(tk::reduce(*ctx, ReduceKind::Max, 1, 3, 1, x.data(), y.data()));
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_ERROR(
+      tk::reduce(*ctx, static_cast<ReduceKind>(7), 1, 3, 1, x.data(), y.data()),
+      "invalid kind 7");
+  EXPECT_ERROR(tk::reduce(*ctx, ReduceKind::Sum, -1, 3, 1, x.data(), y.data()),
+               "outer must be positive, got -1");
+}
+
+} // namespace
+} // namespace trainc::test

@@ -1,0 +1,110 @@
+//===- TestUtil.h - helpers shared by the runtime tests --------*- C++ -*-===//
+//
+// Random inputs, a CPU context, and a closeness check that reports the first
+// mismatches with their indices. References are computed in double straight
+// from the ONNX operator definitions, never by calling the code under test.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_TEST_RUNTIME_TESTUTIL_H
+#define TRAINC_TEST_RUNTIME_TESTUTIL_H
+
+#include "trainc_rt/kernels.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace trainc::test {
+
+using rt::Status;
+
+inline std::unique_ptr<rt::Context> makeContext() {
+  std::unique_ptr<rt::Context> context;
+  Status status = rt::createContext(context);
+  EXPECT_TRUE(status.ok()) << status.message();
+  return context;
+}
+
+inline std::vector<float> randomFloats(size_t count, unsigned seed,
+                                       float low = -1.0f, float high = 1.0f) {
+  std::mt19937 engine(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(count);
+  for (float &v : values)
+    v = dist(engine);
+  return values;
+}
+
+/// |actual - expected| <= atol + rtol * |expected| element-wise, NaN only
+/// where NaN is expected.
+inline ::testing::AssertionResult allClose(const std::vector<float> &actual,
+                                           const std::vector<double> &expected,
+                                           double rtol, double atol) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << "size " << actual.size() << " != " << expected.size();
+  size_t bad = 0;
+  std::string first;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double a = actual[i], e = expected[i];
+    bool ok =
+        std::isnan(e)
+            ? std::isnan(a)
+            : (std::isinf(e) ? a == e
+                             : std::fabs(a - e) <= atol + rtol * std::fabs(e));
+    if (!ok && bad++ < 5)
+      first += " [" + std::to_string(i) + "] got " + std::to_string(a) +
+               " want " + std::to_string(e) + ";";
+  }
+  if (bad)
+    return ::testing::AssertionFailure()
+           << bad << " of " << actual.size() << " elements differ:" << first;
+  return ::testing::AssertionSuccess();
+}
+
+#define EXPECT_OK(expr)                                                        \
+  do {                                                                         \
+    ::trainc::rt::Status status_ = (expr);                                     \
+    EXPECT_TRUE(status_.ok()) << status_.message();                            \
+  } while (0)
+
+/// Expects `expr` to fail with a message containing `needle`.
+#define EXPECT_ERROR(expr, needle)                                             \
+  do {                                                                         \
+    ::trainc::rt::Status status_ = (expr);                                     \
+    EXPECT_FALSE(status_.ok()) << "expected an error containing: " << needle;  \
+    EXPECT_NE(status_.message().find(needle), std::string::npos)               \
+        << "message: " << status_.message();                                   \
+  } while (0)
+
+/// Runs `body` with OpenMP (and hence OpenBLAS) limited to each of the given
+/// thread counts, so that both the serial and the parallel code paths of a
+/// kernel are exercised whatever the machine.
+/// A fresh empty folder under gtest's temporary directory.
+inline std::string makeTempDir() {
+  std::string pattern = ::testing::TempDir() + "trainc-rt-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  EXPECT_NE(mkdtemp(buffer.data()), nullptr);
+  return buffer.data();
+}
+
+template <typename Body> void forEachThreadCount(Body body) {
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    omp_set_num_threads(threads);
+    body();
+  }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
+} // namespace trainc::test
+
+#endif // TRAINC_TEST_RUNTIME_TESTUTIL_H
