@@ -395,6 +395,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     names[result] = ptr(aliased);
   }
 
+  if (isa<tc::ReshapeOp, tc::DropoutOp>(op))
+    return success(); // views: the result is the operand's buffer
   if (op->hasTrait<tc::OpTrait::Pointwise>())
     return emitPointwise(op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)

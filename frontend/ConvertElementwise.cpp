@@ -344,11 +344,22 @@ LogicalResult convertLeakyRelu(NodeContext &ctx) {
 }
 
 LogicalResult convertDropout(NodeContext &ctx) {
-  if (ctx.outputUsed(1))
-    return ctx.error("the mask output of Dropout is not supported");
   FailureOr<Value> x = ctx.input(0);
   if (failed(x))
     return failure();
+  if (ctx.outputUsed(1)) {
+    // Outside training the mask keeps everything. In a training step the mask
+    // is drawn with the output, which the importer cannot represent yet.
+    const Tensor *training = ctx.importTimeValue(2);
+    if (ctx.hasInput(2) && (!training || training->numElements() != 1 ||
+                            training->integer(0) != 0))
+      return ctx.error("the mask output of a training-mode Dropout is not supported");
+    auto type = cast<RankedTensorType>(x->getType());
+    Tensor mask(DType::I1, type.getShape());
+    for (int64_t i = 0; i < mask.numElements(); ++i)
+      mask.setInteger(i, 1);
+    ctx.setOutput(1, std::move(mask));
+  }
   float ratio = 0.5f;
   if (ctx.hasInput(1)) {
     const Tensor *r = ctx.importTimeValue(1);

@@ -147,9 +147,53 @@ LogicalResult trainc::frontend::convertBatchNorm(NodeContext &ctx) {
   return success();
 }
 
+/// The optional Mean and InvStdDev outputs of LayerNormalization, spelled out
+/// in tc ops: mean and 1 / sqrt(var + eps) over the normalized axes, kept as
+/// size-1 axes (ONNX's shapes).
+static LogicalResult emitLayerNormStatistics(NodeContext &ctx, Value x, int64_t axis,
+                                             float epsilon) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < type.getRank(); ++d)
+    axes.push_back(d);
+  SmallVector<NamedAttribute> reduce = {ctx.namedArray("axes", axes),
+                                        ctx.namedBool("keepdims", true)};
+  auto value = [](FailureOr<Operation *> op) {
+    return failed(op) ? FailureOr<Value>(failure()) : FailureOr<Value>((*op)->getResult(0));
+  };
+  FailureOr<Value> mean = value(ctx.create<tc::ReduceMeanOp>(x, reduce));
+  if (failed(mean))
+    return failure();
+  ctx.setOutput(1, *mean);
+  if (!ctx.outputUsed(2))
+    return success();
+  FailureOr<Value> centered = value(ctx.create<tc::SubOp>({x, *mean}));
+  if (failed(centered))
+    return failure();
+  FailureOr<Value> squares = value(ctx.create<tc::MulOp>({*centered, *centered}));
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> variance = value(ctx.create<tc::ReduceMeanOp>(*squares, reduce));
+  if (failed(variance))
+    return failure();
+  Tensor eps = Tensor::scalarReal(fromMlirType(type.getElementType()).value_or(DType::F32),
+                                  epsilon);
+  Value epsValue =
+      ctx.builder().create<tc::ConstantOp>(ctx.loc(), toAttribute(ctx.context(), eps));
+  FailureOr<Value> shifted = value(ctx.create<tc::AddOp>({*variance, epsValue}));
+  if (failed(shifted))
+    return failure();
+  FailureOr<Value> deviation = value(ctx.create<tc::SqrtOp>(*shifted));
+  if (failed(deviation))
+    return failure();
+  FailureOr<Value> inverse = value(ctx.create<tc::ReciprocalOp>(*deviation));
+  if (failed(inverse))
+    return failure();
+  ctx.setOutput(2, *inverse);
+  return success();
+}
+
 LogicalResult trainc::frontend::convertLayerNorm(NodeContext &ctx) {
-  if (ctx.outputUsed(1) || ctx.outputUsed(2))
-    return ctx.error("the Mean and InvStdDev outputs are not supported");
   FailureOr<RankedTensorType> type = ctx.inputType(0);
   if (failed(type))
     return failure();
@@ -165,9 +209,13 @@ LogicalResult trainc::frontend::convertLayerNorm(NodeContext &ctx) {
       return failure();
     operands.push_back(*v);
   }
-  return ctx.emit<tc::LayerNormOp>(
-      operands, {ctx.namedI64("axis", *axis),
-                 ctx.namedF32("epsilon", ctx.attrFloat("epsilon", 1e-5f))});
+  float epsilon = ctx.attrFloat("epsilon", 1e-5f);
+  if (failed(ctx.emit<tc::LayerNormOp>(
+          operands, {ctx.namedI64("axis", *axis), ctx.namedF32("epsilon", epsilon)})))
+    return failure();
+  if (ctx.outputUsed(1) || ctx.outputUsed(2))
+    return emitLayerNormStatistics(ctx, operands[0], *axis, epsilon);
+  return success();
 }
 
 LogicalResult trainc::frontend::convertPool(NodeContext &ctx) {

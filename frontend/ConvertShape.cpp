@@ -606,7 +606,8 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
 }
 
 LogicalResult convertRange(NodeContext &ctx) {
-  const Tensor *start = ctx.constant(0), *limit = ctx.constant(1), *delta = ctx.constant(2);
+  const Tensor *start = ctx.importTimeValue(0), *limit = ctx.importTimeValue(1),
+               *delta = ctx.importTimeValue(2);
   if (!start || !limit || !delta)
     return ctx.error("start, limit and delta must be constants known at import time "
                      "(the result's shape must be static)");

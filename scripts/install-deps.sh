@@ -16,7 +16,7 @@ PACKAGES=(
   # Fuzzing the importer
   clang libclang-rt-14-dev
   # References in tests
-  python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn
+  python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn python3-venv
 )
 
 missing=()

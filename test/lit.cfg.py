@@ -17,6 +17,7 @@ config.test_exec_root = os.path.join(config.trainc_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%src_root", config.trainc_src_root))
+config.substitutions.append(("%trainc_bin", os.path.join(config.trainc_tools_dir, "trainc")))
 
 llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

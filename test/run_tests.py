@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Runs every trainc test suite and prints one closing line 'N passed, N failed'.
 
-Suites: lit (import, dialect, passes, error messages), unit (GoogleTest),
-zoo (every model of the model zoo imports with the right outputs and op
-counts). Run from the repository root after building into build/.
+Suites: lit (import, dialect, passes, codegen, error messages), unit
+(GoogleTest: shape logic, importer tensors), runtime (GoogleTest: the CPU
+kernels, npy, the program main), zoo (every zoo model imports, predicts like
+PyTorch on the CPU target and compiles for CUDA), conformance (the ONNX
+backend node tests on the CPU target). Run from the repository root after building into build/.
 """
 
 import os
@@ -43,6 +45,35 @@ def run_unit():
     return junit_counts(xml)
 
 
+def run_runtime():
+    xml = os.path.join(RESULTS, "runtime.xml")
+    subprocess.run([os.path.join(BUILD, "bin", "trainc-runtime-tests"),
+                    "--gtest_output=xml:" + xml])
+    return junit_counts(xml)
+
+
+def last_line_counts(stdout, suite):
+    """(passed, failed) from a closing 'N passed, N failed[, N skipped]' line."""
+    lines = stdout.strip().splitlines()
+    try:
+        parts = lines[-1].split(",")
+        return int(parts[0].split()[0]), int(parts[1].split()[0])
+    except (IndexError, ValueError):
+        print("FAIL: %s :: printed no summary" % suite)
+        return 0, 1
+
+
+def run_conformance():
+    python = os.path.join(BUILD, "conformance-venv", "bin", "python")
+    run = subprocess.run([python, os.path.join(ROOT, "test", "conformance", "run_node_tests.py"),
+                          os.path.join(BUILD, "bin", "trainc"),
+                          os.path.join(BUILD, "conformance-work")],
+                         capture_output=True, text=True)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr)
+    return last_line_counts(run.stdout, "conformance")
+
+
 def run_zoo():
     zoo = os.path.join(BUILD, "zoo")
     script = os.path.join(ROOT, "test", "zoo", "make_zoo.py")
@@ -58,19 +89,14 @@ def run_zoo():
                          capture_output=True, text=True)
     sys.stdout.write(run.stdout)
     sys.stderr.write(run.stderr)
-    last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
-    try:
-        p, f = last.split(",")
-        return int(p.split()[0]), int(f.split()[0])
-    except ValueError:
-        print("FAIL: zoo :: check_zoo.py printed no summary")
-        return 0, 1
+    return last_line_counts(run.stdout, "zoo")
 
 
 def main():
     os.makedirs(RESULTS, exist_ok=True)
     totals = {}
-    for name, fn in (("lit", run_lit), ("unit", run_unit), ("zoo", run_zoo)):
+    for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
+                     ("zoo", run_zoo), ("conformance", run_conformance)):
         print("== %s tests" % name, flush=True)
         try:
             totals[name] = fn()
