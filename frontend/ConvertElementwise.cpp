@@ -298,17 +298,7 @@ LogicalResult convertCastLike(NodeContext &ctx) {
   return castTo(ctx, like->getElementType());
 }
 
-LogicalResult convertIdentity(NodeContext &ctx) {
-  if (const Tensor *c = ctx.constant(0)) {
-    ctx.setOutput(0, *c);
-    return success();
-  }
-  FailureOr<Value> x = ctx.input(0);
-  if (failed(x))
-    return failure();
-  ctx.setOutput(0, *x);
-  return success();
-}
+LogicalResult convertIdentity(NodeContext &ctx) { return ctx.forwardInput(0); }
 
 LogicalResult convertClip(NodeContext &ctx) {
   FailureOr<Value> x = ctx.input(0);

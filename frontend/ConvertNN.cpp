@@ -110,18 +110,10 @@ LogicalResult trainc::frontend::convertConv(NodeContext &ctx) {
       return ctx.error("kernel_shape does not match the weight's spatial shape " +
                        shape::format(kernel));
   FailureOr<Window> w = windowAttrs(ctx, inType->getShape(), kernel);
-  if (failed(w))
+  FailureOr<SmallVector<Value>> operands = ctx.inputs(2, 3);
+  if (failed(w) || failed(operands))
     return failure();
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < 3; ++i) {
-    if (i == 2 && !ctx.hasInput(2))
-      break;
-    FailureOr<Value> v = ctx.input(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
-  return ctx.emit<tc::ConvOp>(operands, {ctx.namedArray("strides", w->strides),
+  return ctx.emit<tc::ConvOp>(*operands, {ctx.namedArray("strides", w->strides),
                                          ctx.namedArray("pads", w->pads),
                                          ctx.namedArray("dilations", w->dilations),
                                          ctx.namedI64("group", ctx.attrInt("group", 1))});
@@ -200,21 +192,15 @@ LogicalResult trainc::frontend::convertLayerNorm(NodeContext &ctx) {
   FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.attrInt("axis", -1), type->getRank());
   if (failed(axis))
     return failure();
-  SmallVector<Value> operands;
-  for (unsigned i = 0; i < 3; ++i) {
-    if (i == 2 && !ctx.hasInput(2))
-      break;
-    FailureOr<Value> v = ctx.input(i);
-    if (failed(v))
-      return failure();
-    operands.push_back(*v);
-  }
+  FailureOr<SmallVector<Value>> operands = ctx.inputs(2, 3);
+  if (failed(operands))
+    return failure();
   float epsilon = ctx.attrFloat("epsilon", 1e-5f);
   if (failed(ctx.emit<tc::LayerNormOp>(
-          operands, {ctx.namedI64("axis", *axis), ctx.namedF32("epsilon", epsilon)})))
+          *operands, {ctx.namedI64("axis", *axis), ctx.namedF32("epsilon", epsilon)})))
     return failure();
   if (ctx.outputUsed(1) || ctx.outputUsed(2))
-    return emitLayerNormStatistics(ctx, operands[0], *axis, epsilon);
+    return emitLayerNormStatistics(ctx, (*operands)[0], *axis, epsilon);
   return success();
 }
 

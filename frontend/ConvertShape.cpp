@@ -639,15 +639,7 @@ LogicalResult convertPad(NodeContext &ctx) {
   if (llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
     return ctx.error("non-zero padding (mode '" + mode +
                      "') is not supported yet; only all-zero pads are");
-  if (const Tensor *c = ctx.constant(0)) {
-    ctx.setOutput(0, *c);
-    return success();
-  }
-  FailureOr<Value> x = ctx.input(0);
-  if (failed(x))
-    return failure();
-  ctx.setOutput(0, *x);
-  return success();
+  return ctx.forwardInput(0);
 }
 
 } // namespace trainc::frontend

@@ -158,6 +158,31 @@ FailureOr<Value> NodeContext::input(unsigned i) {
   return value;
 }
 
+FailureOr<SmallVector<Value>> NodeContext::inputs(unsigned required, unsigned total) {
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < total; ++i) {
+    if (i >= required && !hasInput(i))
+      break;
+    FailureOr<Value> v = input(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  return values;
+}
+
+LogicalResult NodeContext::forwardInput(unsigned i) {
+  if (const Tensor *c = constant(i)) {
+    setOutput(0, *c);
+    return success();
+  }
+  FailureOr<Value> x = input(i);
+  if (failed(x))
+    return failure();
+  setOutput(0, *x);
+  return success();
+}
+
 const Tensor *NodeContext::constant(unsigned i) const {
   if (!hasInput(i))
     return nullptr;

@@ -52,6 +52,11 @@ public:
   unsigned numInputs() const { return static_cast<unsigned>(proto.input_size()); }
   /// Input `i` as an MLIR value (a folded constant is materialized).
   mlir::FailureOr<mlir::Value> input(unsigned i);
+  /// Inputs [0, required) and, where present, the optional inputs up to
+  /// `total`, as MLIR values (ONNX leaves trailing optional inputs out).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> inputs(unsigned required, unsigned total);
+  /// Binds output 0 to input `i` unchanged (host constant or value).
+  mlir::LogicalResult forwardInput(unsigned i);
   /// Input `i` as a host constant, or null when it is computed at run time.
   const Tensor *constant(unsigned i) const;
   /// Input `i` as a value known at import time: a host constant, or the

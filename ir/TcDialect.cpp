@@ -21,10 +21,16 @@ void TcDialect::initialize() {
 LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
                                                   unsigned argIndex,
                                                   NamedAttribute attr) {
-  if (attr.getName() == trainc::tc::kInputAttrName) {
+  if (attr.getName() == trainc::tc::kInputAttrName ||
+      attr.getName() == trainc::tc::kLabelAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue()
                              << "' must name the model input with a string";
+    return success();
+  }
+  if (attr.getName() == trainc::tc::kSampleWeightsAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue() << "' is a unit attribute";
     return success();
   }
   if (attr.getName() != trainc::tc::kParamAttrName)

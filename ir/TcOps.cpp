@@ -406,39 +406,41 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
 // Pooling
 //===----------------------------------------------------------------------===//
 
+/// Shape function of the pooling ops: [N, C] then one window per spatial axis.
+static LogicalResult inferPoolResult(std::optional<Location> location, Value inputValue,
+                                     ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
+                                     ArrayRef<int64_t> pads,
+                                     std::optional<ArrayRef<int64_t>> dilations,
+                                     bool ceilMode, SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(inputValue);
+  if (!input || input.getRank() < 3)
+    return emitOptionalError(location, "expects an input [N, C, spatial...]");
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  SmallVector<int64_t> ones(input.getRank() - 2, 1);
+  if (failed(inferWindowShape(location, input.getShape(), kernel, strides, pads,
+                              dilations ? *dilations : ArrayRef<int64_t>(ones), ceilMode,
+                              shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
 LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> location,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  if (!input || input.getRank() < 3)
-    return emitOptionalError(location, "expects an input [N, C, spatial...]");
-  SmallVector<int64_t> shape(input.getShape().take_front(2));
-  if (failed(inferWindowShape(location, input.getShape(),
-                              adaptor.getKernelShape(), adaptor.getStrides(),
-                              adaptor.getPads(), adaptor.getDilations(),
-                              adaptor.getCeilMode(), shape)))
-    return failure();
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
-  return success();
+  return inferPoolResult(location, adaptor.getInput(), adaptor.getKernelShape(),
+                         adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+                         adaptor.getCeilMode(), inferred);
 }
 
 LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> location,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  if (!input || input.getRank() < 3)
-    return emitOptionalError(location, "expects an input [N, C, spatial...]");
-  SmallVector<int64_t> shape(input.getShape().take_front(2));
-  SmallVector<int64_t> ones(input.getRank() - 2, 1);
-  if (failed(inferWindowShape(location, input.getShape(),
-                              adaptor.getKernelShape(), adaptor.getStrides(),
-                              adaptor.getPads(), ones, adaptor.getCeilMode(),
-                              shape)))
-    return failure();
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
-  return success();
+  return inferPoolResult(location, adaptor.getInput(), adaptor.getKernelShape(),
+                         adaptor.getStrides(), adaptor.getPads(), std::nullopt,
+                         adaptor.getCeilMode(), inferred);
 }
 
 LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,

@@ -42,6 +42,10 @@ inline constexpr llvm::StringLiteral kParamAttrName = "tc.param";
 /// output name.
 inline constexpr llvm::StringLiteral kInputAttrName = "tc.input";
 inline constexpr llvm::StringLiteral kOutputAttrName = "tc.output";
+/// Argument attributes of the loss function's label (its name) and per-sample
+/// weights (a unit attribute).
+inline constexpr llvm::StringLiteral kLabelAttrName = "tc.label";
+inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights";
 
 } // namespace trainc::tc
 

@@ -58,4 +58,45 @@ def PlanMemory : Pass<"trainc-plan", "mlir::ModuleOp"> {
   ];
 }
 
+def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
+  let summary = "attach a loss to the model: func.func @loss";
+  let description = [{
+    Builds `@loss` from `@forward`: the same computation, plus a label input
+    (`{tc.label = "label"}`) and a per-sample weight input
+    (`{tc.sample_weights}`, shape [N]), returning the scalar loss first and
+    the model's outputs after it. `@forward` stays as it is (prediction).
+
+    The loss is the weighted mean over samples of each sample's mean loss,
+    sum_i w_i l_i / (sum_i w_i * M) for M loss elements per sample: with
+    weights 1 it is PyTorch's `reduction='mean'`, and weight 0 drops a sample
+    (the padding of a short last batch). Selective backprop and importance
+    sampling later set other weights through the same input.
+
+    - `cross-entropy`: logits [N, C, d...] against int64 class labels [N, d...]
+      (`torch.nn.CrossEntropyLoss`).
+    - `mse`: prediction against a float target of the same shape (`MSELoss`).
+    - `bce`: binary cross-entropy on logits against float targets in [0, 1]
+      (`BCEWithLogitsLoss`), as max(x, 0) - x t + log(1 + exp(-|x|)).
+    - `output`: the model's own scalar output is the loss (for example a
+      SoftmaxCrossEntropyLoss node); no label or weight input is added.
+
+    The pass does nothing when the module already has `@loss`.
+
+    ```mlir
+    func.func @loss(%x: tensor<8x784xf32> {tc.input = "x"},
+                    %label: tensor<8xi64> {tc.label = "label"},
+                    %w: tensor<8xf32> {tc.sample_weights}, ...)
+        -> (tensor<f32> {tc.output = "loss"}, tensor<8x10xf32> {tc.output = "logits"})
+    ```
+  }];
+  let options = [
+    Option<"kind", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+           "cross-entropy, mse, bce or output">,
+    Option<"labelName", "label", "std::string", /*default=*/"\"label\"",
+           "name of the label input">,
+    Option<"outputName", "output", "std::string", /*default=*/"\"\"",
+           "the model output the loss reads (default: the first)">
+  ];
+}
+
 #endif // TRAINC_PASSES_TD

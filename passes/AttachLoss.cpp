@@ -1,0 +1,185 @@
+//===- AttachLoss.cpp - the loss phase: func.func @loss -------------------===//
+//
+// Clones @forward into @loss and appends the loss computation, weighted per
+// sample so that one mechanism masks the padding of a short last batch and,
+// later, carries selective-backprop and importance-sampling weights.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_ATTACHLOSS
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+/// Creates a single-result tc op whose type comes from its shape function.
+template <typename OpTy>
+Value make(OpBuilder &b, Location loc, ValueRange operands,
+           ArrayRef<NamedAttribute> attrs = {}) {
+  return b.create<OpTy>(loc, operands, attrs)->getResult(0);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, float value) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, value)).getResult();
+}
+
+struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
+  using AttachLossBase::AttachLossBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (module.lookupSymbol("loss"))
+      return;
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward || forward.isExternal()) {
+      module.emitError("trainc-loss needs a func.func @forward with a body");
+      return signalPassFailure();
+    }
+    if (kind != "cross-entropy" && kind != "mse" && kind != "bce" && kind != "output") {
+      module.emitError("--loss must be cross-entropy, mse, bce or output, got '")
+          << kind << "'";
+      return signalPassFailure();
+    }
+    if (failed(attach(module, forward)))
+      signalPassFailure();
+  }
+
+  LogicalResult attach(ModuleOp module, func::FuncOp forward) {
+    func::FuncOp loss = forward.clone();
+    loss.setSymName("loss");
+    module.push_back(loss);
+    auto ret = cast<func::ReturnOp>(loss.getBody().front().getTerminator());
+
+    // The output the loss reads.
+    unsigned index = 0;
+    if (!outputName.empty()) {
+      bool found = false;
+      for (unsigned i = 0; i < loss.getNumResults() && !found; ++i)
+        if (auto name = loss.getResultAttrOfType<StringAttr>(i, tc::kOutputAttrName))
+          if (name.getValue() == outputName) {
+            index = i;
+            found = true;
+          }
+      if (!found)
+        return loss.emitError("the model has no output named '") << outputName << "'";
+    }
+    if (loss.getNumResults() == 0)
+      return loss.emitError("the model has no output to compute a loss from");
+    Value prediction = ret.getOperand(index);
+    auto predType = cast<RankedTensorType>(prediction.getType());
+    Location loc = prediction.getLoc();
+    OpBuilder b(ret);
+
+    Value value;
+    if (kind == "output") {
+      if (predType.getRank() != 0 || !predType.getElementType().isF32())
+        return loss.emitError("--loss=output needs a scalar f32 model output, got ")
+               << predType;
+      value = prediction;
+    } else {
+      FailureOr<Value> weighted = perSampleLoss(b, loss, prediction, loc);
+      if (failed(weighted))
+        return failure();
+      value = *weighted;
+    }
+
+    SmallVector<Value> results = {value};
+    results.append(ret.getOperands().begin(), ret.getOperands().end());
+    SmallVector<DictionaryAttr> resultAttrs = {b.getDictionaryAttr(
+        b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("loss")))};
+    for (unsigned i = 0; i < loss.getNumResults(); ++i)
+      resultAttrs.push_back(loss.getResultAttrDict(i));
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    loss.setFunctionType(b.getFunctionType(loss.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    loss.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+
+  /// Adds the label and weight inputs and returns the weighted mean loss.
+  FailureOr<Value> perSampleLoss(OpBuilder &b, func::FuncOp loss, Value prediction,
+                                 Location loc) {
+    auto predType = cast<RankedTensorType>(prediction.getType());
+    if (predType.getRank() < 1 || !predType.getElementType().isF32())
+      return loss.emitError("--loss=") << kind << " needs an f32 output with a batch axis, got "
+                                       << predType;
+    int64_t batch = predType.getDimSize(0);
+    if (kind == "cross-entropy" && predType.getRank() < 2)
+      return loss.emitError("--loss=cross-entropy needs logits [N, C, ...], got ") << predType;
+
+    // Label and weights go after the data inputs, before the parameters.
+    unsigned at = 0;
+    while (at < loss.getNumArguments() &&
+           loss.getArgAttr(at, tc::kInputAttrName))
+      ++at;
+    Type labelType = predType;
+    if (kind == "cross-entropy") {
+      SmallVector<int64_t> shape(predType.getShape());
+      shape.erase(shape.begin() + 1);
+      labelType = RankedTensorType::get(shape, b.getI64Type());
+    }
+    auto weightType = RankedTensorType::get({batch}, b.getF32Type());
+    (void)loss.insertArgument(at, labelType,
+                              b.getDictionaryAttr(b.getNamedAttr(
+                                  tc::kLabelAttrName, b.getStringAttr(labelName))),
+                              loc);
+    (void)loss.insertArgument(at + 1, weightType,
+                              b.getDictionaryAttr(b.getNamedAttr(
+                                  tc::kSampleWeightsAttrName, b.getUnitAttr())),
+                              loc);
+    Value label = loss.getArgument(at), weights = loss.getArgument(at + 1);
+
+    // Element-wise (or per-position) losses, [N, ...].
+    Value elements;
+    if (kind == "cross-entropy") {
+      elements = make<tc::SoftmaxCrossEntropyOp>(
+          b, loc, {prediction, label}, {b.getNamedAttr("reduction", b.getStringAttr("none"))});
+    } else if (kind == "mse") {
+      Value diff = make<tc::SubOp>(b, loc, {prediction, label});
+      elements = make<tc::MulOp>(b, loc, {diff, diff});
+    } else {
+      // BCE with logits, stable: max(x, 0) - x t + log(1 + exp(-|x|)).
+      Value positive = make<tc::ReluOp>(b, loc, prediction);
+      Value xt = make<tc::MulOp>(b, loc, {prediction, label});
+      Value negAbs = make<tc::NegOp>(b, loc, make<tc::AbsOp>(b, loc, prediction));
+      Value softplus = make<tc::LogOp>(
+          b, loc,
+          make<tc::AddOp>(b, loc, {make<tc::ExpOp>(b, loc, negAbs), scalarConstant(b, loc, 1.0f)}));
+      elements = make<tc::AddOp>(b, loc, {make<tc::SubOp>(b, loc, {positive, xt}), softplus});
+    }
+
+    // sum_i w_i sum_j l_ij / (sum_i w_i * M).
+    auto elementType = cast<RankedTensorType>(elements.getType());
+    SmallVector<int64_t> broadcastShape(elementType.getRank(), 1);
+    broadcastShape[0] = batch;
+    Value w = weights;
+    if (elementType.getRank() > 1)
+      w = make<tc::ReshapeOp>(b, loc, weights,
+                              {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(broadcastShape))});
+    Value weighted = make<tc::MulOp>(b, loc, {elements, w});
+    auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
+    auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
+    Value total = make<tc::ReduceSumOp>(b, loc, weighted, {all, drop});
+    Value weightSum = make<tc::ReduceSumOp>(b, loc, weights, {all, drop});
+    int64_t perSample = elementType.getNumElements() / batch;
+    Value denominator = perSample == 1
+                            ? weightSum
+                            : make<tc::MulOp>(b, loc, {weightSum,
+                                                       scalarConstant(b, loc, perSample)});
+    return make<tc::DivOp>(b, loc, {total, denominator});
+  }
+};
+
+} // namespace
