@@ -219,8 +219,13 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
     if (cType(type).empty())
       return func.emitError("codegen does not support element type of argument ")
              << arg.getArgNumber() << " (" << type << ") yet";
-    if (auto input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                        tc::kInputAttrName)) {
+    StringAttr input =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kInputAttrName);
+    if (!input)
+      input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kLabelAttrName);
+    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName))
+      input = StringAttr::get(func.getContext(), "sample_weights");
+    if (input) {
       std::string name = "in" + std::to_string(inputs.size());
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
               cType(type) + " *>(args.inputs[" + std::to_string(inputs.size()) +
@@ -252,9 +257,9 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
 }
 
 LogicalResult ProgramEmitter::run(raw_ostream &os) {
-  auto func = module.lookupSymbol<func::FuncOp>("forward");
+  auto func = module.lookupSymbol<func::FuncOp>(options.entry);
   if (!func || func.isExternal())
-    return module.emitError("codegen needs a func.func @forward with a body");
+    return module.emitError("codegen needs a func.func @") << options.entry << " with a body";
   auto arena = func->getAttrOfType<IntegerAttr>("tc.arena_bytes");
   if (!arena)
     return func.emitError("codegen needs a planned function (run trainc-plan)");
@@ -281,7 +286,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "namespace tk = trainc::" << (cuda ? "cuda" : "cpu") << ";\n"
      << "using trainc::rt::Context;\nusing trainc::rt::Status;\n\n"
      << kernels.text()
-     << "/// The forward pass of one batch of " << batch << ".\n"
+     << "/// @" << options.entry << " on one batch of " << batch << ".\n"
      << "Status forward(Context &ctx, const trainc::rt::ForwardArgs &args) {\n"
      << "  (void)ctx;\n"
      << body << "  return Status();\n}\n\n";

@@ -20,6 +20,9 @@ struct EmitOptions {
   std::string modelName;
   /// Absolute path of the parameter blob the source embeds with .incbin.
   std::string paramBlobPath;
+  /// The function the program runs: forward (prediction) by default, or
+  /// train_step / loss to inspect losses and gradients with --run.
+  std::string entry = "forward";
 };
 
 /// Emits the program of a planned module (`trainc-plan` has run): one source

@@ -53,6 +53,11 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
 
 LogicalResult TcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                      unsigned, NamedAttribute attr) {
+  if (attr.getName() == "tc.grad") {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'tc.grad' must name a tc.param";
+    return success();
+  }
   if (attr.getName() != trainc::tc::kOutputAttrName)
     return op->emitError() << "unknown tc result attribute '" << attr.getName().getValue() << "'";
   if (!isa<StringAttr>(attr.getValue()))

@@ -49,6 +49,8 @@ inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights
 
 } // namespace trainc::tc
 
+#include "ir/TcInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "ir/TcOps.h.inc"
 

@@ -10,6 +10,7 @@
 #define TRAINC_IR_TCOPS_TD
 
 include "TcBase.td"
+include "TcInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -83,39 +84,39 @@ class Tc_UnaryOp<string mnemonic, Type type, string what, list<Trait> traits = [
   }];
 }
 
-def Tc_NegOp : Tc_UnaryOp<"neg", Tc_NumericTensor, "negation">;
-def Tc_AbsOp : Tc_UnaryOp<"abs", Tc_NumericTensor, "absolute value">;
-def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)">;
-def Tc_SigmoidOp : Tc_UnaryOp<"sigmoid", Tc_FloatTensor, "logistic sigmoid 1 / (1 + exp(-x))">;
-def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent">;
-def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function">;
-def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential">;
-def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm">;
-def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root">;
-def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x">;
+def Tc_NegOp : Tc_UnaryOp<"neg", Tc_NumericTensor, "negation", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_AbsOp : Tc_UnaryOp<"abs", Tc_NumericTensor, "absolute value", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SigmoidOp : Tc_UnaryOp<"sigmoid", Tc_FloatTensor, "logistic sigmoid 1 / (1 + exp(-x))", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_NotOp : Tc_UnaryOp<"not", Tc_BoolTensor, "logical negation">;
 
 def Tc_GeluOp : Tc_UnaryOp<"gelu", Tc_FloatTensor,
-    "GELU: x * Phi(x), exact (erf) or with the tanh approximation"> {
+    "GELU: x * Phi(x), exact (erf) or with the tanh approximation", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let arguments = (ins Tc_FloatTensor:$input,
       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let hasVerifier = 1;
 }
 
 def Tc_LeakyReluOp : Tc_UnaryOp<"leaky_relu", Tc_FloatTensor,
-    "x if x >= 0 else alpha * x"> {
+    "x if x >= 0 else alpha * x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let arguments = (ins Tc_FloatTensor:$input,
       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
 }
 
 def Tc_ClipOp : Tc_UnaryOp<"clip", Tc_FloatTensor,
-    "clamp to [min, max] (either bound may be absent)"> {
+    "clamp to [min, max] (either bound may be absent)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let arguments = (ins Tc_FloatTensor:$input,
       OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max);
 }
 
 def Tc_DropoutOp : Tc_UnaryOp<"dropout", Tc_FloatTensor,
-    "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)"> {
+    "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   // Not Pure in spirit: in a training step it draws random numbers. It is kept
   // free of side effects here so that an unused dropout can still be removed.
   let arguments = (ins Tc_FloatTensor:$input,
@@ -154,11 +155,11 @@ class Tc_BroadcastOp<string mnemonic, Type operandType, bit boolResult, string w
   }];
 }
 
-def Tc_AddOp : Tc_BroadcastOp<"add", Tc_NumericTensor, 0, "addition", [Commutative]>;
-def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction">;
-def Tc_MulOp : Tc_BroadcastOp<"mul", Tc_NumericTensor, 0, "multiplication", [Commutative]>;
-def Tc_DivOp : Tc_BroadcastOp<"div", Tc_NumericTensor, 0, "division">;
-def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y">;
+def Tc_AddOp : Tc_BroadcastOp<"add", Tc_NumericTensor, 0, "addition", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_MulOp : Tc_BroadcastOp<"mul", Tc_NumericTensor, 0, "multiplication", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_DivOp : Tc_BroadcastOp<"div", Tc_NumericTensor, 0, "division", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_MaxOp : Tc_BroadcastOp<"max", Tc_NumericTensor, 0, "maximum", [Commutative]>;
 def Tc_MinOp : Tc_BroadcastOp<"min", Tc_NumericTensor, 0, "minimum", [Commutative]>;
 def Tc_EqualOp : Tc_BroadcastOp<"equal", Tc_Tensor, 1, "comparison x == y", [Commutative]>;
@@ -169,7 +170,7 @@ def Tc_GreaterEqualOp : Tc_BroadcastOp<"greater_equal", Tc_NumericTensor, 1, "co
 def Tc_AndOp : Tc_BroadcastOp<"and", Tc_BoolTensor, 0, "logical and", [Commutative]>;
 def Tc_OrOp : Tc_BroadcastOp<"or", Tc_BoolTensor, 0, "logical or", [Commutative]>;
 
-def Tc_WhereOp : Tc_Op<"where", [Pure, Tc_Pointwise]> {
+def Tc_WhereOp : Tc_Op<"where", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "elementwise select: cond ? x : y, with broadcasting";
   let description = [{
     ```mlir
@@ -181,7 +182,7 @@ def Tc_WhereOp : Tc_Op<"where", [Pure, Tc_Pointwise]> {
   let assemblyFormat = "$condition `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise]> {
+def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "elementwise conversion to another element type";
   let description = [{
     Float to integer truncates toward zero; anything to `i1` is `x != 0`.
@@ -199,7 +200,7 @@ def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise]> {
 // Contractions and convolution
 //===----------------------------------------------------------------------===//
 
-def Tc_MatMulOp : Tc_Op<"matmul", [Pure]> {
+def Tc_MatMulOp : Tc_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "matrix product with numpy (ONNX MatMul) semantics";
   let description = [{
     Batch dimensions broadcast; a 1-D operand is promoted to a matrix and the
@@ -214,7 +215,7 @@ def Tc_MatMulOp : Tc_Op<"matmul", [Pure]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_GemmOp : Tc_Op<"gemm", [Pure]> {
+def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "alpha * op(A) * op(B) + beta * C for 2-D A and B";
   let description = [{
     `op(X)` is `X` or its transpose (`trans_a`, `trans_b`). `C` is optional and
@@ -362,7 +363,7 @@ def Tc_GlobalAvgPoolOp : Tc_Op<"global_avg_pool", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class Tc_SoftmaxLikeOp<string mnemonic, string what>
-    : Tc_Op<mnemonic, [Pure]> {
+    : Tc_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = what # " along one axis";
   let description = [{
     ```mlir
@@ -398,8 +399,8 @@ class Tc_SoftmaxLikeOp<string mnemonic, string what>
 def Tc_SoftmaxOp : Tc_SoftmaxLikeOp<"softmax", "softmax exp(x) / sum(exp(x))">;
 def Tc_LogSoftmaxOp : Tc_SoftmaxLikeOp<"log_softmax", "log of softmax, computed stably">;
 
-class Tc_ReduceOp<string mnemonic, string what>
-    : Tc_Op<mnemonic, [Pure]> {
+class Tc_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
+    : Tc_Op<mnemonic, !listconcat(traits, [Pure])> {
   let summary = what # " over a set of axes";
   let description = [{
     `axes` are non-negative and strictly increasing; an empty list reduces all
@@ -423,15 +424,15 @@ class Tc_ReduceOp<string mnemonic, string what>
   }];
 }
 
-def Tc_ReduceSumOp : Tc_ReduceOp<"reduce_sum", "sum">;
-def Tc_ReduceMeanOp : Tc_ReduceOp<"reduce_mean", "arithmetic mean">;
+def Tc_ReduceSumOp : Tc_ReduceOp<"reduce_sum", "sum", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ReduceMeanOp : Tc_ReduceOp<"reduce_mean", "arithmetic mean", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ReduceMaxOp : Tc_ReduceOp<"reduce_max", "maximum">;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def Tc_ReshapeOp : Tc_Op<"reshape", [Pure]> {
+def Tc_ReshapeOp : Tc_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "same elements, new static shape";
   let description = [{
     `shape` is fully resolved (no 0 or -1 placeholders) and has the operand's
@@ -446,7 +447,7 @@ def Tc_ReshapeOp : Tc_Op<"reshape", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_TransposeOp : Tc_Op<"transpose", [Pure]> {
+def Tc_TransposeOp : Tc_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "permute the axes: result dim i is input dim perm[i]";
   let description = [{
     ```mlir
@@ -502,7 +503,7 @@ def Tc_GatherOp : Tc_Op<"gather", [Pure]> {
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_ExpandOp : Tc_Op<"expand", [Pure]> {
+def Tc_ExpandOp : Tc_Op<"expand", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "broadcast to a shape (ONNX Expand)";
   let description = [{
     The result shape is the broadcast of the operand's shape and `shape`.
@@ -520,7 +521,7 @@ def Tc_ExpandOp : Tc_Op<"expand", [Pure]> {
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Tc_SoftmaxCrossEntropyOp : Tc_Op<"softmax_cross_entropy", [Pure]> {
+def Tc_SoftmaxCrossEntropyOp : Tc_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "cross entropy of softmax(logits) against class indices";
   let description = [{
     `logits` is [N, C, d...] and `labels` is [N, d...] class indices. Labels

@@ -99,4 +99,25 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
   ];
 }
 
+def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
+  let summary = "reverse-mode differentiation of @loss into @train_step";
+  let description = [{
+    Builds `func.func @train_step` from `@loss` (see trainc-loss): the same
+    forward computation and loss, then the backward pass, built in reverse op
+    order from each op's GradientOpInterface rule, seeded with d loss = 1.
+    Gradients of a value read by several ops are summed.
+
+    Only values on a path from a trainable parameter to the loss get gradient
+    code: frozen parameters, data inputs, labels, and integer or boolean paths
+    are not differentiated, and a parameter with no path to the loss gets no
+    gradient. `@train_step` returns the loss first, then one gradient per
+    differentiated parameter, in argument order, marked
+    `{tc.output = "grad.<name>", tc.grad = @<name>}`.
+
+    An op on a differentiated path without a gradient rule is an error that
+    names the op and its ONNX node. The pass does nothing without `@loss` or
+    when `@train_step` exists.
+  }];
+}
+
 #endif // TRAINC_PASSES_TD

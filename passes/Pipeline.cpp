@@ -23,12 +23,28 @@ namespace {
 
 struct Phase {
   const char *name;
-  std::function<void(OpPassManager &)> build;
+  /// Whether the phase belongs to a training build (needs --loss).
+  bool training;
+  std::function<void(OpPassManager &, const trainc::PipelineOptions &)> build;
 };
 
 const std::vector<Phase> &phases() {
   static const std::vector<Phase> list = {
-      {"plan", [](OpPassManager &pm) { pm.addPass(trainc::createPlanMemory()); }},
+      {"loss", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         trainc::AttachLossOptions loss;
+         loss.kind = o.loss;
+         loss.labelName = o.label;
+         pm.addPass(trainc::createAttachLoss(loss));
+       }},
+      {"autodiff", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &) {
+         pm.addPass(trainc::createAutodiff());
+       }},
+      {"plan", false,
+       [](OpPassManager &pm, const trainc::PipelineOptions &) {
+         pm.addPass(trainc::createPlanMemory());
+       }},
   };
   return list;
 }
@@ -58,17 +74,19 @@ std::vector<std::string> trainc::pipelinePhases() {
   return names;
 }
 
-LogicalResult trainc::runPipeline(ModuleOp module, llvm::StringRef stopAfter,
-                                  llvm::StringRef dumpDir) {
-  if (failed(dump(module, dumpDir, 1, "import")))
+LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &options) {
+  if (failed(dump(module, options.dumpDir, 1, "import")))
     return failure();
   int index = 2;
   for (const Phase &phase : phases()) {
+    if (phase.training && options.loss.empty())
+      continue;
     PassManager pm(module.getContext());
-    phase.build(pm);
-    if (failed(pm.run(module)) || failed(dump(module, dumpDir, index++, phase.name)))
+    phase.build(pm, options);
+    if (failed(pm.run(module)) ||
+        failed(dump(module, options.dumpDir, index++, phase.name)))
       return failure();
-    if (stopAfter == phase.name)
+    if (options.stopAfter == phase.name)
       break;
   }
   return success();

@@ -15,11 +15,20 @@ namespace trainc {
 /// Names of the phases after import, in order (DESIGN.md "Phases").
 std::vector<std::string> pipelinePhases();
 
-/// Runs the phases up to and including `stopAfter` (all when empty). With a
-/// non-empty `dumpDir`, writes `NN-PHASE.mlir` after import and every phase.
-/// Diagnostics go through the context's handler.
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, llvm::StringRef stopAfter,
-                                llvm::StringRef dumpDir);
+struct PipelineOptions {
+  /// The loss to attach (cross-entropy, mse, bce, output); empty: prediction
+  /// only, without the loss and autodiff phases.
+  std::string loss;
+  std::string label = "label";
+  /// Stop after this phase (all when empty).
+  std::string stopAfter;
+  /// With a non-empty folder, write `NN-PHASE.mlir` after import and every
+  /// phase.
+  std::string dumpDir;
+};
+
+/// Runs the phases. Diagnostics go through the context's handler.
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options);
 
 } // namespace trainc
 

@@ -65,6 +65,17 @@ cl::opt<std::string> compileTo("compile-to",
                                cl::value_desc("PHASE"), cl::cat(category));
 cl::opt<std::string> dumpIR("dump-ir", cl::desc("Write NN-PHASE.mlir after every phase"),
                             cl::value_desc("DIR"), cl::cat(category));
+cl::opt<std::string> lossKind("loss",
+                             cl::desc("Attach a loss (cross-entropy, mse, bce, output) and "
+                                      "build @loss and @train_step"),
+                             cl::value_desc("KIND"), cl::cat(category));
+cl::opt<std::string> labelName("label", cl::desc("Name of the label input (default label)"),
+                               cl::value_desc("NAME"), cl::init("label"), cl::cat(category));
+cl::opt<std::string> entryName("entry",
+                               cl::desc("The function the program runs: forward (default), "
+                                        "or loss / train_step with --loss, to inspect losses "
+                                        "and gradients with PROG --run"),
+                               cl::value_desc("NAME"), cl::init("forward"), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -80,6 +91,7 @@ usage:
   trainc check   MODEL                             report which ops are supported
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
+                 [--loss=KIND [--label=NAME] [--entry=forward|loss|train_step]]
                  [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
   trainc help | --help | --version
@@ -217,6 +229,14 @@ int runCompile() {
     errs() << "\n";
     return 1;
   }
+  if ((compileTo == "loss" || compileTo == "autodiff") && lossKind.empty()) {
+    errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
+    return 1;
+  }
+  if (entryName != "forward" && lossKind.empty()) {
+    errs() << "error: --entry=" << entryName << " needs --loss\n";
+    return 1;
+  }
   std::vector<std::string> archs;
   SmallVector<StringRef> parts;
   StringRef(cudaArch).split(parts, ',', -1, false);
@@ -242,8 +262,12 @@ int runCompile() {
     errs() << diag.str() << "\n";
     return mlir::success();
   });
-  if (compileTo != "import" &&
-      failed(trainc::runPipeline(*module, compileTo, dumpIR)))
+  trainc::PipelineOptions pipeline;
+  pipeline.loss = lossKind;
+  pipeline.label = labelName;
+  pipeline.stopAfter = compileTo;
+  pipeline.dumpDir = dumpIR;
+  if (compileTo != "import" && failed(trainc::runPipeline(*module, pipeline)))
     return 1;
   if (reportMemory)
     printMemoryReport(*module, outs());
@@ -289,6 +313,7 @@ int runCompile() {
   trainc::codegen::EmitOptions emit;
   emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
   emit.modelName = sys::path::filename(inputPath).str();
+  emit.entry = entryName;
   SmallString<256> absoluteBlob(blobPath);
   sys::fs::make_absolute(absoluteBlob);
   emit.paramBlobPath = absoluteBlob.str().str();

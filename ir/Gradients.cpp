@@ -1,0 +1,413 @@
+//===- Gradients.cpp - reverse-mode rules of the tc ops -------------------===//
+//
+// One rule per differentiable op (GradientOpInterface). Rules are written in
+// tc ops, so the gradient code goes through the same shape functions,
+// planning, fusion and code generation as the forward pass. Every rule checks
+// what it needs and fails with an error on the op when it cannot
+// differentiate a case, rather than producing a wrong gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::tc;
+
+#include "ir/TcInterfaces.cpp.inc"
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+template <typename OpTy>
+Value make(OpBuilder &b, Location loc, ValueRange operands,
+           ArrayRef<NamedAttribute> attrs = {}) {
+  return b.create<OpTy>(loc, operands, attrs)->getResult(0);
+}
+
+/// A scalar constant of `like`'s element type.
+Value scalar(OpBuilder &b, Location loc, Value like, double value) {
+  Type element = typeOf(like).getElementType();
+  auto type = RankedTensorType::get({}, element);
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getFloatAttr(element, value)))
+      .getResult();
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
+  if (typeOf(v).getShape() == shape)
+    return v;
+  return make<ReshapeOp>(b, loc, v, {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape))});
+}
+
+/// Sums a broadcast gradient back to the shape of the operand it belongs to
+/// (the adjoint of numpy broadcasting).
+Value sumToShape(OpBuilder &b, Location loc, Value grad, Type target) {
+  ArrayRef<int64_t> from = typeOf(grad).getShape();
+  ArrayRef<int64_t> to = cast<RankedTensorType>(target).getShape();
+  if (from == to)
+    return grad;
+  SmallVector<int64_t> axes;
+  int64_t lead = static_cast<int64_t>(from.size()) - static_cast<int64_t>(to.size());
+  for (int64_t d = 0; d < static_cast<int64_t>(from.size()); ++d)
+    if (d < lead || (to[d - lead] == 1 && from[d] != 1))
+      axes.push_back(d);
+  Value summed = make<ReduceSumOp>(b, loc, grad,
+                                   {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                                    b.getNamedAttr("keepdims", b.getBoolAttr(false))});
+  return reshapeTo(b, loc, summed, to);
+}
+
+Value mul(OpBuilder &b, Location loc, Value x, Value y) { return make<MulOp>(b, loc, {x, y}); }
+Value sub(OpBuilder &b, Location loc, Value x, Value y) { return make<SubOp>(b, loc, {x, y}); }
+Value div(OpBuilder &b, Location loc, Value x, Value y) { return make<DivOp>(b, loc, {x, y}); }
+Value neg(OpBuilder &b, Location loc, Value x) { return make<NegOp>(b, loc, x); }
+
+/// dy where `keep` holds, 0 elsewhere.
+Value select(OpBuilder &b, Location loc, Value keep, Value dy) {
+  return make<WhereOp>(b, loc, {keep, dy, scalar(b, loc, dy, 0.0)});
+}
+
+Value transposeLastTwo(OpBuilder &b, Location loc, Value v) {
+  int64_t rank = typeOf(v).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    perm.push_back(d);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return make<TransposeOp>(b, loc, v, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+}
+
+/// The gradient of a keepdims=false reduction, broadcast back to the input.
+Value unreduce(OpBuilder &b, Location loc, Value dy, Value input, ArrayRef<int64_t> axesAttr) {
+  ArrayRef<int64_t> in = typeOf(input).getShape();
+  SmallVector<int64_t> kept(in.begin(), in.end());
+  for (size_t d = 0; d < in.size(); ++d)
+    if (axesAttr.empty() || llvm::is_contained(axesAttr, static_cast<int64_t>(d)))
+      kept[d] = 1;
+  Value shaped = reshapeTo(b, loc, dy, kept);
+  if (typeOf(shaped).getShape() == in)
+    return shaped;
+  return make<ExpandOp>(b, loc, shaped, {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(in))});
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Pointwise
+//===----------------------------------------------------------------------===//
+
+#define TC_UNARY_GRADIENT(OP, BODY)                                            \
+  LogicalResult OP::buildGradients(OpBuilder &b, ArrayRef<Value> dys,          \
+                                   SmallVectorImpl<Value> &dxs) {              \
+    Location loc = getLoc();                                                   \
+    Value dy = dys[0], x = getInput(), y = getResult();                        \
+    (void)x;                                                                   \
+    (void)y;                                                                   \
+    dxs.push_back(BODY);                                                       \
+    return success();                                                          \
+  }
+
+TC_UNARY_GRADIENT(NegOp, neg(b, loc, dy))
+TC_UNARY_GRADIENT(AbsOp, make<WhereOp>(b, loc, {make<GreaterEqualOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, neg(b, loc, dy)}))
+TC_UNARY_GRADIENT(ReluOp, select(b, loc, make<GreaterOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy))
+TC_UNARY_GRADIENT(SigmoidOp, mul(b, loc, dy, mul(b, loc, y, sub(b, loc, scalar(b, loc, y, 1.0), y))))
+TC_UNARY_GRADIENT(TanhOp, mul(b, loc, dy, sub(b, loc, scalar(b, loc, y, 1.0), mul(b, loc, y, y))))
+TC_UNARY_GRADIENT(ExpOp, mul(b, loc, dy, y))
+TC_UNARY_GRADIENT(LogOp, div(b, loc, dy, x))
+TC_UNARY_GRADIENT(SqrtOp, div(b, loc, mul(b, loc, dy, scalar(b, loc, y, 0.5)), y))
+TC_UNARY_GRADIENT(ReciprocalOp, neg(b, loc, mul(b, loc, dy, mul(b, loc, y, y))))
+// d erf(x) = 2 / sqrt(pi) * exp(-x^2)
+TC_UNARY_GRADIENT(ErfOp, mul(b, loc, dy, mul(b, loc, scalar(b, loc, x, 1.1283791670955126), make<ExpOp>(b, loc, neg(b, loc, mul(b, loc, x, x))))))
+// Dropout in a forward (inference) computation is the identity.
+TC_UNARY_GRADIENT(DropoutOp, dy)
+
+#undef TC_UNARY_GRADIENT
+
+LogicalResult LeakyReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0], x = getInput();
+  Value scaled = mul(b, loc, dy, scalar(b, loc, dy, getAlpha().convertToFloat()));
+  dxs.push_back(make<WhereOp>(
+      b, loc, {make<GreaterEqualOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, scaled}));
+  return success();
+}
+
+LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  // Gradient flows where the input is inside [min, max] (PyTorch's clamp).
+  Location loc = getLoc();
+  Value dy = dys[0], x = getInput();
+  Value keep;
+  if (auto lo = getMin())
+    keep = make<GreaterEqualOp>(b, loc, {x, scalar(b, loc, x, lo->convertToFloat())});
+  if (auto hi = getMax()) {
+    Value below = make<LessEqualOp>(b, loc, {x, scalar(b, loc, x, hi->convertToFloat())});
+    keep = keep ? make<AndOp>(b, loc, {keep, below}) : below;
+  }
+  dxs.push_back(keep ? select(b, loc, keep, dy) : dy);
+  return success();
+}
+
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0], x = getInput();
+  Value derivative;
+  if (getApproximate() == "none") {
+    // Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+    Value cdf = mul(b, loc, scalar(b, loc, x, 0.5),
+                    make<AddOp>(b, loc, {scalar(b, loc, x, 1.0),
+                                         make<ErfOp>(b, loc, mul(b, loc, x, scalar(b, loc, x, M_SQRT1_2)))}));
+    Value pdf = mul(b, loc, scalar(b, loc, x, 0.3989422804014327),
+                    make<ExpOp>(b, loc, mul(b, loc, scalar(b, loc, x, -0.5), mul(b, loc, x, x))));
+    derivative = make<AddOp>(b, loc, {cdf, mul(b, loc, x, pdf)});
+  } else {
+    // u = k (x + c x^3), t = tanh(u):
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
+    const double k = 0.7978845608028654, c = 0.044715;
+    Value x2 = mul(b, loc, x, x);
+    Value u = mul(b, loc, scalar(b, loc, x, k),
+                  make<AddOp>(b, loc, {x, mul(b, loc, scalar(b, loc, x, c), mul(b, loc, x2, x))}));
+    Value t = make<TanhOp>(b, loc, u);
+    Value left = mul(b, loc, scalar(b, loc, x, 0.5), make<AddOp>(b, loc, {scalar(b, loc, x, 1.0), t}));
+    Value sech2 = sub(b, loc, scalar(b, loc, x, 1.0), mul(b, loc, t, t));
+    Value du = mul(b, loc, scalar(b, loc, x, k),
+                   make<AddOp>(b, loc, {scalar(b, loc, x, 1.0), mul(b, loc, scalar(b, loc, x, 3 * c), x2)}));
+    Value right = mul(b, loc, mul(b, loc, scalar(b, loc, x, 0.5), x), mul(b, loc, sech2, du));
+    derivative = make<AddOp>(b, loc, {left, right});
+  }
+  dxs.push_back(mul(b, loc, dy, derivative));
+  return success();
+}
+
+LogicalResult AddOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(sumToShape(b, loc, dys[0], getLhs().getType()));
+  dxs.push_back(sumToShape(b, loc, dys[0], getRhs().getType()));
+  return success();
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(sumToShape(b, loc, dys[0], getLhs().getType()));
+  dxs.push_back(sumToShape(b, loc, neg(b, loc, dys[0]), getRhs().getType()));
+  return success();
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(sumToShape(b, loc, mul(b, loc, dys[0], getRhs()), getLhs().getType()));
+  dxs.push_back(sumToShape(b, loc, mul(b, loc, dys[0], getLhs()), getRhs().getType()));
+  return success();
+}
+
+LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  // d(a/b) = da / b - db * (a/b) / b
+  Location loc = getLoc();
+  Value dy = dys[0], rhs = getRhs(), y = getResult();
+  dxs.push_back(sumToShape(b, loc, div(b, loc, dy, rhs), getLhs().getType()));
+  dxs.push_back(sumToShape(b, loc, neg(b, loc, div(b, loc, mul(b, loc, dy, y), rhs)),
+                           rhs.getType()));
+  return success();
+}
+
+LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  // d(a^e) = e a^(e-1) da + a^e log(a) de
+  Location loc = getLoc();
+  Value dy = dys[0], a = getLhs(), e = getRhs(), y = getResult();
+  Value power = make<PowOp>(b, loc, {a, sub(b, loc, e, scalar(b, loc, e, 1.0))});
+  dxs.push_back(sumToShape(b, loc, mul(b, loc, dy, mul(b, loc, e, power)), a.getType()));
+  dxs.push_back(sumToShape(b, loc, mul(b, loc, dy, mul(b, loc, y, make<LogOp>(b, loc, a))),
+                           e.getType()));
+  return success();
+}
+
+LogicalResult WhereOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0], c = getCondition();
+  Value zero = scalar(b, loc, dy, 0.0);
+  dxs.push_back(nullptr); // the condition is boolean
+  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {c, dy, zero}), getTrueValue().getType()));
+  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {c, zero, dy}), getFalseValue().getType()));
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  // Only float-to-float casts carry gradients; others cut the path.
+  Type from = typeOf(getInput()).getElementType();
+  if (!isa<FloatType>(from) || !isa<FloatType>(typeOf(getResult()).getElementType())) {
+    dxs.push_back(nullptr);
+    return success();
+  }
+  dxs.push_back(make<CastOp>(b, getLoc(), dys[0], {b.getNamedAttr("to", TypeAttr::get(from))}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  // Y = alpha op(A) op(B) + beta C.
+  Location loc = getLoc();
+  Value dy = dys[0], a = getA(), bm = getB();
+  bool ta = getTransA(), tb = getTransB();
+  auto gemm = [&](Value x, Value y, bool tx, bool ty) {
+    return make<GemmOp>(b, loc, {x, y},
+                        {b.getNamedAttr("alpha", getAlphaAttr()),
+                         b.getNamedAttr("trans_a", b.getBoolAttr(tx)),
+                         b.getNamedAttr("trans_b", b.getBoolAttr(ty))});
+  };
+  // dA = alpha dY op(B)^T (transposed back when A was transposed).
+  dxs.push_back(ta ? gemm(bm, dy, tb, true) : gemm(dy, bm, false, !tb));
+  // dB = alpha op(A)^T dY (transposed back when B was transposed).
+  dxs.push_back(tb ? gemm(dy, a, true, ta) : gemm(a, dy, !ta, false));
+  if (Value c = getC()) {
+    Value dc = dy;
+    if (getBeta().convertToFloat() != 1.0f)
+      dc = mul(b, loc, dy, scalar(b, loc, dy, getBeta().convertToFloat()));
+    dxs.push_back(sumToShape(b, loc, dc, c.getType()));
+  }
+  return success();
+}
+
+LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0], a = getLhs(), bm = getRhs();
+  if (typeOf(a).getRank() < 2 || typeOf(bm).getRank() < 2)
+    return emitOpError("has no gradient rule for 1-D operands yet");
+  // dA = dY B^T, dB = A^T dY, each summed over broadcast batch axes.
+  Value da = make<MatMulOp>(b, loc, {dy, transposeLastTwo(b, loc, bm)});
+  Value db = make<MatMulOp>(b, loc, {transposeLastTwo(b, loc, a), dy});
+  dxs.push_back(sumToShape(b, loc, da, a.getType()));
+  dxs.push_back(sumToShape(b, loc, db, bm.getType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes and reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(reshapeTo(b, getLoc(), dys[0], typeOf(getInput()).getShape()));
+  return success();
+}
+
+LogicalResult TransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = i;
+  dxs.push_back(make<TransposeOp>(b, getLoc(), dys[0],
+                                  {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(inverse))}));
+  return success();
+}
+
+LogicalResult ExpandOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(sumToShape(b, getLoc(), dys[0], getInput().getType()));
+  return success();
+}
+
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(unreduce(b, getLoc(), dys[0], getInput(), getAxes()));
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  int64_t count = typeOf(getInput()).getNumElements() / typeOf(getResult()).getNumElements();
+  Value scaled = div(b, loc, dys[0], scalar(b, loc, dys[0], static_cast<double>(count)));
+  dxs.push_back(unreduce(b, loc, scaled, getInput(), getAxes()));
+  return success();
+}
+
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  // dx = y (dy - sum(dy y, axis))
+  Location loc = getLoc();
+  Value dy = dys[0], y = getResult();
+  auto axis = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({static_cast<int64_t>(getAxis())}));
+  Value dot = make<ReduceSumOp>(b, loc, mul(b, loc, dy, y), {axis, b.getNamedAttr("keepdims", b.getBoolAttr(true))});
+  dxs.push_back(mul(b, loc, y, sub(b, loc, dy, dot)));
+  return success();
+}
+
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                           SmallVectorImpl<Value> &dxs) {
+  // dx = dy - exp(y) sum(dy, axis)
+  Location loc = getLoc();
+  Value dy = dys[0], y = getResult();
+  auto axis = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({static_cast<int64_t>(getAxis())}));
+  Value total = make<ReduceSumOp>(b, loc, dy, {axis, b.getNamedAttr("keepdims", b.getBoolAttr(true))});
+  dxs.push_back(sub(b, loc, dy, mul(b, loc, make<ExpOp>(b, loc, y), total)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                    SmallVectorImpl<Value> &dxs) {
+  // dlogits = (softmax(logits) - onehot(labels)) * dl, with dl per position.
+  if (getIgnoreIndex())
+    return emitOpError("has no gradient rule with ignore_index yet");
+  Location loc = getLoc();
+  Value logits = getLogits(), labels = getLabels(), dy = dys[0];
+  auto logitType = typeOf(logits);
+  ArrayRef<int64_t> shape = logitType.getShape();
+  int64_t classes = shape[1];
+  SmallVector<int64_t> positions(shape.begin(), shape.end());
+  positions.erase(positions.begin() + 1); // [N, d...]
+  int64_t count = 1;
+  for (int64_t d : positions)
+    count *= d;
+  // Per-position upstream gradient, [N, d...].
+  Value perPosition = dy;
+  if (getReduction() != "none") {
+    if (getReduction() == "mean")
+      perPosition = div(b, loc, dy, scalar(b, loc, dy, static_cast<double>(count)));
+    perPosition = make<ExpandOp>(b, loc, perPosition,
+                                 {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(positions))});
+  }
+  // [N, 1, d...] so it broadcasts over the class axis.
+  SmallVector<int64_t> withClass(positions.begin(), positions.end());
+  withClass.insert(withClass.begin() + 1, 1);
+  Value dl = reshapeTo(b, loc, perPosition, withClass);
+  // onehot: labels [N, 1, d...] == iota [1, C, 1...].
+  Type labelElement = typeOf(labels).getElementType();
+  SmallVector<int64_t> iotaShape(shape.size(), 1);
+  iotaShape[1] = classes;
+  SmallVector<APInt> iota;
+  for (int64_t c = 0; c < classes; ++c)
+    iota.push_back(APInt(labelElement.getIntOrFloatBitWidth(), c));
+  Value classIds = b.create<ConstantOp>(
+                        loc, DenseElementsAttr::get(RankedTensorType::get(iotaShape, labelElement), iota))
+                       .getResult();
+  Value hits = make<EqualOp>(b, loc, {reshapeTo(b, loc, labels, withClass), classIds});
+  Value onehot = make<CastOp>(b, loc, hits,
+                              {b.getNamedAttr("to", TypeAttr::get(logitType.getElementType()))});
+  Value probabilities = make<SoftmaxOp>(b, loc, logits, {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
+  dxs.push_back(mul(b, loc, sub(b, loc, probabilities, onehot), dl));
+  dxs.push_back(nullptr); // labels
+  return success();
+}

@@ -1,0 +1,156 @@
+//===- Autodiff.cpp - reverse mode: @loss -> @train_step ------------------===//
+//
+// Straight-line reverse mode over one block: which values need gradients is
+// the intersection of "reachable from a trainable parameter" and "reaches the
+// loss"; then ops are visited in reverse and each op's GradientOpInterface
+// rule turns result gradients into operand gradients, accumulated with
+// tc.add where a value has several readers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+std::string nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto loss = module.lookupSymbol<func::FuncOp>("loss");
+    if (!loss || module.lookupSymbol("train_step"))
+      return;
+    if (failed(differentiate(module, loss)))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiate(ModuleOp module, func::FuncOp lossFunc) {
+    func::FuncOp step = lossFunc.clone();
+    step.setSymName("train_step");
+    module.push_back(step);
+    Block &body = step.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() == 0 ||
+        cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
+      return step.emitError("@loss must return the scalar loss first");
+    Value lossValue = ret.getOperand(0);
+
+    // Forward: values that depend on a trainable float parameter.
+    llvm::DenseSet<Value> varying;
+    SmallVector<unsigned> params;
+    for (BlockArgument arg : step.getArguments()) {
+      auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
+                                                             tc::kParamAttrName);
+      auto param = symbol ? module.lookupSymbol<tc::ParamOp>(symbol) : nullptr;
+      if (param && param.getTrainable() && isFloatTensor(arg)) {
+        varying.insert(arg);
+        params.push_back(arg.getArgNumber());
+      }
+    }
+    for (Operation &op : body.without_terminator()) {
+      bool depends = llvm::any_of(op.getOperands(), [&](Value v) { return varying.contains(v); });
+      if (depends)
+        for (Value r : op.getResults())
+          if (isFloatTensor(r))
+            varying.insert(r);
+    }
+    // Backward: values the loss depends on.
+    llvm::DenseSet<Value> useful = {lossValue};
+    for (Operation &op : llvm::reverse(body.without_terminator()))
+      if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
+        for (Value v : op.getOperands())
+          useful.insert(v);
+    auto active = [&](Value v) { return varying.contains(v) && useful.contains(v); };
+
+    OpBuilder b(ret);
+    llvm::DenseMap<Value, Value> grads;
+    auto accumulate = [&](Value v, Value g, Location loc) {
+      auto it = grads.find(v);
+      if (it == grads.end())
+        grads[v] = g;
+      else
+        it->second = b.create<tc::AddOp>(loc, ValueRange{it->second, g})->getResult(0);
+    };
+    auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
+    grads[lossValue] =
+        b.create<tc::ConstantOp>(lossValue.getLoc(), DenseElementsAttr::get(one, 1.0f)).getResult();
+
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    for (Operation *op : llvm::reverse(forward)) {
+      bool needsAny = llvm::any_of(op->getOperands(), [&](Value v) { return active(v); });
+      bool hasGrad = llvm::any_of(op->getResults(), [&](Value r) { return grads.count(r); });
+      if (!needsAny || !hasGrad)
+        continue;
+      auto rule = dyn_cast<tc::GradientOpInterface>(op);
+      if (!rule) {
+        std::string node = nodeName(op->getLoc());
+        return op->emitError("no gradient rule for ")
+               << op->getName() << (node.empty() ? "" : " (ONNX node '" + node + "')")
+               << ", which lies between a trainable parameter and the loss";
+      }
+      SmallVector<Value> resultGrads;
+      for (Value r : op->getResults())
+        resultGrads.push_back(grads.lookup(r));
+      SmallVector<Value> operandGrads;
+      if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
+        return failure();
+      for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+        if (g && active(operand))
+          accumulate(operand, g, op->getLoc());
+    }
+
+    // Return the loss, then one gradient per differentiated parameter.
+    SmallVector<Value> results = {lossValue};
+    SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
+    for (unsigned index : params) {
+      Value g = grads.lookup(step.getArgument(index));
+      if (!g)
+        continue; // no path to the loss: no gradient code
+      auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(index, tc::kParamAttrName);
+      results.push_back(g);
+      attrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(tc::kOutputAttrName,
+                          b.getStringAttr("grad." + symbol.getValue().str())),
+           b.getNamedAttr("tc.grad", symbol)}));
+    }
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    step.setAllResultAttrs(attrs);
+
+    // Forward values only the dropped outputs read are dead now.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    return success();
+  }
+};
+
+} // namespace

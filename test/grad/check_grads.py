@@ -1,0 +1,420 @@
+#!/usr/bin/python3
+"""Gradient check: trainc's train_step against PyTorch autograd.
+
+Usage: check_grads.py TRAINC WORKDIR [--filter REGEX] [--forward] [--keep-going]
+
+For every model of MODELS (small PyTorch modules, each exercising one op's
+gradient; float32, batch 4, deterministic seeds):
+  * export it to ONNX (opset 17, training mode, no constant folding, input
+    "x", output "y", batch axis symbolic);
+  * `TRAINC compile MODEL.onnx --target=cpu --batch-size=4 --loss=KIND
+    --entry=train_step -o PROG`;
+  * write DIR/x.npy, DIR/label.npy and DIR/sample_weights.npy (all ones) and
+    run `PROG --run --data DIR --out OUT`;
+  * compare OUT/loss.npy and OUT/grad.<initializer>.npy for every parameter
+    with PyTorch (model.train(), loss with reduction='mean', autograd) within
+    rtol 1e-4 / atol 1e-5.
+Two models are run a second time with sample_weights [1, 1, 1, 0] and compared
+with PyTorch on the first three samples only (the padding mechanism).
+
+A model that does not compile or run is one FAIL line with the first line of
+the error. Prints one line per check and a closing 'N passed, N failed'.
+
+--filter REGEX   only the models whose name matches (re.search)
+--forward        instead of the gradient check, compile the plain forward
+                 program (no --loss) and compare y with PyTorch: tells an
+                 import/codegen problem from an autodiff one.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+RTOL = 1e-4
+ATOL = 1e-5
+BATCH = 4
+TOL_TEXT = "rtol %g, atol %g" % (RTOL, ATOL)
+
+
+# ---------------------------------------------------------------------------
+# Models. Each is a function of nothing that returns an nn.Module; Model holds
+# the input shape (batch first), the loss and an optional validity check on the
+# forward pass (to keep activations away from kinks).
+# ---------------------------------------------------------------------------
+
+class Lambda(nn.Module):
+    """Parameters given as a dict of modules/parameters plus a forward function."""
+
+    def __init__(self, fn, **parts):
+        super().__init__()
+        self.fn = fn
+        for name, part in parts.items():
+            setattr(self, name, part)
+
+    def forward(self, x):
+        return self.fn(self, x)
+
+
+def param(*shape, scale=1.0):
+    return nn.Parameter(torch.randn(*shape) * scale)
+
+
+class Model:
+    def __init__(self, name, what, build, in_shape, loss, valid=None, weighted=False):
+        self.name = name
+        self.what = what          # the op(s) whose gradient it exercises
+        self.build = build        # () -> nn.Module
+        self.in_shape = in_shape  # without the batch axis
+        self.loss = loss          # cross-entropy | mse | bce
+        self.valid = valid        # (module, x) -> bool: no activation near a kink
+        self.weighted = weighted  # also run with sample_weights [1, 1, 1, 0]
+
+
+def away_from_zero(fn, margin=0.05):
+    """A validity check: every element of fn(module, x) is at least margin from 0."""
+    def check(m, x):
+        with torch.no_grad():
+            return bool(fn(m, x).abs().min() > margin)
+    return check
+
+
+def output_away_from_zero(margin=0.05):
+    return away_from_zero(lambda m, x: m(x), margin)
+
+
+MODELS = [
+    Model("linear", "Gemm (Linear with bias)",
+          lambda: nn.Sequential(nn.Linear(6, 5)), (6,), "mse"),
+    Model("linear_nobias", "Linear without bias (PyTorch exports Transpose + MatMul)",
+          lambda: nn.Sequential(nn.Linear(6, 5, bias=False)), (6,), "mse"),
+    Model("relu", "Relu",
+          lambda: nn.Sequential(nn.Linear(6, 5), nn.ReLU()), (6,), "mse",
+          valid=away_from_zero(lambda m, x: m[0](x))),
+    Model("sigmoid", "Sigmoid",
+          lambda: nn.Sequential(nn.Linear(6, 5), nn.Sigmoid()), (6,), "mse"),
+    Model("tanh", "Tanh",
+          lambda: nn.Sequential(nn.Linear(6, 5), nn.Tanh()), (6,), "mse"),
+    Model("exp", "Exp",
+          lambda: Lambda(lambda m, x: torch.exp(m.fc(x)), fc=nn.Linear(6, 5)), (6,), "mse"),
+    Model("log", "Log of a positive value: log(exp(h) + 1)",
+          lambda: Lambda(lambda m, x: torch.log(torch.exp(m.fc(x)) + 1.0), fc=nn.Linear(6, 5)),
+          (6,), "mse"),
+    Model("mul_broadcast", "Mul, parameter vector [5] times activations [4, 5]",
+          lambda: Lambda(lambda m, x: m.fc(x) * m.scale, fc=nn.Linear(6, 5), scale=param(5)),
+          (6,), "mse"),
+    Model("add_bias", "Add, activations [4, 5] plus a parameter vector [5]",
+          lambda: Lambda(lambda m, x: m.fc(x) + m.bias, fc=nn.Linear(6, 5, bias=False),
+                         bias=param(5)),
+          (6,), "mse"),
+    Model("sub", "Sub, activations minus activations, minus a broadcast parameter [5]",
+          lambda: Lambda(lambda m, x: m.a(x) - m.b(x) - m.c, a=nn.Linear(6, 5), b=nn.Linear(6, 5),
+                         c=param(5)),
+          (6,), "mse"),
+    Model("div", "Div, denominator sigmoid(h) + 0.5 in [0.5, 1.5]",
+          lambda: Lambda(lambda m, x: m.a(x) / (torch.sigmoid(m.b(x)) + 0.5),
+                         a=nn.Linear(6, 5), b=nn.Linear(6, 5)),
+          (6,), "mse"),
+    Model("matmul3d", "MatMul, activations [4, 3, 6] times a parameter [6, 5]",
+          lambda: Lambda(lambda m, x: torch.matmul(x, m.w), w=param(6, 5, scale=0.4)),
+          (3, 6), "mse"),
+    Model("reshape", "Reshape (x.view(x.size(0), -1)) between two layers",
+          lambda: Lambda(lambda m, x: m.fc(torch.matmul(x, m.w).view(x.size(0), -1)),
+                         w=param(3, 4, scale=0.5), fc=nn.Linear(8, 3)),
+          (2, 3), "mse"),
+    Model("flatten", "Flatten (torch.flatten(h, 1)) between two layers",
+          lambda: Lambda(lambda m, x: m.fc(torch.flatten(torch.matmul(x, m.w), 1)),
+                         w=param(3, 4, scale=0.5), fc=nn.Linear(8, 3)),
+          (2, 3), "mse"),
+    Model("transpose", "Transpose (permute(0, 2, 1)) between two MatMuls",
+          lambda: Lambda(lambda m, x: torch.matmul(torch.matmul(x, m.w1).permute(0, 2, 1), m.w2),
+                         w1=param(6, 5, scale=0.4), w2=param(3, 2, scale=0.5)),
+          (3, 6), "mse"),
+    Model("reduce_sum", "ReduceSum over axis 1 of [4, 3, 5]",
+          lambda: Lambda(lambda m, x: torch.matmul(x, m.w).sum(dim=1), w=param(6, 5, scale=0.4)),
+          (3, 6), "mse"),
+    Model("reduce_mean", "ReduceMean over the last axis of [4, 3, 5]",
+          lambda: Lambda(lambda m, x: torch.matmul(x, m.w).mean(dim=-1), w=param(6, 5, scale=0.4)),
+          (3, 6), "mse"),
+    Model("softmax_linear", "Softmax (axis 1) followed by a Linear",
+          lambda: Lambda(lambda m, x: m.fc2(torch.softmax(m.fc1(x), dim=1)),
+                         fc1=nn.Linear(6, 5), fc2=nn.Linear(5, 3)),
+          (6,), "mse"),
+    Model("loss_ce", "cross-entropy loss on logits [4, 5]",
+          lambda: nn.Sequential(nn.Linear(6, 5)), (6,), "cross-entropy"),
+    Model("loss_mse", "mse loss on a [4, 3, 5] output (mean over positions too)",
+          lambda: Lambda(lambda m, x: m.fc(x), fc=nn.Linear(6, 5)), (3, 6), "mse",
+          weighted=True),
+    Model("loss_bce", "bce-with-logits loss on logits [4, 5]",
+          lambda: nn.Sequential(nn.Linear(6, 5)), (6,), "bce",
+          valid=output_away_from_zero()),
+    Model("mlp", "two-layer MLP (Linear, ReLU, Linear) with cross-entropy",
+          lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)), (8,),
+          "cross-entropy", valid=away_from_zero(lambda m, x: m[0](x)), weighted=True),
+]
+
+
+# ---------------------------------------------------------------------------
+# Data and the PyTorch reference.
+# ---------------------------------------------------------------------------
+
+def make_instance(model, index):
+    """The module, its input and label, with seeds tried until `valid` holds."""
+    for attempt in range(200):
+        seed = 1000 * index + attempt
+        torch.manual_seed(seed)
+        module = model.build().float()
+        module.train()
+        x = torch.randn(BATCH, *model.in_shape, dtype=torch.float32)
+        if model.valid is None or model.valid(module, x):
+            break
+    else:
+        raise RuntimeError("no seed keeps %s away from its kinks" % model.name)
+    with torch.no_grad():
+        y = module(x)
+    gen = torch.Generator().manual_seed(seed + 7)
+    if model.loss == "cross-entropy":
+        label = torch.randint(0, y.shape[1], (y.shape[0],) + tuple(y.shape[2:]), generator=gen)
+    elif model.loss == "mse":
+        label = torch.randn(y.shape, generator=gen)
+    else:  # bce: mostly hard 0/1 targets, some soft ones
+        label = (torch.rand(y.shape, generator=gen) > 0.5).float()
+        label[0] = torch.rand(y.shape[1:], generator=gen)
+    return module, x, label
+
+
+def torch_loss(kind, y, label):
+    if kind == "cross-entropy":
+        return F.cross_entropy(y, label, reduction="mean")
+    if kind == "mse":
+        return F.mse_loss(y, label, reduction="mean")
+    return F.binary_cross_entropy_with_logits(y, label, reduction="mean")
+
+
+def reference(module, x, label, kind, samples):
+    """Loss and gradients by name, on the first `samples` samples."""
+    module.zero_grad()
+    y = module(x[:samples])
+    loss = torch_loss(kind, y, label[:samples])
+    loss.backward()
+    grads = {name: p.grad.detach().numpy().copy() if p.grad is not None
+             else np.zeros(p.shape, np.float32)
+             for name, p in module.named_parameters()}
+    return loss.detach().numpy().astype(np.float32), grads
+
+
+def export(module, x, path):
+    # Constant folding off, training mode: the graph PyTorch trains.
+    torch.onnx.export(module, (x,), path, opset_version=17, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      keep_initializers_as_inputs=False)
+    m = onnx.load(path)
+    float_inits = [i.name for i in m.graph.initializer
+                   if i.data_type == onnx.TensorProto.FLOAT]
+    ops = sorted({n.op_type for n in m.graph.node})
+    return float_inits, ops
+
+
+# ---------------------------------------------------------------------------
+# Running trainc.
+# ---------------------------------------------------------------------------
+
+def first_line(text):
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return "(no message)"
+
+
+def compile_program(trainc, onnx_path, prog, loss):
+    cmd = [trainc, "compile", onnx_path, "--target=cpu", "--batch-size=%d" % BATCH]
+    if loss:
+        cmd += ["--loss=" + loss, "--entry=train_step"]
+    cmd += ["-o", prog]
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return "timed out after 600 s: " + " ".join(cmd)
+    if run.returncode != 0:
+        return "exit %d: %s" % (run.returncode, first_line(run.stderr or run.stdout))
+    if not os.path.exists(prog):
+        return "exit 0 but no program at " + prog
+    return None
+
+
+def run_program(prog, data, out):
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    try:
+        run = subprocess.run([prog, "--run", "--data", data, "--out", out],
+                             capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return "timed out after 300 s"
+    if run.returncode != 0:
+        return "exit %d: %s" % (run.returncode, first_line(run.stderr or run.stdout))
+    return None
+
+
+def write_data(data, x, label, weights):
+    shutil.rmtree(data, ignore_errors=True)
+    os.makedirs(data)
+    np.save(os.path.join(data, "x.npy"), x.numpy().astype(np.float32))
+    lab = label.numpy()
+    lab = lab.astype(np.int64) if lab.dtype.kind in "iu" else lab.astype(np.float32)
+    np.save(os.path.join(data, "label.npy"), lab)
+    np.save(os.path.join(data, "sample_weights.npy"), np.asarray(weights, np.float32))
+
+
+def compare(got, want):
+    """(ok, max abs err, note)."""
+    if got.shape != want.shape:
+        return False, float("nan"), "shape %s, want %s" % (list(got.shape), list(want.shape))
+    if got.dtype != np.float32:
+        return False, float("nan"), "dtype %s, want float32" % got.dtype
+    err = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) \
+        if got.size else 0.0
+    ok = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL)) and bool(np.all(np.isfinite(got)))
+    note = ""
+    if not ok:
+        # Hints for a wrong rule: a scale factor (a missing 1/N, a factor 2,
+        # a sign) shows as a ratio; NaN/Inf and the worst element are named.
+        g, w = got.astype(np.float64).ravel(), want.astype(np.float64).ravel()
+        if not np.all(np.isfinite(g)):
+            note = "%d non-finite values" % int((~np.isfinite(g)).sum())
+        else:
+            worst = int(np.abs(g - w).argmax())
+            note = "worst at flat index %d: got %.6g, want %.6g" % (worst, g[worst], w[worst])
+            if float(w @ w) > 0:
+                note += "; got ~ %.4g x want" % (float(g @ w) / float(w @ w))
+    return ok, err, note
+
+
+class Checker:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def __call__(self, ok, what):
+        print(("PASS" if ok else "FAIL") + ": grad :: " + what, flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+
+def check_outputs(check, tag, out, loss_ref, grads_ref, float_inits):
+    """Loss and one check per parameter."""
+    path = os.path.join(out, "loss.npy")
+    if not os.path.exists(path):
+        check(False, "%s loss: no loss.npy in the output" % tag)
+    else:
+        ok, err, note = compare(np.load(path), loss_ref)
+        check(ok, "%s loss (max abs err %.3g, %s)%s" % (tag, err, TOL_TEXT,
+                                                       ": " + note if note else ""))
+    for name, want in grads_ref.items():
+        path = os.path.join(out, "grad.%s.npy" % name)
+        if not os.path.exists(path):
+            written = sorted(f for f in os.listdir(out) if f.startswith("grad."))
+            check(False, "%s grad.%s: no grad.%s.npy (written: %s)"
+                  % (tag, name, name, ", ".join(written) or "none"))
+            continue
+        ok, err, note = compare(np.load(path), want)
+        check(ok, "%s grad.%s (max abs err %.3g, %s)%s" % (tag, name, err, TOL_TEXT,
+                                                           ": " + note if note else ""))
+
+
+def check_model(trainc, work, model, index, check, forward_only):
+    module, x, label = make_instance(model, index)
+    mdir = os.path.join(work, model.name)
+    shutil.rmtree(mdir, ignore_errors=True)
+    os.makedirs(mdir)
+    onnx_path = os.path.join(mdir, model.name + ".onnx")
+    float_inits, ops = export(module, x, onnx_path)
+    params = [n for n, _ in module.named_parameters()]
+    missing = [p for p in params if p not in float_inits]
+    if missing:
+        # The harness's own problem (PyTorch renamed an initializer): say so.
+        check(False, "%s export: parameters %s are not ONNX initializers (initializers: %s)"
+              % (model.name, missing, float_inits))
+        return
+    prog = os.path.join(mdir, "prog")
+    data = os.path.join(mdir, "data")
+    out = os.path.join(mdir, "out")
+
+    if forward_only:
+        err = compile_program(trainc, onnx_path, prog, None)
+        if err:
+            check(False, "%s forward compiles [%s]: %s" % (model.name, " ".join(ops), err))
+            return
+        write_data(data, x, label, np.ones(BATCH))
+        err = run_program(prog, data, out)
+        if err:
+            check(False, "%s forward runs: %s" % (model.name, err))
+            return
+        with torch.no_grad():
+            want = module(x).numpy()
+        ok, e, note = compare(np.load(os.path.join(out, "y.npy")), want)
+        check(ok, "%s forward y (max abs err %.3g, %s)%s" % (model.name, e, TOL_TEXT,
+                                                              ": " + note if note else ""))
+        return
+
+    err = compile_program(trainc, onnx_path, prog, model.loss)
+    if err:
+        check(False, "%s compiles (--loss=%s; ONNX ops %s): %s"
+              % (model.name, model.loss, " ".join(ops), err))
+        return
+
+    runs = [("", np.ones(BATCH), BATCH)]
+    if model.weighted:
+        runs.append((" weights [1,1,1,0]", np.array([1, 1, 1, 0]), BATCH - 1))
+    for suffix, weights, samples in runs:
+        tag = model.name + suffix
+        write_data(data, x, label, weights)
+        err = run_program(prog, data, out)
+        if err:
+            check(False, "%s runs: %s" % (tag, err))
+            continue
+        loss_ref, grads_ref = reference(module, x, label, model.loss, samples)
+        check_outputs(check, tag, out, loss_ref, grads_ref, float_inits)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trainc")
+    ap.add_argument("workdir")
+    ap.add_argument("--filter", default=None, help="only models whose name matches REGEX")
+    ap.add_argument("--forward", action="store_true",
+                    help="check the plain forward program instead of the gradients")
+    args = ap.parse_args()
+
+    torch.set_num_threads(1)
+    trainc = os.path.abspath(args.trainc)
+    work = os.path.abspath(args.workdir)
+    os.makedirs(work, exist_ok=True)
+    check = Checker()
+    selected = [(i, m) for i, m in enumerate(MODELS)
+                if args.filter is None or re.search(args.filter, m.name)]
+    if not selected:
+        print("no model matches --filter %r" % args.filter)
+    for index, model in selected:
+        try:
+            check_model(trainc, work, model, index, check, args.forward)
+        except Exception as e:  # a harness error is a failure too, never a crash
+            check(False, "%s: harness error %s: %s" % (model.name, type(e).__name__,
+                                                       first_line(str(e))))
+    print("%d passed, %d failed" % (check.passed, check.failed))
+    return 1 if check.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

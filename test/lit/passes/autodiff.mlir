@@ -1,0 +1,61 @@
+// RUN: trainc-opt %s --split-input-file --trainc-autodiff --verify-diagnostics | FileCheck %s
+
+// Linear -> ReLU -> loss. The bias gradient sums the output gradient over the
+// batch; ReLU passes it where its input was positive; the weight gradient of
+// x W^T is dY^T x.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3x4xf32> {tc.grad = @w, tc.output = "grad.w"}, tensor<3xf32> {tc.grad = @b, tc.output = "grad.b"})
+// CHECK: %[[Y:.*]] = tc.gemm %arg0, %arg1, %arg2 {trans_b = true}
+// CHECK: %[[R:.*]] = tc.relu %[[Y]]
+// CHECK: %[[ONE:.*]] = tc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DR:.*]] = tc.expand
+// CHECK: %[[POS:.*]] = tc.greater %[[Y]], %{{.*}} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xi1>
+// CHECK: %[[DY:.*]] = tc.where %[[POS]], %[[DR]], %{{.*}}
+// CHECK: %[[DW:.*]] = tc.gemm %[[DY]], %arg0 {trans_a = true} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// CHECK: %[[DB:.*]] = tc.reduce_sum %[[DY]] {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<3xf32>
+// CHECK: return %{{.*}}, %[[DW]], %[[DB]]
+tc.param @w trainable : tensor<3x4xf32>
+tc.param @b trainable : tensor<3xf32>
+func.func @loss(%x: tensor<2x4xf32> {tc.input = "x"}, %w: tensor<3x4xf32> {tc.param = @w},
+                %b: tensor<3xf32> {tc.param = @b}) -> (tensor<f32> {tc.output = "loss"}) {
+  %y = tc.gemm %x, %w, %b {trans_b = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %r = tc.relu %y : tensor<2x3xf32>
+  %l = tc.reduce_sum %r {axes = array<i64>, keepdims = false} : (tensor<2x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A frozen parameter, a parameter with no path to the loss, and data inputs
+// get no gradient code; a parameter read twice gets the sum of both paths.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<4xf32> {tc.grad = @twice, tc.output = "grad.twice"})
+// CHECK-NOT: grad.frozen
+// CHECK-NOT: grad.unused
+// CHECK: tc.constant dense<1.000000e+00>
+// CHECK: %[[A:.*]] = tc.mul %{{.*}}, %arg0
+// CHECK: %[[B:.*]] = tc.add %{{.*}}, %[[A]]
+// CHECK: return %{{.*}}, %[[B]]
+tc.param @twice trainable : tensor<4xf32>
+tc.param @frozen : tensor<4xf32>
+tc.param @unused trainable : tensor<4xf32>
+func.func @loss(%x: tensor<4xf32> {tc.input = "x"}, %t: tensor<4xf32> {tc.param = @twice},
+                %f: tensor<4xf32> {tc.param = @frozen}, %u: tensor<4xf32> {tc.param = @unused})
+    -> (tensor<f32> {tc.output = "loss"}, tensor<4xf32> {tc.output = "side"}) {
+  %m = tc.mul %t, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a = tc.add %m, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %g = tc.mul %a, %f : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %l = tc.reduce_sum %g {axes = array<i64>, keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  %side = tc.neg %u : tensor<4xf32>
+  return %l, %side : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// Without @loss there is nothing to differentiate: the pass must not fire.
+// CHECK-LABEL: func.func @forward
+// CHECK-NOT: func.func @train_step
+func.func @forward(%x: tensor<4xf32> {tc.input = "x"}) -> (tensor<4xf32> {tc.output = "y"}) {
+  return %x : tensor<4xf32>
+}
+
