@@ -167,10 +167,25 @@ private:
   KernelWriter kernels;
   std::vector<char> &blob;
   std::vector<ParamEntry> params;
-  std::vector<std::pair<std::string, Type>> inputs, outputs;
+  llvm::StringMap<unsigned> paramIndex;
+  /// Per emitted function: its inputs, outputs (forward), hyperparameters and
+  /// optimizer state (training step), value names and body.
+  std::vector<std::pair<std::string, Type>> inputs, outputs, states;
+  std::vector<std::string> hypers;
+  bool trainRole = false;
   llvm::DenseMap<Value, std::string> names;
   std::string body;
   int64_t arenaBytes = 0;
+
+  /// What one emitted function contributes to the program.
+  struct Emitted {
+    std::string body;
+    std::vector<std::pair<std::string, Type>> inputs, outputs, states;
+    std::vector<std::string> hypers;
+    int64_t arena = 0;
+  };
+  LogicalResult declareParams();
+  FailureOr<Emitted> emitFunction(func::FuncOp func, bool train);
 };
 
 std::string ProgramEmitter::opComment(Operation *op) {
@@ -235,40 +250,102 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       names[arg] = name;
       continue;
     }
+    if (auto hyper = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.hyper")) {
+      std::string name = "h" + std::to_string(hypers.size());
+      body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
+              std::to_string(hypers.size()) + "]); // hyperparameter '" +
+              hyper.getValue().str() + "'\n";
+      hypers.push_back(hyper.getValue().str());
+      names[arg] = name;
+      continue;
+    }
+    if (auto state = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.state")) {
+      std::string name = "s" + std::to_string(states.size());
+      body += "  const " + cType(type) + " *" + name + " = static_cast<const " + cType(type) +
+              " *>(args.states[" + std::to_string(states.size()) + "]); // state '" +
+              state.getValue().str() + "' " + shapeText(shapeOf(arg)) + "\n";
+      states.emplace_back(state.getValue().str(), type);
+      names[arg] = name;
+      continue;
+    }
     auto symbol = func.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
                                                            tc::kParamAttrName);
-    auto param = symbol ? module.lookupSymbol<tc::ParamOp>(symbol) : nullptr;
-    if (!param)
+    auto it = symbol ? paramIndex.find(symbol.getValue()) : paramIndex.end();
+    if (it == paramIndex.end())
       return func.emitError("argument ") << arg.getArgNumber()
                                          << " is neither an input nor a parameter";
-    auto init = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
-    if (!init)
-      return param.emitError("codegen needs a dense initial value");
-    std::string name = "p" + std::to_string(params.size());
+    std::string name = "p" + std::to_string(it->second);
     body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
-            cType(type) + " *>(args.params[" + std::to_string(params.size()) +
-            "]); // " + param.getSymName().str() + " " + shapeText(shapeOf(arg)) + "\n";
-    params.push_back({param.getSymName().str(), type, appendToBlob(init),
-                      static_cast<uint64_t>(countOf(arg) * elementBytes(type)),
-                      param.getTrainable(), false});
+            cType(type) + " *>(args.params[" + std::to_string(it->second) + "]); // " +
+            symbol.getValue().str() + " " + shapeText(shapeOf(arg)) + "\n";
     names[arg] = name;
   }
   return success();
+}
+
+LogicalResult ProgramEmitter::declareParams() {
+  // Every parameter, in module order: both functions index the same table.
+  for (auto param : module.getOps<tc::ParamOp>()) {
+    auto init = dyn_cast_or_null<DenseElementsAttr>(param.getInitialValueAttr());
+    if (!init)
+      return param.emitError("codegen needs a dense initial value");
+    Type type = param.getType();
+    if (cType(type).empty())
+      return param.emitError("codegen does not support element type of ") << type << " yet";
+    paramIndex[param.getSymName()] = params.size();
+    params.push_back({param.getSymName().str(), type, appendToBlob(init),
+                      static_cast<uint64_t>(cast<RankedTensorType>(type).getNumElements() *
+                                            elementBytes(type)),
+                      param.getTrainable(), false});
+  }
+  return success();
+}
+
+FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp func,
+                                                                 bool train) {
+  auto arena = func->getAttrOfType<IntegerAttr>("tc.arena_bytes");
+  if (!arena)
+    return func.emitError("codegen needs a planned function (run trainc-plan)");
+  names.clear();
+  body.clear();
+  inputs.clear();
+  outputs.clear();
+  states.clear();
+  hypers.clear();
+  trainRole = train;
+  if (failed(declareArguments(func)))
+    return failure();
+  for (Operation &op : func.getBody().front())
+    if (failed(emitOp(&op)))
+      return failure();
+  return Emitted{body, inputs, outputs, states, hypers, arena.getInt()};
 }
 
 LogicalResult ProgramEmitter::run(raw_ostream &os) {
   auto func = module.lookupSymbol<func::FuncOp>(options.entry);
   if (!func || func.isExternal())
     return module.emitError("codegen needs a func.func @") << options.entry << " with a body";
-  auto arena = func->getAttrOfType<IntegerAttr>("tc.arena_bytes");
-  if (!arena)
-    return func.emitError("codegen needs a planned function (run trainc-plan)");
-  arenaBytes = arena.getInt();
-  if (failed(declareArguments(func)))
+  if (failed(declareParams()))
     return failure();
-  for (Operation &op : func.getBody().front())
-    if (failed(emitOp(&op)))
+  FailureOr<Emitted> forwardFn = emitFunction(func, /*train=*/false);
+  if (failed(forwardFn))
+    return failure();
+  // A training program: @train_step updates parameters (trainc-optimizer ran).
+  std::optional<Emitted> trainFn;
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  bool updates = false;
+  if (step && options.entry == "forward")
+    for (unsigned i = 0; i < step.getNumResults(); ++i)
+      updates |= static_cast<bool>(step.getResultAttr(i, "tc.update"));
+  if (updates) {
+    FailureOr<Emitted> emitted = emitFunction(step, /*train=*/true);
+    if (failed(emitted))
       return failure();
+    trainFn = *emitted;
+  }
+  inputs = forwardFn->inputs;
+  outputs = forwardFn->outputs;
+  arenaBytes = forwardFn->arena;
 
   int64_t batch = 1;
   if (auto attr = module->getAttrOfType<IntegerAttr>("tc.batch_size"))
@@ -289,7 +366,13 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "/// @" << options.entry << " on one batch of " << batch << ".\n"
      << "Status forward(Context &ctx, const trainc::rt::ForwardArgs &args) {\n"
      << "  (void)ctx;\n"
-     << body << "  return Status();\n}\n\n";
+     << forwardFn->body << "  return Status();\n}\n\n";
+  if (trainFn)
+    os << "/// One training step on a batch of " << batch
+       << ": forward, loss, backward and the parameter update.\n"
+       << "Status trainStep(Context &ctx, const trainc::rt::TrainArgs &args) {\n"
+       << "  (void)ctx;\n"
+       << trainFn->body << "  return Status();\n}\n\n";
 
   auto tensorInfo = [](const std::string &name, Type type) {
     auto tensor = cast<RankedTensorType>(type);
@@ -310,6 +393,22 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
   };
   table("TensorInfo", "kInputs", inputs);
   table("TensorInfo", "kOutputs", outputs);
+  if (trainFn) {
+    table("TensorInfo", "kTrainInputs", trainFn->inputs);
+    table("TensorInfo", "kStates", trainFn->states);
+    os << "const char *const kHypers[] = {";
+    for (const std::string &h : trainFn->hypers)
+      os << cString(h) << ", ";
+    os << "};\n";
+    auto optimizer = step->getAttrOfType<StringAttr>("tc.optimizer");
+    os << "const trainc::rt::TrainStep kTrain = {\n"
+       << "    " << cString(optimizer ? optimizer.getValue() : "sgd") << ",\n"
+       << "    " << trainFn->inputs.size() << ", kTrainInputs,\n"
+       << "    " << trainFn->hypers.size() << ", kHypers,\n"
+       << "    " << trainFn->states.size() << ", "
+       << (trainFn->states.empty() ? "nullptr" : "kStates") << ",\n"
+       << "    " << trainFn->arena << ", trainStep};\n";
+  }
   if (!params.empty()) {
     os << "const trainc::rt::ParamInfo kParams[] = {\n";
     for (const ParamEntry &p : params)
@@ -341,7 +440,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << outputs.size() << ", " << (outputs.empty() ? "nullptr" : "kOutputs") << ",\n"
      << "    " << params.size() << ", " << (params.empty() ? "nullptr" : "kParams")
      << ", trainc_param_blob, " << blob.size() << ",\n"
-     << "    " << arenaBytes << ", forward};\n"
+     << "    " << arenaBytes << ", forward, " << (trainFn ? "&kTrain" : "nullptr") << "};\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  return trainc::rt::programMain(argc, argv, kProgram);\n}\n";
@@ -814,9 +913,26 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
   for (auto [k, v] : llvm::enumerate(op.getOperands())) {
     auto name = func.getResultAttrOfType<StringAttr>(k, tc::kOutputAttrName);
     std::string outName = name ? name.getValue().str() : "output" + std::to_string(k);
-    outputs.emplace_back(outName, v.getType());
     std::string t = cType(v.getType());
-    std::string dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
+    std::string dst;
+    if (!trainRole) {
+      outputs.emplace_back(outName, v.getType());
+      dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
+    } else if (k == 0) {
+      dst = "static_cast<" + t + " *>(args.loss)";
+    } else if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(k, "tc.update")) {
+      // In place: every read of the old value happened before the return.
+      dst = "static_cast<" + t + " *>(args.params[" +
+            std::to_string(paramIndex.lookup(p.getValue())) + "])";
+    } else if (auto st = func.getResultAttrOfType<StringAttr>(k, "tc.state_update")) {
+      auto it = llvm::find_if(states, [&](const auto &e) { return e.first == st.getValue(); });
+      if (it == states.end())
+        return op.emitError("no state argument named ") << st;
+      dst = "static_cast<" + t + " *>(args.states[" + std::to_string(it - states.begin()) + "])";
+    } else {
+      return op.emitError("training step result ") << k << " is neither the loss, a parameter "
+                                                       "update nor a state update";
+    }
     std::vector<std::string> comment = {"copy of output '" + outName + "' " +
                                         shapeText(shapeOf(v))};
     std::string kname = kernels.addKernel("copy_output", comment,

@@ -28,6 +28,11 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
                              << "' must name the model input with a string";
     return success();
   }
+  if (attr.getName() == "tc.hyper" || attr.getName() == "tc.state") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue() << "' must be a name";
+    return success();
+  }
   if (attr.getName() == trainc::tc::kSampleWeightsAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' is a unit attribute";
@@ -53,9 +58,14 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
 
 LogicalResult TcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                      unsigned, NamedAttribute attr) {
-  if (attr.getName() == "tc.grad") {
+  if (attr.getName() == "tc.grad" || attr.getName() == "tc.update") {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()))
-      return op->emitError() << "'tc.grad' must name a tc.param";
+      return op->emitError() << "'" << attr.getName().getValue() << "' must name a tc.param";
+    return success();
+  }
+  if (attr.getName() == "tc.state_update") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'tc.state_update' must be a name";
     return success();
   }
   if (attr.getName() != trainc::tc::kOutputAttrName)

@@ -120,4 +120,36 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   }];
 }
 
+def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
+  let summary = "turn @train_step's gradients into parameter updates";
+  let description = [{
+    Rewrites `@train_step` (see trainc-autodiff) so that, instead of returning
+    gradients, it returns the updated parameters (`{tc.update = @p}`) and
+    optimizer state (`{tc.state_update = "momentum.p"}`), after the loss.
+    Hyperparameters are runtime scalars, arguments marked `{tc.hyper = NAME}`,
+    so one binary serves a whole sweep and the trainer applies the learning
+    rate schedule; optimizer state arrives as arguments `{tc.state = NAME}`,
+    zero at the first step. The update is written in pointwise tc ops, which
+    the fusion phase turns into one kernel per parameter.
+
+    - `sgd` (PyTorch torch.optim.SGD, dampening 0): g += wd p;
+      b = momentum b + g; g = nesterov ? g + momentum b : b; p -= lr g.
+      With zero momentum the buffer stays zero and costs nothing but memory.
+    - `adam` / `adamw` (torch.optim.Adam / AdamW): m = b1 m + (1-b1) g;
+      v = b2 v + (1-b2) g^2; p -= lr (m / bc1) / (sqrt(v / bc2) + eps), where
+      bc1 = 1 - b1^t and bc2 = 1 - b2^t are hyperparameters the trainer
+      computes each step. Adam adds wd p to g; AdamW scales p by (1 - lr wd)
+      first (decoupled weight decay).
+
+    The pass does nothing without `@train_step` or when it already returns
+    updates.
+  }];
+  let options = [
+    Option<"kind", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam or adamw">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "Nesterov momentum (sgd)">
+  ];
+}
+
 #endif // TRAINC_PASSES_TD

@@ -41,6 +41,15 @@ const std::vector<Phase> &phases() {
        [](OpPassManager &pm, const trainc::PipelineOptions &) {
          pm.addPass(trainc::createAutodiff());
        }},
+      {"optimizer", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.optimizer.empty())
+           return;
+         trainc::OptimizerOptions opt;
+         opt.kind = o.optimizer;
+         opt.nesterov = o.nesterov;
+         pm.addPass(trainc::createOptimizer(opt));
+       }},
       {"plan", false,
        [](OpPassManager &pm, const trainc::PipelineOptions &) {
          pm.addPass(trainc::createPlanMemory());

@@ -20,6 +20,10 @@ struct PipelineOptions {
   /// only, without the loss and autodiff phases.
   std::string loss;
   std::string label = "label";
+  /// The optimizer phase runs when set (sgd, adam, adamw); without it
+  /// @train_step returns gradients.
+  std::string optimizer;
+  bool nesterov = false;
   /// Stop after this phase (all when empty).
   std::string stopAfter;
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every

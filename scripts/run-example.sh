@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example: set up, build, report op support, print
-# the tc IR of examples/digits_mlp.onnx, then compile it for the CPU target and
-# predict on the digits data that scikit-learn ships.
+# the tc IR of examples/digits_mlp.onnx, then compile a CPU trainer, train it on
+# the digits data that scikit-learn ships (prints the held-out accuracy) and
+# predict with the trained parameters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,21 +13,15 @@ echo
 echo "== trainc import examples/digits_mlp.onnx --batch-size=32"
 build/bin/trainc import examples/digits_mlp.onnx --batch-size=32
 echo
-echo "== trainc compile examples/digits_mlp.onnx --target=cpu --batch-size=32 --report-memory -o build/example/digits"
-mkdir -p build/example/data
-build/bin/trainc compile examples/digits_mlp.onnx --target=cpu --batch-size=32 --report-memory \
-  -o build/example/digits
-/usr/bin/python3 - <<'PY'
-import numpy as np
-from sklearn.datasets import load_digits
-x = load_digits().data.astype(np.float32) / 16.0
-np.save("build/example/data/x.npy", x)
-print("wrote build/example/data/x.npy:", x.shape)
-PY
+echo "== trainc compile examples/digits_mlp.onnx --target=cpu --batch-size=32 --loss=cross-entropy --optimizer=sgd --report-memory -o build/example/trainer"
+mkdir -p build/example
+build/bin/trainc compile examples/digits_mlp.onnx --target=cpu --batch-size=32 \
+  --loss=cross-entropy --optimizer=sgd --report-memory -o build/example/trainer
+/usr/bin/python3 examples/prepare_digits.py build/example/digits-data
 echo
-echo "== build/example/digits --predict --data build/example/data --out build/example/out"
-build/example/digits --predict --data build/example/data --out build/example/out
-/usr/bin/python3 -c "
-import numpy as np
-y = np.load('build/example/out/logits.npy')
-print('logits', y.shape, '(untrained model: training arrives with the trainer)')"
+echo "== build/example/trainer --data build/example/digits-data/train --eval-data build/example/digits-data/val --epochs 30 --lr 0.1 --momentum 0.9 --weight-decay 0.0005"
+build/example/trainer --data build/example/digits-data/train --eval-data build/example/digits-data/val \
+  --epochs 30 --lr 0.1 --momentum 0.9 --weight-decay 0.0005 --save-params build/example/trained
+echo
+echo "== build/example/trainer --predict --data build/example/digits-data/val --out build/example/predictions"
+build/example/trainer --predict --data build/example/digits-data/val --out build/example/predictions

@@ -4,8 +4,10 @@
 Suites: lit (import, dialect, passes, codegen, error messages), unit
 (GoogleTest: shape logic, importer tensors), runtime (GoogleTest: the CPU
 kernels, npy, the program main), zoo (every zoo model imports, predicts like
-PyTorch on the CPU target and compiles for CUDA), conformance (the ONNX
-backend node tests on the CPU target). Run from the repository root after building into build/.
+PyTorch on the CPU target and compiles for CUDA), grad (gradients of every
+differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
+steps against PyTorch), conformance (the ONNX backend node tests on the CPU
+target). Run from the repository root after building into build/.
 """
 
 import os
@@ -74,6 +76,23 @@ def run_conformance():
     return last_line_counts(run.stdout, "conformance")
 
 
+def run_python_suite(script, suite):
+    run = subprocess.run(["/usr/bin/python3", script, os.path.join(BUILD, "bin", "trainc"),
+                          os.path.join(BUILD, suite + "-work")],
+                         capture_output=True, text=True)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr)
+    return last_line_counts(run.stdout, suite)
+
+
+def run_grad():
+    return run_python_suite(os.path.join(ROOT, "test", "grad", "check_grads.py"), "grad")
+
+
+def run_train():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_training.py"), "train")
+
+
 def run_zoo():
     zoo = os.path.join(BUILD, "zoo")
     script = os.path.join(ROOT, "test", "zoo", "make_zoo.py")
@@ -96,7 +115,8 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     totals = {}
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
-                     ("zoo", run_zoo), ("conformance", run_conformance)):
+                     ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
+                     ("conformance", run_conformance)):
         print("== %s tests" % name, flush=True)
         try:
             totals[name] = fn()

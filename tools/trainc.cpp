@@ -71,6 +71,12 @@ cl::opt<std::string> lossKind("loss",
                              cl::value_desc("KIND"), cl::cat(category));
 cl::opt<std::string> labelName("label", cl::desc("Name of the label input (default label)"),
                                cl::value_desc("NAME"), cl::init("label"), cl::cat(category));
+cl::opt<std::string> optimizerKind("optimizer",
+                                  cl::desc("Build a trainer with this optimizer: sgd, adam or "
+                                           "adamw (needs --loss)"),
+                                  cl::value_desc("KIND"), cl::cat(category));
+cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum (--optimizer=sgd)"),
+                       cl::init(false), cl::cat(category));
 cl::opt<std::string> entryName("entry",
                                cl::desc("The function the program runs: forward (default), "
                                         "or loss / train_step with --loss, to inspect losses "
@@ -91,7 +97,8 @@ usage:
   trainc check   MODEL                             report which ops are supported
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
-                 [--loss=KIND [--label=NAME] [--entry=forward|loss|train_step]]
+                 [--loss=KIND [--label=NAME] [--optimizer=sgd|adam|adamw [--nesterov]]
+                  [--entry=forward|loss|train_step]]
                  [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
   trainc help | --help | --version
@@ -181,7 +188,11 @@ int64_t tensorBytes(mlir::Type type) {
 
 /// Peak memory by kind, from the planned module.
 void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
-  int64_t params = 0, constants = 0, arena = 0, workspace = 0;
+  int64_t params = 0, constants = 0, arena = 0, workspace = 0, state = 0;
+  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
+    for (mlir::BlockArgument arg : step.getArguments())
+      if (step.getArgAttr(arg.getArgNumber(), "tc.state"))
+        state += tensorBytes(arg.getType());
   module.walk([&](mlir::Operation *op) {
     if (auto param = mlir::dyn_cast<trainc::tc::ParamOp>(op))
       params += tensorBytes(param.getType());
@@ -204,10 +215,11 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   };
   os << "memory (peak, by kind):\n";
   row("parameters", params);
+  row("optimizer", state);
   row("activations", arena);
   row("constants", constants);
   row("workspace", workspace);
-  row("total", params + arena + constants + workspace);
+  row("total", params + state + arena + constants + workspace);
 }
 
 int runCompile() {
@@ -229,8 +241,13 @@ int runCompile() {
     errs() << "\n";
     return 1;
   }
-  if ((compileTo == "loss" || compileTo == "autodiff") && lossKind.empty()) {
+  if ((compileTo == "loss" || compileTo == "autodiff" || compileTo == "optimizer") &&
+      lossKind.empty()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
+    return 1;
+  }
+  if (!optimizerKind.empty() && lossKind.empty()) {
+    errs() << "error: --optimizer needs --loss\n";
     return 1;
   }
   if (entryName != "forward" && lossKind.empty()) {
@@ -265,6 +282,8 @@ int runCompile() {
   trainc::PipelineOptions pipeline;
   pipeline.loss = lossKind;
   pipeline.label = labelName;
+  pipeline.optimizer = optimizerKind;
+  pipeline.nesterov = nesterov;
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
   if (compileTo != "import" && failed(trainc::runPipeline(*module, pipeline)))

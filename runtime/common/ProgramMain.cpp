@@ -8,12 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
+#include "ProgramSupport.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/program.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -26,7 +28,7 @@
 #endif
 
 namespace trainc::rt {
-namespace {
+namespace detail {
 
 struct Options {
   bool help = false;
@@ -37,12 +39,22 @@ struct Options {
   std::string dataDir;
   std::string outDir;
   int threads = 0; // 0: keep the default (OMP_NUM_THREADS or all cores).
+  TrainOptions train = defaultTrainOptions();
+
+  static TrainOptions defaultTrainOptions() {
+    TrainOptions t;
+    t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = std::nan("");
+    return t;
+  }
 };
 
 void printUsage(FILE *stream, const char *argv0, const Program &program) {
   std::fprintf(
       stream,
-      "usage: %s --predict --data DIR --out OUTDIR [--threads N]\n"
+      "usage: %s --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
+      "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
+      "          [--seed S] [--no-shuffle] [--save-params DIR] [--log FILE]\n"
+      "       %s --predict --data DIR --out OUTDIR [--threads N]\n"
       "       %s --run --data DIR --out OUTDIR [--threads N]\n"
       "       %s --info\n"
       "       %s --help\n"
@@ -57,9 +69,12 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "  --out OUTDIR   folder for the outputs (created if needed)\n"
       "  --threads N    CPU threads for kernels (default: "
       "OMP_NUM_THREADS or all cores)\n"
+      "  (training)     with --data alone: train on DIR/<input>.npy and\n"
+      "                 DIR/label.npy; --eval-data reports held-out loss and\n"
+      "                 accuracy; --save-params writes the trained values\n"
       "  --info         print the inputs, outputs and sizes\n"
       "  --help         print this help\n",
-      argv0, argv0, argv0, argv0, program.modelName ? program.modelName : "?",
+      argv0, argv0, argv0, argv0, argv0, program.modelName ? program.modelName : "?",
       program.target ? program.target : "?",
       static_cast<long long>(program.batchSize));
 }
@@ -105,6 +120,43 @@ Status parseArgs(int argc, char **argv, Options &options) {
       options.runOnce = true;
     } else if (arg == "--data") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.dataDir));
+      options.train.dataDir = options.dataDir;
+    } else if (arg == "--eval-data") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.evalDir));
+    } else if (arg == "--save-params") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.saveDir));
+    } else if (arg == "--log") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.logPath));
+    } else if (arg == "--no-shuffle") {
+      TRAINC_RETURN_IF_ERROR(noValue());
+      options.train.shuffle = false;
+    } else if (arg == "--epochs" || arg == "--steps" || arg == "--seed") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (*end != '\0' || v < 0)
+        return Status::error(arg + " needs a non-negative integer, got '" + text + "'");
+      if (arg != "--seed")
+        (arg == "--epochs" ? options.train.epochs
+                                            : options.train.steps) = v;
+      if (arg == "--seed")
+        options.train.seed = static_cast<uint64_t>(v);
+    } else if (arg == "--lr" || arg == "--momentum" || arg == "--weight-decay" ||
+               arg == "--beta1" || arg == "--beta2" || arg == "--eps") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (*end != '\0' || !std::isfinite(v) || v < 0)
+        return Status::error(arg + " needs a non-negative number, got '" + text + "'");
+      double &slot = arg == "--lr"             ? options.train.lr
+                     : arg == "--momentum"     ? options.train.momentum
+                     : arg == "--weight-decay" ? options.train.weightDecay
+                     : arg == "--beta1"        ? options.train.beta1
+                     : arg == "--beta2"        ? options.train.beta2
+                                               : options.train.eps;
+      slot = v;
     } else if (arg == "--out") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.outDir));
     } else if (arg == "--threads") {
@@ -138,7 +190,7 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 }
 
 /// Bytes of one tensor, or of one sample (all axes but the first).
-uint64_t tensorBytes(const TensorInfo &t, int firstAxis = 0) {
+uint64_t tensorBytes(const TensorInfo &t, int firstAxis) {
   uint64_t count = 1;
   for (int i = firstAxis; i < t.rank; ++i)
     count *= static_cast<uint64_t>(t.shape[i]);
@@ -228,13 +280,6 @@ void printInfo(const Program &program) {
   std::printf("arena: %llu bytes\n",
               static_cast<unsigned long long>(program.arenaBytes));
 }
-
-/// Device memory that returns itself to its Context.
-struct DeviceFree {
-  Context *context;
-  void operator()(void *ptr) const { context->deallocate(ptr); }
-};
-using DevicePtr = std::unique_ptr<void, DeviceFree>;
 
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {
   void *ptr = nullptr;
@@ -340,40 +385,18 @@ Status runOnce(const Program &program, const Options &options) {
   return Status();
 }
 
-Status runPredict(const Program &program, const Options &options) {
-  if (options.dataDir.empty() || options.outDir.empty())
-    return Status::error("--predict needs --data DIR and --out OUTDIR");
-  if (program.numInputs == 0)
-    return Status::error("--predict needs a program with inputs");
-  const int64_t batch = program.batchSize;
-
-  // Every check that needs no data runs before anything is read or written.
-  for (int i = 0; i < program.numInputs; ++i) {
-    const TensorInfo &t = program.inputs[i];
-    TRAINC_RETURN_IF_ERROR(checkFileName("input", t.name));
-    if (t.rank == 0 || t.shape[0] != batch)
-      return Status::error("input " + std::string(t.name) + " " + shapeText(t) +
-                           " has no batch axis; --predict needs inputs whose "
-                           "first axis is the batch size " +
-                           std::to_string(batch));
-  }
-  for (int i = 0; i < program.numOutputs; ++i) {
-    const TensorInfo &t = program.outputs[i];
-    TRAINC_RETURN_IF_ERROR(checkFileName("output", t.name));
-    if (t.rank == 0 || t.shape[0] != batch)
-      return Status::error("output " + std::string(t.name) + " " +
-                           shapeText(t) +
-                           " has no batch axis; --predict needs per-sample "
-                           "outputs");
-  }
-
-  // Map the inputs and check them against the compiled shapes.
-  std::vector<NpyArray> arrays(program.numInputs);
-  int64_t samples = -1;
+/// Maps DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
+/// shape (all axes but the first) and that all have one sample count.
+Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int count,
+                        std::vector<NpyArray> &arrays, int64_t &samples) {
+  arrays.clear();
+  arrays.resize(count);
+  samples = -1;
   std::string samplesFrom;
-  for (int i = 0; i < program.numInputs; ++i) {
-    const TensorInfo &t = program.inputs[i];
-    std::string path = options.dataDir + "/" + t.name + ".npy";
+  for (int i = 0; i < count; ++i) {
+    const TensorInfo &t = infos[i];
+    TRAINC_RETURN_IF_ERROR(checkFileName("input", t.name));
+    std::string path = dir + "/" + t.name + ".npy";
     Status opened = NpyArray::open(path, arrays[i]);
     if (!opened.ok())
       return Status::error("input " + std::string(t.name) + ": " +
@@ -408,6 +431,40 @@ Status runPredict(const Program &program, const Options &options) {
                            std::to_string(samples));
     }
   }
+  return Status();
+}
+
+Status runPredict(const Program &program, const Options &options) {
+  if (options.dataDir.empty() || options.outDir.empty())
+    return Status::error("--predict needs --data DIR and --out OUTDIR");
+  if (program.numInputs == 0)
+    return Status::error("--predict needs a program with inputs");
+  const int64_t batch = program.batchSize;
+
+  // Every check that needs no data runs before anything is read or written.
+  for (int i = 0; i < program.numInputs; ++i) {
+    const TensorInfo &t = program.inputs[i];
+    TRAINC_RETURN_IF_ERROR(checkFileName("input", t.name));
+    if (t.rank == 0 || t.shape[0] != batch)
+      return Status::error("input " + std::string(t.name) + " " + shapeText(t) +
+                           " has no batch axis; --predict needs inputs whose "
+                           "first axis is the batch size " +
+                           std::to_string(batch));
+  }
+  for (int i = 0; i < program.numOutputs; ++i) {
+    const TensorInfo &t = program.outputs[i];
+    TRAINC_RETURN_IF_ERROR(checkFileName("output", t.name));
+    if (t.rank == 0 || t.shape[0] != batch)
+      return Status::error("output " + std::string(t.name) + " " +
+                           shapeText(t) +
+                           " has no batch axis; --predict needs per-sample "
+                           "outputs");
+  }
+
+  std::vector<NpyArray> arrays;
+  int64_t samples = 0;
+  TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, program.inputs,
+                                          program.numInputs, arrays, samples));
 
   // Outputs are streamed batch by batch into their files.
   std::error_code error;
@@ -502,7 +559,8 @@ int run(int argc, char **argv, const Program &program) {
     std::fprintf(stderr, "%s: error: --predict and --run exclude each other\n", argv0);
     return 1;
   }
-  if (!options.info && !options.predict && !options.runOnce) {
+  bool training = !options.predict && !options.runOnce && !options.dataDir.empty();
+  if (!options.info && !options.predict && !options.runOnce && !training) {
     printUsage(stderr, argv0, program);
     return 1;
   }
@@ -513,15 +571,16 @@ int run(int argc, char **argv, const Program &program) {
   }
   if (options.info)
     printInfo(program);
-  if (!options.predict && !options.runOnce)
+  if (!options.predict && !options.runOnce && !training)
     return 0;
   if (options.threads > 0) {
 #ifdef _OPENMP
     omp_set_num_threads(options.threads);
 #endif
   }
-  Status predicted =
-      options.runOnce ? runOnce(program, options) : runPredict(program, options);
+  Status predicted = training         ? runTraining(program, options.train)
+                     : options.runOnce ? runOnce(program, options)
+                                       : runPredict(program, options);
   if (!predicted.ok()) {
     std::fprintf(stderr, "%s: error: %s\n", argv0, predicted.message().c_str());
     return 1;
@@ -529,14 +588,14 @@ int run(int argc, char **argv, const Program &program) {
   return 0;
 }
 
-} // namespace
+} // namespace detail
 
 int programMain(int argc, char **argv, const Program &program) {
   // The runtime reports errors as Status; this only catches what the C++
   // library throws (std::bad_alloc for a huge batch), so that the process
   // still ends with a message and exit code 1 instead of terminate().
   try {
-    return run(argc, argv, program);
+    return detail::run(argc, argv, program);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "%s: error: %s\n",
                  argc > 0 && argv[0] ? argv[0] : "program", e.what());

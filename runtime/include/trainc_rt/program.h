@@ -54,6 +54,37 @@ struct ForwardArgs {
   char *arena;
 };
 
+/// Device pointers handed to a training step. The step reads the inputs
+/// (data, labels, per-sample weights), the hyperparameters (device f32
+/// scalars) and the parameters and optimizer state, and writes the loss, the
+/// updated parameters and the updated state in place.
+struct TrainArgs {
+  void *const *inputs;
+  void *const *hypers;
+  void *const *params;
+  void *const *states;
+  /// One f32: the batch's loss.
+  void *loss;
+  char *arena;
+};
+
+struct TrainStep {
+  /// "sgd", "adam" or "adamw".
+  const char *optimizer;
+  /// Inputs of the step: the model inputs, then the label and the per-sample
+  /// weights, by name.
+  int numInputs;
+  const TensorInfo *inputs;
+  /// Names of the hyperparameters, in TrainArgs::hypers order.
+  int numHypers;
+  const char *const *hypers;
+  /// Optimizer state tensors, zero at the first step.
+  int numStates;
+  const TensorInfo *states;
+  uint64_t arenaBytes;
+  Status (*step)(Context &context, const TrainArgs &args);
+};
+
 struct Program {
   const char *modelName;
   /// "cpu" or "cuda".
@@ -70,6 +101,8 @@ struct Program {
   uint64_t arenaBytes;
   /// Runs the forward pass of one batch (inference semantics).
   Status (*forward)(Context &context, const ForwardArgs &args);
+  /// The training step, or null for a prediction-only program.
+  const TrainStep *train;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,

@@ -1,0 +1,139 @@
+//===- Optimizer.cpp - the optimizer phase: fused parameter updates -------===//
+
+#include "ir/TcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
+  using OptimizerBase::OptimizerBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step)
+      return;
+    if (kind != "sgd" && kind != "adam" && kind != "adamw") {
+      module.emitError("--optimizer must be sgd, adam or adamw, got '") << kind << "'";
+      return signalPassFailure();
+    }
+    for (unsigned i = 0; i < step.getNumResults(); ++i)
+      if (step.getResultAttr(i, "tc.update"))
+        return; // already rewritten
+    rewrite(step);
+    step->setAttr("tc.optimizer", StringAttr::get(&getContext(), kind));
+  }
+
+  Value hyper(func::FuncOp step, OpBuilder &b, StringRef name) {
+    auto it = hypers.find(name);
+    if (it != hypers.end())
+      return it->second;
+    auto type = RankedTensorType::get({}, b.getF32Type());
+    unsigned index = step.getNumArguments();
+    (void)step.insertArgument(index, type,
+                              b.getDictionaryAttr(b.getNamedAttr("tc.hyper", b.getStringAttr(name))),
+                              step.getLoc());
+    Value arg = step.getArgument(index);
+    hypers[name] = arg;
+    return arg;
+  }
+
+  Value state(func::FuncOp step, OpBuilder &b, Type type, const std::string &name) {
+    unsigned index = step.getNumArguments();
+    (void)step.insertArgument(index, type,
+                              b.getDictionaryAttr(b.getNamedAttr("tc.state", b.getStringAttr(name))),
+                              step.getLoc());
+    return step.getArgument(index);
+  }
+
+  void rewrite(func::FuncOp step) {
+    auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    OpBuilder b(ret);
+    Location loc = step.getLoc();
+    auto add = [&](Value x, Value y) { return b.create<tc::AddOp>(loc, ValueRange{x, y})->getResult(0); };
+    auto sub = [&](Value x, Value y) { return b.create<tc::SubOp>(loc, ValueRange{x, y})->getResult(0); };
+    auto mul = [&](Value x, Value y) { return b.create<tc::MulOp>(loc, ValueRange{x, y})->getResult(0); };
+    auto div = [&](Value x, Value y) { return b.create<tc::DivOp>(loc, ValueRange{x, y})->getResult(0); };
+    auto one = [&]() {
+      auto type = RankedTensorType::get({}, b.getF32Type());
+      return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, 1.0f)).getResult();
+    };
+
+    SmallVector<Value> results = {ret.getOperand(0)};
+    SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
+    SmallVector<Value> stateResults;
+    SmallVector<DictionaryAttr> stateAttrs;
+    auto keepState = [&](Value v, const std::string &name) {
+      stateResults.push_back(v);
+      stateAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(name)),
+           b.getNamedAttr("tc.state_update", b.getStringAttr(name))}));
+    };
+
+    for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
+      auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, "tc.grad");
+      if (!symbol)
+        continue;
+      Value g = ret.getOperand(i);
+      Value p;
+      for (BlockArgument arg : step.getArguments())
+        if (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) == symbol)
+          p = arg;
+      std::string name = symbol.getValue().str();
+      Value lr = hyper(step, b, "lr"), wd = hyper(step, b, "weight_decay");
+      Value updated;
+      if (kind == "sgd") {
+        Value momentum = hyper(step, b, "momentum");
+        Value buffer = state(step, b, p.getType(), "momentum." + name);
+        Value grad = add(g, mul(wd, p));
+        Value newBuffer = add(mul(momentum, buffer), grad);
+        Value direction = nesterov ? add(grad, mul(momentum, newBuffer)) : newBuffer;
+        updated = sub(p, mul(lr, direction));
+        keepState(newBuffer, "momentum." + name);
+      } else {
+        Value beta1 = hyper(step, b, "beta1"), beta2 = hyper(step, b, "beta2");
+        Value eps = hyper(step, b, "eps");
+        Value bc1 = hyper(step, b, "bias_correction1"), bc2 = hyper(step, b, "bias_correction2");
+        Value m = state(step, b, p.getType(), "exp_avg." + name);
+        Value v = state(step, b, p.getType(), "exp_avg_sq." + name);
+        Value param = p, grad = g;
+        if (kind == "adamw")
+          param = mul(p, sub(one(), mul(lr, wd)));
+        else
+          grad = add(g, mul(wd, p));
+        Value newM = add(mul(beta1, m), mul(sub(one(), beta1), grad));
+        Value newV = add(mul(beta2, v), mul(sub(one(), beta2), mul(grad, grad)));
+        Value denom = add(b.create<tc::SqrtOp>(loc, div(newV, bc2))->getResult(0), eps);
+        updated = sub(param, mul(lr, div(div(newM, bc1), denom)));
+        keepState(newM, "exp_avg." + name);
+        keepState(newV, "exp_avg_sq." + name);
+      }
+      results.push_back(updated);
+      attrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("param." + name)),
+           b.getNamedAttr("tc.update", symbol)}));
+    }
+    results.append(stateResults.begin(), stateResults.end());
+    attrs.append(stateAttrs.begin(), stateAttrs.end());
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    step.setAllResultAttrs(attrs);
+  }
+
+  llvm::StringMap<Value> hypers;
+};
+
+} // namespace

@@ -1,0 +1,61 @@
+//===- ProgramSupport.h - pieces shared by the program's modes -*- C++ -*-===//
+//
+// Internal to the runtime: prediction (ProgramMain.cpp) and training
+// (Trainer.cpp) share device buffers, input files and messages.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_COMMON_PROGRAMSUPPORT_H
+#define TRAINC_RT_COMMON_PROGRAMSUPPORT_H
+
+#include "Npy.h"
+#include "trainc_rt/device.h"
+#include "trainc_rt/program.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainc::rt::detail {
+
+std::string shapeText(const TensorInfo &t);
+std::string shapeText(const std::vector<int64_t> &shape);
+/// Bytes of a tensor from axis `firstAxis` on (1: one sample).
+uint64_t tensorBytes(const TensorInfo &t, int firstAxis = 0);
+/// Tensor names become file names; refuses names that would leave a folder.
+Status checkFileName(const char *kind, const char *name);
+
+/// Device memory that returns itself to its Context.
+struct DeviceFree {
+  Context *context;
+  void operator()(void *ptr) const {
+    if (context)
+      context->deallocate(ptr);
+  }
+};
+using DevicePtr = std::unique_ptr<void, DeviceFree>;
+Status allocateDevice(Context &context, size_t bytes, DevicePtr &result);
+
+/// Maps DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
+/// shape (all axes but the first) and that all have one sample count.
+Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int count,
+                        std::vector<NpyArray> &arrays, int64_t &samples);
+
+struct TrainOptions {
+  std::string dataDir, evalDir, saveDir, logPath;
+  int64_t epochs = 0, steps = 0;
+  /// NaN: the optimizer's default.
+  double lr, momentum, weightDecay, beta1, beta2, eps;
+  uint64_t seed = 0;
+  bool shuffle = true;
+};
+
+/// Trains the program's TrainStep on `dataDir` (one .npy per step input but
+/// the sample weights) and reports loss per epoch and, with `evalDir`,
+/// held-out loss and accuracy.
+Status runTraining(const Program &program, const TrainOptions &options);
+
+} // namespace trainc::rt::detail
+
+#endif // TRAINC_RT_COMMON_PROGRAMSUPPORT_H

@@ -1,0 +1,307 @@
+//===- Trainer.cpp - the training loop of a compiled program --------------===//
+//
+// Epochs over memory-mapped .npy data, shuffled per epoch from the seed,
+// batched at the compiled size; the short last batch is trained on with
+// per-sample weight 0 on its padding rows, so it is neither dropped nor
+// over-weighted. Hyperparameters are device scalars set before each step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProgramSupport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+namespace trainc::rt::detail {
+namespace {
+
+double orDefault(double value, double fallback) { return std::isnan(value) ? fallback : value; }
+
+/// Hyperparameter values for one step, by name.
+struct Hyper {
+  double lr, momentum, weightDecay, beta1, beta2, eps;
+  double value(const std::string &name, int64_t step) const {
+    if (name == "lr") return lr;
+    if (name == "momentum") return momentum;
+    if (name == "weight_decay") return weightDecay;
+    if (name == "beta1") return beta1;
+    if (name == "beta2") return beta2;
+    if (name == "eps") return eps;
+    if (name == "bias_correction1") return 1.0 - std::pow(beta1, static_cast<double>(step));
+    if (name == "bias_correction2") return 1.0 - std::pow(beta2, static_cast<double>(step));
+    return std::nan("");
+  }
+};
+
+/// Copies the rows `order[first, first + count)` of each array into one
+/// batch-sized host buffer per input, zero-padding the rest.
+void gatherRows(const std::vector<NpyArray> &arrays, const std::vector<uint64_t> &rowBytes,
+                const std::vector<int64_t> &order, int64_t first, int64_t count, int64_t batch,
+                std::vector<std::vector<char>> &staging) {
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    char *dst = staging[i].data();
+    const char *src = static_cast<const char *>(arrays[i].data());
+    for (int64_t r = 0; r < count; ++r)
+      std::memcpy(dst + r * rowBytes[i], src + order[first + r] * rowBytes[i], rowBytes[i]);
+    std::memset(dst + count * rowBytes[i], 0, (batch - count) * rowBytes[i]);
+  }
+}
+
+} // namespace
+
+Status runTraining(const Program &program, const TrainOptions &options) {
+  const TrainStep *train = program.train;
+  if (!train)
+    return Status::error("this program was compiled for prediction only; compile with "
+                         "--loss and --optimizer to train");
+  if (options.epochs <= 0 && options.steps <= 0)
+    return Status::error("training needs --epochs N or --steps N");
+  const int64_t batch = program.batchSize;
+  std::string optimizer = train->optimizer ? train->optimizer : "sgd";
+  bool adam = optimizer != "sgd";
+  Hyper hyper{orDefault(options.lr, adam ? 1e-3 : 1e-2),
+              orDefault(options.momentum, 0.0),
+              orDefault(options.weightDecay, optimizer == "adamw" ? 1e-2 : 0.0),
+              orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
+              orDefault(options.eps, 1e-8)};
+
+  // The step's inputs, all but the per-sample weights, come from files.
+  std::vector<TensorInfo> fileInputs;
+  int weightsIndex = -1;
+  for (int i = 0; i < train->numInputs; ++i) {
+    if (std::string(train->inputs[i].name) == "sample_weights")
+      weightsIndex = i;
+    else
+      fileInputs.push_back(train->inputs[i]);
+  }
+  if (weightsIndex < 0)
+    return Status::error("the training step has no sample_weights input");
+  std::vector<NpyArray> arrays;
+  int64_t samples = 0;
+  TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, fileInputs.data(),
+                                          static_cast<int>(fileInputs.size()), arrays, samples));
+  if (samples <= 0)
+    return Status::error("no training samples in " + options.dataDir);
+  // NaN in float data would poison every parameter: refuse it before step 1.
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    if (fileInputs[i].dtype != DType::F32)
+      continue;
+    const float *v = static_cast<const float *>(arrays[i].data());
+    uint64_t n = tensorBytes(fileInputs[i], 1) / 4 * samples;
+    for (uint64_t k = 0; k < n; ++k)
+      if (!std::isfinite(v[k]))
+        return Status::error("input " + std::string(fileInputs[i].name) + ": sample " +
+                             std::to_string(k / (n / samples)) + " holds NaN or infinity");
+  }
+
+  // Device state.
+  std::unique_ptr<Context> context;
+  TRAINC_RETURN_IF_ERROR(createContext(context));
+  std::vector<DevicePtr> params, states, inputs;
+  std::vector<void *> paramPtrs, statePtrs, inputPtrs, hyperPtrs;
+  for (int i = 0; i < program.numParams; ++i) {
+    const ParamInfo &p = program.params[i];
+    params.emplace_back(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, p.bytes, params.back()));
+    TRAINC_RETURN_IF_ERROR(context->copyToDevice(params.back().get(),
+                                                 program.paramBlob + p.blobOffset, p.bytes));
+    paramPtrs.push_back(params.back().get());
+  }
+  for (int i = 0; i < train->numStates; ++i) {
+    uint64_t bytes = tensorBytes(train->states[i]);
+    states.emplace_back(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, bytes, states.back()));
+    TRAINC_RETURN_IF_ERROR(context->fill(states.back().get(), 0, bytes));
+    statePtrs.push_back(states.back().get());
+  }
+  std::vector<uint64_t> rowBytes;
+  for (int i = 0; i < train->numInputs; ++i) {
+    inputs.emplace_back(nullptr, DeviceFree{context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, tensorBytes(train->inputs[i]), inputs.back()));
+    inputPtrs.push_back(inputs.back().get());
+  }
+  for (const TensorInfo &t : fileInputs)
+    rowBytes.push_back(tensorBytes(t, 1));
+  DevicePtr hypers(nullptr, DeviceFree{context.get()}), loss(nullptr, DeviceFree{context.get()}),
+      arena(nullptr, DeviceFree{context.get()});
+  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, 256 * std::max(train->numHypers, 1), hypers));
+  for (int i = 0; i < train->numHypers; ++i)
+    hyperPtrs.push_back(static_cast<char *>(hypers.get()) + 256 * i);
+  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, 256, loss));
+  // Forward (evaluation) and training step never run at once: one arena.
+  TRAINC_RETURN_IF_ERROR(allocateDevice(
+      *context, std::max(program.arenaBytes, train->arenaBytes), arena));
+  TrainArgs args{inputPtrs.data(), hyperPtrs.data(), paramPtrs.data(), statePtrs.data(),
+                 loss.get(), static_cast<char *>(arena.get())};
+
+  std::vector<std::vector<char>> staging(fileInputs.size());
+  for (size_t i = 0; i < fileInputs.size(); ++i)
+    staging[i].resize(tensorBytes(fileInputs[i]));
+  std::vector<float> weights(batch), hostHypers(train->numHypers);
+  std::vector<int64_t> order(samples);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(options.seed);
+  const int64_t batchesPerEpoch = (samples + batch - 1) / batch;
+  const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * batchesPerEpoch;
+  int64_t step = 0;
+  FILE *log = options.logPath.empty() ? nullptr : std::fopen(options.logPath.c_str(), "w");
+  if (!options.logPath.empty() && !log)
+    return Status::error("cannot write the log " + options.logPath);
+  std::unique_ptr<FILE, int (*)(FILE *)> logCloser(log, log ? std::fclose : [](FILE *) { return 0; });
+  const auto start = std::chrono::steady_clock::now();
+
+  for (int64_t epoch = 1; step < totalSteps; ++epoch) {
+    if (options.shuffle)
+      std::shuffle(order.begin(), order.end(), rng);
+    double lossSum = 0, weightSum = 0;
+    for (int64_t b = 0; b < batchesPerEpoch && step < totalSteps; ++b, ++step) {
+      const int64_t first = b * batch, count = std::min(batch, samples - first);
+      gatherRows(arrays, rowBytes, order, first, count, batch, staging);
+      size_t f = 0;
+      for (int i = 0; i < train->numInputs; ++i) {
+        if (i == weightsIndex) {
+          std::fill(weights.begin(), weights.end(), 0.0f);
+          std::fill(weights.begin(), weights.begin() + count, 1.0f);
+          TRAINC_RETURN_IF_ERROR(
+              context->copyToDevice(inputPtrs[i], weights.data(), weights.size() * 4));
+        } else {
+          TRAINC_RETURN_IF_ERROR(
+              context->copyToDevice(inputPtrs[i], staging[f].data(), staging[f].size()));
+          ++f;
+        }
+      }
+      for (int h = 0; h < train->numHypers; ++h) {
+        double v = hyper.value(train->hypers[h], step + 1);
+        if (std::isnan(v))
+          return Status::error(std::string("unknown hyperparameter ") + train->hypers[h]);
+        float value = static_cast<float>(v);
+        TRAINC_RETURN_IF_ERROR(context->copyToDevice(hyperPtrs[h], &value, 4));
+      }
+      Status ran = train->step(*context, args);
+      if (!ran.ok())
+        return Status::error("training step " + std::to_string(step + 1) + " failed: " +
+                             ran.message());
+      float batchLoss = 0;
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(&batchLoss, loss.get(), 4));
+      if (!std::isfinite(batchLoss))
+        return Status::error("the loss became " + std::to_string(batchLoss) + " at step " +
+                             std::to_string(step + 1) + " (learning rate too high?)");
+      lossSum += batchLoss * count;
+      weightSum += count;
+      if (log)
+        std::fprintf(log, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g}\n",
+                     static_cast<long long>(step + 1), static_cast<long long>(epoch), batchLoss,
+                     hyper.lr);
+    }
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
+                 static_cast<long long>(epoch), static_cast<long long>(step),
+                 static_cast<long long>(totalSteps), lossSum / std::max(weightSum, 1.0),
+                 seconds > 0 ? step * batch / seconds : 0.0);
+  }
+
+  // Held-out evaluation with the forward pass: loss and accuracy of output 0
+  // as class scores [N, C] against DIR/label.npy.
+  if (!options.evalDir.empty()) {
+    std::vector<NpyArray> evalArrays;
+    int64_t evalSamples = 0;
+    TRAINC_RETURN_IF_ERROR(openSampleInputs(options.evalDir, program.inputs, program.numInputs,
+                                            evalArrays, evalSamples));
+    NpyArray labels;
+    TRAINC_RETURN_IF_ERROR(NpyArray::open(options.evalDir + "/label.npy", labels));
+    if (labels.dtype() != DType::I64 || labels.shape().size() != 1 ||
+        labels.shape()[0] != evalSamples)
+      return Status::error(options.evalDir + "/label.npy must be int64 [" +
+                           std::to_string(evalSamples) + "]");
+    const TensorInfo &out = program.outputs[0];
+    if (program.numOutputs < 1 || out.rank != 2 || out.dtype != DType::F32)
+      return Status::error("evaluation needs class scores [N, C] as the first output");
+    int64_t classes = out.shape[1];
+    std::vector<DevicePtr> evalInputs, evalOutputs;
+    std::vector<void *> evalIn, evalOut;
+    for (int i = 0; i < program.numInputs; ++i) {
+      evalInputs.emplace_back(nullptr, DeviceFree{context.get()});
+      TRAINC_RETURN_IF_ERROR(allocateDevice(*context, tensorBytes(program.inputs[i]), evalInputs.back()));
+      evalIn.push_back(evalInputs.back().get());
+    }
+    for (int i = 0; i < program.numOutputs; ++i) {
+      evalOutputs.emplace_back(nullptr, DeviceFree{context.get()});
+      TRAINC_RETURN_IF_ERROR(allocateDevice(*context, tensorBytes(program.outputs[i]), evalOutputs.back()));
+      evalOut.push_back(evalOutputs.back().get());
+    }
+    ForwardArgs forward{evalIn.data(), evalOut.data(), paramPtrs.data(),
+                        static_cast<char *>(arena.get())};
+    std::vector<int64_t> evalOrder(evalSamples);
+    std::iota(evalOrder.begin(), evalOrder.end(), 0);
+    std::vector<uint64_t> evalRowBytes;
+    std::vector<std::vector<char>> evalStaging(program.numInputs);
+    for (int i = 0; i < program.numInputs; ++i) {
+      evalRowBytes.push_back(tensorBytes(program.inputs[i], 1));
+      evalStaging[i].resize(tensorBytes(program.inputs[i]));
+    }
+    std::vector<float> scores(batch * classes);
+    const int64_t *truth = static_cast<const int64_t *>(labels.data());
+    int64_t correct = 0;
+    double evalLoss = 0;
+    for (int64_t first = 0; first < evalSamples; first += batch) {
+      int64_t count = std::min(batch, evalSamples - first);
+      gatherRows(evalArrays, evalRowBytes, evalOrder, first, count, batch, evalStaging);
+      for (int i = 0; i < program.numInputs; ++i)
+        TRAINC_RETURN_IF_ERROR(context->copyToDevice(evalIn[i], evalStaging[i].data(),
+                                                     evalStaging[i].size()));
+      TRAINC_RETURN_IF_ERROR(program.forward(*context, forward));
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(scores.data(), evalOut[0], scores.size() * 4));
+      for (int64_t r = 0; r < count; ++r) {
+        const float *row = scores.data() + r * classes;
+        int64_t best = std::max_element(row, row + classes) - row;
+        correct += best == truth[first + r];
+        double maxv = *std::max_element(row, row + classes), sum = 0;
+        for (int64_t c = 0; c < classes; ++c)
+          sum += std::exp(row[c] - maxv);
+        int64_t label = truth[first + r];
+        if (label < 0 || label >= classes)
+          return Status::error("eval label " + std::to_string(label) + " of sample " +
+                               std::to_string(first + r) + " is outside [0, " +
+                               std::to_string(classes) + ")");
+        evalLoss += std::log(sum) + maxv - row[label];
+      }
+    }
+    std::fprintf(stderr, "eval: %lld samples, loss %.5f, accuracy %.2f%%\n",
+                 static_cast<long long>(evalSamples), evalLoss / evalSamples,
+                 100.0 * correct / evalSamples);
+    std::printf("accuracy %.4f\n", static_cast<double>(correct) / evalSamples);
+  }
+
+  // The trained parameters, one .npy each.
+  if (!options.saveDir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.saveDir, error);
+    if (error)
+      return Status::error("cannot create " + options.saveDir + ": " + error.message());
+    for (int i = 0; i < program.numParams; ++i) {
+      const ParamInfo &p = program.params[i];
+      if (p.constant)
+        continue;
+      TRAINC_RETURN_IF_ERROR(checkFileName("parameter", p.tensor.name));
+      std::vector<char> host(p.bytes);
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(host.data(), paramPtrs[i], p.bytes));
+      NpyWriter writer;
+      TRAINC_RETURN_IF_ERROR(writer.open(options.saveDir + "/" + p.tensor.name + ".npy",
+                                         p.tensor.dtype,
+                                         std::vector<int64_t>(p.tensor.shape,
+                                                              p.tensor.shape + p.tensor.rank)));
+      TRAINC_RETURN_IF_ERROR(writer.append(host.data(), host.size()));
+      TRAINC_RETURN_IF_ERROR(writer.close());
+    }
+  }
+  return Status();
+}
+
+} // namespace trainc::rt::detail
