@@ -417,13 +417,27 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
          << (p.constant ? "true" : "false") << "},\n";
     os << "};\n";
   }
-  std::string path = options.paramBlobPath;
-  std::string escaped;
-  for (char c : path) {
-    if (c == '"' || c == '\\')
-      escaped += "\\\\\\";
-    escaped += c;
+  bool exporting = trainFn && !options.exportTemplatePath.empty();
+  if (exporting) {
+    os << "const uint64_t kExportOffsets[] = {";
+    for (const ParamEntry &p : params) {
+      auto it = options.exportOffsets.find(p.name);
+      os << (p.constant || it == options.exportOffsets.end() ? std::string("UINT64_MAX")
+                                                              : std::to_string(it->second))
+         << ", ";
+    }
+    os << "};\n";
   }
+  auto escape = [](const std::string &path) {
+    std::string escaped;
+    for (char c : path) {
+      if (c == '"' || c == '\\')
+        escaped += "\\\\\\";
+      escaped += c;
+    }
+    return escaped;
+  };
+  std::string escaped = escape(options.paramBlobPath);
   os << "\n} // namespace\n\n"
      << "// Initial values of parameters and constants: " << blob.size() << " bytes.\n"
      << "__asm__(\".section .rodata\\n\"\n"
@@ -431,16 +445,28 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "        \"trainc_param_blob:\\n\"\n"
      << "        \".incbin \\\"" << escaped << "\\\"\\n\"\n"
      << "        \".previous\\n\");\n"
-     << "extern \"C\" const unsigned char trainc_param_blob[];\n\n"
-     << "namespace {\n"
-     << "const trainc::rt::Program kProgram = {\n"
+     << "extern \"C\" const unsigned char trainc_param_blob[];\n\n";
+  if (exporting)
+    os << "// The ONNX model --export writes, with the trained parameters patched in.\n"
+       << "__asm__(\".section .rodata\\n\"\n"
+       << "        \".balign 64\\n\"\n"
+       << "        \"trainc_export_model:\\n\"\n"
+       << "        \".incbin \\\"" << escape(options.exportTemplatePath) << "\\\"\\n\"\n"
+       << "        \".previous\\n\");\n"
+       << "extern \"C\" const unsigned char trainc_export_model[];\n\n";
+  os << "namespace {\n";
+  if (exporting)
+    os << "const trainc::rt::ExportInfo kExport = {trainc_export_model, "
+       << options.exportTemplateBytes << ", kExportOffsets};\n";
+  os << "const trainc::rt::Program kProgram = {\n"
      << "    " << cString(options.modelName) << ", " << cString(cuda ? "cuda" : "cpu")
      << ", " << batch << ",\n"
      << "    " << inputs.size() << ", " << (inputs.empty() ? "nullptr" : "kInputs") << ", "
      << outputs.size() << ", " << (outputs.empty() ? "nullptr" : "kOutputs") << ",\n"
      << "    " << params.size() << ", " << (params.empty() ? "nullptr" : "kParams")
      << ", trainc_param_blob, " << blob.size() << ",\n"
-     << "    " << arenaBytes << ", forward, " << (trainFn ? "&kTrain" : "nullptr") << "};\n"
+     << "    " << arenaBytes << ", forward, " << (trainFn ? "&kTrain" : "nullptr") << ", "
+     << (exporting ? "&kExport" : "nullptr") << "};\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  return trainc::rt::programMain(argc, argv, kProgram);\n}\n";

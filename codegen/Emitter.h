@@ -9,6 +9,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct EmitOptions {
   /// The function the program runs: forward (prediction) by default, or
   /// train_step / loss to inspect losses and gradients with --run.
   std::string entry = "forward";
+  /// For a trainer: the ONNX export template (absolute path) and the byte
+  /// offset of each parameter's data in it, by name.
+  std::string exportTemplatePath;
+  std::map<std::string, uint64_t> exportOffsets;
+  uint64_t exportTemplateBytes = 0;
 };
 
 /// Emits the program of a planned module (`trainc-plan` has run): one source

@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <optional>
@@ -63,6 +64,16 @@ std::optional<ModelSummary> summarizeModelFile(llvm::StringRef path,
 
 /// Every ONNX op type the importer knows, sorted.
 std::vector<std::string> supportedOpTypes();
+
+/// The original model serialized with the named parameters as raw data, and
+/// the byte range (offset, size) of each one's data, in `paramNames` order:
+/// what a trainer needs to export trained weights without protobuf.
+struct ExportTemplate {
+  std::string bytes;
+  std::vector<std::pair<uint64_t, uint64_t>> regions;
+};
+llvm::Expected<ExportTemplate> buildExportTemplate(llvm::StringRef path,
+                                                   llvm::ArrayRef<std::string> paramNames);
 
 } // namespace trainc::frontend
 

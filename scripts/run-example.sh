@@ -21,7 +21,8 @@ build/bin/trainc compile examples/digits_mlp.onnx --target=cpu --batch-size=32 \
 echo
 echo "== build/example/trainer --data build/example/digits-data/train --eval-data build/example/digits-data/val --epochs 30 --lr 0.1 --momentum 0.9 --weight-decay 0.0005"
 build/example/trainer --data build/example/digits-data/train --eval-data build/example/digits-data/val \
-  --epochs 30 --lr 0.1 --momentum 0.9 --weight-decay 0.0005 --save-params build/example/trained
+  --epochs 30 --lr 0.1 --momentum 0.9 --weight-decay 0.0005 --save-params build/example/trained \
+  --export build/example/trained.onnx
 echo
-echo "== build/example/trainer --predict --data build/example/digits-data/val --out build/example/predictions"
-build/example/trainer --predict --data build/example/digits-data/val --out build/example/predictions
+echo "== build/example/trainer --predict --params build/example/trained --data build/example/digits-data/val --out build/example/predictions"
+build/example/trainer --predict --params build/example/trained --data build/example/digits-data/val --out build/example/predictions

@@ -25,3 +25,9 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.trainc_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["trainc", "trainc-opt"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# The PyPI onnx and onnxruntime that scripts/conformance-venv.sh installs.
+venv_python = os.path.join(config.trainc_obj_root, "conformance-venv", "bin", "python")
+if os.path.exists(venv_python):
+    config.available_features.add("onnxruntime")
+config.substitutions.append(("%venv_python", venv_python))

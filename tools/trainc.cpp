@@ -336,6 +336,27 @@ int runCompile() {
   SmallString<256> absoluteBlob(blobPath);
   sys::fs::make_absolute(absoluteBlob);
   emit.paramBlobPath = absoluteBlob.str().str();
+  // A trainer can export the trained model: the template is the original
+  // ONNX with every parameter as raw data, at offsets the program patches.
+  SmallString<256> exportPath(buildDir);
+  sys::path::append(exportPath, stem + ".export.onnx");
+  if (!optimizerKind.empty()) {
+    std::vector<std::string> names;
+    for (auto param : module->getOps<trainc::tc::ParamOp>())
+      names.push_back(param.getSymName().str());
+    auto exported = trainc::frontend::buildExportTemplate(inputPath, names);
+    if (!exported) {
+      errs() << "error: " << toString(exported.takeError()) << "\n";
+      return 1;
+    }
+    if (!writeFile(exportPath, [&](raw_ostream &os) { os << exported->bytes; }))
+      return 1;
+    sys::fs::make_absolute(exportPath);
+    emit.exportTemplatePath = exportPath.str().str();
+    emit.exportTemplateBytes = exported->bytes.size();
+    for (size_t i = 0; i < names.size(); ++i)
+      emit.exportOffsets[names[i]] = exported->regions[i].first;
+  }
   std::string source;
   std::vector<char> blob;
   raw_string_ostream sourceStream(source);

@@ -54,6 +54,7 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "usage: %s --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
       "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
       "          [--seed S] [--no-shuffle] [--save-params DIR] [--log FILE]\n"
+      "          [--export MODEL.onnx]\n"
       "       %s --predict --data DIR --out OUTDIR [--threads N]\n"
       "       %s --run --data DIR --out OUTDIR [--threads N]\n"
       "       %s --info\n"
@@ -72,6 +73,8 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "  (training)     with --data alone: train on DIR/<input>.npy and\n"
       "                 DIR/label.npy; --eval-data reports held-out loss and\n"
       "                 accuracy; --save-params writes the trained values\n"
+      "  --params DIR   start from DIR/<parameter>.npy (as --save-params wrote\n"
+      "                 them) instead of the model's initial values\n"
       "  --info         print the inputs, outputs and sizes\n"
       "  --help         print this help\n",
       argv0, argv0, argv0, argv0, argv0, program.modelName ? program.modelName : "?",
@@ -123,6 +126,10 @@ Status parseArgs(int argc, char **argv, Options &options) {
       options.train.dataDir = options.dataDir;
     } else if (arg == "--eval-data") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.evalDir));
+    } else if (arg == "--params") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.paramsDir));
+    } else if (arg == "--export") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.exportPath));
     } else if (arg == "--save-params") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.saveDir));
     } else if (arg == "--log") {
@@ -301,6 +308,33 @@ Status checkFileName(const char *kind, const char *name) {
 /// Device state of a program: a context, the parameters and constants with
 /// their initial values, the arena, and one buffer per input and output of
 /// the compiled shape.
+Status uploadParams(Context &context, const Program &program, const std::string &paramsDir,
+                    std::vector<DevicePtr> &params, std::vector<void *> &pointers) {
+  for (int i = 0; i < program.numParams; ++i) {
+    const ParamInfo &p = program.params[i];
+    params.emplace_back(nullptr, DeviceFree{&context});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(context, p.bytes, params.back()));
+    const void *source = program.paramBlob + p.blobOffset;
+    NpyArray saved;
+    if (!paramsDir.empty() && !p.constant) {
+      TRAINC_RETURN_IF_ERROR(checkFileName("parameter", p.tensor.name));
+      std::string path = paramsDir + "/" + p.tensor.name + ".npy";
+      TRAINC_RETURN_IF_ERROR(NpyArray::open(path, saved));
+      std::vector<int64_t> shape(p.tensor.shape, p.tensor.shape + p.tensor.rank);
+      if (saved.dtype() != p.tensor.dtype || saved.shape() != shape)
+        return Status::error("parameter " + std::string(p.tensor.name) + ": " + path +
+                             " is " + dtypeName(saved.dtype()) + shapeText(saved.shape()) +
+                             ", expected " + shapeText(p.tensor));
+      source = saved.data();
+    }
+    TRAINC_RETURN_IF_ERROR(context.copyToDevice(params.back().get(), source, p.bytes));
+    // The host copy must stay valid until the (possibly asynchronous) copy ran.
+    TRAINC_RETURN_IF_ERROR(context.synchronize());
+    pointers.push_back(params.back().get());
+  }
+  return Status();
+}
+
 struct DeviceState {
   std::unique_ptr<Context> context;
   std::vector<DevicePtr> params, inputs, outputs;
@@ -308,16 +342,9 @@ struct DeviceState {
   std::vector<void *> paramPtrs, inputPtrs, outputPtrs;
   ForwardArgs args{};
 
-  Status prepare(const Program &program) {
+  Status prepare(const Program &program, const std::string &paramsDir) {
     TRAINC_RETURN_IF_ERROR(createContext(context));
-    for (int i = 0; i < program.numParams; ++i) {
-      const ParamInfo &p = program.params[i];
-      params.emplace_back(nullptr, DeviceFree{context.get()});
-      TRAINC_RETURN_IF_ERROR(allocateDevice(*context, p.bytes, params.back()));
-      TRAINC_RETURN_IF_ERROR(context->copyToDevice(
-          params.back().get(), program.paramBlob + p.blobOffset, p.bytes));
-      paramPtrs.push_back(params.back().get());
-    }
+    TRAINC_RETURN_IF_ERROR(uploadParams(*context, program, paramsDir, params, paramPtrs));
     arena = DevicePtr(nullptr, DeviceFree{context.get()});
     TRAINC_RETURN_IF_ERROR(allocateDevice(*context, program.arenaBytes, arena));
     for (int i = 0; i < program.numInputs; ++i) {
@@ -365,7 +392,7 @@ Status runOnce(const Program &program, const Options &options) {
     return Status::error("cannot create output folder " + options.outDir + ": " +
                          error.message());
   DeviceState device;
-  TRAINC_RETURN_IF_ERROR(device.prepare(program));
+  TRAINC_RETURN_IF_ERROR(device.prepare(program, options.train.paramsDir));
   for (int i = 0; i < program.numInputs; ++i)
     TRAINC_RETURN_IF_ERROR(device.context->copyToDevice(
         device.inputPtrs[i], arrays[i].data(), tensorBytes(program.inputs[i])));
@@ -482,7 +509,7 @@ Status runPredict(const Program &program, const Options &options) {
   }
 
   DeviceState device;
-  TRAINC_RETURN_IF_ERROR(device.prepare(program));
+  TRAINC_RETURN_IF_ERROR(device.prepare(program, options.train.paramsDir));
   Context *context = device.context.get();
   std::vector<void *> &inputPtrs = device.inputPtrs, &outputPtrs = device.outputPtrs;
   std::vector<uint64_t> inputSampleBytes, outputSampleBytes;

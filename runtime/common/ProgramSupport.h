@@ -37,13 +37,19 @@ struct DeviceFree {
 using DevicePtr = std::unique_ptr<void, DeviceFree>;
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result);
 
+/// Allocates the parameters and constants on the device with their initial
+/// values: from the program's blob, or, for parameters, from
+/// `paramsDir/<name>.npy` (as --save-params writes them) when it is set.
+Status uploadParams(Context &context, const Program &program, const std::string &paramsDir,
+                    std::vector<DevicePtr> &params, std::vector<void *> &pointers);
+
 /// Maps DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
 /// shape (all axes but the first) and that all have one sample count.
 Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int count,
                         std::vector<NpyArray> &arrays, int64_t &samples);
 
 struct TrainOptions {
-  std::string dataDir, evalDir, saveDir, logPath;
+  std::string dataDir, evalDir, saveDir, logPath, exportPath, paramsDir;
   int64_t epochs = 0, steps = 0;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps;

@@ -105,14 +105,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   TRAINC_RETURN_IF_ERROR(createContext(context));
   std::vector<DevicePtr> params, states, inputs;
   std::vector<void *> paramPtrs, statePtrs, inputPtrs, hyperPtrs;
-  for (int i = 0; i < program.numParams; ++i) {
-    const ParamInfo &p = program.params[i];
-    params.emplace_back(nullptr, DeviceFree{context.get()});
-    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, p.bytes, params.back()));
-    TRAINC_RETURN_IF_ERROR(context->copyToDevice(params.back().get(),
-                                                 program.paramBlob + p.blobOffset, p.bytes));
-    paramPtrs.push_back(params.back().get());
-  }
+  TRAINC_RETURN_IF_ERROR(
+      uploadParams(*context, program, options.paramsDir, params, paramPtrs));
   for (int i = 0; i < train->numStates; ++i) {
     uint64_t bytes = tensorBytes(train->states[i]);
     states.emplace_back(nullptr, DeviceFree{context.get()});
@@ -277,6 +271,40 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                  static_cast<long long>(evalSamples), evalLoss / evalSamples,
                  100.0 * correct / evalSamples);
     std::printf("accuracy %.4f\n", static_cast<double>(correct) / evalSamples);
+  }
+
+  // The original ONNX model with the trained parameters, written to a
+  // temporary file and renamed, so a reader never sees half a model.
+  if (!options.exportPath.empty()) {
+    const ExportInfo *info = program.exportInfo;
+    if (!info)
+      return Status::error("this program cannot export: compile it with --optimizer");
+    std::vector<char> bytes(info->model, info->model + info->modelBytes);
+    for (int i = 0; i < program.numParams; ++i) {
+      uint64_t at = info->offsets[i];
+      const ParamInfo &p = program.params[i];
+      if (at == UINT64_MAX)
+        continue;
+      if (at > bytes.size() || p.bytes > bytes.size() - at)
+        return Status::error("export table of parameter " + std::string(p.tensor.name) +
+                             " lies outside the model");
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(bytes.data() + at, paramPtrs[i], p.bytes));
+    }
+    std::string temporary = options.exportPath + ".tmp";
+    FILE *file = std::fopen(temporary.c_str(), "wb");
+    if (!file)
+      return Status::error("cannot write " + temporary);
+    bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+    written &= std::fflush(file) == 0;
+    written &= std::fclose(file) == 0;
+    std::error_code error;
+    if (written)
+      std::filesystem::rename(temporary, options.exportPath, error);
+    if (!written || error) {
+      std::filesystem::remove(temporary, error);
+      return Status::error("cannot write " + options.exportPath);
+    }
+    std::fprintf(stderr, "exported the trained model to %s\n", options.exportPath.c_str());
   }
 
   // The trained parameters, one .npy each.

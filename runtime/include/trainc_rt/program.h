@@ -85,6 +85,15 @@ struct TrainStep {
   Status (*step)(Context &context, const TrainArgs &args);
 };
 
+/// The original ONNX model, serialized with every parameter as raw data:
+/// exporting overwrites `offsets[i]` (one per Program::params entry; UINT64_MAX
+/// for constants) with the trained bytes of parameter i.
+struct ExportInfo {
+  const unsigned char *model;
+  uint64_t modelBytes;
+  const uint64_t *offsets;
+};
+
 struct Program {
   const char *modelName;
   /// "cpu" or "cuda".
@@ -103,6 +112,8 @@ struct Program {
   Status (*forward)(Context &context, const ForwardArgs &args);
   /// The training step, or null for a prediction-only program.
   const TrainStep *train;
+  /// What --export writes, or null.
+  const ExportInfo *exportInfo;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,
