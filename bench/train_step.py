@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""Step time of the CPU trainer against PyTorch's CPU training loop.
+
+Usage: bench/train_step.py [--threads N] [--batch B] [--steps S]
+
+For each model the zoo has a trainer for (models whose every op has a
+gradient rule), both sides train the same ONNX initial weights on the same
+random data with SGD (momentum 0.9) at the same batch size and thread count,
+in this one run. trainc's time per step is taken from two runs of different
+lengths (their difference cancels start-up and data loading); PyTorch's
+from a timed loop after warm-up steps. Prints ms/step for each and the ratio
+trainc / PyTorch (below 1: trainc is faster). Numbers from a shared machine:
+compare ratios, not absolute times.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TRAINC = os.path.join(ROOT, "build", "bin", "trainc")
+
+
+def torch_mlp(path):
+    """Linear/ReLU stack rebuilt from the ONNX initializers (W, b pairs)."""
+    init = [numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer]
+    layers = []
+    for i in range(0, len(init), 2):
+        w, b = init[i], init[i + 1]
+        lin = torch.nn.Linear(w.shape[1], w.shape[0])
+        lin.weight.data, lin.bias.data = torch.tensor(w), torch.tensor(b)
+        layers += [lin, torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def bench_model(name, path, features, classes, args, work):
+    prog = os.path.join(work, name)
+    subprocess.run([TRAINC, "compile", path, "--target=cpu", "--batch-size=%d" % args.batch,
+                    "--loss=cross-entropy", "--optimizer=sgd", "-o", prog], check=True)
+    samples = args.batch * (args.steps + 50)
+    rng = np.random.RandomState(0)
+    data = os.path.join(work, name + "-data")
+    os.makedirs(data, exist_ok=True)
+    x = rng.rand(samples, features).astype(np.float32)
+    y = rng.randint(0, classes, samples).astype(np.int64)
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "label.npy"), y)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+
+    def run(steps):
+        start = time.perf_counter()
+        subprocess.run([prog, "--data", data, "--steps", str(steps), "--lr", "0.01",
+                        "--momentum", "0.9", "--no-shuffle", "--threads", str(args.threads)],
+                       check=True, env=env, capture_output=True)
+        return time.perf_counter() - start
+
+    run(10)  # warm the page cache
+    short, long = min(run(50) for _ in range(3)), min(run(50 + args.steps) for _ in range(3))
+    ours = (long - short) / args.steps
+
+    torch.set_num_threads(args.threads)
+    net = torch_mlp(path)
+    net.train()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    xt, yt = torch.tensor(x), torch.tensor(y)
+
+    def step(i):
+        xb, yb = xt[i * args.batch:(i + 1) * args.batch], yt[i * args.batch:(i + 1) * args.batch]
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(xb), yb).backward()
+        opt.step()
+
+    for i in range(50):
+        step(i)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for i in range(args.steps):
+            step(i)
+        best = min(best, time.perf_counter() - start)
+    theirs = best / args.steps
+    print("%-12s batch %4d threads %d: trainc %.3f ms/step, PyTorch %.3f ms/step, ratio %.2f"
+          % (name, args.batch, args.threads, ours * 1e3, theirs * 1e3, ours / theirs), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=500)
+    args = parser.parse_args()
+    zoo = os.path.join(ROOT, "build", "zoo")
+    if not os.path.exists(os.path.join(zoo, "zoo.json")):
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "make_zoo.py"), zoo],
+                       check=True)
+    with tempfile.TemporaryDirectory() as work:
+        bench_model("digits_mlp", os.path.join(ROOT, "examples", "digits_mlp.onnx"), 64, 10,
+                    args, work)
+        bench_model("zoo mlp", os.path.join(zoo, "mlp_op17.onnx"), 784, 10, args, work)
+    print("not yet benchmarked: lenet, resnet18, gpt (convolution, pooling, normalization "
+          "and embedding gradients are not built yet)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
