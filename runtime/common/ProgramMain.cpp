@@ -54,7 +54,8 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "usage: %s --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
       "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
       "          [--seed S] [--no-shuffle] [--save-params DIR] [--log FILE]\n"
-      "          [--export MODEL.onnx]\n"
+      "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
+      "          [--resume]] [--params DIR]\n"
       "       %s --predict --data DIR --out OUTDIR [--threads N]\n"
       "       %s --run --data DIR --out OUTDIR [--threads N]\n"
       "       %s --info\n"
@@ -134,9 +135,22 @@ Status parseArgs(int argc, char **argv, Options &options) {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.saveDir));
     } else if (arg == "--log") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.logPath));
+    } else if (arg == "--checkpoint-dir") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.checkpointDir));
+    } else if (arg == "--resume") {
+      TRAINC_RETURN_IF_ERROR(noValue());
+      options.train.resume = true;
     } else if (arg == "--no-shuffle") {
       TRAINC_RETURN_IF_ERROR(noValue());
       options.train.shuffle = false;
+    } else if (arg == "--checkpoint-every") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (*end != '\0' || v < 1)
+        return Status::error("--checkpoint-every needs a positive integer, got '" + text + "'");
+      options.train.checkpointEvery = v;
     } else if (arg == "--epochs" || arg == "--steps" || arg == "--seed") {
       std::string text;
       TRAINC_RETURN_IF_ERROR(takeValue(text));

@@ -51,6 +51,11 @@ Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int cou
 struct TrainOptions {
   std::string dataDir, evalDir, saveDir, logPath, exportPath, paramsDir;
   int64_t epochs = 0, steps = 0;
+  /// Checkpoints go to this folder every `checkpointEvery` steps (0: at the
+  /// end of every epoch); `resume` continues from the one there.
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0;
+  bool resume = false;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps;
   uint64_t seed = 0;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Checkpoint.h"
 #include "ProgramSupport.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <sstream>
 
 namespace trainc::rt::detail {
 namespace {
@@ -143,18 +145,133 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   std::mt19937_64 rng(options.seed);
   const int64_t batchesPerEpoch = (samples + batch - 1) / batch;
   const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * batchesPerEpoch;
-  int64_t step = 0;
-  FILE *log = options.logPath.empty() ? nullptr : std::fopen(options.logPath.c_str(), "w");
+  int64_t step = 0, startEpoch = 1, startBatch = 0;
+
+  // Checkpoints: a folder we can write, checked before the first step.
+  auto deviceTensors = [&](std::vector<CheckpointTensor> &out) -> Status {
+    for (int i = 0; i < program.numParams; ++i) {
+      const ParamInfo &p = program.params[i];
+      if (p.constant)
+        continue;
+      CheckpointTensor t{std::string("param/") + p.tensor.name, p.tensor.dtype,
+                         std::vector<int64_t>(p.tensor.shape, p.tensor.shape + p.tensor.rank),
+                         std::vector<char>(p.bytes)};
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(t.bytes.data(), paramPtrs[i], p.bytes));
+      out.push_back(std::move(t));
+    }
+    for (int i = 0; i < train->numStates; ++i) {
+      const TensorInfo &s = train->states[i];
+      CheckpointTensor t{std::string("state/") + s.name, s.dtype,
+                         std::vector<int64_t>(s.shape, s.shape + s.rank),
+                         std::vector<char>(tensorBytes(s))};
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(t.bytes.data(), statePtrs[i], t.bytes.size()));
+      out.push_back(std::move(t));
+    }
+    return Status();
+  };
+  if (!options.checkpointDir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.checkpointDir, error);
+    std::string probe = options.checkpointDir + "/.write-test";
+    FILE *f = error ? nullptr : std::fopen(probe.c_str(), "w");
+    if (!f)
+      return Status::error("cannot write checkpoints to " + options.checkpointDir);
+    std::fclose(f);
+    std::remove(probe.c_str());
+  }
+  std::string epochRng; // the RNG state before the current epoch's shuffle
+  if (options.resume) {
+    if (options.checkpointDir.empty())
+      return Status::error("--resume needs --checkpoint-dir");
+    std::vector<CheckpointTensor> tensors;
+    std::map<std::string, std::string> manifest;
+    TRAINC_RETURN_IF_ERROR(readCheckpoint(options.checkpointDir, tensors, manifest));
+    auto field = [&](const char *key, int64_t &out) -> Status {
+      auto it = manifest.find(key);
+      char *end = nullptr;
+      if (it == manifest.end() || (out = std::strtoll(it->second.c_str(), &end, 10), *end))
+        return Status::error("checkpoint manifest lacks a valid '" + std::string(key) + "'");
+      return Status();
+    };
+    TRAINC_RETURN_IF_ERROR(field("step", step));
+    TRAINC_RETURN_IF_ERROR(field("epoch", startEpoch));
+    TRAINC_RETURN_IF_ERROR(field("batch", startBatch));
+    if (manifest["optimizer"] != optimizer || std::stoll("0" + manifest["batch_size"]) != batch)
+      return Status::error("the checkpoint in " + options.checkpointDir +
+                           " belongs to another program (optimizer " + manifest["optimizer"] +
+                           ", batch size " + manifest["batch_size"] + ")");
+    epochRng = manifest["rng"];
+    std::map<std::string, const CheckpointTensor *> byName;
+    for (const CheckpointTensor &t : tensors)
+      byName[t.name] = &t;
+    auto restore = [&](const std::string &name, DType dtype, const int64_t *shape, int rank,
+                       void *device, uint64_t bytes) -> Status {
+      auto it = byName.find(name);
+      if (it == byName.end())
+        return Status::error("the checkpoint has no tensor " + name);
+      const CheckpointTensor &t = *it->second;
+      if (t.dtype != dtype || t.shape != std::vector<int64_t>(shape, shape + rank) ||
+          t.bytes.size() != bytes)
+        return Status::error("checkpoint tensor " + name + " does not match the program");
+      TRAINC_RETURN_IF_ERROR(context->copyToDevice(device, t.bytes.data(), bytes));
+      return context->synchronize();
+    };
+    for (int i = 0; i < program.numParams; ++i) {
+      const ParamInfo &p = program.params[i];
+      if (!p.constant)
+        TRAINC_RETURN_IF_ERROR(restore(std::string("param/") + p.tensor.name, p.tensor.dtype,
+                                       p.tensor.shape, p.tensor.rank, paramPtrs[i], p.bytes));
+    }
+    for (int i = 0; i < train->numStates; ++i) {
+      const TensorInfo &s = train->states[i];
+      TRAINC_RETURN_IF_ERROR(restore(std::string("state/") + s.name, s.dtype, s.shape, s.rank,
+                                     statePtrs[i], tensorBytes(s)));
+    }
+    std::istringstream state(epochRng);
+    if (!(state >> rng))
+      return Status::error("checkpoint manifest has an unreadable RNG state");
+    std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+                 options.checkpointDir.c_str(), static_cast<long long>(step),
+                 static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
+  }
+  auto checkpoint = [&](int64_t epoch, int64_t nextBatch) -> Status {
+    std::vector<CheckpointTensor> tensors;
+    TRAINC_RETURN_IF_ERROR(deviceTensors(tensors));
+    std::map<std::string, std::string> manifest = {
+        {"format", "trainc checkpoint 1"},
+        {"model", program.modelName ? program.modelName : ""},
+        {"optimizer", optimizer},
+        {"batch_size", std::to_string(batch)},
+        {"step", std::to_string(step)},
+        {"epoch", std::to_string(epoch)},
+        {"batch", std::to_string(nextBatch)},
+        {"seed", std::to_string(options.seed)},
+        {"rng", epochRng}};
+    return writeCheckpoint(options.checkpointDir, tensors, manifest);
+  };
+  // A resumed run appends to the log of the run it continues.
+  FILE *log = options.logPath.empty()
+                  ? nullptr
+                  : std::fopen(options.logPath.c_str(), options.resume ? "a" : "w");
   if (!options.logPath.empty() && !log)
     return Status::error("cannot write the log " + options.logPath);
   std::unique_ptr<FILE, int (*)(FILE *)> logCloser(log, log ? std::fclose : [](FILE *) { return 0; });
   const auto start = std::chrono::steady_clock::now();
 
-  for (int64_t epoch = 1; step < totalSteps; ++epoch) {
+  for (int64_t epoch = startEpoch; step < totalSteps; ++epoch) {
+    if (epoch != startEpoch || !options.resume) {
+      std::ostringstream state;
+      state << rng;
+      epochRng = state.str();
+    }
+    // Each epoch's order depends on the RNG state alone (not on the previous
+    // order), so a resumed run rebuilds it from the saved state.
+    std::iota(order.begin(), order.end(), 0);
     if (options.shuffle)
       std::shuffle(order.begin(), order.end(), rng);
     double lossSum = 0, weightSum = 0;
-    for (int64_t b = 0; b < batchesPerEpoch && step < totalSteps; ++b, ++step) {
+    int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
+    for (int64_t b = firstBatch; b < batchesPerEpoch && step < totalSteps; ++b) {
       const int64_t first = b * batch, count = std::min(batch, samples - first);
       gatherRows(arrays, rowBytes, order, first, count, batch, staging);
       size_t f = 0;
@@ -192,6 +309,11 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         std::fprintf(log, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g}\n",
                      static_cast<long long>(step + 1), static_cast<long long>(epoch), batchLoss,
                      hyper.lr);
+      ++step;
+      bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
+      if (!options.checkpointDir.empty() &&
+          (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd))
+        TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
