@@ -48,6 +48,8 @@ struct OpSupport {
   std::string opType;
   int count = 0;
   bool imported = false;
+  /// "yes", "not yet" or "n/a" (no gradient flows through it).
+  std::string gradient;
   /// What the importer maps it to, or why it cannot.
   std::string note;
 };

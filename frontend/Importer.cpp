@@ -742,6 +742,10 @@ trainc::frontend::summarizeModelFile(llvm::StringRef path, llvm::raw_ostream &er
     const ConverterEntry *converter =
         domain == "ai.onnx" ? lookupConverter(node.op_type()) : nullptr;
     entry.imported = converter != nullptr && *opset >= converter->sinceVersion;
+    entry.gradient = !converter                                       ? "not yet"
+                     : converter->gradient == Gradient::Yes           ? "yes"
+                     : converter->gradient == Gradient::NotApplicable ? "n/a"
+                                                                      : "not yet";
     entry.note = !converter                        ? (domain == "ai.onnx" ? "no converter"
                                                                           : "custom domain")
                  : *opset < converter->sinceVersion ? "exists from opset " +

@@ -140,12 +140,18 @@ private:
 /// Converts one ONNX node; reports its own errors through NodeContext::error.
 using Converter = mlir::LogicalResult (*)(NodeContext &);
 
+/// Whether training through an op is supported: its tc ops have gradient
+/// rules (Yes), not yet (No), or it carries no gradient (boolean results,
+/// folded shape arithmetic).
+enum class Gradient { Yes, No, NotApplicable };
+
 struct ConverterEntry {
   Converter convert;
   /// What the op becomes, for `trainc check`.
   const char *note;
   /// The first default-domain opset that has the op.
   int64_t sinceVersion = 1;
+  Gradient gradient = Gradient::No;
 };
 
 /// The converter of an op type (default domain), or null.

@@ -86,6 +86,9 @@ cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
                            cl::init(false), cl::cat(category));
+cl::opt<bool> forTraining("training",
+                          cl::desc("check: also fail when an op has no gradient rule yet"),
+                          cl::init(false), cl::cat(category));
 cl::opt<bool> printDebugInfo("print-debuginfo",
                              cl::desc("Print locations (ONNX node names) with the IR"),
                              cl::init(false), cl::cat(category));
@@ -94,7 +97,7 @@ const char *kUsage = R"(trainc: an ahead-of-time training compiler for ONNX mode
 
 usage:
   trainc import  MODEL [--batch-size=N] [-o FILE]  print the tc IR of the model
-  trainc check   MODEL                             report which ops are supported
+  trainc check   MODEL [--training]                report which ops import and train
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
                  [--loss=KIND [--label=NAME] [--optimizer=sgd|adam|adamw [--nesterov]]
@@ -162,22 +165,25 @@ int runCheck() {
            << note << "\n";
   };
   row("op type", "count", "import", "gradient", "maps to");
-  int missing = 0;
+  int missing = 0, noGradient = 0;
   for (const auto &op : summary->ops) {
     std::string name = op.domain == "ai.onnx" ? op.opType : op.domain + "." + op.opType;
-    // Reverse-mode gradients arrive with the autodiff phase; until then no op
-    // has a gradient rule, and the column says so.
-    row(name, std::to_string(op.count), op.imported ? "yes" : "NO", "not yet",
-        op.note);
+    row(name, std::to_string(op.count), op.imported ? "yes" : "NO", op.gradient, op.note);
     missing += op.imported ? 0 : 1;
+    noGradient += op.gradient == "not yet" ? 1 : 0;
   }
   outs() << "\n";
-  if (missing) {
+  if (missing)
     outs() << missing << " op type(s) cannot be imported\n";
-    return 1;
-  }
-  outs() << "all " << summary->ops.size() << " op types import\n";
-  return 0;
+  else
+    outs() << "all " << summary->ops.size() << " op types import\n";
+  if (noGradient)
+    outs() << noGradient << " op type(s) have no gradient rule yet"
+           << (forTraining ? "" : " (training needs them; --training makes this an error)")
+           << "\n";
+  else
+    outs() << "every op type can be trained through\n";
+  return missing || (forTraining && noGradient) ? 1 : 0;
 }
 
 int64_t tensorBytes(mlir::Type type) {
