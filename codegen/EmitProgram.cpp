@@ -148,6 +148,8 @@ private:
   LogicalResult emitMatMul(tc::MatMulOp op);
   LogicalResult emitGemm(tc::GemmOp op);
   LogicalResult emitConv(tc::ConvOp op);
+  LogicalResult emitConvBackward(Operation *op);
+  void callWithDesc(StringRef type, const std::string &desc, const std::string &statement);
   LogicalResult emitPool(Operation *op);
   LogicalResult emitReduce(Operation *op, ArrayRef<int64_t> axes, StringRef kind);
   LogicalResult emitLoss(Operation *op);
@@ -534,7 +536,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       .Case([&](tc::MatMulOp o) { return emitMatMul(o); })
       .Case([&](tc::GemmOp o) { return emitGemm(o); })
       .Case([&](tc::ConvOp o) { return emitConv(o); })
-      .Case<tc::MaxPoolOp, tc::AvgPoolOp>([&](Operation *o) { return emitPool(o); })
+      .Case<tc::MaxPoolOp, tc::AvgPoolOp, tc::MaxPoolBackwardOp, tc::AvgPoolBackwardOp>(
+          [&](Operation *o) { return emitPool(o); })
+      .Case<tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp>(
+          [&](Operation *o) { return emitConvBackward(o); })
       .Case([&](tc::GlobalAvgPoolOp o) {
         ArrayRef<int64_t> s = shapeOf(o.getInput());
         int64_t spatial = countOf(o.getInput()) / (s[0] * s[1]);
@@ -814,26 +819,71 @@ LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
   return success();
 }
 
+/// The runtime's Conv2dDesc for input x, weights w and output y.
+static std::string convDesc(ArrayRef<int64_t> x, ArrayRef<int64_t> w, ArrayRef<int64_t> y,
+                            ArrayRef<int64_t> s, ArrayRef<int64_t> p, ArrayRef<int64_t> d,
+                            int64_t group) {
+  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
+                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}}",
+                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0], p[1], p[2],
+                       p[3], d[0], d[1], group, y[2], y[3])
+      .str();
+}
+
+/// Emits `{ const DescType d = desc; TRAINC_RETURN_IF_ERROR(call); }`.
+void ProgramEmitter::callWithDesc(StringRef type, const std::string &desc,
+                                  const std::string &statement) {
+  body += "  {\n    const trainc::rt::" + type.str() + " d = " + desc + ";\n  ";
+  call(statement);
+  body += "  }\n";
+}
+
 LogicalResult ProgramEmitter::emitConv(tc::ConvOp op) {
-  ArrayRef<int64_t> x = shapeOf(op.getInput()), w = shapeOf(op.getWeight()),
-                    y = shapeOf(op.getResult());
+  ArrayRef<int64_t> x = shapeOf(op.getInput());
   if (x.size() != 4)
     return op.emitError("codegen supports 2-D convolution only");
-  ArrayRef<int64_t> s = op.getStrides(), p = op.getPads(), d = op.getDilations();
-  std::string desc = llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-                                   "{11}, {12}, {13}, {14}, {15}, {16}, {17}}",
-                                   x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0],
-                                   p[1], p[2], p[3], d[0], d[1], op.getGroup(), y[2], y[3])
-                         .str();
-  body += "  {\n    const trainc::rt::Conv2dDesc d = " + desc + ";\n  ";
-  call("tk::conv2d(ctx, d, " + ptr(op.getInput()) + ", " + ptr(op.getWeight()) + ", " +
-       (op.getBias() ? ptr(op.getBias()) : "nullptr") + ", " + ptr(op.getResult()) + ")");
-  body += "  }\n";
+  callWithDesc("Conv2dDesc",
+               convDesc(x, shapeOf(op.getWeight()), shapeOf(op.getResult()), op.getStrides(),
+                        op.getPads(), op.getDilations(), op.getGroup()),
+               "tk::conv2d(ctx, d, " + ptr(op.getInput()) + ", " + ptr(op.getWeight()) + ", " +
+                   (op.getBias() ? ptr(op.getBias()) : "nullptr") + ", " +
+                   ptr(op.getResult()) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitConvBackward(Operation *op) {
+  if (auto data = dyn_cast<tc::ConvBackwardDataOp>(op)) {
+    ArrayRef<int64_t> x = data.getInputShape();
+    if (x.size() != 4)
+      return op->emitError("codegen supports 2-D convolution only");
+    callWithDesc("Conv2dDesc",
+                 convDesc(x, shapeOf(data.getWeight()), shapeOf(data.getResultGrad()),
+                          data.getStrides(), data.getPads(), data.getDilations(),
+                          data.getGroup()),
+                 "tk::conv2dBackwardData(ctx, d, " + ptr(data.getResultGrad()) + ", " +
+                     ptr(data.getWeight()) + ", " + ptr(data.getResult()) + ")");
+    return success();
+  }
+  auto filter = cast<tc::ConvBackwardFilterOp>(op);
+  ArrayRef<int64_t> x = shapeOf(filter.getInput());
+  if (x.size() != 4)
+    return op->emitError("codegen supports 2-D convolution only");
+  callWithDesc("Conv2dDesc",
+               convDesc(x, filter.getWeightShape(), shapeOf(filter.getResultGrad()),
+                        filter.getStrides(), filter.getPads(), filter.getDilations(),
+                        filter.getGroup()),
+               "tk::conv2dBackwardFilter(ctx, d, " + ptr(filter.getInput()) + ", " +
+                   ptr(filter.getResultGrad()) + ", " + ptr(filter.getResult()) + ")");
   return success();
 }
 
 LogicalResult ProgramEmitter::emitPool(Operation *op) {
+  // Forward: (x) -> y. Backward: max (x, dy) -> dx, avg (dy) -> dx.
   ArrayRef<int64_t> x = shapeOf(op->getOperand(0)), y = shapeOf(op->getResult(0));
+  if (isa<tc::MaxPoolBackwardOp>(op))
+    y = shapeOf(op->getOperand(1));
+  else if (isa<tc::AvgPoolBackwardOp>(op))
+    std::swap(x, y);
   if (x.size() != 4)
     return op->emitError("codegen supports 2-D pooling only");
   auto attr = [&](StringRef name) { return op->getAttrOfType<DenseI64ArrayAttr>(name); };
@@ -848,15 +898,25 @@ LogicalResult ProgramEmitter::emitPool(Operation *op) {
                     x[0], x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0],
                     d[1], y[2], y[3])
           .str();
-  body += "  {\n    const trainc::rt::Pool2dDesc d = " + desc + ";\n  ";
-  if (auto avg = dyn_cast<tc::AvgPoolOp>(op))
-    call(std::string("tk::avgPool2d(ctx, d, ") +
-         (avg.getCountIncludePad() ? "true" : "false") + ", " + ptr(op->getOperand(0)) +
-         ", " + ptr(op->getResult(0)) + ")");
+  std::string statement;
+  auto flag = [&](StringRef name) {
+    return op->getAttrOfType<BoolAttr>(name) && op->getAttrOfType<BoolAttr>(name).getValue()
+               ? std::string("true")
+               : std::string("false");
+  };
+  if (isa<tc::AvgPoolOp>(op))
+    statement = "tk::avgPool2d(ctx, d, " + flag("count_include_pad") + ", " +
+                ptr(op->getOperand(0)) + ", " + ptr(op->getResult(0)) + ")";
+  else if (isa<tc::MaxPoolOp>(op))
+    statement = "tk::maxPool2d(ctx, d, " + ptr(op->getOperand(0)) + ", " +
+                ptr(op->getResult(0)) + ")";
+  else if (isa<tc::MaxPoolBackwardOp>(op))
+    statement = "tk::maxPool2dBackward(ctx, d, " + ptr(op->getOperand(0)) + ", " +
+                ptr(op->getOperand(1)) + ", " + ptr(op->getResult(0)) + ")";
   else
-    call("tk::maxPool2d(ctx, d, " + ptr(op->getOperand(0)) + ", " + ptr(op->getResult(0)) +
-         ")");
-  body += "  }\n";
+    statement = "tk::avgPool2dBackward(ctx, d, " + flag("count_include_pad") + ", " +
+                ptr(op->getOperand(0)) + ", " + ptr(op->getResult(0)) + ")";
+  callWithDesc("Pool2dDesc", desc, statement);
   return success();
 }
 

@@ -299,6 +299,72 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 }
 
 //===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0];
+  SmallVector<NamedAttribute> window = {b.getNamedAttr("strides", getStridesAttr()),
+                                        b.getNamedAttr("pads", getPadsAttr()),
+                                        b.getNamedAttr("dilations", getDilationsAttr()),
+                                        b.getNamedAttr("group", getGroupAttr())};
+  SmallVector<NamedAttribute> data = window, filter = window;
+  data.push_back(b.getNamedAttr(
+      "input_shape", b.getDenseI64ArrayAttr(typeOf(getInput()).getShape())));
+  filter.push_back(b.getNamedAttr(
+      "weight_shape", b.getDenseI64ArrayAttr(typeOf(getWeight()).getShape())));
+  dxs.push_back(make<ConvBackwardDataOp>(b, loc, {dy, getWeight()}, data));
+  dxs.push_back(make<ConvBackwardFilterOp>(b, loc, {getInput(), dy}, filter));
+  if (getBias()) {
+    // The bias gradient sums dy over everything but the channel axis.
+    SmallVector<int64_t> axes = {0};
+    for (int64_t d = 2; d < typeOf(dy).getRank(); ++d)
+      axes.push_back(d);
+    dxs.push_back(make<ReduceSumOp>(b, loc, dy,
+                                    {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                                     b.getNamedAttr("keepdims", b.getBoolAttr(false))}));
+  }
+  return success();
+}
+
+LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(make<MaxPoolBackwardOp>(
+      b, getLoc(), {getInput(), dys[0]},
+      {b.getNamedAttr("kernel_shape", getKernelShapeAttr()),
+       b.getNamedAttr("strides", getStridesAttr()), b.getNamedAttr("pads", getPadsAttr()),
+       b.getNamedAttr("dilations", getDilationsAttr()),
+       b.getNamedAttr("ceil_mode", getCeilModeAttr())}));
+  return success();
+}
+
+LogicalResult AvgPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(make<AvgPoolBackwardOp>(
+      b, getLoc(), dys[0],
+      {b.getNamedAttr("input_shape", b.getDenseI64ArrayAttr(typeOf(getInput()).getShape())),
+       b.getNamedAttr("kernel_shape", getKernelShapeAttr()),
+       b.getNamedAttr("strides", getStridesAttr()), b.getNamedAttr("pads", getPadsAttr()),
+       b.getNamedAttr("count_include_pad", getCountIncludePadAttr()),
+       b.getNamedAttr("ceil_mode", getCeilModeAttr())}));
+  return success();
+}
+
+LogicalResult GlobalAvgPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                              SmallVectorImpl<Value> &dxs) {
+  // Every input element of a plane receives dy / (its spatial size).
+  Location loc = getLoc();
+  int64_t count = typeOf(getInput()).getNumElements() / typeOf(getResult()).getNumElements();
+  Value scaled = div(b, loc, dys[0], scalar(b, loc, dys[0], static_cast<double>(count)));
+  dxs.push_back(make<ExpandOp>(
+      b, loc, scaled,
+      {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(typeOf(getInput()).getShape()))}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Shapes and reductions
 //===----------------------------------------------------------------------===//
 

@@ -348,6 +348,101 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Gradients of convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Checks that a window op over `inShape` yields `outShape` ([N, C|M] as given
+/// in `lead`, then the windows).
+static LogicalResult checkWindowResult(std::optional<Location> loc, ArrayRef<int64_t> inShape,
+                                       ArrayRef<int64_t> lead, ArrayRef<int64_t> kernel,
+                                       ArrayRef<int64_t> strides, ArrayRef<int64_t> pads,
+                                       ArrayRef<int64_t> dilations, bool ceilMode,
+                                       ArrayRef<int64_t> outShape) {
+  if (inShape.size() < 3)
+    return emitOptionalError(loc, "expects [N, C, spatial...] shapes");
+  SmallVector<int64_t> expected(lead.begin(), lead.end());
+  if (failed(inferWindowShape(loc, inShape, kernel, strides, pads, dilations, ceilMode,
+                              expected)))
+    return failure();
+  if (ArrayRef<int64_t>(expected) != outShape)
+    return emitOptionalError(loc, "the result gradient has shape ", shape::format(outShape),
+                             " but the forward op produces ", shape::format(expected));
+  return success();
+}
+
+LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
+                                                   std::optional<Location> location,
+                                                   Adaptor adaptor,
+                                                   SmallVectorImpl<Type> &inferred) {
+  RankedTensorType dy = ranked(adaptor.getResultGrad()), w = ranked(adaptor.getWeight());
+  if (failed(requireRanked(location, {dy, w})))
+    return failure();
+  ArrayRef<int64_t> in = adaptor.getInputShape();
+  if (in.size() != static_cast<size_t>(w.getRank()) || in.size() < 3)
+    return emitOptionalError(location, "input_shape must have the weight's rank");
+  if (failed(checkWindowResult(location, in, {in[0], w.getDimSize(0)},
+                               w.getShape().drop_front(2), adaptor.getStrides(),
+                               adaptor.getPads(), adaptor.getDilations(), false,
+                               dy.getShape())))
+    return failure();
+  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
+  return success();
+}
+
+LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
+                                                     std::optional<Location> location,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &inferred) {
+  RankedTensorType x = ranked(adaptor.getInput()), dy = ranked(adaptor.getResultGrad());
+  if (failed(requireRanked(location, {x, dy})))
+    return failure();
+  ArrayRef<int64_t> ws = adaptor.getWeightShape();
+  if (ws.size() != static_cast<size_t>(x.getRank()) || ws.size() < 3)
+    return emitOptionalError(location, "weight_shape must have the input's rank");
+  if (failed(checkWindowResult(location, x.getShape(), {x.getDimSize(0), ws[0]},
+                               ws.drop_front(2), adaptor.getStrides(), adaptor.getPads(),
+                               adaptor.getDilations(), false, dy.getShape())))
+    return failure();
+  inferred.push_back(RankedTensorType::get(ws, x.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolBackwardOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> location,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &inferred) {
+  RankedTensorType x = ranked(adaptor.getInput()), dy = ranked(adaptor.getResultGrad());
+  if (failed(requireRanked(location, {x, dy})))
+    return failure();
+  if (failed(checkWindowResult(location, x.getShape(), x.getShape().take_front(2),
+                               adaptor.getKernelShape(), adaptor.getStrides(),
+                               adaptor.getPads(), adaptor.getDilations(),
+                               adaptor.getCeilMode(), dy.getShape())))
+    return failure();
+  inferred.push_back(x);
+  return success();
+}
+
+LogicalResult AvgPoolBackwardOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> location,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &inferred) {
+  RankedTensorType dy = ranked(adaptor.getResultGrad());
+  if (!dy)
+    return emitOptionalError(location, "expects a ranked result gradient");
+  ArrayRef<int64_t> in = adaptor.getInputShape();
+  SmallVector<int64_t> ones(in.size() > 2 ? in.size() - 2 : 0, 1);
+  if (in.size() < 3 ||
+      failed(checkWindowResult(location, in, in.take_front(2), adaptor.getKernelShape(),
+                               adaptor.getStrides(), adaptor.getPads(), ones,
+                               adaptor.getCeilMode(), dy.getShape())))
+    return in.size() < 3 ? emitOptionalError(location, "input_shape must be [N, C, spatial...]")
+                         : failure();
+  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
 

@@ -234,7 +234,7 @@ def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_ConvOp : Tc_Op<"conv", [Pure]> {
+def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D convolution (cross-correlation), NCHW, with groups";
   let description = [{
     `input` is [N, C, spatial...], `weight` is [M, C/group, kernel...], the
@@ -254,6 +254,83 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure]> {
       DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients of convolution and pooling (built by autodiff)
+//===----------------------------------------------------------------------===//
+
+def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Pure]> {
+  let summary = "gradient of tc.conv with respect to its input";
+  let description = [{
+    From the result gradient `dy` [N, M, out...] and the weights, the gradient
+    of the input of shape `input_shape`; the window attributes are the
+    forward conv's.
+
+    ```mlir
+    %dx = tc.conv_backward_data %dy, %w {input_shape = array<i64: 2, 3, 8, 8>, strides = array<i64: 1, 1>,
+                                         pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$result_grad, Tc_FloatTensor:$weight,
+      DenseI64ArrayAttr:$input_shape, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+      DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Pure]> {
+  let summary = "gradient of tc.conv with respect to its weights";
+  let description = [{
+    ```mlir
+    %dw = tc.conv_backward_filter %x, %dy {weight_shape = array<i64: 4, 3, 3, 3>, strides = array<i64: 1, 1>,
+                                           pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+        : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<4x3x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$result_grad,
+      DenseI64ArrayAttr:$weight_shape, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+      DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_MaxPoolBackwardOp : Tc_Op<"max_pool_backward", [Pure]> {
+  let summary = "gradient of tc.max_pool: each window's to its first maximum";
+  let description = [{
+    ```mlir
+    %dx = tc.max_pool_backward %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+                                        pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+        : (tensor<2x4x8x8xf32>, tensor<2x4x4x4xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$result_grad,
+      DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
+  let summary = "gradient of tc.avg_pool";
+  let description = [{
+    ```mlir
+    %dx = tc.avg_pool_backward %dy {input_shape = array<i64: 2, 4, 8, 8>, kernel_shape = array<i64: 2, 2>,
+                                    strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+        : (tensor<2x4x4x4xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$result_grad, DenseI64ArrayAttr:$input_shape,
+      DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
+      DenseI64ArrayAttr:$pads,
+      DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -308,7 +385,7 @@ def Tc_LayerNormOp : Tc_Op<"layer_norm", [Pure]> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure]> {
+def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D max pooling, NCHW";
   let description = [{
     ```mlir
@@ -325,7 +402,7 @@ def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure]> {
+def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D average pooling, NCHW";
   let description = [{
     With `count_include_pad` false (the ONNX default) the padding is left out
@@ -346,7 +423,7 @@ def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_GlobalAvgPoolOp : Tc_Op<"global_avg_pool", [Pure]> {
+def Tc_GlobalAvgPoolOp : Tc_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "mean over all spatial axes, keeping them as size 1";
   let description = [{
     ```mlir

@@ -9,6 +9,7 @@
 
 #include "../common/KernelChecks.h"
 #include "Blas.h"
+#include "Im2col.h"
 
 #include <algorithm>
 #include <climits>
@@ -19,45 +20,6 @@ namespace trainc::cpu {
 using namespace ::trainc::rt;
 
 namespace {
-
-/// Unrolls one image's group of channels x [cg, h, w] into col
-/// [cg * kh * kw, outH * outW]. Each column row is one tap (c, ki, kj) over
-/// all output positions, so the inner loop walks the output row with a
-/// constant input stride and the padding is handled per row segment, not
-/// per element.
-void im2colRow(const Conv2dDesc &d, const float *x, int64_t row, float *col) {
-  int64_t kj = row % d.kw;
-  int64_t ki = (row / d.kw) % d.kh;
-  int64_t c = row / (d.kw * d.kh);
-  const float *plane = x + c * d.h * d.w;
-  float *out = col + row * d.outH * d.outW;
-  // Input column of output column ow is ow * strideW + offW; the valid
-  // output columns form one range [owBegin, owEnd).
-  int64_t offW = kj * d.dilationW - d.padLeft;
-  int64_t owBegin =
-      offW >= 0 ? 0 : std::min(d.outW, (-offW + d.strideW - 1) / d.strideW);
-  int64_t owEnd =
-      d.w - offW <= 0
-          ? 0
-          : std::min(d.outW, (d.w - offW + d.strideW - 1) / d.strideW);
-  owEnd = std::max(owEnd, owBegin);
-  for (int64_t oh = 0; oh < d.outH; ++oh, out += d.outW) {
-    int64_t ih = oh * d.strideH + ki * d.dilationH - d.padTop;
-    if (ih < 0 || ih >= d.h) {
-      std::memset(out, 0, d.outW * sizeof(float));
-      continue;
-    }
-    const float *in = plane + ih * d.w + offW;
-    std::fill(out, out + owBegin, 0.0f);
-    if (d.strideW == 1)
-      std::memcpy(out + owBegin, in + owBegin,
-                  (owEnd - owBegin) * sizeof(float));
-    else
-      for (int64_t ow = owBegin; ow < owEnd; ++ow)
-        out[ow] = in[ow * d.strideW];
-    std::fill(out + owEnd, out + d.outW, 0.0f);
-  }
-}
 
 /// y[m, :] = bias[m] for one image, so that sgemm can accumulate (beta = 1)
 /// instead of a second pass adding the bias.

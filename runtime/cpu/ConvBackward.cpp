@@ -1,0 +1,223 @@
+//===- ConvBackward.cpp - gradients of conv2d as sgemm + col2im -----------===//
+//
+// Both gradients reuse conv2d's column matrix col = im2col(x) of one image
+// and group, [taps = C/g * KH * KW, OH * OW]:
+//
+//   forward          y_g  = W_g col                 [M/g, OH * OW]
+//   backward data    dcol = W_g^T dy_g, dx_g = col2im(dcol)
+//   backward filter  dW_g = sum over images of dy_g col^T
+//
+// A 1x1, stride-1, unpadded convolution has col = x, so dx_g = W_g^T dy_g
+// and dW_g = dy_g x_g^T directly.
+//
+// Threading follows conv2d: with at least as many images as threads, one
+// image per thread (serial sgemm); otherwise images in sequence with each
+// GEMM and the im2col/col2im work split over the threads. col2im is split
+// by input channel (the kh * kw rows of a channel all write its plane), so
+// no two threads write the same dx element. The filter gradient sums over
+// images; in the image-per-thread mode each thread sums a fixed, contiguous
+// range of images into its own buffer and the buffers are then added in
+// thread order, so the result depends on the thread count but never on
+// thread timing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/KernelChecks.h"
+#include "Blas.h"
+#include "Im2col.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <omp.h>
+
+namespace trainc::cpu {
+using namespace ::trainc::rt;
+
+namespace {
+
+bool isPointwise(const Conv2dDesc &d) {
+  return d.kh == 1 && d.kw == 1 && d.strideH == 1 && d.strideW == 1 &&
+         d.padTop == 0 && d.padLeft == 0 && d.padBottom == 0 &&
+         d.padRight == 0;
+}
+
+/// Shared argument checks of both gradients.
+Status checkConvGemmSizes(const char *kernel, const Conv2dDesc &d) {
+  TRAINC_RETURN_IF_ERROR(checkConv2dDesc(kernel, d));
+  const int64_t taps = (d.c / d.groups) * d.kh * d.kw;
+  if (taps > INT_MAX || d.outH * d.outW > INT_MAX || d.m / d.groups > INT_MAX)
+    return Status::error(std::string(kernel) +
+                         ": a GEMM dimension exceeds the BLAS int range");
+  return Status();
+}
+
+/// Images [begin, end) of `n` for thread `t` of `threads`: contiguous,
+/// fixed ranges, so the summation order of the filter gradient does not
+/// depend on scheduling.
+void imageRange(int64_t n, int t, int threads, int64_t &begin, int64_t &end) {
+  begin = n * t / threads;
+  end = n * (t + 1) / threads;
+}
+
+} // namespace
+
+Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
+                          const float *w, float *dx) {
+  const char *kernel = "conv2dBackwardData";
+  TRAINC_RETURN_IF_ERROR(
+      checkNotNull(kernel, {{"dy", dy}, {"w", w}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(checkConvGemmSizes(kernel, d));
+  const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
+  const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
+  const int64_t taps = cg * d.kh * d.kw;
+  const bool pointwise = isPointwise(d);
+
+  // One image: every group's GEMM and col2im. With `splitWork` the GEMM and
+  // the col2im channels are spread over the OpenMP threads.
+  auto image = [&](int64_t n, float *col, bool splitWork) {
+    const float *dyn = dy + n * d.m * outSpatial;
+    float *dxn = dx + n * d.c * inSpatial;
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const float *wg = w + g * mg * taps;
+      const float *dyg = dyn + g * mg * outSpatial;
+      float *dxg = dxn + g * cg * inSpatial;
+      // dcol [taps, outSpatial] = W_g^T [taps, mg] dy_g [mg, outSpatial];
+      // pointwise, dcol is dx_g itself.
+      float *dcol = pointwise ? dxg : col;
+      if (splitWork)
+        sgemmParallel(true, false, taps, outSpatial, mg, 1.0f, wg, taps, dyg,
+                      outSpatial, 0.0f, dcol, outSpatial);
+      else
+        sgemmSerial(true, false, taps, outSpatial, mg, 1.0f, wg, taps, dyg,
+                    outSpatial, 0.0f, dcol, outSpatial);
+      if (pointwise)
+        continue;
+      const int64_t tapsPerChannel = d.kh * d.kw;
+#pragma omp parallel for schedule(static) if (splitWork)
+      for (int64_t c = 0; c < cg; ++c) {
+        std::memset(dxg + c * inSpatial, 0, inSpatial * sizeof(float));
+        for (int64_t t = 0; t < tapsPerChannel; ++t)
+          col2imRow(d, col, c * tapsPerChannel + t, dxg);
+      }
+    }
+  };
+
+  useSingleThreadedBlas();
+  const int threads = maxThreads();
+  const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
+  void *workspace = nullptr;
+  if (d.n >= threads && threads > 1) {
+    if (colFloats)
+      TRAINC_RETURN_IF_ERROR(
+          ctx.workspace(&workspace, colFloats * sizeof(float) * threads));
+#pragma omp parallel num_threads(threads)
+    {
+      float *col = colFloats ? static_cast<float *>(workspace) +
+                                   omp_get_thread_num() * colFloats
+                             : nullptr;
+#pragma omp for schedule(static)
+      for (int64_t n = 0; n < d.n; ++n)
+        image(n, col, /*splitWork=*/false);
+    }
+  } else {
+    if (colFloats)
+      TRAINC_RETURN_IF_ERROR(
+          ctx.workspace(&workspace, colFloats * sizeof(float)));
+    for (int64_t n = 0; n < d.n; ++n)
+      image(n, static_cast<float *>(workspace), /*splitWork=*/true);
+  }
+  return Status();
+}
+
+Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
+                            const float *dy, float *dw) {
+  const char *kernel = "conv2dBackwardFilter";
+  TRAINC_RETURN_IF_ERROR(
+      checkNotNull(kernel, {{"x", x}, {"dy", dy}, {"dw", dw}}));
+  TRAINC_RETURN_IF_ERROR(checkConvGemmSizes(kernel, d));
+  const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
+  const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
+  const int64_t taps = cg * d.kh * d.kw;
+  const bool pointwise = isPointwise(d);
+
+  // Adds (or, with `first`, writes) image n's dW = dy_g col^T for every
+  // group into `sum` [m, taps].
+  auto image = [&](int64_t n, float *col, float *sum, bool first,
+                   bool splitWork) {
+    const float *xn = x + n * d.c * inSpatial;
+    const float *dyn = dy + n * d.m * outSpatial;
+    const float beta = first ? 0.0f : 1.0f;
+    for (int64_t g = 0; g < d.groups; ++g) {
+      const float *xg = xn + g * cg * inSpatial;
+      const float *operand = xg;
+      if (!pointwise) {
+#pragma omp parallel for schedule(static) if (splitWork)
+        for (int64_t row = 0; row < taps; ++row)
+          im2colRow(d, xg, row, col);
+        operand = col;
+      }
+      const float *dyg = dyn + g * mg * outSpatial;
+      float *sg = sum + g * mg * taps;
+      // [mg, taps] (+)= dy_g [mg, outSpatial] col^T [outSpatial, taps].
+      if (splitWork)
+        sgemmParallel(false, true, mg, taps, outSpatial, 1.0f, dyg, outSpatial,
+                      operand, outSpatial, beta, sg, taps);
+      else
+        sgemmSerial(false, true, mg, taps, outSpatial, 1.0f, dyg, outSpatial,
+                    operand, outSpatial, beta, sg, taps);
+    }
+  };
+
+  useSingleThreadedBlas();
+  const int threads = maxThreads();
+  const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
+  const size_t dwFloats = size_t(d.m * taps);
+  void *workspace = nullptr;
+  if (d.n >= threads && threads > 1) {
+    // Per thread: its column buffer, and for threads 1.. a partial dW
+    // (thread 0 sums straight into dw).
+    const size_t perThread = colFloats + dwFloats;
+    TRAINC_RETURN_IF_ERROR(
+        ctx.workspace(&workspace, perThread * sizeof(float) * threads));
+    float *base = static_cast<float *>(workspace);
+    auto partial = [&](int t) {
+      return t == 0 ? dw : base + t * perThread + colFloats;
+    };
+    int team = 1;
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+#pragma omp single
+      team = omp_get_num_threads();
+      // (The implicit barrier of `single` publishes `team`.)
+      float *col = base + t * perThread;
+      float *sum = partial(t);
+      int64_t begin, end;
+      imageRange(d.n, t, team, begin, end);
+      if (begin == end)
+        std::memset(sum, 0, dwFloats * sizeof(float));
+      for (int64_t n = begin; n < end; ++n)
+        image(n, col, sum, /*first=*/n == begin, /*splitWork=*/false);
+#pragma omp barrier
+      // Sum the partials in thread order, each element by one thread.
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < int64_t(dwFloats); ++i) {
+        float acc = dw[i];
+        for (int p = 1; p < team; ++p)
+          acc += partial(p)[i];
+        dw[i] = acc;
+      }
+    }
+  } else {
+    if (colFloats)
+      TRAINC_RETURN_IF_ERROR(
+          ctx.workspace(&workspace, colFloats * sizeof(float)));
+    for (int64_t n = 0; n < d.n; ++n)
+      image(n, static_cast<float *>(workspace), dw, /*first=*/n == 0,
+            /*splitWork=*/true);
+  }
+  return Status();
+}
+
+} // namespace trainc::cpu

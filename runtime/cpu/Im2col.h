@@ -1,0 +1,95 @@
+//===- Im2col.h - im2col and col2im rows of a convolution ------*- C++ -*-===//
+//
+// Shared by conv2d (Conv.cpp) and its gradients (ConvBackward.cpp). The
+// column matrix of one image's group of channels x [cg, h, w] is
+// [cg * kh * kw, outH * outW]: row (c, ki, kj) holds tap (ki, kj) of channel
+// c for every output position. im2colRow fills one row; col2imRow adds one
+// row back into the input plane it was read from (the adjoint of im2col).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_CPU_IM2COL_H
+#define TRAINC_RT_CPU_IM2COL_H
+
+#include "trainc_rt/kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace trainc::cpu {
+
+/// The output columns of tap column kj that read inside the input: input
+/// column ow * strideW + offW for ow in [begin, end).
+struct Im2colColumns {
+  int64_t offW, begin, end;
+};
+
+inline Im2colColumns im2colColumns(const ::trainc::rt::Conv2dDesc &d,
+                                   int64_t kj) {
+  Im2colColumns r;
+  r.offW = kj * d.dilationW - d.padLeft;
+  r.begin = r.offW >= 0
+                ? 0
+                : std::min(d.outW, (-r.offW + d.strideW - 1) / d.strideW);
+  r.end = d.w - r.offW <= 0
+              ? 0
+              : std::min(d.outW, (d.w - r.offW + d.strideW - 1) / d.strideW);
+  r.end = std::max(r.end, r.begin);
+  return r;
+}
+
+/// Unrolls row `row` of the column matrix of x [cg, h, w] into col. The
+/// inner loop walks an output row with a constant input stride and padding
+/// is handled per row segment, not per element.
+inline void im2colRow(const ::trainc::rt::Conv2dDesc &d, const float *x,
+                      int64_t row, float *col) {
+  int64_t kj = row % d.kw;
+  int64_t ki = (row / d.kw) % d.kh;
+  int64_t c = row / (d.kw * d.kh);
+  const float *plane = x + c * d.h * d.w;
+  float *out = col + row * d.outH * d.outW;
+  const Im2colColumns cols = im2colColumns(d, kj);
+  for (int64_t oh = 0; oh < d.outH; ++oh, out += d.outW) {
+    int64_t ih = oh * d.strideH + ki * d.dilationH - d.padTop;
+    if (ih < 0 || ih >= d.h) {
+      std::memset(out, 0, d.outW * sizeof(float));
+      continue;
+    }
+    const float *in = plane + ih * d.w + cols.offW;
+    std::fill(out, out + cols.begin, 0.0f);
+    if (d.strideW == 1)
+      std::memcpy(out + cols.begin, in + cols.begin,
+                  (cols.end - cols.begin) * sizeof(float));
+    else
+      for (int64_t ow = cols.begin; ow < cols.end; ++ow)
+        out[ow] = in[ow * d.strideW];
+    std::fill(out + cols.end, out + d.outW, 0.0f);
+  }
+}
+
+/// Adds row `row` of col into the plane of dx [cg, h, w] that im2colRow read
+/// it from; entries that came from padding are dropped. Rows of the same
+/// channel write the same plane, so callers that split rows over threads
+/// must give all kh * kw rows of a channel to one thread.
+inline void col2imRow(const ::trainc::rt::Conv2dDesc &d, const float *col,
+                      int64_t row, float *dx) {
+  int64_t kj = row % d.kw;
+  int64_t ki = (row / d.kw) % d.kh;
+  int64_t c = row / (d.kw * d.kh);
+  float *plane = dx + c * d.h * d.w;
+  const float *in = col + row * d.outH * d.outW;
+  const Im2colColumns cols = im2colColumns(d, kj);
+  for (int64_t oh = 0; oh < d.outH; ++oh, in += d.outW) {
+    int64_t ih = oh * d.strideH + ki * d.dilationH - d.padTop;
+    if (ih < 0 || ih >= d.h)
+      continue;
+    float *line = plane + ih * d.w;
+    for (int64_t ow = cols.begin; ow < cols.end; ++ow)
+      line[ow * d.strideW + cols.offW] += in[ow];
+  }
+}
+
+} // namespace trainc::cpu
+
+#endif // TRAINC_RT_CPU_IM2COL_H

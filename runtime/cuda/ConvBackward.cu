@@ -1,0 +1,322 @@
+//===- ConvBackward.cu - gradients of conv2d on cuDNN ---------------------===//
+//
+// cudnnConvolutionBackwardData / cudnnConvolutionBackwardFilter, the legacy
+// API like conv2d (Conv.cu), with descriptors and algorithm built on the
+// first call of a shape and cached in the context.
+//
+// Asymmetric padding is handled as conv2d handles it: cuDNN pads the
+// symmetric part, and the excess of one side is made explicit. For the
+// filter gradient the input is copied into a buffer that carries it, as in
+// the forward pass; for the data gradient cuDNN writes the gradient of that
+// padded buffer and the interior is then copied out into dx.
+//
+// Algorithms: the _v7 heuristics' best choice that runs in plain fp32 math
+// (no TF32, like the forward conv and the GEMM) within the workspace limit,
+// deterministic ones first (the atomics-based variants are kept only as a
+// last resort), so gradients are reproducible run to run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+#include "KernelUtils.cuh"
+
+#include "common/KernelChecks.h"
+#include "trainc_rt/kernels.h"
+
+#include <algorithm>
+#include <string>
+
+namespace trainc::cuda {
+namespace {
+
+using ::trainc::rt::Conv2dDesc;
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Copies x [planes, h, w] into the centre of y [planes, hp, wp], zeros
+/// elsewhere (the same as Conv.cu's kernel of that name).
+__global__ void padPlanesKernel(const float *x, float *y, int64_t planes,
+                                int64_t h, int64_t w, int64_t hp, int64_t wp,
+                                int64_t top, int64_t left) {
+  int64_t total = planes * hp * wp;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t col = i % wp - left;
+    int64_t row = (i / wp) % hp - top;
+    int64_t plane = i / (wp * hp);
+    bool inside = row >= 0 && row < h && col >= 0 && col < w;
+    y[i] = inside ? x[(plane * h + row) * w + col] : 0.0f;
+  }
+}
+
+/// The inverse: copies the [h, w] window at (top, left) of each plane of
+/// xp [planes, hp, wp] into x [planes, h, w]. One thread per element of x.
+__global__ void cropPlanesKernel(const float *xp, float *x, int64_t planes,
+                                 int64_t h, int64_t w, int64_t hp, int64_t wp,
+                                 int64_t top, int64_t left) {
+  int64_t total = planes * h * w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t col = i % w;
+    int64_t row = (i / w) % h;
+    int64_t plane = i / (w * h);
+    x[i] = xp[(plane * hp + row + top) * wp + col + left];
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+/// As in Conv.cu: algorithms needing more scratch are skipped.
+constexpr size_t kMaxConvWorkspace = size_t(512) << 20;
+
+/// values[18] of a conv PlanKey: 0 is conv2d's own plan (Conv.cu leaves it
+/// zero), these mark the gradients' plans of the same shape.
+enum class Direction : int64_t { BackwardData = 1, BackwardFilter = 2 };
+
+struct ConvBackwardPlan final : CachedPlan {
+  cudnnTensorDescriptor_t input = nullptr; // The (possibly padded) input.
+  cudnnTensorDescriptor_t output = nullptr;
+  cudnnFilterDescriptor_t filter = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionBwdDataAlgo_t dataAlgo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnConvolutionBwdFilterAlgo_t filterAlgo =
+      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  size_t workspaceBytes = 0;
+  bool explicitPad = false;
+  int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
+
+  ~ConvBackwardPlan() override {
+    if (conv)
+      (void)cudnnDestroyConvolutionDescriptor(conv);
+    if (filter)
+      (void)cudnnDestroyFilterDescriptor(filter);
+    if (output)
+      (void)cudnnDestroyTensorDescriptor(output);
+    if (input)
+      (void)cudnnDestroyTensorDescriptor(input);
+  }
+};
+
+/// The first of the heuristic's results that succeeds within the workspace
+/// limit, preferring FMA math over TF32 and then deterministic algorithms.
+template <typename Perf>
+const Perf *pickPerf(const Perf *results, int returned) {
+  for (cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH})
+    for (bool deterministic : {true, false})
+      for (int i = 0; i < returned; ++i)
+        if (results[i].status == CUDNN_STATUS_SUCCESS &&
+            results[i].mathType == math &&
+            (!deterministic ||
+             results[i].determinism == CUDNN_DETERMINISTIC) &&
+            results[i].memory <= kMaxConvWorkspace)
+          return &results[i];
+  return nullptr;
+}
+
+Status noAlgorithm() {
+  return Status::error("cuDNN offers no fp32 algorithm for this "
+                       "convolution within " +
+                       std::to_string(kMaxConvWorkspace >> 20) +
+                       " MiB of workspace");
+}
+
+/// Runs no kernels (heuristics only), so it is safe under graph capture.
+Status chooseAlgorithm(CudaContext &ctx, Direction direction,
+                       ConvBackwardPlan &plan) {
+  if (direction == Direction::BackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t
+        results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int returned = 0;
+    TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
+    const auto *chosen = pickPerf(results, returned);
+    if (!chosen)
+      return noAlgorithm();
+    TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
+    plan.dataAlgo = chosen->algo;
+    TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input,
+        plan.dataAlgo, &plan.workspaceBytes));
+    return Status();
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t
+      results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  int returned = 0;
+  TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter,
+      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results));
+  const auto *chosen = pickPerf(results, returned);
+  if (!chosen)
+    return noAlgorithm();
+  TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
+  plan.filterAlgo = chosen->algo;
+  TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+      ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter,
+      plan.filterAlgo, &plan.workspaceBytes));
+  return Status();
+}
+
+Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
+                 ConvBackwardPlan &plan) {
+  int64_t padH = std::min(d.padTop, d.padBottom);
+  int64_t padW = std::min(d.padLeft, d.padRight);
+  plan.extraTop = d.padTop - padH;
+  plan.extraLeft = d.padLeft - padW;
+  plan.paddedH = d.h + plan.extraTop + (d.padBottom - padH);
+  plan.paddedW = d.w + plan.extraLeft + (d.padRight - padW);
+  plan.explicitPad = plan.paddedH != d.h || plan.paddedW != d.w;
+
+  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
+  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
+      plan.input, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.c),
+      int(plan.paddedH), int(plan.paddedW)));
+  TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
+  TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
+      plan.filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(d.m),
+      int(d.c / d.groups), int(d.kh), int(d.kw)));
+  TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
+  TRAINC_CUDNN_CALL(cudnnSetConvolution2dDescriptor(
+      plan.conv, int(padH), int(padW), int(d.strideH), int(d.strideW),
+      int(d.dilationH), int(d.dilationW), CUDNN_CROSS_CORRELATION,
+      CUDNN_DATA_FLOAT));
+  TRAINC_CUDNN_CALL(cudnnSetConvolutionGroupCount(plan.conv, int(d.groups)));
+  TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, CUDNN_FMA_MATH));
+
+  int on = 0, om = 0, oh = 0, ow = 0;
+  TRAINC_CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(
+      plan.conv, plan.input, plan.filter, &on, &om, &oh, &ow));
+  if (on != d.n || om != d.m || oh != d.outH || ow != d.outW)
+    return Status::error("cuDNN computes output [" + std::to_string(on) + ", " +
+                         std::to_string(om) + ", " + std::to_string(oh) + ", " +
+                         std::to_string(ow) + "], the descriptor says [" +
+                         std::to_string(d.n) + ", " + std::to_string(d.m) +
+                         ", " + std::to_string(d.outH) + ", " +
+                         std::to_string(d.outW) + "]");
+  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
+  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
+      plan.output, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.m),
+      int(d.outH), int(d.outW)));
+  return chooseAlgorithm(ctx, direction, plan);
+}
+
+size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
+
+/// Checks shared by both gradients, then the cached plan of the shape
+/// (built on first use).
+Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
+                   Direction direction, ConvBackwardPlan *&plan) {
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkConv2dDesc(kernel, d));
+  // Legacy cuDNN descriptors hold int sizes and strides.
+  constexpr int64_t kIntMax = 2147483647;
+  int64_t paddedElems = d.n * d.c * (d.h + d.padTop + d.padBottom) *
+                        (d.w + d.padLeft + d.padRight);
+  if (paddedElems > kIntMax || d.n * d.m * d.outH * d.outW > kIntMax ||
+      d.m * (d.c / d.groups) * d.kh * d.kw > kIntMax)
+    return invalidArgument(kernel, "a tensor has more than 2^31 elements, "
+                                   "beyond cuDNN's 4-D descriptors");
+  PlanKey key;
+  key.kind = PlanKey::Conv2d;
+  key.values = {d.n,       d.c,         d.h,        d.w,         d.m,
+                d.kh,      d.kw,        d.strideH,  d.strideW,   d.padTop,
+                d.padLeft, d.padBottom, d.padRight, d.dilationH, d.dilationW,
+                d.groups,  d.outH,      d.outW,     int64_t(direction)};
+  plan = static_cast<ConvBackwardPlan *>(ctx.findPlan(key));
+  if (plan)
+    return Status();
+  auto fresh = std::make_unique<ConvBackwardPlan>();
+  Status built = buildPlan(ctx, d, direction, *fresh);
+  if (!built.ok())
+    return Status::error(std::string(kernel) + ": " + built.message());
+  plan = static_cast<ConvBackwardPlan *>(ctx.addPlan(key, std::move(fresh)));
+  return Status();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+Status conv2dBackwardData(Context &ctxBase, const Conv2dDesc &d,
+                          const float *dy, const float *w, float *dx) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "conv2dBackwardData";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
+      kernel, {{"dy", dy}, {"w", w}, {"dx", dx}}));
+  ConvBackwardPlan *plan = nullptr;
+  TRAINC_RETURN_IF_ERROR(
+      preparePlan(ctx, kernel, d, Direction::BackwardData, plan));
+
+  // One library workspace: the gradient of the padded input (if any), then
+  // cuDNN's scratch, 256-byte aligned.
+  const int64_t paddedElems = d.n * d.c * plan->paddedH * plan->paddedW;
+  size_t paddedBytes =
+      plan->explicitPad ? roundUp256(size_t(paddedElems) * sizeof(float)) : 0;
+  char *scratch = nullptr;
+  if (paddedBytes + plan->workspaceBytes > 0)
+    TRAINC_RETURN_IF_ERROR(
+        ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
+                             paddedBytes + plan->workspaceBytes));
+  float *target = plan->explicitPad ? reinterpret_cast<float *>(scratch) : dx;
+
+  const float one = 1.0f, zero = 0.0f;
+  TRAINC_CUDNN_CALL(cudnnConvolutionBackwardData(
+      ctx.cudnn(), &one, plan->filter, w, plan->output, dy, plan->conv,
+      plan->dataAlgo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
+      plan->workspaceBytes, &zero, plan->input, target));
+  if (plan->explicitPad) {
+    int64_t total = d.n * d.c * d.h * d.w;
+    cropPlanesKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                       ctx.stream()>>>(target, dx, d.n * d.c, d.h, d.w,
+                                       plan->paddedH, plan->paddedW,
+                                       plan->extraTop, plan->extraLeft);
+    TRAINC_CHECK_LAUNCH("cropPlanesKernel");
+  }
+  return Status();
+}
+
+Status conv2dBackwardFilter(Context &ctxBase, const Conv2dDesc &d,
+                            const float *x, const float *dy, float *dw) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "conv2dBackwardFilter";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
+      kernel, {{"x", x}, {"dy", dy}, {"dw", dw}}));
+  ConvBackwardPlan *plan = nullptr;
+  TRAINC_RETURN_IF_ERROR(
+      preparePlan(ctx, kernel, d, Direction::BackwardFilter, plan));
+
+  // One library workspace: the padded input (if any), then cuDNN's scratch.
+  const int64_t paddedElems = d.n * d.c * plan->paddedH * plan->paddedW;
+  size_t paddedBytes =
+      plan->explicitPad ? roundUp256(size_t(paddedElems) * sizeof(float)) : 0;
+  char *scratch = nullptr;
+  if (paddedBytes + plan->workspaceBytes > 0)
+    TRAINC_RETURN_IF_ERROR(
+        ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
+                             paddedBytes + plan->workspaceBytes));
+
+  const float *input = x;
+  if (plan->explicitPad) {
+    auto *padded = reinterpret_cast<float *>(scratch);
+    padPlanesKernel<<<gridFor(ctx, paddedElems, kBlockSize), kBlockSize, 0,
+                      ctx.stream()>>>(x, padded, d.n * d.c, d.h, d.w,
+                                      plan->paddedH, plan->paddedW,
+                                      plan->extraTop, plan->extraLeft);
+    TRAINC_CHECK_LAUNCH("padPlanesKernel");
+    input = padded;
+  }
+
+  const float one = 1.0f, zero = 0.0f;
+  TRAINC_CUDNN_CALL(cudnnConvolutionBackwardFilter(
+      ctx.cudnn(), &one, plan->input, input, plan->output, dy, plan->conv,
+      plan->filterAlgo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
+      plan->workspaceBytes, &zero, plan->filter, dw));
+  return Status();
+}
+
+} // namespace trainc::cuda

@@ -1,0 +1,197 @@
+//===- PoolBackward.cu - gradients of max and average pooling -------------===//
+//
+// Own kernels, like the forward pooling (Pool.cu). One thread per input
+// element gathers from the windows that contain it, so every dx element is
+// written once by one thread: no atomics, and a fixed summation order
+// (windows in output order, as the CPU target adds them), hence
+// deterministic results.
+//
+// The windows containing input row ih are those oh with
+// oh * strideH - padTop + i * dilationH == ih for a tap i in [0, kh); i is
+// walked downwards so that oh rises.
+//
+// Max: a window's gradient goes to its first maximum in window order (a NaN
+// takes it from any number, a later NaN from an earlier one; an all -inf
+// window gives it to its first in-bounds tap), PyTorch's rule. Each thread
+// recomputes the argmax of each window it is in (kh * kw reads, a handful of
+// windows for the usual kernel/stride ratios); pooling is bandwidth-bound
+// and those reads hit cache lines its neighbours read too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaContext.h"
+#include "KernelUtils.cuh"
+
+#include "common/KernelChecks.h"
+#include "trainc_rt/kernels.h"
+
+namespace trainc::cuda {
+namespace {
+
+using ::trainc::rt::Pool2dDesc;
+
+//===----------------------------------------------------------------------===//
+// Window helpers
+//===----------------------------------------------------------------------===//
+
+/// Smallest tap k >= 0 with start + k * dilation >= bound.
+__device__ __forceinline__ int64_t firstTapAtLeast(int64_t start,
+                                                   int64_t dilation,
+                                                   int64_t bound) {
+  int64_t gap = bound - start;
+  return gap <= 0 ? 0 : (gap + dilation - 1) / dilation;
+}
+
+/// Taps of a window along one axis that avgPool2d divides by: those inside
+/// [0, size), or with `countIncludePad` inside [-padBegin, size + padEnd)
+/// (windows never start before -padBegin).
+__device__ __forceinline__ int64_t tapCount(int64_t start, int64_t kernel,
+                                            int64_t dilation, int64_t size,
+                                            int64_t padEnd,
+                                            bool countIncludePad) {
+  int64_t begin =
+      countIncludePad ? 0 : min(kernel, firstTapAtLeast(start, dilation, 0));
+  int64_t end = min(kernel, firstTapAtLeast(start, dilation,
+                                            countIncludePad ? size + padEnd
+                                                            : size));
+  return end > begin ? end - begin : 0;
+}
+
+/// The plane offset of the tap window (oh, ow) sends its gradient to.
+__device__ __forceinline__ int64_t windowArgmax(const Pool2dDesc &d,
+                                                const float *src, int64_t oh,
+                                                int64_t ow) {
+  int64_t h0 = oh * d.strideH - d.padTop;
+  int64_t w0 = ow * d.strideW - d.padLeft;
+  int64_t best = -1;
+  float bestValue = -CUDART_INF_F;
+  for (int64_t kh = 0; kh < d.kh; ++kh) {
+    int64_t ih = h0 + kh * d.dilationH;
+    if (ih < 0)
+      continue;
+    if (ih >= d.h)
+      break;
+    for (int64_t kw = 0; kw < d.kw; ++kw) {
+      int64_t iw = w0 + kw * d.dilationW;
+      if (iw < 0)
+        continue;
+      if (iw >= d.w)
+        break;
+      int64_t at = ih * d.w + iw;
+      float v = src[at];
+      if (best < 0 || v > bestValue || isnan(v)) {
+        best = at;
+        bestValue = v;
+      }
+    }
+  }
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Walks the windows containing input element (ih, iw) in output order and
+/// calls visit(oh, ow) for each.
+template <typename Visit>
+__device__ __forceinline__ void forEachWindow(const Pool2dDesc &d, int64_t ih,
+                                              int64_t iw, Visit visit) {
+  for (int64_t i = d.kh - 1; i >= 0; --i) {
+    int64_t th = ih + d.padTop - i * d.dilationH;
+    if (th < 0 || th % d.strideH != 0)
+      continue;
+    int64_t oh = th / d.strideH;
+    if (oh >= d.outH)
+      break; // oh only grows as i falls.
+    for (int64_t j = d.kw - 1; j >= 0; --j) {
+      int64_t tw = iw + d.padLeft - j * d.dilationW;
+      if (tw < 0 || tw % d.strideW != 0)
+        continue;
+      int64_t ow = tw / d.strideW;
+      if (ow >= d.outW)
+        break;
+      visit(oh, ow);
+    }
+  }
+}
+
+__global__ void maxPool2dBackwardKernel(Pool2dDesc d, const float *x,
+                                        const float *dy, float *dx) {
+  int64_t total = d.n * d.c * d.h * d.w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t iw = i % d.w;
+    int64_t ih = (i / d.w) % d.h;
+    int64_t plane = i / (d.w * d.h);
+    const float *src = x + plane * d.h * d.w;
+    const float *grad = dy + plane * d.outH * d.outW;
+    const int64_t self = ih * d.w + iw;
+    float sum = 0.0f;
+    forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
+      if (windowArgmax(d, src, oh, ow) == self)
+        sum += grad[oh * d.outW + ow];
+    });
+    dx[i] = sum;
+  }
+}
+
+__global__ void avgPool2dBackwardKernel(Pool2dDesc d, bool countIncludePad,
+                                        const float *dy, float *dx) {
+  int64_t total = d.n * d.c * d.h * d.w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t iw = i % d.w;
+    int64_t ih = (i / d.w) % d.h;
+    int64_t plane = i / (d.w * d.h);
+    const float *grad = dy + plane * d.outH * d.outW;
+    float sum = 0.0f;
+    forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
+      int64_t rows =
+          tapCount(oh * d.strideH - d.padTop, d.kh, d.dilationH, d.h,
+                   d.padBottom, countIncludePad);
+      int64_t cols =
+          tapCount(ow * d.strideW - d.padLeft, d.kw, d.dilationW, d.w,
+                   d.padRight, countIncludePad);
+      int64_t count = rows * cols; // >= 1: the window holds (ih, iw).
+      sum += grad[oh * d.outW + ow] / float(count);
+    });
+    dx[i] = sum;
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Launchers
+//===----------------------------------------------------------------------===//
+
+Status maxPool2dBackward(Context &ctxBase, const Pool2dDesc &d, const float *x,
+                         const float *dy, float *dx) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "maxPool2dBackward";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
+      kernel, {{"x", x}, {"dy", dy}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPool2dDesc(kernel, d));
+  int64_t total = d.n * d.c * d.h * d.w;
+  maxPool2dBackwardKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                            ctx.stream()>>>(d, x, dy, dx);
+  TRAINC_CHECK_LAUNCH("maxPool2dBackwardKernel");
+  return Status();
+}
+
+Status avgPool2dBackward(Context &ctxBase, const Pool2dDesc &d,
+                         bool countIncludePad, const float *dy, float *dx) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "avgPool2dBackward";
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkNotNull(kernel, {{"dy", dy}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPool2dDesc(kernel, d));
+  int64_t total = d.n * d.c * d.h * d.w;
+  avgPool2dBackwardKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                            ctx.stream()>>>(d, countIncludePad, dy, dx);
+  TRAINC_CHECK_LAUNCH("avgPool2dBackwardKernel");
+  return Status();
+}
+
+} // namespace trainc::cuda

@@ -1,0 +1,44 @@
+// RUN: trainc-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// Gradient ops of convolution and pooling round-trip; their result shapes are
+// the forward op's input (or weight) shapes.
+// CHECK-LABEL: func.func @conv_grads
+// CHECK: tc.conv_backward_data {{.*}} -> tensor<2x3x8x8xf32>
+// CHECK: tc.conv_backward_filter {{.*}} -> tensor<4x3x3x3xf32>
+func.func @conv_grads(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x4x4xf32>)
+    -> (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) {
+  // 8 + 1 + 1 - 3 = 7, / 2 = 3, + 1 = 4 per axis (stride 2, pads 1).
+  %dx = tc.conv_backward_data %dy, %w {input_shape = array<i64: 2, 3, 8, 8>, strides = array<i64: 2, 2>,
+                                        pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x4x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  %dw = tc.conv_backward_filter %x, %dy {weight_shape = array<i64: 4, 3, 3, 3>, strides = array<i64: 2, 2>,
+                                          pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x3x8x8xf32>, tensor<2x4x4x4xf32>) -> tensor<4x3x3x3xf32>
+  return %dx, %dw : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>
+}
+
+// CHECK-LABEL: func.func @pool_grads
+// CHECK: tc.max_pool_backward {{.*}} -> tensor<1x2x6x6xf32>
+// CHECK: tc.avg_pool_backward {{.*}} -> tensor<1x2x6x6xf32>
+func.func @pool_grads(%x: tensor<1x2x6x6xf32>, %dy: tensor<1x2x3x3xf32>)
+    -> (tensor<1x2x6x6xf32>, tensor<1x2x6x6xf32>) {
+  %a = tc.max_pool_backward %x, %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+                                     pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<1x2x6x6xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  %b = tc.avg_pool_backward %dy {input_shape = array<i64: 1, 2, 6, 6>, kernel_shape = array<i64: 2, 2>,
+                                 strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>}
+      : (tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  return %a, %b : tensor<1x2x6x6xf32>, tensor<1x2x6x6xf32>
+}
+
+// -----
+
+// The result gradient must have the shape the forward conv produces.
+func.func @wrong_dy(%w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x5x5xf32>) -> tensor<2x3x8x8xf32> {
+  // expected-error @+2 {{the result gradient has shape 2x4x5x5 but the forward op produces 2x4x4x4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dx = tc.conv_backward_data %dy, %w {input_shape = array<i64: 2, 3, 8, 8>, strides = array<i64: 2, 2>,
+                                        pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
+  return %dx : tensor<2x3x8x8xf32>
+}
