@@ -41,7 +41,7 @@ def torch_mlp(path):
     return torch.nn.Sequential(*layers[:-1])
 
 
-def bench_model(name, path, features, classes, args, work):
+def bench_model(name, path, shape, classes, args, work, build_torch=None):
     prog = os.path.join(work, name)
     subprocess.run([TRAINC, "compile", path, "--target=cpu", "--batch-size=%d" % args.batch,
                     "--loss=cross-entropy", "--optimizer=sgd", "-o", prog], check=True)
@@ -49,7 +49,7 @@ def bench_model(name, path, features, classes, args, work):
     rng = np.random.RandomState(0)
     data = os.path.join(work, name + "-data")
     os.makedirs(data, exist_ok=True)
-    x = rng.rand(samples, features).astype(np.float32)
+    x = rng.rand(samples, *shape).astype(np.float32)
     y = rng.randint(0, classes, samples).astype(np.int64)
     np.save(os.path.join(data, "x.npy"), x)
     np.save(os.path.join(data, "label.npy"), y)
@@ -67,7 +67,7 @@ def bench_model(name, path, features, classes, args, work):
     ours = (long - short) / args.steps
 
     torch.set_num_threads(args.threads)
-    net = torch_mlp(path)
+    net = build_torch() if build_torch else torch_mlp(path)
     net.train()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     xt, yt = torch.tensor(x), torch.tensor(y)
@@ -102,11 +102,23 @@ def main():
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "make_zoo.py"), zoo],
                        check=True)
     with tempfile.TemporaryDirectory() as work:
-        bench_model("digits_mlp", os.path.join(ROOT, "examples", "digits_mlp.onnx"), 64, 10,
+        bench_model("digits_mlp", os.path.join(ROOT, "examples", "digits_mlp.onnx"), (64,), 10,
                     args, work)
-        bench_model("zoo mlp", os.path.join(zoo, "mlp_op17.onnx"), 784, 10, args, work)
-    print("not yet benchmarked: lenet, resnet18, gpt (convolution, pooling, normalization "
-          "and embedding gradients are not built yet)")
+        bench_model("zoo mlp", os.path.join(zoo, "mlp_op17.onnx"), (784,), 10, args, work)
+        sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+        import make_zoo
+        lenet_path = os.path.join(zoo, "lenet_op17.onnx")
+
+        def lenet():
+            init = {t.name: numpy_helper.to_array(t)
+                    for t in onnx.load(lenet_path).graph.initializer}
+            net = make_zoo.LeNet()
+            for pname, p in net.named_parameters():
+                p.data = torch.tensor(init[pname])
+            return net
+        bench_model("zoo lenet", lenet_path, (1, 28, 28), 10, args, work, lenet)
+    print("not yet benchmarked: resnet18, gpt (batch norm, layer norm and embedding "
+          "gradients are not built yet)")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 
 Usage: check_training.py TRAINC WORKDIR
 
-For the MLP models below, each optimizer in turn: `trainc compile --loss
+For the MLP below with each optimizer, and the zoo's LeNet with SGD: `trainc compile --loss
 --optimizer`, then N steps with a fixed data order (--no-shuffle) from the
 ONNX initial weights, against PyTorch's model.train() loop on the same data,
 batches and hyperparameters. The sample count leaves a short last batch, so
@@ -127,6 +127,70 @@ def main():
             check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
                   "%s: final %s matches PyTorch (max abs error %.3g)"
                   % (name, param, float(np.abs(got - want).max())))
+    # The zoo's LeNet (convolution, max and average pooling, the folded
+    # view(), three Linear layers): SGD with momentum, step for step.
+    zoo = os.path.join(ROOT, "build", "zoo")
+    sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+    import make_zoo
+    lenet_path = os.path.join(zoo, "lenet_op17.onnx")
+    prog = os.path.join(work, "lenet_sgd")
+    build = subprocess.run([trainc, "compile", lenet_path, "--target=cpu", "--batch-size=8",
+                            "--loss=cross-entropy", "--optimizer=sgd", "-o", prog],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "lenet compiles: %s" % build.stderr.strip()[:300])
+    else:
+        rng = np.random.RandomState(2)
+        lx = rng.rand(20, 1, 28, 28).astype(np.float32)
+        ly = rng.randint(0, 10, 20).astype(np.int64)
+        ldata = os.path.join(work, "lenet-data")
+        os.makedirs(ldata, exist_ok=True)
+        np.save(os.path.join(ldata, "x.npy"), lx)
+        np.save(os.path.join(ldata, "label.npy"), ly)
+        log, saved = os.path.join(work, "lenet.jsonl"), os.path.join(work, "lenet.params")
+        run = subprocess.run([prog, "--data", ldata, "--epochs", "2", "--no-shuffle",
+                              "--lr", "0.05", "--momentum", "0.9", "--log", log,
+                              "--save-params", saved], capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "lenet trains: %s" % run.stderr.strip()[:300])
+        else:
+            ours = [json.loads(line)["loss"] for line in open(log)]
+            init = {t.name: numpy_helper.to_array(t) for t in onnx.load(lenet_path).graph.initializer}
+            net = make_zoo.LeNet()
+            for name, p in net.named_parameters():
+                p.data = torch.tensor(init[name])
+            net.train()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+            theirs = []
+            for _ in range(2):
+                for first in range(0, 20, 8):
+                    optimizer.zero_grad()
+                    loss = torch.nn.functional.cross_entropy(
+                        net(torch.tensor(lx[first:first + 8])), torch.tensor(ly[first:first + 8]))
+                    loss.backward()
+                    optimizer.step()
+                    theirs.append(float(loss))
+            err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
+            check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5),
+                  "lenet sgd: loss of each of %d steps matches PyTorch (max abs error %.3g)"
+                  % (len(theirs), err))
+            for name, p in net.named_parameters():
+                got = np.load(os.path.join(saved, name + ".npy"))
+                want = p.detach().numpy()
+                check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
+                      "lenet sgd: final %s matches PyTorch (max abs error %.3g)"
+                      % (name, float(np.abs(got - want).max())))
+    # Every trainer above also compiles for the CUDA target (no GPU needed).
+    if os.path.exists("/usr/local/cuda/bin/nvcc"):
+        for name, path in (("mlp", model_path), ("lenet", lenet_path)):
+            build = subprocess.run([trainc, "compile", path, "--target=cuda",
+                                    "--cuda-arch=sm_80,sm_90", "--batch-size=8",
+                                    "--loss=cross-entropy", "--optimizer=adamw",
+                                    "-o", os.path.join(work, name + "_cuda")],
+                                   capture_output=True, text=True)
+            check(build.returncode == 0 and not build.stderr.strip(),
+                  "%s trainer compiles for CUDA sm_80,sm_90 with no warning%s"
+                  % (name, (": " + build.stderr.strip()[:300]) if build.stderr.strip() else ""))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
