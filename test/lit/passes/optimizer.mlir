@@ -1,0 +1,56 @@
+// RUN: trainc-opt %s --split-input-file --trainc-optimizer | FileCheck %s --check-prefix=SGD
+// RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=sgd nesterov=true" | FileCheck %s --check-prefix=NESTEROV
+// RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=ADAMW
+// RUN: not trainc-opt %s --split-input-file --trainc-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=KIND
+// KIND: --optimizer must be sgd, adam or adamw, got 'lion'
+
+// Stochastic gradient descent, g' = g + wd p; b' = momentum b + g'; p' = p - lr b'. The gradient
+// output becomes the updated parameter and the momentum buffer.
+// SGD-LABEL: func.func @train_step(
+// SGD-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
+// SGD-SAME: %[[LR:.*]]: tensor<f32> {tc.hyper = "lr"}, %[[WD:.*]]: tensor<f32> {tc.hyper = "weight_decay"}, %[[M:.*]]: tensor<f32> {tc.hyper = "momentum"}, %[[B:.*]]: tensor<3xf32> {tc.state = "momentum.w"}
+// SGD-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.output = "param.w", tc.update = @w}, tensor<3xf32> {tc.output = "momentum.w", tc.state_update = "momentum.w"})
+// SGD-SAME: tc.optimizer = "sgd"
+// SGD: %[[DECAY:.*]] = tc.mul %[[WD]], %[[P]]
+// SGD: %[[G:.*]] = tc.add %[[GRAD:.*]], %[[DECAY]]
+// SGD: %[[MB:.*]] = tc.mul %[[M]], %[[B]]
+// SGD: %[[NB:.*]] = tc.add %[[MB]], %[[G]]
+// SGD: %[[STEP:.*]] = tc.mul %[[LR]], %[[NB]]
+// SGD: %[[NP:.*]] = tc.sub %[[P]], %[[STEP]]
+// SGD: return %{{.*}}, %[[NP]], %[[NB]]
+//
+//   Nesterov: the step is g' + momentum b'.
+// NESTEROV: %[[G:.*]] = tc.add %{{.*}}, %{{.*}}
+// NESTEROV: %[[MB:.*]] = tc.mul %{{.*}}, %{{.*}}
+// NESTEROV: %[[NB:.*]] = tc.add %[[MB]], %[[G]]
+// NESTEROV: %[[LOOK:.*]] = tc.mul %{{.*}}, %[[NB]]
+// NESTEROV: %[[DIR:.*]] = tc.add %[[G]], %[[LOOK]]
+// NESTEROV: tc.mul %{{.*}}, %[[DIR]]
+//
+//   AdamW: decoupled decay p (1 - lr wd), two moments, bias corrections as
+//   hyperparameters.
+// ADAMW-LABEL: func.func @train_step(
+// ADAMW-SAME: {tc.hyper = "bias_correction1"}
+// ADAMW-SAME: {tc.hyper = "bias_correction2"}
+// ADAMW-SAME: {tc.state = "exp_avg.w"}
+// ADAMW-SAME: {tc.state = "exp_avg_sq.w"}
+// ADAMW: tc.sqrt
+// ADAMW: return
+tc.param @w trainable : tensor<3xf32>
+func.func @train_step(%x: tensor<3xf32> {tc.input = "x"}, %w: tensor<3xf32> {tc.param = @w})
+    -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.grad = @w, tc.output = "grad.w"}) {
+  %p = tc.mul %x, %w : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %l = tc.reduce_sum %p {axes = array<i64>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
+  return %l, %x : tensor<f32>, tensor<3xf32>
+}
+
+// -----
+
+// Already rewritten (it returns updates): the pass must not fire again.
+// SGD-LABEL: func.func @train_step(%arg0: tensor<3xf32>)
+// SGD-NOT: tc.hyper
+tc.param @v trainable : tensor<3xf32>
+func.func @train_step(%w: tensor<3xf32>) -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.update = @v}) {
+  %l = tc.reduce_sum %w {axes = array<i64>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
+  return %l, %w : tensor<f32>, tensor<3xf32>
+}
