@@ -56,6 +56,8 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "          [--seed S] [--no-shuffle] [--save-params DIR] [--log FILE]\n"
       "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
       "          [--resume]] [--params DIR]\n"
+      "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
+      "          [--step-size N] [--gamma G] [--min-lr X]\n"
       "       %s --predict --data DIR --out OUTDIR [--threads N]\n"
       "       %s --run --data DIR --out OUTDIR [--threads N]\n"
       "       %s --info\n"
@@ -135,6 +137,28 @@ Status parseArgs(int argc, char **argv, Options &options) {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.saveDir));
     } else if (arg == "--log") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.logPath));
+    } else if (arg == "--lr-schedule") {
+      TRAINC_RETURN_IF_ERROR(takeValue(options.train.schedule));
+      const std::string &k = options.train.schedule;
+      if (k != "constant" && k != "step" && k != "cosine" && k != "onecycle" && k != "cyclic")
+        return Status::error("--lr-schedule must be constant, step, cosine, onecycle or "
+                             "cyclic, got '" + k + "'");
+    } else if (arg == "--warmup-steps" || arg == "--step-size") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (*end != '\0' || v < 0)
+        return Status::error(arg + " needs a non-negative integer, got '" + text + "'");
+      (arg == "--warmup-steps" ? options.train.warmupSteps : options.train.stepSize) = v;
+    } else if (arg == "--gamma" || arg == "--min-lr") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (*end != '\0' || !std::isfinite(v) || v < 0)
+        return Status::error(arg + " needs a non-negative number, got '" + text + "'");
+      (arg == "--gamma" ? options.train.gamma : options.train.minLr) = v;
     } else if (arg == "--checkpoint-dir") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.train.checkpointDir));
     } else if (arg == "--resume") {

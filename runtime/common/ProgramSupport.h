@@ -58,6 +58,11 @@ struct TrainOptions {
   bool resume = false;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps;
+  /// Learning-rate schedule: constant, step, cosine, onecycle or cyclic (see
+  /// Trainer.cpp), with its parameters; warmup scales any of them.
+  std::string schedule = "constant";
+  int64_t warmupSteps = 0, stepSize = 0;
+  double gamma = 0.1, minLr = -1.0;
   uint64_t seed = 0;
   bool shuffle = true;
 };

@@ -25,6 +25,44 @@ namespace {
 
 double orDefault(double value, double fallback) { return std::isnan(value) ? fallback : value; }
 
+/// The learning rate of step `k` (0-based) of `total`, as PyTorch's
+/// schedulers give it when stepped once per training step:
+/// - constant: lr;
+/// - step (StepLR): lr * gamma^floor(k / stepSize);
+/// - cosine (CosineAnnealingLR, T_max = total): min + (lr - min)(1 + cos(pi k / total)) / 2;
+/// - onecycle (OneCycleLR, cosine, pct_start 0.3, div_factor 25,
+///   final_div_factor 1e4; the learning rate only, momentum is not cycled):
+///   lr is the peak;
+/// - cyclic (CyclicLR, triangular, step_size_up = stepSize): from min (default
+///   lr / 10) up to lr and back, every 2 stepSize steps (momentum not cycled).
+/// Warmup multiplies any of them by min(1, (k + 1) / warmupSteps).
+double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
+  const double pi = 3.14159265358979323846;
+  double value = lr;
+  double minimum = o.minLr >= 0 ? o.minLr : (o.schedule == "cyclic" ? lr / 10 : 0.0);
+  int64_t stepSize = o.stepSize > 0 ? o.stepSize : (o.schedule == "cyclic" ? 2000 : 1);
+  if (o.schedule == "step") {
+    value = lr * std::pow(o.gamma, static_cast<double>(k / stepSize));
+  } else if (o.schedule == "cosine") {
+    value = minimum + (lr - minimum) * (1 + std::cos(pi * k / total)) / 2;
+  } else if (o.schedule == "onecycle") {
+    double initial = lr / 25.0, final = initial / 1e4;
+    double upEnd = 0.3 * total - 1, downEnd = total - 1.0;
+    auto anneal = [&](double from, double to, double pct) {
+      return to + (from - to) / 2.0 * (1 + std::cos(pi * pct));
+    };
+    value = k <= upEnd ? anneal(initial, lr, k / upEnd)
+                       : anneal(lr, final, (k - upEnd) / (downEnd - upEnd));
+  } else if (o.schedule == "cyclic") {
+    double cycle = std::floor(1 + k / (2.0 * stepSize));
+    double x = std::fabs(static_cast<double>(k) / stepSize - 2 * cycle + 1);
+    value = minimum + (lr - minimum) * std::max(0.0, 1 - x);
+  }
+  if (o.warmupSteps > 0)
+    value *= std::min(1.0, static_cast<double>(k + 1) / o.warmupSteps);
+  return value;
+}
+
 /// Hyperparameter values for one step, by name.
 struct Hyper {
   double lr, momentum, weightDecay, beta1, beta2, eps;
@@ -67,7 +105,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   const int64_t batch = program.batchSize;
   std::string optimizer = train->optimizer ? train->optimizer : "sgd";
   bool adam = optimizer != "sgd";
-  Hyper hyper{orDefault(options.lr, adam ? 1e-3 : 1e-2),
+  const double baseLr = orDefault(options.lr, adam ? 1e-3 : 1e-2);
+  Hyper hyper{baseLr,
               orDefault(options.momentum, 0.0),
               orDefault(options.weightDecay, optimizer == "adamw" ? 1e-2 : 0.0),
               orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
@@ -287,6 +326,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
           ++f;
         }
       }
+      hyper.lr = scheduledLr(options, baseLr, step, totalSteps);
       for (int h = 0; h < train->numHypers; ++h) {
         double v = hyper.value(train->hypers[h], step + 1);
         if (std::isnan(v))

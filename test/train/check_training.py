@@ -127,6 +127,62 @@ def main():
             check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
                   "%s: final %s matches PyTorch (max abs error %.3g)"
                   % (name, param, float(np.abs(got - want).max())))
+    # Learning-rate schedules, plain SGD on the MLP against PyTorch's
+    # schedulers stepped once per step (8 steps: 2 epochs of 4 batches).
+    total = EPOCHS * ((SAMPLES + BATCH - 1) // BATCH)
+    sched = torch.optim.lr_scheduler
+    schedules = {
+        "step": (["--lr-schedule", "step", "--step-size", "3", "--gamma", "0.5"],
+                 lambda o: sched.StepLR(o, step_size=3, gamma=0.5)),
+        "cosine": (["--lr-schedule", "cosine", "--min-lr", "0.01"],
+                   lambda o: sched.CosineAnnealingLR(o, T_max=total, eta_min=0.01)),
+        "onecycle": (["--lr-schedule", "onecycle"],
+                     lambda o: sched.OneCycleLR(o, max_lr=0.1, total_steps=total,
+                                                cycle_momentum=False)),
+        "cyclic": (["--lr-schedule", "cyclic", "--min-lr", "0.01", "--step-size", "3"],
+                   lambda o: sched.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3,
+                                            cycle_momentum=False)),
+        "warmup": (["--warmup-steps", "3"],
+                   lambda o: sched.LambdaLR(o, lambda k: min(1.0, (k + 1) / 3))),
+    }
+    prog = os.path.join(work, "mlp_sgd-plain")
+    for name, (flags, make_scheduler) in schedules.items():
+        log = os.path.join(work, "schedule-%s.jsonl" % name)
+        saved = os.path.join(work, "schedule-%s.params" % name)
+        run = subprocess.run([prog, "--data", data, "--epochs", str(EPOCHS), "--no-shuffle",
+                              "--lr", "0.1", "--momentum", "0", "--weight-decay", "0",
+                              "--log", log, "--save-params", saved] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "schedule %s trains: %s" % (name, run.stderr.strip()[:300]))
+            continue
+        ours = [json.loads(line) for line in open(log)]
+        net = torch_mlp(init, layer_names)
+        net.train()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        scheduler = make_scheduler(optimizer)
+        theirs, lrs = [], []
+        for _ in range(EPOCHS):
+            for first in range(0, SAMPLES, BATCH):
+                lrs.append(optimizer.param_groups[0]["lr"])
+                optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(
+                    net(torch.tensor(x[first:first + BATCH])), torch.tensor(y[first:first + BATCH]))
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                theirs.append(float(loss))
+        got_lrs = [o["lr"] for o in ours]
+        check(len(got_lrs) == len(lrs) and np.allclose(got_lrs, lrs, rtol=1e-6, atol=1e-9),
+              "schedule %s: learning rate of each step matches PyTorch (%s)"
+              % (name, ", ".join("%.4g" % v for v in got_lrs)))
+        got = np.load(os.path.join(saved, "2.weight.npy"))
+        want = dict(net.named_parameters())["2.weight"].detach().numpy()
+        check(np.allclose([o["loss"] for o in ours], theirs, rtol=1e-4, atol=1e-5) and
+              np.allclose(got, want, rtol=1e-4, atol=1e-5),
+              "schedule %s: losses and final weights match PyTorch (max weight error %.3g)"
+              % (name, float(np.abs(got - want).max())))
+
     # The zoo's LeNet (convolution, max and average pooling, the folded
     # view(), three Linear layers): SGD with momentum, step for step.
     zoo = os.path.join(ROOT, "build", "zoo")
