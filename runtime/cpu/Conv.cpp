@@ -56,13 +56,7 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
       fillBias(bias, d.m, outSpatial, yn);
     for (int64_t g = 0; g < d.groups; ++g) {
       const float *xg = xn + g * cg * inSpatial;
-      const float *operand = xg;
-      if (!pointwise) {
-#pragma omp parallel for schedule(static) if (splitWork)
-        for (int64_t row = 0; row < taps; ++row)
-          im2colRow(d, xg, row, col);
-        operand = col;
-      }
+      const float *operand = convOperand(d, xg, col, taps, pointwise, splitWork);
       const float *wg = w + g * mg * taps;
       float *yg = yn + g * mg * outSpatial;
       if (splitWork)

@@ -150,13 +150,7 @@ Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
     const float beta = first ? 0.0f : 1.0f;
     for (int64_t g = 0; g < d.groups; ++g) {
       const float *xg = xn + g * cg * inSpatial;
-      const float *operand = xg;
-      if (!pointwise) {
-#pragma omp parallel for schedule(static) if (splitWork)
-        for (int64_t row = 0; row < taps; ++row)
-          im2colRow(d, xg, row, col);
-        operand = col;
-      }
+      const float *operand = convOperand(d, xg, col, taps, pointwise, splitWork);
       const float *dyg = dyn + g * mg * outSpatial;
       float *sg = sum + g * mg * taps;
       // [mg, taps] (+)= dy_g [mg, outSpatial] col^T [outSpatial, taps].

@@ -68,6 +68,19 @@ inline void im2colRow(const ::trainc::rt::Conv2dDesc &d, const float *x,
   }
 }
 
+/// The GEMM operand for one image and group: x itself for a pointwise
+/// convolution (it is already [cg, outSpatial]), otherwise its im2col in
+/// `col` ([taps, outSpatial]), filled by all threads when `parallel`.
+inline const float *convOperand(const ::trainc::rt::Conv2dDesc &d, const float *xg,
+                                float *col, int64_t taps, bool pointwise, bool parallel) {
+  if (pointwise)
+    return xg;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t row = 0; row < taps; ++row)
+    im2colRow(d, xg, row, col);
+  return col;
+}
+
 /// Adds row `row` of col into the plane of dx [cg, h, w] that im2colRow read
 /// it from; entries that came from padding are dropped. Rows of the same
 /// channel write the same plane, so callers that split rows over threads
