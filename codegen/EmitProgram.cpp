@@ -335,11 +335,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
   // A training program: @train_step updates parameters (trainc-optimizer ran).
   std::optional<Emitted> trainFn;
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  bool updates = false;
-  if (step && options.entry == "forward")
-    for (unsigned i = 0; i < step.getNumResults(); ++i)
-      updates |= static_cast<bool>(step.getResultAttr(i, "tc.update"));
-  if (updates) {
+  if (step && options.entry == "forward" && step->hasAttr("tc.optimizer")) {
     FailureOr<Emitted> emitted = emitFunction(step, /*train=*/true);
     if (failed(emitted))
       return failure();
@@ -549,15 +545,36 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](tc::BatchNormOp o) {
-        // The forward pass has inference semantics: running statistics.
         ArrayRef<int64_t> s = shapeOf(o.getInput());
-        int64_t spatial = countOf(o.getInput()) / (s[0] * s[1]);
-        call("tk::batchNormInference(ctx, " + std::to_string(s[0]) + ", " +
-             std::to_string(s[1]) + ", " + std::to_string(spatial) + ", " +
-             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getBias()) +
-             ", " + ptr(o.getMean()) + ", " + ptr(o.getVar()) + ", " +
-             literal(o.getEpsilon().convertToFloat(), true) + ", " +
-             ptr(o.getResult()) + ")");
+        std::string dims = std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
+                           std::to_string(countOf(o.getInput()) / (s[0] * s[1]));
+        std::string common = ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
+                             ptr(o.getBias()) + ", " + ptr(o.getMean()) + ", " +
+                             ptr(o.getVar()) + ", ";
+        std::string epsilon = literal(o.getEpsilon().convertToFloat(), true);
+        if (!o.getTraining()) {
+          // Running statistics (the planner aliased the statistics results
+          // to the operands).
+          call("tk::batchNormInference(ctx, " + dims + ", " + common + epsilon + ", " +
+               ptr(o.getResult()) + ")");
+          return success();
+        }
+        call("tk::batchNormTraining(ctx, " + dims + ", " + common +
+             (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " + epsilon +
+             ", " + literal(o.getMomentum().convertToFloat(), true) + ", " +
+             ptr(o.getResult()) + ", " + ptr(o.getRunningMean()) + ", " +
+             ptr(o.getRunningVar()) + ")");
+        return success();
+      })
+      .Case([&](tc::BatchNormBackwardOp o) {
+        ArrayRef<int64_t> s = shapeOf(o.getInput());
+        call("tk::batchNormBackward(ctx, " + std::to_string(s[0]) + ", " +
+             std::to_string(s[1]) + ", " +
+             std::to_string(countOf(o.getInput()) / (s[0] * s[1])) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
+             ", " + (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " +
+             literal(o.getEpsilon().convertToFloat(), true) + ", " + ptr(o.getInputGrad()) +
+             ", " + ptr(o.getScaleGrad()) + ", " + ptr(o.getBiasGrad()) + ")");
         return success();
       })
       .Case([&](tc::LayerNormOp o) {
@@ -609,6 +626,22 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         return emitStridedCopy(o, "slice", o.getInput(), out, strides, base,
                                rowMajorStrides(out), 0, ptr(o.getResult()));
       })
+      .Case([&](tc::SliceBackwardOp o) {
+        // Zeros, then dy copied onto the sliced positions.
+        ArrayRef<int64_t> in = o.getInputShape();
+        std::vector<int64_t> own = rowMajorStrides(in), strides;
+        int64_t base = 0;
+        for (size_t d = 0; d < own.size(); ++d) {
+          strides.push_back(own[d] * o.getSteps()[d]);
+          base += o.getStarts()[d] * own[d];
+        }
+        call("ctx.fill(" + ptr(o.getResult()) + ", 0, " +
+             std::to_string(countOf(o.getResult())) + " * sizeof(" +
+             cType(o.getResult().getType()) + "))");
+        ArrayRef<int64_t> dy = shapeOf(o.getResultGrad());
+        return emitStridedCopy(o, "slice_backward", o.getResultGrad(), dy,
+                               rowMajorStrides(dy), 0, strides, base, ptr(o.getResult()));
+      })
       .Case([&](tc::ExpandOp o) {
         ArrayRef<int64_t> out = shapeOf(o.getResult());
         return emitStridedCopy(o, "expand", o.getInput(), out,
@@ -641,6 +674,21 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         call("tk::gather(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) +
              ", " + std::to_string(inner) + ", sizeof(" + cType(o.getData().getType()) +
              "), " + ptr(o.getData()) + ", " + ptr(o.getIndices()) + ", " +
+             std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::GatherBackwardOp o) -> LogicalResult {
+        if (!cast<ShapedType>(o.getIndices().getType()).getElementType().isInteger(64))
+          return o.emitError("codegen supports i64 gather indices only");
+        ArrayRef<int64_t> s = o.getDataShape();
+        int64_t axis = o.getAxis(), outer = 1, inner = 1;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= s[d];
+        for (size_t d = axis + 1; d < s.size(); ++d)
+          inner *= s[d];
+        call("tk::gatherBackward(ctx, " + std::to_string(outer) + ", " +
+             std::to_string(s[axis]) + ", " + std::to_string(inner) + ", " +
+             ptr(o.getResultGrad()) + ", " + ptr(o.getIndices()) + ", " +
              std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
         return success();
       })

@@ -127,7 +127,10 @@ LogicalResult trainc::frontend::convertBatchNorm(NodeContext &ctx) {
       return failure();
     operands.push_back(*v);
   }
-  bool training = ctx.attrInt("training_mode", 0) != 0;
+  // @forward has PyTorch's model.eval() semantics whatever training_mode
+  // says (an export with TrainingMode.TRAINING sets it); the loss phase
+  // switches every batch norm of the training step to batch statistics.
+  const bool training = false;
   auto op = ctx.create<tc::BatchNormOp>(
       operands, {ctx.namedF32("epsilon", ctx.attrFloat("epsilon", 1e-5f)),
                  ctx.namedF32("momentum", ctx.attrFloat("momentum", 0.9f)),

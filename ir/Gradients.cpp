@@ -106,6 +106,7 @@ Value unreduce(OpBuilder &b, Location loc, Value dy, Value input, ArrayRef<int64
     Location loc = getLoc();                                                   \
     Value dy = dys[0], x = getInput(), y = getResult();                        \
     (void)x;                                                                   \
+    (void)loc;                                                                 \
     (void)y;                                                                   \
     dxs.push_back(BODY);                                                       \
     return success();                                                          \
@@ -475,5 +476,141 @@ LogicalResult SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value
   Value probabilities = make<SoftmaxOp>(b, loc, logits, {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
   dxs.push_back(mul(b, loc, sub(b, loc, probabilities, onehot), dl));
   dxs.push_back(nullptr); // labels
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Axes `from`..`to-1`.
+SmallVector<int64_t> axisRange(int64_t from, int64_t to) {
+  SmallVector<int64_t> axes;
+  for (int64_t d = from; d < to; ++d)
+    axes.push_back(d);
+  return axes;
+}
+
+Value reduceOver(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> axes, bool mean,
+                 bool keepdims) {
+  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                                       b.getNamedAttr("keepdims", b.getBoolAttr(keepdims))};
+  return mean ? make<ReduceMeanOp>(b, loc, v, attrs) : make<ReduceSumOp>(b, loc, v, attrs);
+}
+
+} // namespace
+
+LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = dys[0], x = getInput();
+  if (!dy)
+    return emitOpError("has no gradient rule for its running statistics");
+  if (getTraining()) {
+    SmallVector<Value> operands = {x, getScale(), dy};
+    if (Value mask = getSampleMask())
+      operands.push_back(mask);
+    auto backward = b.create<BatchNormBackwardOp>(
+        loc, operands, ArrayRef<NamedAttribute>{b.getNamedAttr("epsilon", getEpsilonAttr())});
+    dxs.append({backward.getInputGrad(), backward.getScaleGrad(), backward.getBiasGrad()});
+  } else {
+    // Inference mode is an affine map per channel: y = (x - mean) * a + bias
+    // with a = scale / sqrt(var + eps).
+    int64_t rank = typeOf(x).getRank();
+    SmallVector<int64_t> channelShape(rank, 1);
+    channelShape[1] = typeOf(x).getDimSize(1);
+    auto perChannel = [&](Value v) { return reshapeTo(b, loc, v, channelShape); };
+    Value rstd = make<ReciprocalOp>(
+        b, loc,
+        make<SqrtOp>(b, loc,
+                     make<AddOp>(b, loc, {getVar(), scalar(b, loc, dy, getEpsilon().convertToFloat())})));
+    Value normalized = mul(b, loc, sub(b, loc, x, perChannel(getMean())), perChannel(rstd));
+    SmallVector<int64_t> axes = {0};
+    axes.append(axisRange(2, rank));
+    dxs.push_back(mul(b, loc, dy, perChannel(mul(b, loc, getScale(), rstd))));
+    dxs.push_back(reduceOver(b, loc, mul(b, loc, dy, normalized), axes, false, false));
+    dxs.push_back(reduceOver(b, loc, dy, axes, false, false));
+  }
+  dxs.append({nullptr, nullptr}); // running statistics
+  if (getSampleMask())
+    dxs.push_back(nullptr);
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  // xhat = (x - mu) * rstd;  y = xhat * scale + bias;
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * scale,
+  // means over the normalized axes.
+  Location loc = getLoc();
+  Value dy = dys[0], x = getInput();
+  int64_t rank = typeOf(x).getRank(), axis = getAxis();
+  SmallVector<int64_t> normalized = axisRange(axis, rank), leading = axisRange(0, axis);
+  Value mu = reduceOver(b, loc, x, normalized, true, true);
+  Value centered = sub(b, loc, x, mu);
+  Value variance = reduceOver(b, loc, mul(b, loc, centered, centered), normalized, true, true);
+  Value rstd = make<ReciprocalOp>(
+      b, loc,
+      make<SqrtOp>(b, loc,
+                   make<AddOp>(b, loc, {variance, scalar(b, loc, x, getEpsilon().convertToFloat())})));
+  Value xhat = mul(b, loc, centered, rstd);
+  Value g = mul(b, loc, dy, getScale());
+  Value inner = sub(b, loc, sub(b, loc, g, reduceOver(b, loc, g, normalized, true, true)),
+                    mul(b, loc, xhat, reduceOver(b, loc, mul(b, loc, g, xhat), normalized, true, true)));
+  dxs.push_back(mul(b, loc, rstd, inner));
+  // Parameter gradients sum over the leading axes (none when axis is 0).
+  auto overRows = [&](Value v) {
+    return leading.empty() ? v : reduceOver(b, loc, v, leading, false, false);
+  };
+  dxs.push_back(overRows(mul(b, loc, dy, xhat)));
+  if (getBias())
+    dxs.push_back(overRows(dy));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  // Each input's gradient is its slice of dy along the axis.
+  Location loc = getLoc();
+  Value dy = dys[0];
+  ArrayRef<int64_t> shape = typeOf(dy).getShape();
+  int64_t axis = getAxis(), at = 0;
+  for (Value in : getInputs()) {
+    int64_t length = typeOf(in).getDimSize(axis);
+    SmallVector<int64_t> starts(shape.size(), 0), ends(shape), steps(shape.size(), 1);
+    starts[axis] = at;
+    ends[axis] = at + length;
+    at += length;
+    dxs.push_back(make<SliceOp>(b, loc, dy,
+                                {b.getNamedAttr("starts", b.getDenseI64ArrayAttr(starts)),
+                                 b.getNamedAttr("ends", b.getDenseI64ArrayAttr(ends)),
+                                 b.getNamedAttr("steps", b.getDenseI64ArrayAttr(steps))}));
+  }
+  return success();
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(make<SliceBackwardOp>(
+      b, getLoc(), dys[0],
+      {b.getNamedAttr("input_shape", b.getDenseI64ArrayAttr(typeOf(getInput()).getShape())),
+       b.getNamedAttr("starts", getStartsAttr()), b.getNamedAttr("ends", getEndsAttr()),
+       b.getNamedAttr("steps", getStepsAttr())}));
+  return success();
+}
+
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  dxs.push_back(make<GatherBackwardOp>(
+      b, getLoc(), {dys[0], getIndices()},
+      {b.getNamedAttr("axis", getAxisAttr()),
+       b.getNamedAttr("data_shape", b.getDenseI64ArrayAttr(typeOf(getData()).getShape()))}));
+  dxs.push_back(nullptr); // indices
   return success();
 }

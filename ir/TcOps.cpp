@@ -446,6 +446,19 @@ LogicalResult AvgPoolBackwardOp::inferReturnTypes(MLIRContext *,
 // Normalization
 //===----------------------------------------------------------------------===//
 
+/// A batch-norm sample mask is one f32 weight per sample of the input.
+static LogicalResult checkSampleMask(std::optional<Location> location,
+                                     RankedTensorType input, Value mask) {
+  if (!mask)
+    return success();
+  RankedTensorType type = ranked(mask);
+  if (!type || type.getRank() != 1 || type.getDimSize(0) != input.getDimSize(0) ||
+      type.getElementType() != input.getElementType())
+    return emitOptionalError(location, "sample_mask must have one ", input.getElementType(),
+                             " per sample (", input.getDimSize(0), ")");
+  return success();
+}
+
 LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> location,
                                             Adaptor adaptor,
@@ -464,9 +477,34 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
     if (failed(requireSameElementType(location, input, stats[i], names[i])))
       return failure();
   }
+  if (failed(checkSampleMask(location, input, adaptor.getSampleMask())))
+    return failure();
   inferred.push_back(input);
   inferred.push_back(stats[2]);
   inferred.push_back(stats[3]);
+  return success();
+}
+
+LogicalResult BatchNormBackwardOp::inferReturnTypes(MLIRContext *,
+                                                    std::optional<Location> location,
+                                                    Adaptor adaptor,
+                                                    SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput()), scale = ranked(adaptor.getScale()),
+                   dy = ranked(adaptor.getResultGrad());
+  if (failed(requireRanked(location, {input, scale, dy})))
+    return failure();
+  if (input.getRank() < 2)
+    return emitOptionalError(location, "expects an input of rank >= 2");
+  if (dy != input)
+    return emitOptionalError(location, "the result gradient must have the input's type");
+  if (scale.getRank() != 1 || scale.getDimSize(0) != input.getDimSize(1))
+    return emitOptionalError(location, "scale must have shape ", input.getDimSize(1),
+                             " (the channel count)");
+  if (failed(checkSampleMask(location, input, adaptor.getSampleMask())))
+    return failure();
+  inferred.push_back(input);
+  inferred.push_back(scale);
+  inferred.push_back(scale);
   return success();
 }
 
@@ -637,24 +675,18 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> location,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  if (!input)
-    return emitOptionalError(location, "expects a ranked input");
-  ArrayRef<int64_t> starts = adaptor.getStarts(), ends = adaptor.getEnds(),
-                    steps = adaptor.getSteps();
-  int64_t rank = input.getRank();
+/// The shape of an ONNX-normalized slice of `in`, checking the bounds.
+static LogicalResult sliceShape(std::optional<Location> location, ArrayRef<int64_t> in,
+                                ArrayRef<int64_t> starts, ArrayRef<int64_t> ends,
+                                ArrayRef<int64_t> steps, SmallVectorImpl<int64_t> &shape) {
+  int64_t rank = in.size();
   if (static_cast<int64_t>(starts.size()) != rank ||
       static_cast<int64_t>(ends.size()) != rank ||
       static_cast<int64_t>(steps.size()) != rank)
     return emitOptionalError(location, "expects one start, end and step per axis (",
                              rank, ")");
-  SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
-    int64_t dim = input.getDimSize(i);
+    int64_t dim = in[i];
     if (steps[i] == 0)
       return emitOptionalError(location, "step of axis ", i, " is zero");
     // ONNX Slice clamping: [0, dim] for positive steps; for negative steps the
@@ -669,7 +701,44 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                dim);
     shape.push_back(shape::sliceLength(starts[i], ends[i], steps[i]));
   }
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> location,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (!input)
+    return emitOptionalError(location, "expects a ranked input");
+  SmallVector<int64_t> shape;
+  if (failed(sliceShape(location, input.getShape(), adaptor.getStarts(), adaptor.getEnds(),
+                        adaptor.getSteps(), shape)))
+    return failure();
   inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult SliceBackwardOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> location,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &inferred) {
+  RankedTensorType dy = ranked(adaptor.getResultGrad());
+  if (!dy)
+    return emitOptionalError(location, "expects a ranked result gradient");
+  ArrayRef<int64_t> in = adaptor.getInputShape();
+  for (int64_t d : in)
+    if (d < 0)
+      return emitOptionalError(location, "input_shape has a negative dimension");
+  SmallVector<int64_t> shape;
+  if (failed(sliceShape(location, in, adaptor.getStarts(), adaptor.getEnds(),
+                        adaptor.getSteps(), shape)))
+    return failure();
+  if (ArrayRef<int64_t>(shape) != dy.getShape())
+    return emitOptionalError(location, "the result gradient has shape ",
+                             shape::format(dy.getShape()), " but the slice has ",
+                             shape::format(shape));
+  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
   return success();
 }
 
@@ -689,6 +758,30 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   shape.append(indices.getShape().begin(), indices.getShape().end());
   shape.append(data.getShape().begin() + axis + 1, data.getShape().end());
   inferred.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult GatherBackwardOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> location,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &inferred) {
+  RankedTensorType dy = ranked(adaptor.getResultGrad());
+  RankedTensorType indices = ranked(adaptor.getIndices());
+  if (failed(requireRanked(location, {dy, indices})))
+    return failure();
+  ArrayRef<int64_t> data = adaptor.getDataShape();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= static_cast<int64_t>(data.size()))
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             data.size());
+  SmallVector<int64_t> gathered(data.take_front(axis));
+  gathered.append(indices.getShape().begin(), indices.getShape().end());
+  gathered.append(data.begin() + axis + 1, data.end());
+  if (ArrayRef<int64_t>(gathered) != dy.getShape())
+    return emitOptionalError(location, "the result gradient has shape ",
+                             shape::format(dy.getShape()), " but the gather has ",
+                             shape::format(gathered));
+  inferred.push_back(RankedTensorType::get(data, dy.getElementType()));
   return success();
 }
 

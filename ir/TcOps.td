@@ -337,7 +337,7 @@ def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure]> {
+def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "batch normalization over all axes but the channel axis 1";
   let description = [{
     In inference mode (`training` false) normalizes with `mean` and `var` and
@@ -347,6 +347,11 @@ def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure]> {
     `running = momentum * running + (1 - momentum) * batch` (the unbiased batch
     variance goes into the running variance, as PyTorch does).
 
+    The optional `sample_mask` ([N], the per-sample loss weights of a training
+    step) leaves the samples whose weight is 0 (the padding of a short last
+    batch) out of the batch statistics, so a short batch is normalized as
+    PyTorch normalizes it.
+
     ```mlir
     %y, %rm, %rv = tc.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32}
         : (tensor<2x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
@@ -355,6 +360,7 @@ def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure]> {
   }];
   let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$scale,
       Tc_FloatTensor:$bias, Tc_FloatTensor:$mean, Tc_FloatTensor:$var,
+      Optional<Tc_FloatTensor>:$sample_mask,
       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
       DefaultValuedAttr<F32Attr, "0.9">:$momentum,
       DefaultValuedAttr<BoolAttr, "false">:$training);
@@ -363,7 +369,28 @@ def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_LayerNormOp : Tc_Op<"layer_norm", [Pure]> {
+def Tc_BatchNormBackwardOp : Tc_Op<"batch_norm_backward", [Pure]> {
+  let summary = "gradient of a training-mode tc.batch_norm";
+  let description = [{
+    Recomputes the batch statistics of `input` (over the samples that
+    `sample_mask` keeps) and returns the gradients with respect to the input,
+    the scale and the bias. Masked-out samples get a zero input gradient.
+
+    ```mlir
+    %dx, %dscale, %dbias = tc.batch_norm_backward %x, %scale, %dy {epsilon = 1.0e-05 : f32}
+        : (tensor<2x64x8x8xf32>, tensor<64xf32>, tensor<2x64x8x8xf32>)
+        -> (tensor<2x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$scale,
+      Tc_FloatTensor:$result_grad, Optional<Tc_FloatTensor>:$sample_mask,
+      DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Tc_FloatTensor:$input_grad, Tc_FloatTensor:$scale_grad,
+                      Tc_FloatTensor:$bias_grad);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_LayerNormOp : Tc_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "layer normalization over the axes from `axis` to the last";
   let description = [{
     `scale` and the optional `bias` have the shape of the normalized axes.
@@ -536,7 +563,7 @@ def Tc_TransposeOp : Tc_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Tc_Grad
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_ConcatOp : Tc_Op<"concat", [Pure]> {
+def Tc_ConcatOp : Tc_Op<"concat", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "join tensors along one axis";
   let description = [{
     ```mlir
@@ -548,7 +575,7 @@ def Tc_ConcatOp : Tc_Op<"concat", [Pure]> {
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_SliceOp : Tc_Op<"slice", [Pure]> {
+def Tc_SliceOp : Tc_Op<"slice", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "strided slice with one (start, end, step) per axis";
   let description = [{
     Every axis has an entry; `starts` and `ends` are already clamped to the
@@ -565,7 +592,22 @@ def Tc_SliceOp : Tc_Op<"slice", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_GatherOp : Tc_Op<"gather", [Pure]> {
+def Tc_SliceBackwardOp : Tc_Op<"slice_backward", [Pure]> {
+  let summary = "gradient of tc.slice: the result gradient placed into zeros";
+  let description = [{
+    ```mlir
+    %dx = tc.slice_backward %dy {input_shape = array<i64: 2, 4>, starts = array<i64: 0, 2>,
+                                 ends = array<i64: 2, 4>, steps = array<i64: 1, 1>}
+        : (tensor<2x2xf32>) -> tensor<2x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$result_grad, DenseI64ArrayAttr:$input_shape,
+      DenseI64ArrayAttr:$starts, DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_GatherOp : Tc_Op<"gather", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
   let description = [{
     The result shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].
@@ -578,6 +620,24 @@ def Tc_GatherOp : Tc_Op<"gather", [Pure]> {
   let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs Tc_Tensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_GatherBackwardOp : Tc_Op<"gather_backward", [Pure]> {
+  let summary = "gradient of tc.gather: scatter-add the result gradient into zeros";
+  let description = [{
+    The result has `data_shape`; every slice of `result_grad` is added at the
+    row of `data` that `indices` picked (repeated indices accumulate), as the
+    gradient of an embedding table.
+
+    ```mlir
+    %dt = tc.gather_backward %dy, %idx {axis = 0 : i64, data_shape = array<i64: 64, 32>}
+        : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$result_grad, Tc_IndexTensor:$indices, I64Attr:$axis,
+      DenseI64ArrayAttr:$data_shape);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
 def Tc_ExpandOp : Tc_Op<"expand", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {

@@ -2,7 +2,9 @@
 //
 // Clones @forward into @loss and appends the loss computation, weighted per
 // sample so that one mechanism masks the padding of a short last batch and,
-// later, carries selective-backprop and importance-sampling weights.
+// later, carries selective-backprop and importance-sampling weights. @loss is
+// the training forward (PyTorch's model.train()): batch norms use batch
+// statistics and return their updated running statistics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/StringSet.h"
 
 namespace trainc {
 #define GEN_PASS_DEF_ATTACHLOSS
@@ -100,12 +104,59 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
         b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("loss")))};
     for (unsigned i = 0; i < loss.getNumResults(); ++i)
       resultAttrs.push_back(loss.getResultAttrDict(i));
+    if (failed(trainMode(module, loss, b, results, resultAttrs)))
+      return failure();
     b.create<func::ReturnOp>(ret.getLoc(), results);
     ret.erase();
     loss.setFunctionType(b.getFunctionType(loss.getArgumentTypes(),
                                            ValueRange(results).getTypes()));
     loss.setAllResultAttrs(resultAttrs);
     return success();
+  }
+
+  /// PyTorch's model.train(): every batch norm normalizes with the batch
+  /// statistics of the samples whose loss weight is non-zero, and its updated
+  /// running statistics become results that write the parameters back
+  /// (`tc.update`).
+  LogicalResult trainMode(ModuleOp module, func::FuncOp loss, OpBuilder &b,
+                          SmallVectorImpl<Value> &results,
+                          SmallVectorImpl<DictionaryAttr> &resultAttrs) {
+    Value weights;
+    for (BlockArgument arg : loss.getArguments())
+      if (loss.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName))
+        weights = arg;
+    llvm::StringSet<> updated;
+    WalkResult walk = loss.walk([&](tc::BatchNormOp bn) {
+      bn.setTrainingAttr(b.getBoolAttr(true));
+      auto input = cast<RankedTensorType>(bn.getInput().getType());
+      if (weights && !bn.getSampleMask() &&
+          cast<RankedTensorType>(weights.getType()).getDimSize(0) == input.getDimSize(0))
+        bn.getSampleMaskMutable().assign(weights);
+      for (auto [stat, next] : {std::pair<Value, Value>{bn.getMean(), bn.getRunningMean()},
+                                {bn.getVar(), bn.getRunningVar()}}) {
+        auto arg = dyn_cast<BlockArgument>(stat);
+        auto symbol = arg ? loss.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
+                                                                     tc::kParamAttrName)
+                          : nullptr;
+        if (!symbol)
+          continue; // a constant statistic stays as it is
+        if (!updated.insert(symbol.getValue()).second) {
+          bn.emitError("running statistic ")
+              << symbol << " is read by more than one batch norm; each needs its own";
+          return WalkResult::interrupt();
+        }
+        if (auto param = module.lookupSymbol<tc::ParamOp>(symbol); param && param.getTrainable()) {
+          bn.emitError("running statistic ") << symbol << " is marked trainable";
+          return WalkResult::interrupt();
+        }
+        results.push_back(next);
+        resultAttrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(symbol.getValue())),
+             b.getNamedAttr("tc.update", symbol)}));
+      }
+      return WalkResult::advance();
+    });
+    return failure(walk.wasInterrupted());
   }
 
   /// Adds the label and weight inputs and returns the weighted mean loss.

@@ -139,6 +139,12 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
                           b.getStringAttr("grad." + symbol.getValue().str())),
            b.getNamedAttr("tc.grad", symbol)}));
     }
+    // Running-statistics updates of the training forward go through as they are.
+    for (unsigned i = 1; i < ret.getNumOperands(); ++i)
+      if (step.getResultAttr(i, "tc.update")) {
+        results.push_back(ret.getOperand(i));
+        attrs.push_back(step.getResultAttrDict(i));
+      }
     b.create<func::ReturnOp>(ret.getLoc(), results);
     ret.erase();
     step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),

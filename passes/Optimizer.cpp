@@ -28,9 +28,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       module.emitError("--optimizer must be sgd, adam or adamw, got '") << kind << "'";
       return signalPassFailure();
     }
-    for (unsigned i = 0; i < step.getNumResults(); ++i)
-      if (step.getResultAttr(i, "tc.update"))
-        return; // already rewritten
+    if (step->hasAttr("tc.optimizer"))
+      return; // already rewritten
     rewrite(step);
     step->setAttr("tc.optimizer", StringAttr::get(&getContext(), kind));
   }
@@ -83,8 +82,14 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
 
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
       auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, "tc.grad");
-      if (!symbol)
+      if (!symbol) {
+        // Not a gradient: running statistics written back as they are.
+        if (step.getResultAttr(i, "tc.update")) {
+          results.push_back(ret.getOperand(i));
+          attrs.push_back(step.getResultAttrDict(i));
+        }
         continue;
+      }
       Value g = ret.getOperand(i);
       Value p;
       for (BlockArgument arg : step.getArguments())

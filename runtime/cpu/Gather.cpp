@@ -8,6 +8,7 @@
 
 #include "../common/KernelChecks.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -54,6 +55,49 @@ Status gather(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
     std::memcpy(dst + r * runBytes, src + (o * axis + rows[j]) * runBytes,
                 runBytes);
   }
+  return Status();
+}
+
+Status gatherBackward(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
+                      const float *dy, const int64_t *indices,
+                      int64_t numIndices, float *dtable) {
+  (void)ctx;
+  const char *kernel = "gatherBackward";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(
+      kernel, {{"dy", dy}, {"indices", indices}, {"dtable", dtable}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"outer", outer},
+                                                {"axis", axis},
+                                                {"inner", inner},
+                                                {"numIndices", numIndices}}));
+  int64_t total;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {outer, axis, inner}, total));
+  std::vector<int64_t> rows(numIndices);
+  for (int64_t j = 0; j < numIndices; ++j) {
+    int64_t index = indices[j];
+    if (index < -axis || index >= axis)
+      return Status::error("gatherBackward: index " + std::to_string(index) +
+                           " at position " + std::to_string(j) +
+                           " is outside [" + std::to_string(-axis) + ", " +
+                           std::to_string(axis) + ")");
+    rows[j] = index < 0 ? index + axis : index;
+  }
+  std::memset(dtable, 0, size_t(total) * sizeof(float));
+  // Parallel over outer slices and blocks of columns, serial over the
+  // indices: repeated indices accumulate in index order, so the sum is the
+  // same on every run, and each block reads contiguous runs of dy.
+  constexpr int64_t kColumns = 64;
+  const int64_t blocks = (inner + kColumns - 1) / kColumns;
+#pragma omp parallel for schedule(static) collapse(2) if (outer * numIndices * inner >= (1 << 16))
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t first = blk * kColumns, last = std::min(inner, first + kColumns);
+      for (int64_t j = 0; j < numIndices; ++j) {
+        float *dst = dtable + (o * axis + rows[j]) * inner;
+        const float *src = dy + (o * numIndices + j) * inner;
+        for (int64_t i = first; i < last; ++i)
+          dst[i] += src[i];
+      }
+    }
   return Status();
 }
 

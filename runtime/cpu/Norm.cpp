@@ -3,6 +3,7 @@
 #include "../common/KernelChecks.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace trainc::cpu {
@@ -40,6 +41,161 @@ Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
     float *out = y + p * spatial;
     for (int64_t i = 0; i < spatial; ++i)
       out[i] = in[i] * a + b;
+  }
+  return Status();
+}
+
+namespace {
+
+/// Mean and biased variance of one channel over the kept samples, in double
+/// and in two passes (no E[x^2] - E[x]^2 cancellation). `count` is the
+/// number of values averaged.
+struct ChannelStats {
+  double mean = 0, var = 0;
+  int64_t count = 0;
+};
+
+ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial, int64_t ch,
+                          const float *x, const float *mask) {
+  ChannelStats s;
+  double sum = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    if (mask && mask[b] == 0.0f)
+      continue;
+    const float *in = x + (b * c + ch) * spatial;
+    for (int64_t i = 0; i < spatial; ++i)
+      sum += in[i];
+    s.count += spatial;
+  }
+  if (s.count == 0)
+    return s;
+  s.mean = sum / double(s.count);
+  double squares = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    if (mask && mask[b] == 0.0f)
+      continue;
+    const float *in = x + (b * c + ch) * spatial;
+    for (int64_t i = 0; i < spatial; ++i) {
+      double d = in[i] - s.mean;
+      squares += d * d;
+    }
+  }
+  s.var = squares / double(s.count);
+  return s;
+}
+
+/// Counts the values each channel averages over; fewer than two is an error
+/// (the unbiased variance is undefined), as in PyTorch.
+Status checkBatchCount(const char *kernel, int64_t n, int64_t spatial,
+                       const float *mask) {
+  int64_t kept = 0;
+  for (int64_t b = 0; b < n; ++b)
+    kept += !mask || mask[b] != 0.0f;
+  if (kept * spatial < 2)
+    return Status::error(std::string(kernel) + ": " + std::to_string(kept) +
+                         " sample(s) of " + std::to_string(spatial) +
+                         " value(s) per channel: training batch norm needs at least two "
+                         "values per channel (use a larger batch)");
+  return Status();
+}
+
+} // namespace
+
+Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
+                         const float *x, const float *scale, const float *bias,
+                         const float *runningMean, const float *runningVar,
+                         const float *mask, float epsilon, float momentum,
+                         float *y, float *newMean, float *newVar) {
+  (void)ctx;
+  const char *kernel = "batchNormTraining";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
+                                               {"scale", scale},
+                                               {"bias", bias},
+                                               {"runningMean", runningMean},
+                                               {"runningVar", runningVar},
+                                               {"y", y},
+                                               {"newMean", newMean},
+                                               {"newVar", newVar}}));
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  int64_t unused;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
+  TRAINC_RETURN_IF_ERROR(checkBatchCount(kernel, n, spatial, mask));
+#pragma omp parallel for schedule(static)
+  for (int64_t ch = 0; ch < c; ++ch) {
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
+    const double rstd = 1.0 / std::sqrt(s.var + double(epsilon));
+    const float a = float(double(scale[ch]) * rstd);
+    const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
+    for (int64_t k = 0; k < n; ++k) {
+      const float *in = x + (k * c + ch) * spatial;
+      float *out = y + (k * c + ch) * spatial;
+      for (int64_t i = 0; i < spatial; ++i)
+        out[i] = in[i] * a + b;
+    }
+    const double unbiased = s.var * double(s.count) / double(s.count - 1);
+    newMean[ch] = float(double(momentum) * runningMean[ch] +
+                        (1.0 - double(momentum)) * s.mean);
+    newVar[ch] = float(double(momentum) * runningVar[ch] +
+                       (1.0 - double(momentum)) * unbiased);
+  }
+  return Status();
+}
+
+Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
+                         const float *x, const float *scale, const float *dy,
+                         const float *mask, float epsilon, float *dx,
+                         float *dscale, float *dbias) {
+  (void)ctx;
+  const char *kernel = "batchNormBackward";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
+                                               {"scale", scale},
+                                               {"dy", dy},
+                                               {"dx", dx},
+                                               {"dscale", dscale},
+                                               {"dbias", dbias}}));
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  int64_t unused;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
+  TRAINC_RETURN_IF_ERROR(checkBatchCount(kernel, n, spatial, mask));
+  // With xhat = (x - mean) * rstd over the M kept values of a channel:
+  // dbias = sum dy, dscale = sum dy xhat,
+  // dx = scale rstd (dy - dbias / M - xhat dscale / M).
+#pragma omp parallel for schedule(static)
+  for (int64_t ch = 0; ch < c; ++ch) {
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
+    const double rstd = 1.0 / std::sqrt(s.var + double(epsilon));
+    double sumDy = 0, sumDyXhat = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (mask && mask[k] == 0.0f)
+        continue;
+      const float *in = x + (k * c + ch) * spatial;
+      const float *g = dy + (k * c + ch) * spatial;
+      for (int64_t i = 0; i < spatial; ++i) {
+        sumDy += g[i];
+        sumDyXhat += g[i] * ((in[i] - s.mean) * rstd);
+      }
+    }
+    dscale[ch] = float(sumDyXhat);
+    dbias[ch] = float(sumDy);
+    const double meanDy = sumDy / double(s.count);
+    const double meanDyXhat = sumDyXhat / double(s.count);
+    const double a = double(scale[ch]) * rstd;
+    for (int64_t k = 0; k < n; ++k) {
+      float *out = dx + (k * c + ch) * spatial;
+      if (mask && mask[k] == 0.0f) {
+        for (int64_t i = 0; i < spatial; ++i)
+          out[i] = 0.0f;
+        continue;
+      }
+      const float *in = x + (k * c + ch) * spatial;
+      const float *g = dy + (k * c + ch) * spatial;
+      for (int64_t i = 0; i < spatial; ++i) {
+        double xhat = (in[i] - s.mean) * rstd;
+        out[i] = float(a * (g[i] - meanDy - xhat * meanDyXhat));
+      }
+    }
   }
   return Status();
 }

@@ -244,6 +244,10 @@ Status CudaContext::reportDeviceErrors() {
     return Status::error("gather: index " + value + " at position " + position +
                          " is outside [-" + bound + ", " + bound +
                          ") (found on the device)");
+  case DeviceErrorCode::BatchNormCount:
+    return Status::error("batch norm: " + value + " value(s) per channel in the batch: "
+                         "training batch norm needs at least two (use a larger batch; "
+                         "found on the device)");
   case DeviceErrorCode::None:
     break;
   }

@@ -48,6 +48,7 @@ enum class DeviceErrorCode : int32_t {
   CrossEntropyLabel = 1,
   NllLossLabel = 2,
   GatherIndex = 3,
+  BatchNormCount = 4,
 };
 
 /// The first device error since the last report. `code` is claimed with

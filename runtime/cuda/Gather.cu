@@ -62,6 +62,29 @@ Status launchGather(CudaContext &ctx, int64_t outer, int64_t axis,
   return checkLaunch("gather", "gatherKernel");
 }
 
+/// Scatter-add of the gather gradient: one thread per dy element, added
+/// into the zeroed table with atomicAdd (repeated indices collide). An index
+/// out of range is recorded and its row skipped.
+__global__ void gatherBackwardKernel(int64_t outer, int64_t axis, int64_t inner,
+                                     const float *dy, const int64_t *indices,
+                                     int64_t numIndices, float *dtable,
+                                     DeviceErrorRecord *errors) {
+  int64_t total = outer * numIndices * inner;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t col = i % inner;
+    int64_t j = (i / inner) % numIndices;
+    int64_t o = i / (inner * numIndices);
+    int64_t index = indices[j];
+    int64_t row = index < 0 ? index + axis : index;
+    if (row < 0 || row >= axis) {
+      recordDeviceError(errors, DeviceErrorCode::GatherIndex, index, axis, j);
+      continue;
+    }
+    atomicAdd(dtable + (o * axis + row) * inner + col, dy[i]);
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -107,6 +130,31 @@ Status gather(Context &ctxBase, int64_t outer, int64_t axis, int64_t inner,
                                   numIndices, out);
   return launchGather<uint8_t>(ctx, outer, axis, rowBytes, data, indices,
                                numIndices, out);
+}
+
+Status gatherBackward(Context &ctxBase, int64_t outer, int64_t axis,
+                      int64_t inner, const float *dy, const int64_t *indices,
+                      int64_t numIndices, float *dtable) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "gatherBackward";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(kernel, {{"outer", outer},
+                                                              {"axis", axis},
+                                                              {"inner", inner},
+                                                              {"numIndices", numIndices}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
+      kernel, {{"dy", dy}, {"indices", indices}, {"dtable", dtable}}));
+  int64_t tableSize = 0, total = 0;
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkedProduct(kernel, {outer, axis, inner}, tableSize));
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkedProduct(kernel, {outer, numIndices, inner}, total));
+  TRAINC_RETURN_IF_ERROR(
+      ctx.fill(dtable, 0, size_t(tableSize) * sizeof(float)));
+  gatherBackwardKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                         ctx.stream()>>>(outer, axis, inner, dy, indices,
+                                         numIndices, dtable,
+                                         ctx.deviceErrors());
+  return checkLaunch(kernel, "gatherBackwardKernel");
 }
 
 } // namespace trainc::cuda

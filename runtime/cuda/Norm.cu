@@ -1,4 +1,4 @@
-//===- Norm.cu - inference batch norm and layer norm ----------------------===//
+//===- Norm.cu - batch norm (inference, training, backward), layer norm ---===//
 //
 // Own kernels. cuDNN's batch norm requires epsilon >= CUDNN_BN_MIN_EPSILON
 // (1e-5), and ONNX models use smaller ones; it would also be one more
@@ -94,6 +94,125 @@ __global__ void layerNormBlockKernel(int64_t rows, int64_t cols, const float *x,
   }
 }
 
+/// Mean and biased variance of channel `ch` of x [n, c, spatial] over the
+/// samples `mask` keeps, by the whole block, in double and two passes. Every
+/// thread gets the result; `count` is the number of values averaged.
+struct ChannelStats {
+  double mean, var;
+  int64_t count;
+};
+
+__device__ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial,
+                                     int64_t ch, const float *x,
+                                     const float *mask, double *shared) {
+  const int64_t total = n * spatial;
+  double sum = 0.0, kept = 0.0;
+  for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+    int64_t b = i / spatial;
+    if (mask && mask[b] == 0.0f)
+      continue;
+    sum += x[(b * c + ch) * spatial + i % spatial];
+    kept += 1.0;
+  }
+  sum = blockSum(sum, shared);
+  kept = blockSum(kept, shared);
+  ChannelStats s{0.0, 0.0, int64_t(kept)};
+  if (s.count == 0)
+    return s;
+  s.mean = sum / kept;
+  double squares = 0.0;
+  for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+    int64_t b = i / spatial;
+    if (mask && mask[b] == 0.0f)
+      continue;
+    double d = x[(b * c + ch) * spatial + i % spatial] - s.mean;
+    squares += d * d;
+  }
+  s.var = blockSum(squares, shared) / kept;
+  return s;
+}
+
+/// One block per channel: batch statistics, the normalized output and the
+/// running statistics. Fewer than two values is recorded as a device error.
+__global__ void batchNormTrainingKernel(
+    int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
+    const float *bias, const float *runningMean, const float *runningVar,
+    const float *mask, float epsilon, float momentum, float *y,
+    float *newMean, float *newVar, DeviceErrorRecord *errors) {
+  __shared__ double shared[kWarpSize];
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
+    if (s.count < 2) {
+      if (threadIdx.x == 0)
+        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
+      continue;
+    }
+    const double rstd = rsqrt(s.var + double(epsilon));
+    const float a = float(double(scale[ch]) * rstd);
+    const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
+    for (int64_t i = threadIdx.x; i < n * spatial; i += blockDim.x) {
+      int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
+      y[at] = x[at] * a + b;
+    }
+    if (threadIdx.x == 0) {
+      double unbiased = s.var * double(s.count) / double(s.count - 1);
+      newMean[ch] = float(double(momentum) * runningMean[ch] +
+                          (1.0 - double(momentum)) * s.mean);
+      newVar[ch] = float(double(momentum) * runningVar[ch] +
+                         (1.0 - double(momentum)) * unbiased);
+    }
+  }
+}
+
+/// One block per channel: dscale = sum dy xhat, dbias = sum dy,
+/// dx = scale rstd (dy - dbias / M - xhat dscale / M), 0 where masked.
+__global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
+                                        const float *x, const float *scale,
+                                        const float *dy, const float *mask,
+                                        float epsilon, float *dx, float *dscale,
+                                        float *dbias,
+                                        DeviceErrorRecord *errors) {
+  __shared__ double shared[kWarpSize];
+  const int64_t total = n * spatial;
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
+    if (s.count < 2) {
+      if (threadIdx.x == 0)
+        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
+      continue;
+    }
+    const double rstd = rsqrt(s.var + double(epsilon));
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+      int64_t b = i / spatial;
+      if (mask && mask[b] == 0.0f)
+        continue;
+      int64_t at = (b * c + ch) * spatial + i % spatial;
+      sumDy += dy[at];
+      sumDyXhat += dy[at] * ((x[at] - s.mean) * rstd);
+    }
+    sumDy = blockSum(sumDy, shared);
+    sumDyXhat = blockSum(sumDyXhat, shared);
+    if (threadIdx.x == 0) {
+      dscale[ch] = float(sumDyXhat);
+      dbias[ch] = float(sumDy);
+    }
+    const double meanDy = sumDy / double(s.count);
+    const double meanDyXhat = sumDyXhat / double(s.count);
+    const double a = double(scale[ch]) * rstd;
+    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
+      int64_t b = i / spatial;
+      int64_t at = (b * c + ch) * spatial + i % spatial;
+      if (mask && mask[b] == 0.0f) {
+        dx[at] = 0.0f;
+        continue;
+      }
+      double xhat = (x[at] - s.mean) * rstd;
+      dx[at] = float(a * (dy[at] - meanDy - xhat * meanDyXhat));
+    }
+  }
+}
+
 /// Past this many columns a row gets a whole block.
 constexpr int64_t kWarpRowLimit = 1024;
 
@@ -124,6 +243,59 @@ Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
                              ctx.stream()>>>(c, spatial, total, x, scale, bias,
                                              mean, var, epsilon, y);
   TRAINC_CHECK_LAUNCH("batchNormInferenceKernel");
+  return Status();
+}
+
+Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
+                         int64_t spatial, const float *x, const float *scale,
+                         const float *bias, const float *runningMean,
+                         const float *runningVar, const float *mask,
+                         float epsilon, float momentum, float *y,
+                         float *newMean, float *newVar) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "batchNormTraining";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
+      kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
+      kernel, {{"x", x},
+               {"scale", scale},
+               {"bias", bias},
+               {"runningMean", runningMean},
+               {"runningVar", runningVar},
+               {"y", y},
+               {"newMean", newMean},
+               {"newVar", newVar}}));
+  int64_t unused = 0;
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkedProduct(kernel, {n, c, spatial}, unused));
+  batchNormTrainingKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
+      n, c, spatial, x, scale, bias, runningMean, runningVar, mask, epsilon,
+      momentum, y, newMean, newVar, ctx.deviceErrors());
+  TRAINC_CHECK_LAUNCH("batchNormTrainingKernel");
+  return Status();
+}
+
+Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
+                         int64_t spatial, const float *x, const float *scale,
+                         const float *dy, const float *mask, float epsilon,
+                         float *dx, float *dscale, float *dbias) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "batchNormBackward";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
+      kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
+                                                             {"scale", scale},
+                                                             {"dy", dy},
+                                                             {"dx", dx},
+                                                             {"dscale", dscale},
+                                                             {"dbias", dbias}}));
+  int64_t unused = 0;
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkedProduct(kernel, {n, c, spatial}, unused));
+  batchNormBackwardKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
+      n, c, spatial, x, scale, dy, mask, epsilon, dx, dscale, dbias,
+      ctx.deviceErrors());
+  TRAINC_CHECK_LAUNCH("batchNormBackwardKernel");
   return Status();
 }
 

@@ -14,8 +14,10 @@ gradient; float32, batch 4, deterministic seeds):
   * compare OUT/loss.npy and OUT/grad.<initializer>.npy for every parameter
     with PyTorch (model.train(), loss with reduction='mean', autograd) within
     rtol 1e-4 / atol 1e-5.
-Two models are run a second time with sample_weights [1, 1, 1, 0] and compared
-with PyTorch on the first three samples only (the padding mechanism).
+Some models are run a second time with sample_weights [1, 1, 1, 0] and compared
+with PyTorch on the first three samples only (the padding mechanism). Batch
+norm models also compare the updated running statistics with PyTorch's
+buffers after the same model.train() forward.
 
 A model that does not compile or run is one FAIL line with the first line of
 the error. Prints one line per check and a closing 'N passed, N failed'.
@@ -35,6 +37,7 @@ import sys
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -69,7 +72,9 @@ def param(*shape, scale=1.0):
 
 
 class Model:
-    def __init__(self, name, what, build, in_shape, loss, valid=None, weighted=False):
+    def __init__(self, name, what, build, in_shape, loss, valid=None, weighted=False,
+                 vocab=None):
+        self.vocab = vocab        # integer token input in [0, vocab) instead of floats
         self.name = name
         self.what = what          # the op(s) whose gradient it exercises
         self.build = build        # () -> nn.Module
@@ -192,6 +197,32 @@ MODELS = [
           (1, 8, 8), "cross-entropy",
           valid=lambda m, x: bool(m[0](x).abs().min() > 1e-3 and
                                   m[3](m[2](m[1](m[0](x)))).abs().min() > 1e-3)),
+    Model("batchnorm2d", "BatchNormalization in training mode (batch statistics) after a Conv",
+          lambda: nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.Flatten()),
+          (2, 5, 5), "mse", weighted=True),
+    Model("batchnorm1d", "BatchNorm1d on [4, 6] between two Linears, cross-entropy",
+          lambda: nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6), nn.Tanh(), nn.Linear(6, 3)),
+          (5,), "cross-entropy", weighted=True),
+    Model("layernorm", "LayerNormalization over the last axis of [4, 3, 6]",
+          lambda: nn.Sequential(nn.Linear(5, 6), nn.LayerNorm(6)), (3, 5), "mse"),
+    Model("layernorm_2axes", "LayerNormalization over the last two axes, no bias",
+          lambda: Lambda(lambda m, x: F.layer_norm(m.fc(x), (3, 6), m.g), fc=nn.Linear(5, 6),
+                         g=param(3, 6)),
+          (3, 5), "mse"),
+    Model("embedding", "Gather (nn.Embedding) with repeated tokens, then a Linear",
+          lambda: nn.Sequential(nn.Embedding(7, 5), nn.Flatten(), nn.Linear(30, 3)),
+          (6,), "cross-entropy", vocab=7),
+    Model("slice", "Slice: a contiguous and a strided slice of one activation",
+          lambda: Lambda(lambda m, x: m.fc(x)[:, 1:4] * m.fc(x)[:, 0:6:2], fc=nn.Linear(5, 7)),
+          (5,), "mse"),
+    Model("concat", "Concat of two activations along axis 1",
+          lambda: Lambda(lambda m, x: torch.cat([m.a(x), torch.tanh(m.b(x))], dim=1),
+                         a=nn.Linear(5, 3), b=nn.Linear(5, 2)),
+          (5,), "mse"),
+    Model("split", "Split of one activation into [3, 4], recombined",
+          lambda: Lambda(lambda m, x: (lambda p: p[0] * torch.sigmoid(p[1][:, :3]))(
+              m.fc(x).split([3, 4], dim=1)), fc=nn.Linear(5, 7)),
+          (5,), "mse"),
 ]
 
 
@@ -206,7 +237,12 @@ def make_instance(model, index):
         torch.manual_seed(seed)
         module = model.build().float()
         module.train()
-        x = torch.randn(BATCH, *model.in_shape, dtype=torch.float32)
+        if model.vocab:
+            # Every row repeats a token, so the embedding gradient accumulates.
+            x = torch.randint(0, model.vocab, (BATCH,) + model.in_shape)
+            x[:, -1] = x[:, 0]
+        else:
+            x = torch.randn(BATCH, *model.in_shape, dtype=torch.float32)
         if model.valid is None or model.valid(module, x):
             break
     else:
@@ -301,7 +337,8 @@ def run_program(prog, data, out):
 def write_data(data, x, label, weights):
     shutil.rmtree(data, ignore_errors=True)
     os.makedirs(data)
-    np.save(os.path.join(data, "x.npy"), x.numpy().astype(np.float32))
+    np.save(os.path.join(data, "x.npy"),
+            x.numpy() if x.dtype == torch.int64 else x.numpy().astype(np.float32))
     lab = label.numpy()
     lab = lab.astype(np.int64) if lab.dtype.kind in "iu" else lab.astype(np.float32)
     np.save(os.path.join(data, "label.npy"), lab)
@@ -407,6 +444,7 @@ def check_model(trainc, work, model, index, check, forward_only):
               % (model.name, model.loss, " ".join(ops), err))
         return
 
+    initial = {t.name: numpy_helper.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
     runs = [("", np.ones(BATCH), BATCH)]
     if model.weighted:
         runs.append((" weights [1,1,1,0]", np.array([1, 1, 1, 0]), BATCH - 1))
@@ -417,8 +455,23 @@ def check_model(trainc, work, model, index, check, forward_only):
         if err:
             check(False, "%s runs: %s" % (tag, err))
             continue
+        # Batch norm buffers start from the exported values; PyTorch's forward
+        # in train mode then updates them as the step must.
+        stats = {name: buf for name, buf in module.named_buffers()
+                 if name in initial and buf.dtype == torch.float32}
+        with torch.no_grad():
+            for name, buf in stats.items():
+                buf.copy_(torch.tensor(initial[name]))
         loss_ref, grads_ref = reference(module, x, label, model.loss, samples)
         check_outputs(check, tag, out, loss_ref, grads_ref, float_inits)
+        for name, buf in stats.items():
+            path = os.path.join(out, name + ".npy")
+            if not os.path.exists(path):
+                check(False, "%s running statistic %s: no %s.npy" % (tag, name, name))
+                continue
+            ok, err, note = compare(np.load(path), buf.numpy())
+            check(ok, "%s updated %s (max abs err %.3g, %s)%s"
+                  % (tag, name, err, TOL_TEXT, ": " + note if note else ""))
 
 
 def main():
