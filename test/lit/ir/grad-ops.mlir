@@ -42,3 +42,55 @@ func.func @wrong_dy(%w: tensor<4x3x3x3xf32>, %dy: tensor<2x4x5x5xf32>) -> tensor
       : (tensor<2x4x5x5xf32>, tensor<4x3x3x3xf32>) -> tensor<2x3x8x8xf32>
   return %dx : tensor<2x3x8x8xf32>
 }
+
+// -----
+
+// Gradient ops of batch norm, gather and slice.
+// CHECK-LABEL: func.func @more_grads
+// CHECK: tc.batch_norm_backward {{.*}} -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)
+// CHECK: tc.gather_backward {{.*}} -> tensor<7x5xf32>
+// CHECK: tc.slice_backward {{.*}} -> tensor<2x7xf32>
+func.func @more_grads(%x: tensor<4x3x2x2xf32>, %s: tensor<3xf32>, %w: tensor<4xf32>,
+                      %de: tensor<2x6x5xf32>, %idx: tensor<2x6xi64>, %ds: tensor<2x3xf32>)
+    -> (tensor<4x3x2x2xf32>, tensor<7x5xf32>, tensor<2x7xf32>) {
+  %dx, %dscale, %dbias = tc.batch_norm_backward %x, %s, %x, %w {epsilon = 1.0e-05 : f32}
+      : (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<4x3x2x2xf32>, tensor<4xf32>)
+      -> (tensor<4x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>)
+  %dt = tc.gather_backward %de, %idx {axis = 0 : i64, data_shape = array<i64: 7, 5>}
+      : (tensor<2x6x5xf32>, tensor<2x6xi64>) -> tensor<7x5xf32>
+  %dv = tc.slice_backward %ds {input_shape = array<i64: 2, 7>, starts = array<i64: 0, 0>,
+                               ends = array<i64: 2, 6>, steps = array<i64: 1, 2>}
+      : (tensor<2x3xf32>) -> tensor<2x7xf32>
+  return %dx, %dt, %dv : tensor<4x3x2x2xf32>, tensor<7x5xf32>, tensor<2x7xf32>
+}
+
+// -----
+
+func.func @bad_mask(%x: tensor<4x3xf32>, %s: tensor<3xf32>, %w: tensor<3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{sample_mask must have one 'f32' per sample (4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dx, %a, %b = tc.batch_norm_backward %x, %s, %x, %w
+      : (tensor<4x3xf32>, tensor<3xf32>, tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %dx : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @bad_gather_grad(%de: tensor<2x6x5xf32>, %idx: tensor<2x5xi64>) -> tensor<7x5xf32> {
+  // expected-error @+2 {{the result gradient has shape 2x6x5 but the gather has 2x5x5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dt = tc.gather_backward %de, %idx {axis = 0 : i64, data_shape = array<i64: 7, 5>}
+      : (tensor<2x6x5xf32>, tensor<2x5xi64>) -> tensor<7x5xf32>
+  return %dt : tensor<7x5xf32>
+}
+
+// -----
+
+func.func @bad_slice_grad(%ds: tensor<2x4xf32>) -> tensor<2x7xf32> {
+  // expected-error @+2 {{the result gradient has shape 2x4 but the slice has 2x3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dv = tc.slice_backward %ds {input_shape = array<i64: 2, 7>, starts = array<i64: 0, 0>,
+                               ends = array<i64: 2, 6>, steps = array<i64: 1, 2>}
+      : (tensor<2x4xf32>) -> tensor<2x7xf32>
+  return %dv : tensor<2x7xf32>
+}

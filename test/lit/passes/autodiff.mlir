@@ -59,3 +59,34 @@ func.func @forward(%x: tensor<4xf32> {tc.input = "x"}) -> (tensor<4xf32> {tc.out
   return %x : tensor<4xf32>
 }
 
+
+// -----
+
+// A training-mode batch norm differentiates through tc.batch_norm_backward
+// with the same sample mask; its running-statistics updates pass through
+// after the gradients. The embedding table gets a scatter-add gradient, the
+// indices none.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<5x3xf32> {tc.grad = @table, tc.output = "grad.table"}, tensor<3xf32> {tc.grad = @scale, tc.output = "grad.scale"}, tensor<3xf32> {tc.output = "mean", tc.update = @mean})
+// CHECK: %[[E:.*]] = tc.gather %arg3, %arg0
+// CHECK: %[[Y:.*]], %[[RM:.*]], %{{.*}} = tc.batch_norm %[[E]], %arg4, %arg4, %arg5, %arg5, %arg1 {training = true}
+// CHECK: %[[DX:.*]], %[[DS:.*]], %[[DB:.*]] = tc.batch_norm_backward %[[E]], %arg4, %{{.*}}, %arg1 :
+// CHECK: %[[DS2:.*]] = tc.add %[[DS]], %[[DB]]
+// CHECK: %[[DT:.*]] = tc.gather_backward %[[DX]], %arg0 {axis = 0 : i64, data_shape = array<i64: 5, 3>}
+// CHECK: return %{{.*}}, %[[DT]], %[[DS2]], %[[RM]]
+tc.param @table trainable : tensor<5x3xf32>
+tc.param @scale trainable : tensor<3xf32>
+tc.param @mean : tensor<3xf32>
+func.func @loss(%idx: tensor<4xi64> {tc.input = "idx"}, %w: tensor<4xf32> {tc.sample_weights},
+                %label: tensor<4x3xf32> {tc.label = "label"},
+                %t: tensor<5x3xf32> {tc.param = @table}, %s: tensor<3xf32> {tc.param = @scale},
+                %m: tensor<3xf32> {tc.param = @mean})
+    -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.output = "mean", tc.update = @mean}) {
+  %e = tc.gather %t, %idx {axis = 0 : i64} : (tensor<5x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
+  %y, %rm, %rv = tc.batch_norm %e, %s, %s, %m, %m, %w {training = true}
+      : (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>)
+      -> (tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  %d = tc.sub %y, %label : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %l = tc.reduce_sum %d {axes = array<i64>, keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
+  return %l, %rm : tensor<f32>, tensor<3xf32>
+}
