@@ -399,8 +399,10 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
       os << cString(h) << ", ";
     os << "};\n";
     auto optimizer = step->getAttrOfType<StringAttr>("tc.optimizer");
+    auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
     os << "const trainc::rt::TrainStep kTrain = {\n"
        << "    " << cString(optimizer ? optimizer.getValue() : "sgd") << ",\n"
+       << "    " << llvm::format("%.17g", clip ? clip.getValueAsDouble() : 0.0) << ",\n"
        << "    " << trainFn->inputs.size() << ", kTrainInputs,\n"
        << "    " << trainFn->hypers.size() << ", kHypers,\n"
        << "    " << trainFn->states.size() << ", "

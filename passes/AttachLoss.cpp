@@ -169,6 +169,12 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     int64_t batch = predType.getDimSize(0);
     if (kind == "cross-entropy" && predType.getRank() < 2)
       return loss.emitError("--loss=cross-entropy needs logits [N, C, ...], got ") << predType;
+    if (kind != "cross-entropy" && classAxis != 1)
+      return loss.emitError("--class-axis applies to --loss=cross-entropy only");
+    int64_t axis = classAxis < 0 ? classAxis + predType.getRank() : classAxis;
+    if (kind == "cross-entropy" && (axis < 1 || axis >= predType.getRank()))
+      return loss.emitError("--class-axis=")
+             << classAxis << " is not an axis after the batch axis of the logits " << predType;
 
     // Label and weights go after the data inputs, before the parameters.
     unsigned at = 0;
@@ -178,7 +184,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     Type labelType = predType;
     if (kind == "cross-entropy") {
       SmallVector<int64_t> shape(predType.getShape());
-      shape.erase(shape.begin() + 1);
+      shape.erase(shape.begin() + axis);
       labelType = RankedTensorType::get(shape, b.getI64Type());
     }
     auto weightType = RankedTensorType::get({batch}, b.getF32Type());
@@ -195,8 +201,18 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     // Element-wise (or per-position) losses, [N, ...].
     Value elements;
     if (kind == "cross-entropy") {
+      // Classes on axis 1, the other axes in order: labels keep their shape.
+      Value logits = prediction;
+      if (axis != 1) {
+        SmallVector<int64_t> perm = {0, axis};
+        for (int64_t d = 1; d < predType.getRank(); ++d)
+          if (d != axis)
+            perm.push_back(d);
+        logits = make<tc::TransposeOp>(b, loc, prediction,
+                                       {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+      }
       elements = make<tc::SoftmaxCrossEntropyOp>(
-          b, loc, {prediction, label}, {b.getNamedAttr("reduction", b.getStringAttr("none"))});
+          b, loc, {logits, label}, {b.getNamedAttr("reduction", b.getStringAttr("none"))});
     } else if (kind == "mse") {
       Value diff = make<tc::SubOp>(b, loc, {prediction, label});
       elements = make<tc::MulOp>(b, loc, {diff, diff});

@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Regex.h"
 
 namespace trainc {
 #define GEN_PASS_DEF_AUTODIFF
@@ -39,6 +40,8 @@ std::string nodeName(Location loc) {
 }
 
 struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto loss = module.lookupSymbol<func::FuncOp>("loss");
@@ -62,15 +65,27 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     // Forward: values that depend on a trainable float parameter.
     llvm::DenseSet<Value> varying;
     SmallVector<unsigned> params;
+    llvm::Regex frozen(freeze);
+    std::string regexError;
+    if (!freeze.empty() && !frozen.isValid(regexError))
+      return step.emitError("--freeze='") << freeze << "' is not a regular expression: "
+                                          << regexError;
+    bool froze = false;
     for (BlockArgument arg : step.getArguments()) {
       auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
                                                              tc::kParamAttrName);
       auto param = symbol ? module.lookupSymbol<tc::ParamOp>(symbol) : nullptr;
-      if (param && param.getTrainable() && isFloatTensor(arg)) {
-        varying.insert(arg);
-        params.push_back(arg.getArgNumber());
+      if (!param || !param.getTrainable() || !isFloatTensor(arg))
+        continue;
+      if (!freeze.empty() && frozen.match(symbol.getValue())) {
+        froze = true;
+        continue;
       }
+      varying.insert(arg);
+      params.push_back(arg.getArgNumber());
     }
+    if (!freeze.empty() && !froze)
+      return step.emitError("--freeze='") << freeze << "' matches no trainable parameter";
     for (Operation &op : body.without_terminator()) {
       bool depends = llvm::any_of(op.getOperands(), [&](Value v) { return varying.contains(v); });
       if (depends)

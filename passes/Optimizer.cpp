@@ -24,6 +24,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     auto step = module.lookupSymbol<func::FuncOp>("train_step");
     if (!step)
       return;
+    if (clipGradNorm < 0) {
+      module.emitError("--clip-grad-norm must be positive, got ") << clipGradNorm;
+      return signalPassFailure();
+    }
     if (kind != "sgd" && kind != "adam" && kind != "adamw") {
       module.emitError("--optimizer must be sgd, adam or adamw, got '") << kind << "'";
       return signalPassFailure();
@@ -71,6 +75,11 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
 
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
+    SmallVector<Value> grads(ret.getOperands());
+    if (clipGradNorm > 0) {
+      clip(step, b, loc, grads);
+      step->setAttr("tc.clip_grad_norm", b.getF64FloatAttr(clipGradNorm));
+    }
     SmallVector<Value> stateResults;
     SmallVector<DictionaryAttr> stateAttrs;
     auto keepState = [&](Value v, const std::string &name) {
@@ -90,7 +99,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         }
         continue;
       }
-      Value g = ret.getOperand(i);
+      Value g = grads[i];
       Value p;
       for (BlockArgument arg : step.getArguments())
         if (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) == symbol)
@@ -136,6 +145,36 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
                                            ValueRange(results).getTypes()));
     step.setAllResultAttrs(attrs);
+  }
+
+  /// torch.nn.utils.clip_grad_norm_: every gradient times
+  /// min(1, max_norm / (sqrt(sum of all squared gradient elements) + 1e-6)).
+  void clip(func::FuncOp step, OpBuilder &b, Location loc, SmallVectorImpl<Value> &grads) {
+    auto scalar = [&](float v) {
+      auto type = RankedTensorType::get({}, b.getF32Type());
+      return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, v)).getResult();
+    };
+    auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
+    auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
+    Value total;
+    for (unsigned i = 1; i < grads.size(); ++i) {
+      if (!step.getResultAttr(i, "tc.grad"))
+        continue;
+      Value squares = b.create<tc::MulOp>(loc, ValueRange{grads[i], grads[i]})->getResult(0);
+      Value sum = b.create<tc::ReduceSumOp>(loc, ValueRange{squares}, ArrayRef<NamedAttribute>{all, drop})
+                      ->getResult(0);
+      total = total ? b.create<tc::AddOp>(loc, ValueRange{total, sum})->getResult(0) : sum;
+    }
+    if (!total)
+      return;
+    Value norm = b.create<tc::SqrtOp>(loc, total)->getResult(0);
+    Value denominator = b.create<tc::AddOp>(loc, ValueRange{norm, scalar(1e-6f)})->getResult(0);
+    Value ratio = b.create<tc::DivOp>(loc, ValueRange{hyper(step, b, "max_grad_norm"), denominator})
+                      ->getResult(0);
+    Value coefficient = b.create<tc::MinOp>(loc, ValueRange{ratio, scalar(1.0f)})->getResult(0);
+    for (unsigned i = 1; i < grads.size(); ++i)
+      if (step.getResultAttr(i, "tc.grad"))
+        grads[i] = b.create<tc::MulOp>(loc, ValueRange{grads[i], coefficient})->getResult(0);
   }
 
   llvm::StringMap<Value> hypers;

@@ -73,7 +73,9 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     sampling later set other weights through the same input.
 
     - `cross-entropy`: logits [N, C, d...] against int64 class labels [N, d...]
-      (`torch.nn.CrossEntropyLoss`).
+      (`torch.nn.CrossEntropyLoss`). With `class-axis` the classes are on
+      another axis, for example the last one of a language model's
+      [N, T, vocab] logits (labels [N, T]); the mean is over every position.
     - `mse`: prediction against a float target of the same shape (`MSELoss`).
     - `bce`: binary cross-entropy on logits against float targets in [0, 1]
       (`BCEWithLogitsLoss`), as max(x, 0) - x t + log(1 + exp(-|x|)).
@@ -95,7 +97,9 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     Option<"labelName", "label", "std::string", /*default=*/"\"label\"",
            "name of the label input">,
     Option<"outputName", "output", "std::string", /*default=*/"\"\"",
-           "the model output the loss reads (default: the first)">
+           "the model output the loss reads (default: the first)">,
+    Option<"classAxis", "class-axis", "int64_t", /*default=*/"1",
+           "cross-entropy: the class axis of the logits (negative counts from the end)">
   ];
 }
 
@@ -117,7 +121,16 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
     An op on a differentiated path without a gradient rule is an error that
     names the op and its ONNX node. The pass does nothing without `@loss` or
     when `@train_step` exists.
+
+    `freeze` (a regular expression, searched in each parameter's ONNX name)
+    freezes the parameters it matches: they get no gradient and no update.
+    One that matches no trainable parameter is an error (a typo would
+    otherwise train everything).
   }];
+  let options = [
+    Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
+           "regular expression: parameters whose name it matches are not trained">
+  ];
 }
 
 def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
@@ -141,6 +154,11 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       computes each step. Adam adds wd p to g; AdamW scales p by (1 - lr wd)
       first (decoupled weight decay).
 
+    With `clip-grad-norm` the gradients are first scaled as
+    torch.nn.utils.clip_grad_norm_ does: by min(1, max_norm / (norm + 1e-6))
+    where norm is the global L2 norm of all gradients and max_norm the
+    `max_grad_norm` hyperparameter.
+
     The pass does nothing without `@train_step` or when it already returns
     updates.
   }];
@@ -148,7 +166,10 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     Option<"kind", "optimizer", "std::string", /*default=*/"\"sgd\"",
            "sgd, adam or adamw">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
-           "Nesterov momentum (sgd)">
+           "Nesterov momentum (sgd)">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
+           "when positive, scale the gradients to a global L2 norm of at most "
+           "max_grad_norm, whose default this is (kept as tc.clip_grad_norm)">
   ];
 }
 

@@ -35,11 +35,14 @@ const std::vector<Phase> &phases() {
          trainc::AttachLossOptions loss;
          loss.kind = o.loss;
          loss.labelName = o.label;
+         loss.classAxis = o.classAxis;
          pm.addPass(trainc::createAttachLoss(loss));
        }},
       {"autodiff", true,
-       [](OpPassManager &pm, const trainc::PipelineOptions &) {
-         pm.addPass(trainc::createAutodiff());
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         trainc::AutodiffOptions autodiff;
+         autodiff.freeze = o.freeze;
+         pm.addPass(trainc::createAutodiff(autodiff));
        }},
       {"optimizer", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
@@ -48,6 +51,7 @@ const std::vector<Phase> &phases() {
          trainc::OptimizerOptions opt;
          opt.kind = o.optimizer;
          opt.nesterov = o.nesterov;
+         opt.clipGradNorm = o.clipGradNorm;
          pm.addPass(trainc::createOptimizer(opt));
        }},
       {"plan", false,

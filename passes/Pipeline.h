@@ -20,6 +20,12 @@ struct PipelineOptions {
   /// only, without the loss and autodiff phases.
   std::string loss;
   std::string label = "label";
+  /// cross-entropy: the class axis of the logits (negative from the end).
+  int64_t classAxis = 1;
+  /// Parameters whose name this regular expression matches are not trained.
+  std::string freeze;
+  /// When positive: clip the global gradient norm (the default max norm).
+  double clipGradNorm = 0.0;
   /// The optimizer phase runs when set (sgd, adam, adamw); without it
   /// @train_step returns gradients.
   std::string optimizer;

@@ -77,6 +77,18 @@ cl::opt<std::string> optimizerKind("optimizer",
                                   cl::value_desc("KIND"), cl::cat(category));
 cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum (--optimizer=sgd)"),
                        cl::init(false), cl::cat(category));
+cl::opt<int64_t> classAxis("class-axis",
+                           cl::desc("--loss=cross-entropy: the class axis of the logits, "
+                                    "default 1; -1 for [N, T, vocab] language-model logits"),
+                           cl::value_desc("AXIS"), cl::init(1), cl::cat(category));
+cl::opt<std::string> freezeRegex("freeze",
+                                 cl::desc("Do not train the parameters whose ONNX name this "
+                                          "regular expression matches (searched)"),
+                                 cl::value_desc("REGEX"), cl::cat(category));
+cl::opt<double> clipGradNorm("clip-grad-norm",
+                             cl::desc("Clip the global L2 norm of the gradients to at most X "
+                                      "(the trainer's --clip-grad-norm overrides X)"),
+                             cl::value_desc("X"), cl::init(0.0), cl::cat(category));
 cl::opt<std::string> entryName("entry",
                                cl::desc("The function the program runs: forward (default), "
                                         "or loss / train_step with --loss, to inspect losses "
@@ -100,7 +112,8 @@ usage:
   trainc check   MODEL [--training]                report which ops import and train
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
-                 [--loss=KIND [--label=NAME] [--optimizer=sgd|adam|adamw [--nesterov]]
+                 [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
+                  [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
                  [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
@@ -256,6 +269,14 @@ int runCompile() {
     errs() << "error: --optimizer needs --loss\n";
     return 1;
   }
+  if ((!freezeRegex.empty() || classAxis != 1) && lossKind.empty()) {
+    errs() << "error: --freeze and --class-axis need --loss\n";
+    return 1;
+  }
+  if (clipGradNorm != 0.0 && (optimizerKind.empty() || !(clipGradNorm > 0.0))) {
+    errs() << "error: --clip-grad-norm takes a positive norm and needs --optimizer\n";
+    return 1;
+  }
   if (entryName != "forward" && lossKind.empty()) {
     errs() << "error: --entry=" << entryName << " needs --loss\n";
     return 1;
@@ -290,6 +311,9 @@ int runCompile() {
   pipeline.label = labelName;
   pipeline.optimizer = optimizerKind;
   pipeline.nesterov = nesterov;
+  pipeline.classAxis = classAxis;
+  pipeline.freeze = freezeRegex;
+  pipeline.clipGradNorm = clipGradNorm;
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
   if (compileTo != "import" && failed(trainc::runPipeline(*module, pipeline)))

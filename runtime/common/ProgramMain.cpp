@@ -43,7 +43,8 @@ struct Options {
 
   static TrainOptions defaultTrainOptions() {
     TrainOptions t;
-    t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = std::nan("");
+    t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.clipGradNorm =
+        std::nan("");
     return t;
   }
 };
@@ -53,6 +54,7 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       stream,
       "usage: %s --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
       "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
+      "          [--clip-grad-norm X]\n"
       "          [--seed S] [--no-shuffle] [--save-params DIR] [--log FILE]\n"
       "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
       "          [--resume]] [--params DIR]\n"
@@ -188,7 +190,8 @@ Status parseArgs(int argc, char **argv, Options &options) {
       if (arg == "--seed")
         options.train.seed = static_cast<uint64_t>(v);
     } else if (arg == "--lr" || arg == "--momentum" || arg == "--weight-decay" ||
-               arg == "--beta1" || arg == "--beta2" || arg == "--eps") {
+               arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
+               arg == "--clip-grad-norm") {
       std::string text;
       TRAINC_RETURN_IF_ERROR(takeValue(text));
       char *end = nullptr;
@@ -200,7 +203,8 @@ Status parseArgs(int argc, char **argv, Options &options) {
                      : arg == "--weight-decay" ? options.train.weightDecay
                      : arg == "--beta1"        ? options.train.beta1
                      : arg == "--beta2"        ? options.train.beta2
-                                               : options.train.eps;
+                     : arg == "--eps"          ? options.train.eps
+                                               : options.train.clipGradNorm;
       slot = v;
     } else if (arg == "--out") {
       TRAINC_RETURN_IF_ERROR(takeValue(options.outDir));

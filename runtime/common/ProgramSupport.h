@@ -58,6 +58,9 @@ struct TrainOptions {
   bool resume = false;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps;
+  /// The max_grad_norm of a step compiled with --clip-grad-norm (NaN: the
+  /// compiled value).
+  double clipGradNorm;
   /// Learning-rate schedule: constant, step, cosine, onecycle or cyclic (see
   /// Trainer.cpp), with its parameters; warmup scales any of them.
   std::string schedule = "constant";

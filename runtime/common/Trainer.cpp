@@ -65,7 +65,7 @@ double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
 
 /// Hyperparameter values for one step, by name.
 struct Hyper {
-  double lr, momentum, weightDecay, beta1, beta2, eps;
+  double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm;
   double value(const std::string &name, int64_t step) const {
     if (name == "lr") return lr;
     if (name == "momentum") return momentum;
@@ -73,6 +73,7 @@ struct Hyper {
     if (name == "beta1") return beta1;
     if (name == "beta2") return beta2;
     if (name == "eps") return eps;
+    if (name == "max_grad_norm") return maxGradNorm;
     if (name == "bias_correction1") return 1.0 - std::pow(beta1, static_cast<double>(step));
     if (name == "bias_correction2") return 1.0 - std::pow(beta2, static_cast<double>(step));
     return std::nan("");
@@ -110,7 +111,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
               orDefault(options.momentum, 0.0),
               orDefault(options.weightDecay, optimizer == "adamw" ? 1e-2 : 0.0),
               orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
-              orDefault(options.eps, 1e-8)};
+              orDefault(options.eps, 1e-8),
+              orDefault(options.clipGradNorm, train->clipGradNorm)};
+  if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
+    return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
+                         "clipping; compile with trainc compile --clip-grad-norm=X");
+  if (!(hyper.maxGradNorm >= 0))
+    return Status::error("--clip-grad-norm must be positive");
 
   // The step's inputs, all but the per-sample weights, come from files.
   std::vector<TensorInfo> fileInputs;

@@ -51,6 +51,216 @@ def torch_mlp(initializers, names):
     return torch.nn.Sequential(*layers)
 
 
+# Every zoo model, exported for training (TrainingMode.TRAINING, no constant
+# folding: BatchNormalization stays), trained with SGD (momentum, weight
+# decay) and with AdamW on a short-tailed dataset, against PyTorch's
+# model.train() loop from the same initial weights. Loss of every step within
+# rtol 1e-4 / atol 1e-5; every final weight and running statistic within
+# 1e-4 (rtol and atol). The weights need the looser atol under AdamW: the
+# GPT's attention key bias has a gradient that is zero in exact arithmetic
+# (softmax ignores a shift shared by a row), so both sides hold rounding
+# noise there, and Adam's normalized step turns noise into steps of up to lr.
+#
+# ResNet-18 is checked step by step: each of its three batches (4, 4, 2) is
+# one trainer run (--params, --steps 1) from the weights PyTorch had before
+# that step, compared with PyTorch's step from there. A free-running
+# comparison cannot hold 1e-4 for ResNet: the two sides' activations differ
+# in the last bits, a ReLU input within ~1e-6 of zero can take the other
+# branch, and through batch norm's coupling that one element moves a whole
+# channel's gradient by percents; with ~750k ReLU inputs per step at 64x64
+# and batch 4, some input always lands that close once differences have
+# accumulated over steps. From identical weights they differ by ~1e-7, and
+# the data is chosen so that no ReLU input comes within 1e-6 of zero.
+ZOO_SAMPLES, ZOO_BATCH = 10, 4  # batches of 4, 4, 2
+ZOO_OPTIMIZERS = {
+    "sgd": (["--lr", "0.01", "--momentum", "0.9", "--weight-decay", "1e-4"],
+            lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9, weight_decay=1e-4)),
+    "adamw": (["--lr", "0.001", "--weight-decay", "0.01"],
+              lambda ps: torch.optim.AdamW(ps, lr=0.001, weight_decay=0.01)),
+}
+KINK_MARGIN = 1e-6
+
+
+def zoo_data(name, spec, rng):
+    """Inputs, labels and extra compile flags for ZOO_SAMPLES samples."""
+    if name == "gpt":
+        idx = rng.randint(0, 64, (ZOO_SAMPLES, 16)).astype(np.int64)
+        return {"idx": idx}, rng.randint(0, 64, (ZOO_SAMPLES, 16)).astype(np.int64), ["--class-axis=-1"]
+    shape = tuple(spec["inputs"]["x"]().shape[1:])
+    return ({"x": rng.randn(ZOO_SAMPLES, *shape).astype(np.float32)},
+            rng.randint(0, 10, ZOO_SAMPLES).astype(np.int64), [])
+
+
+def torch_zoo_run(name, spec, initial, inputs, labels, make_optimizer, epochs,
+                  per_step=None):
+    """PyTorch's training run: losses, the trained module, and the smallest
+    |input| any nn.ReLU module saw. With a list `per_step`, every step starts
+    a fresh optimizer and appends (state before, state after)."""
+    torch.manual_seed(0)
+    net = spec["build"]()
+    net.load_state_dict({k: torch.tensor(initial[k]) if k in initial else v
+                         for k, v in net.state_dict().items()})
+    net.train()
+    margin = [float("inf")]
+
+    def watch(module, args):
+        margin[0] = min(margin[0], float(args[0].detach().abs().min()))
+    for module in net.modules():
+        if isinstance(module, torch.nn.ReLU):
+            module.register_forward_pre_hook(watch)
+    optimizer = make_optimizer(net.parameters())
+    losses = []
+    for _ in range(epochs):
+        for first in range(0, ZOO_SAMPLES, ZOO_BATCH):
+            batch = [torch.tensor(v[first:first + ZOO_BATCH]) for v in inputs.values()]
+            target = torch.tensor(labels[first:first + ZOO_BATCH])
+            if per_step is not None:
+                before = {k: v.detach().clone().numpy() for k, v in net.state_dict().items()}
+                optimizer = make_optimizer(net.parameters())
+            optimizer.zero_grad()
+            logits = net(*batch)
+            if name == "gpt":
+                logits, target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
+            loss = torch.nn.functional.cross_entropy(logits, target)
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+            if per_step is not None:
+                per_step.append((before, {k: v.detach().clone().numpy()
+                                          for k, v in net.state_dict().items()}))
+    return losses, net, margin[0]
+
+
+def compare_states(check, tag, saved, want_state, adam_lr=None):
+    """Every float entry of a PyTorch state dict against --save-params output.
+
+    With `adam_lr` (one Adam step from identical weights): Adam's first step
+    is about lr * sign(g), so a weight whose gradient is rounding noise on
+    both sides may step the other way. Then every element must be within
+    2.5 lr and all but 0.1% of all elements within 1e-4."""
+    worst, worst_name, bad, count, flipped, total = 0.0, "", [], 0, 0, 0
+    for key, want in want_state.items():
+        if want.dtype != np.float32:
+            continue
+        count += 1
+        got = np.load(os.path.join(saved, key + ".npy"))
+        diff = np.abs(got - want)
+        e = float(diff.max())
+        if e > worst:
+            worst, worst_name = e, key
+        close = np.isclose(got, want, rtol=1e-4, atol=1e-4)
+        if adam_lr is None:
+            ok = bool(close.all())
+        else:
+            flipped += int((~close).sum())
+            total += close.size
+            ok = e <= 2.5 * adam_lr
+        if not ok:
+            bad.append(key)
+    note = "" if adam_lr is None else "; %d of %d elements off by more than 1e-4" % (flipped, total)
+    if adam_lr is not None and flipped > 1e-3 * total:
+        bad.append("%d elements in all" % flipped)
+    check(not bad, "%s: all %d final weights and running statistics match PyTorch "
+          "(worst %s, max abs error %.3g%s)%s"
+          % (tag, count, worst_name, worst, note,
+             (": differ: " + ", ".join(bad[:5])) if bad else ""))
+
+
+def check_resnet_steps(check, tag, prog, flags, work, inputs, labels, steps, theirs):
+    """One trainer run per step, from PyTorch's weights before it."""
+    for k, (before, after) in enumerate(steps):
+        step_dir = os.path.join(work, "%s-step%d" % (tag.replace(" ", "_"), k + 1))
+        data, params = os.path.join(step_dir, "data"), os.path.join(step_dir, "params")
+        os.makedirs(data, exist_ok=True)
+        os.makedirs(params, exist_ok=True)
+        first = k * ZOO_BATCH
+        for key, value in inputs.items():
+            np.save(os.path.join(data, key + ".npy"), value[first:first + ZOO_BATCH])
+        np.save(os.path.join(data, "label.npy"), labels[first:first + ZOO_BATCH])
+        for key, value in before.items():
+            if value.dtype == np.float32:
+                np.save(os.path.join(params, key + ".npy"), value)
+        log, saved = os.path.join(step_dir, "log.jsonl"), os.path.join(step_dir, "saved")
+        run = subprocess.run([prog, "--data", data, "--steps", "1", "--no-shuffle",
+                              "--params", params, "--log", log, "--save-params", saved] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s step %d trains: %s" % (tag, k + 1, run.stderr.strip()[:300]))
+            continue
+        ours = json.loads(open(log).readline())["loss"]
+        check(np.isclose(ours, theirs[k], rtol=1e-4, atol=1e-5),
+              "%s step %d (batch of %d) from PyTorch's weights: loss matches (abs error %.3g)"
+              % (tag, k + 1, min(ZOO_BATCH, ZOO_SAMPLES - first), abs(ours - theirs[k])))
+        compare_states(check, "%s step %d" % (tag, k + 1), saved, after,
+                       adam_lr=0.001 if "adamw" in tag else None)
+
+
+def check_zoo_training(trainc, work, check):
+    sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+    import make_zoo
+    for spec in make_zoo.TORCH_MODELS:
+        name = spec["name"]
+        epochs = 1 if name == "resnet18" else 2
+        torch.manual_seed(0)
+        model = spec["build"]()
+        model.train()
+        inputs, labels, loss_flags = zoo_data(name, spec, np.random.RandomState(3))
+        path = os.path.join(work, name + "_train.onnx")
+        example = tuple(torch.tensor(v[:ZOO_BATCH]) for v in inputs.values())
+        names = list(inputs)
+        torch.onnx.export(model, example, path, input_names=names, output_names=["logits"],
+                          dynamic_axes={n: {0: "batch"} for n in names + ["logits"]},
+                          opset_version=17, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING)
+        initial = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+        for opt_name, (flags, make_optimizer) in ZOO_OPTIMIZERS.items():
+            tag = "zoo %s %s" % (name, opt_name)
+
+            # Data: the first seed whose PyTorch run keeps ReLU inputs off zero.
+            for seed in range(3, 43):
+                inputs, labels, _ = zoo_data(name, spec, np.random.RandomState(seed))
+                steps = [] if name == "resnet18" else None
+                theirs, net, margin = torch_zoo_run(name, spec, initial, inputs, labels,
+                                                    make_optimizer, epochs, steps)
+                if margin > KINK_MARGIN:
+                    break
+            else:
+                check(False, "%s: no data seed keeps ReLU inputs %g from zero" % (tag, KINK_MARGIN))
+                continue
+            data = os.path.join(work, "zoo_%s_%s-data" % (name, opt_name))
+            os.makedirs(data, exist_ok=True)
+            for key, value in inputs.items():
+                np.save(os.path.join(data, key + ".npy"), value)
+            np.save(os.path.join(data, "label.npy"), labels)
+            prog = os.path.join(work, "zoo_%s_%s" % (name, opt_name))
+            build = subprocess.run([trainc, "compile", path, "--target=cpu",
+                                    "--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                                    "--optimizer=" + opt_name, "-o", prog] + loss_flags,
+                                   capture_output=True, text=True)
+            if build.returncode != 0:
+                check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
+                continue
+            if steps is not None:
+                check_resnet_steps(check, tag, prog, flags, work, inputs, labels, steps, theirs)
+                continue
+            log = os.path.join(work, "zoo_%s_%s.jsonl" % (name, opt_name))
+            saved = os.path.join(work, "zoo_%s_%s.params" % (name, opt_name))
+            run = subprocess.run([prog, "--data", data, "--epochs", str(epochs),
+                                  "--no-shuffle", "--log", log, "--save-params", saved] + flags,
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
+                continue
+            ours = [json.loads(line)["loss"] for line in open(log)]
+            err = max(abs(a - b) for a, b in zip(ours, theirs)) \
+                if len(ours) == len(theirs) else float("nan")
+            check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5),
+                  "%s: loss of each of %d steps matches PyTorch (max abs error %.3g)"
+                  % (tag, len(theirs), err))
+            compare_states(check, tag, saved, {k: v.detach().numpy()
+                                               for k, v in net.state_dict().items()})
+
+
 def main():
     trainc, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
@@ -236,6 +446,61 @@ def main():
                 check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
                       "lenet sgd: final %s matches PyTorch (max abs error %.3g)"
                       % (name, float(np.abs(got - want).max())))
+    # --clip-grad-norm and --freeze on the MLP, against clip_grad_norm_ and
+    # requires_grad=False.
+    extras = {
+        "clip": (["--clip-grad-norm=0.5"], ["--clip-grad-norm", "0.3"], 0.3, None),
+        "freeze": (["--freeze=^0\\."], [], None, "0."),
+    }
+    mlp_init = {i.name: numpy_helper.to_array(i) for i in onnx.load(model_path).graph.initializer}
+    for name, (compile_flags, run_flags, clip, frozen) in extras.items():
+        prog = os.path.join(work, "mlp_" + name)
+        build = subprocess.run([trainc, "compile", model_path, "--target=cpu",
+                                "--batch-size=%d" % BATCH, "--loss=cross-entropy",
+                                "--optimizer=sgd", "-o", prog] + compile_flags,
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            check(False, "%s compiles: %s" % (name, build.stderr.strip()[:300]))
+            continue
+        log, saved = os.path.join(work, name + ".jsonl"), os.path.join(work, name + ".params")
+        run = subprocess.run([prog, "--data", data, "--epochs", str(EPOCHS), "--no-shuffle",
+                              "--lr", "0.5", "--momentum", "0.9", "--log", log,
+                              "--save-params", saved] + run_flags, capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s trains: %s" % (name, run.stderr.strip()[:300]))
+            continue
+        ours = [json.loads(line)["loss"] for line in open(log)]
+        net = torch_mlp(mlp_init, layer_names)
+        net.train()
+        for pname, p in net.named_parameters():
+            p.requires_grad_(not (frozen and pname.startswith(frozen)))
+        optimizer = torch.optim.SGD([p for p in net.parameters() if p.requires_grad],
+                                    lr=0.5, momentum=0.9)
+        theirs, clipped = [], 0
+        for _ in range(EPOCHS):
+            for first in range(0, SAMPLES, BATCH):
+                optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(
+                    net(torch.tensor(x[first:first + BATCH])), torch.tensor(y[first:first + BATCH]))
+                loss.backward()
+                if clip:
+                    clipped += float(torch.nn.utils.clip_grad_norm_(net.parameters(), clip)) > clip
+                optimizer.step()
+                theirs.append(float(loss))
+        state = dict(net.named_parameters())
+        werr = max(float(np.abs(np.load(os.path.join(saved, p + ".npy")) -
+                                state[p].detach().numpy()).max())
+                   for pair in layer_names for p in pair)
+        ok = len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5) \
+            and werr < 1e-4
+        detail = "%d of %d steps clipped" % (clipped, len(theirs)) if clip else \
+            "layer 0 unchanged: %s" % bool(np.array_equal(np.load(os.path.join(saved, "0.weight.npy")),
+                                                          mlp_init["0.weight"]))
+        check(ok and (clipped > 0 if clip else "True" in detail),
+              "mlp %s: losses and final weights match PyTorch (max weight error %.3g; %s)"
+              % (name, werr, detail))
+
+    check_zoo_training(trainc, work, check)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
     if os.path.exists("/usr/local/cuda/bin/nvcc"):
         for name, path in (("mlp", model_path), ("lenet", lenet_path)):

@@ -71,6 +71,9 @@ struct TrainArgs {
 struct TrainStep {
   /// "sgd", "adam" or "adamw".
   const char *optimizer;
+  /// The compiled --clip-grad-norm, the default of the max_grad_norm
+  /// hyperparameter; 0 when the step does not clip.
+  double clipGradNorm;
   /// Inputs of the step: the model inputs, then the label and the per-sample
   /// weights, by name.
   int numInputs;
