@@ -2,9 +2,10 @@
 """Step time of the CPU trainer against PyTorch's CPU training loop.
 
 Usage: bench/train_step.py [--threads N] [--batch B] [--steps S]
+                           [--resnet-batch B] [--resnet-steps S]
 
-For each model the zoo has a trainer for (models whose every op has a
-gradient rule), both sides train the same ONNX initial weights on the same
+For the digits example and every zoo model (ResNet-18 at its own, smaller
+batch and step count: a step takes seconds on two cores), both sides train the same ONNX initial weights on the same
 random data with SGD (momentum 0.9) at the same batch size and thread count,
 in this one run. trainc's time per step is taken from two runs of different
 lengths (their difference cancels start-up and data loading); PyTorch's
@@ -41,30 +42,42 @@ def torch_mlp(path):
     return torch.nn.Sequential(*layers[:-1])
 
 
-def bench_model(name, path, shape, classes, args, work, build_torch=None):
-    prog = os.path.join(work, name)
-    subprocess.run([TRAINC, "compile", path, "--target=cpu", "--batch-size=%d" % args.batch,
-                    "--loss=cross-entropy", "--optimizer=sgd", "-o", prog], check=True)
-    samples = args.batch * (args.steps + 50)
+def bench_model(name, path, shape, classes, args, work, build_torch=None, batch=None,
+                steps=None, tokens=False):
+    """`tokens`: int64 token input [N, *shape] below `classes` with one label
+    per token (a language model: --class-axis=-1)."""
+    batch, steps = batch or args.batch, steps or args.steps
+    prog = os.path.join(work, name.replace(" ", "_"))
+    subprocess.run([TRAINC, "compile", path, "--target=cpu", "--batch-size=%d" % batch,
+                    "--loss=cross-entropy", "--optimizer=sgd", "-o", prog]
+                   + (["--class-axis=-1"] if tokens else []), check=True)
+    warm = min(50, steps)
+    samples = batch * (steps + warm)
     rng = np.random.RandomState(0)
-    data = os.path.join(work, name + "-data")
+    data = os.path.join(work, name.replace(" ", "_") + "-data")
     os.makedirs(data, exist_ok=True)
-    x = rng.rand(samples, *shape).astype(np.float32)
-    y = rng.randint(0, classes, samples).astype(np.int64)
-    np.save(os.path.join(data, "x.npy"), x)
+    input_name = onnx.load(path).graph.input[0].name
+    if tokens:
+        x = rng.randint(0, classes, (samples,) + shape).astype(np.int64)
+        y = rng.randint(0, classes, (samples,) + shape).astype(np.int64)
+    else:
+        x = rng.rand(samples, *shape).astype(np.float32)
+        y = rng.randint(0, classes, samples).astype(np.int64)
+    np.save(os.path.join(data, input_name + ".npy"), x)
     np.save(os.path.join(data, "label.npy"), y)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
-    def run(steps):
+    def run(count):
         start = time.perf_counter()
-        subprocess.run([prog, "--data", data, "--steps", str(steps), "--lr", "0.01",
+        subprocess.run([prog, "--data", data, "--steps", str(count), "--lr", "0.01",
                         "--momentum", "0.9", "--no-shuffle", "--threads", str(args.threads)],
                        check=True, env=env, capture_output=True)
         return time.perf_counter() - start
 
-    run(10)  # warm the page cache
-    short, long = min(run(50) for _ in range(3)), min(run(50 + args.steps) for _ in range(3))
-    ours = (long - short) / args.steps
+    run(min(10, steps))  # warm the page cache
+    short = min(run(warm) for _ in range(3))
+    long = min(run(warm + steps) for _ in range(3))
+    ours = (long - short) / steps
 
     torch.set_num_threads(args.threads)
     net = build_torch() if build_torch else torch_mlp(path)
@@ -73,22 +86,37 @@ def bench_model(name, path, shape, classes, args, work, build_torch=None):
     xt, yt = torch.tensor(x), torch.tensor(y)
 
     def step(i):
-        xb, yb = xt[i * args.batch:(i + 1) * args.batch], yt[i * args.batch:(i + 1) * args.batch]
+        xb, yb = xt[i * batch:(i + 1) * batch], yt[i * batch:(i + 1) * batch]
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(net(xb), yb).backward()
+        logits = net(xb)
+        if tokens:
+            logits, yb = logits.reshape(-1, logits.shape[-1]), yb.reshape(-1)
+        torch.nn.functional.cross_entropy(logits, yb).backward()
         opt.step()
 
-    for i in range(50):
+    for i in range(warm):
         step(i)
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        for i in range(args.steps):
+        for i in range(steps):
             step(i)
         best = min(best, time.perf_counter() - start)
-    theirs = best / args.steps
+    theirs = best / steps
     print("%-12s batch %4d threads %d: trainc %.3f ms/step, PyTorch %.3f ms/step, ratio %.2f"
-          % (name, args.batch, args.threads, ours * 1e3, theirs * 1e3, ours / theirs), flush=True)
+          % (name, batch, args.threads, ours * 1e3, theirs * 1e3, ours / theirs), flush=True)
+
+
+def zoo_module(make, path):
+    """A zoo module with the ONNX file's initial weights and statistics."""
+    def build():
+        init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+        torch.manual_seed(0)
+        net = make()
+        net.load_state_dict({k: torch.tensor(init[k]) if k in init else v
+                             for k, v in net.state_dict().items()})
+        return net
+    return build
 
 
 def main():
@@ -96,6 +124,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--resnet-batch", type=int, default=16)
+    parser.add_argument("--resnet-steps", type=int, default=10)
     args = parser.parse_args()
     zoo = os.path.join(ROOT, "build", "zoo")
     if not os.path.exists(os.path.join(zoo, "zoo.json")):
@@ -108,18 +138,15 @@ def main():
         sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
         import make_zoo
         lenet_path = os.path.join(zoo, "lenet_op17.onnx")
-
-        def lenet():
-            init = {t.name: numpy_helper.to_array(t)
-                    for t in onnx.load(lenet_path).graph.initializer}
-            net = make_zoo.LeNet()
-            for pname, p in net.named_parameters():
-                p.data = torch.tensor(init[pname])
-            return net
-        bench_model("zoo lenet", lenet_path, (1, 28, 28), 10, args, work, lenet)
-    print("not yet benchmarked: resnet18, gpt (batch norm, layer norm and embedding "
-          "gradients are not built yet)")
-
+        bench_model("zoo lenet", lenet_path, (1, 28, 28), 10, args, work,
+                    zoo_module(make_zoo.LeNet, lenet_path))
+        resnet_path = os.path.join(zoo, "resnet18_op17.onnx")
+        bench_model("zoo resnet18", resnet_path, (3, 64, 64), 10, args, work,
+                    zoo_module(make_zoo.make_resnet18, resnet_path),
+                    batch=args.resnet_batch, steps=args.resnet_steps)
+        gpt_path = os.path.join(zoo, "gpt_op17.onnx")
+        bench_model("zoo gpt", gpt_path, (16,), 64, args, work,
+                    zoo_module(make_zoo.GPT, gpt_path), tokens=True)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -503,11 +503,17 @@ def main():
     check_zoo_training(trainc, work, check)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
     if os.path.exists("/usr/local/cuda/bin/nvcc"):
-        for name, path in (("mlp", model_path), ("lenet", lenet_path)):
+        targets = [("digits mlp", model_path, [])] + [
+            ("zoo " + n, os.path.join(work, n + "_train.onnx"),
+             ["--class-axis=-1"] if n == "gpt" else [])
+            for n in ("mlp", "lenet", "resnet18", "gpt")]
+        for name, path, extra in targets:
             build = subprocess.run([trainc, "compile", path, "--target=cuda",
                                     "--cuda-arch=sm_80,sm_90", "--batch-size=8",
                                     "--loss=cross-entropy", "--optimizer=adamw",
-                                    "-o", os.path.join(work, name + "_cuda")],
+                                    "--clip-grad-norm=1",
+                                    "-o", os.path.join(work, name.replace(" ", "_") + "_cuda")]
+                                   + extra,
                                    capture_output=True, text=True)
             check(build.returncode == 0 and not build.stderr.strip(),
                   "%s trainer compiles for CUDA sm_80,sm_90 with no warning%s"
