@@ -124,8 +124,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=500)
-    parser.add_argument("--resnet-batch", type=int, default=16)
-    parser.add_argument("--resnet-steps", type=int, default=10)
+    parser.add_argument("--resnet-batch", type=int, default=8)
+    parser.add_argument("--resnet-steps", type=int, default=5)
     args = parser.parse_args()
     zoo = os.path.join(ROOT, "build", "zoo")
     if not os.path.exists(os.path.join(zoo, "zoo.json")):
