@@ -15,6 +15,26 @@
 namespace trainc::cpu {
 using namespace ::trainc::rt;
 
+namespace {
+
+/// The row each index picks, negative indices counted from the end; an index
+/// outside [-axis, axis) is an error naming its position.
+Status tableRows(const char *kernel, const int64_t *indices, int64_t numIndices,
+                 int64_t axis, std::vector<int64_t> &rows) {
+  rows.resize(numIndices);
+  for (int64_t j = 0; j < numIndices; ++j) {
+    int64_t index = indices[j];
+    if (index < -axis || index >= axis)
+      return Status::error(std::string(kernel) + ": index " + std::to_string(index) +
+                           " at position " + std::to_string(j) + " is outside [" +
+                           std::to_string(-axis) + ", " + std::to_string(axis) + ")");
+    rows[j] = index < 0 ? index + axis : index;
+  }
+  return Status();
+}
+
+} // namespace
+
 Status gather(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
               size_t elementBytes, const void *data, const int64_t *indices,
               int64_t numIndices, void *out) {
@@ -34,16 +54,8 @@ Status gather(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
   runBytes = inner * int64_t(elementBytes);
 
   // Normalize negative indices once (and check all of them) before copying.
-  std::vector<int64_t> rows(numIndices);
-  for (int64_t j = 0; j < numIndices; ++j) {
-    int64_t index = indices[j];
-    if (index < -axis || index >= axis)
-      return Status::error("gather: index " + std::to_string(index) +
-                           " at position " + std::to_string(j) +
-                           " is outside [" + std::to_string(-axis) + ", " +
-                           std::to_string(axis) + ")");
-    rows[j] = index < 0 ? index + axis : index;
-  }
+  std::vector<int64_t> rows;
+  TRAINC_RETURN_IF_ERROR(tableRows(kernel, indices, numIndices, axis, rows));
 
   const char *src = static_cast<const char *>(data);
   char *dst = static_cast<char *>(out);
@@ -71,16 +83,8 @@ Status gatherBackward(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
                                                 {"numIndices", numIndices}}));
   int64_t total;
   TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {outer, axis, inner}, total));
-  std::vector<int64_t> rows(numIndices);
-  for (int64_t j = 0; j < numIndices; ++j) {
-    int64_t index = indices[j];
-    if (index < -axis || index >= axis)
-      return Status::error("gatherBackward: index " + std::to_string(index) +
-                           " at position " + std::to_string(j) +
-                           " is outside [" + std::to_string(-axis) + ", " +
-                           std::to_string(axis) + ")");
-    rows[j] = index < 0 ? index + axis : index;
-  }
+  std::vector<int64_t> rows;
+  TRAINC_RETURN_IF_ERROR(tableRows(kernel, indices, numIndices, axis, rows));
   std::memset(dtable, 0, size_t(total) * sizeof(float));
   // Parallel over outer slices and blocks of columns, serial over the
   // indices: repeated indices accumulate in index order, so the sum is the

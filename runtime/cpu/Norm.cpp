@@ -84,10 +84,14 @@ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial, int64_t ch,
   return s;
 }
 
-/// Counts the values each channel averages over; fewer than two is an error
-/// (the unbiased variance is undefined), as in PyTorch.
-Status checkBatchCount(const char *kernel, int64_t n, int64_t spatial,
+/// Checks the sizes and counts the values each channel averages over; fewer
+/// than two is an error (the unbiased variance is undefined), as in PyTorch.
+Status checkBatchShape(const char *kernel, int64_t n, int64_t c, int64_t spatial,
                        const float *mask) {
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  int64_t unused;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
   int64_t kept = 0;
   for (int64_t b = 0; b < n; ++b)
     kept += !mask || mask[b] != 0.0f;
@@ -116,11 +120,7 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"y", y},
                                                {"newMean", newMean},
                                                {"newVar", newVar}}));
-  TRAINC_RETURN_IF_ERROR(
-      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
-  int64_t unused;
-  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
-  TRAINC_RETURN_IF_ERROR(checkBatchCount(kernel, n, spatial, mask));
+  TRAINC_RETURN_IF_ERROR(checkBatchShape(kernel, n, c, spatial, mask));
 #pragma omp parallel for schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
     ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
@@ -154,11 +154,7 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"dx", dx},
                                                {"dscale", dscale},
                                                {"dbias", dbias}}));
-  TRAINC_RETURN_IF_ERROR(
-      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
-  int64_t unused;
-  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
-  TRAINC_RETURN_IF_ERROR(checkBatchCount(kernel, n, spatial, mask));
+  TRAINC_RETURN_IF_ERROR(checkBatchShape(kernel, n, c, spatial, mask));
   // With xhat = (x - mean) * rstd over the M kept values of a channel:
   // dbias = sum dy, dscale = sum dy xhat,
   // dx = scale rstd (dy - dbias / M - xhat dscale / M).
