@@ -66,6 +66,12 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     (`{tc.sample_weights}`, shape [N]), returning the scalar loss first and
     the model's outputs after it. `@forward` stays as it is (prediction).
 
+    `@loss` has PyTorch's `model.train()` semantics: every `tc.batch_norm`
+    switches to batch statistics over the samples with a non-zero weight and
+    its updated running statistics are appended as results
+    `{tc.output = "<name>", tc.update = @<name>}` that write the parameters
+    back. Two batch norms sharing a running statistic are an error.
+
     The loss is the weighted mean over samples of each sample's mean loss,
     sum_i w_i l_i / (sum_i w_i * M) for M loss elements per sample: with
     weights 1 it is PyTorch's `reduction='mean'`, and weight 0 drops a sample
@@ -116,7 +122,8 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
     are not differentiated, and a parameter with no path to the loss gets no
     gradient. `@train_step` returns the loss first, then one gradient per
     differentiated parameter, in argument order, marked
-    `{tc.output = "grad.<name>", tc.grad = @<name>}`.
+    `{tc.output = "grad.<name>", tc.grad = @<name>}`, then the running
+    statistics updates of @loss (`tc.update` results) as they are.
 
     An op on a differentiated path without a gradient rule is an error that
     names the op and its ONNX node. The pass does nothing without `@loss` or
