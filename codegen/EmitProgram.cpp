@@ -109,6 +109,39 @@ std::string literal(double v, bool f32) {
   return f32 ? s + "f" : s;
 }
 
+/// The element strides and base offset of a strided slice of a tensor of
+/// shape `in` (the slice's positions, as a view of the sliced tensor).
+std::pair<std::vector<int64_t>, int64_t> sliceStrides(ArrayRef<int64_t> in,
+                                                      ArrayRef<int64_t> starts,
+                                                      ArrayRef<int64_t> steps) {
+  std::vector<int64_t> own = rowMajorStrides(in), strides;
+  int64_t base = 0;
+  for (size_t d = 0; d < own.size(); ++d) {
+    strides.push_back(own[d] * steps[d]);
+    base += starts[d] * own[d];
+  }
+  return {strides, base};
+}
+
+/// "outer, axis, inner" of a gather from a table of shape `data` along `axis`.
+std::string gatherDims(ArrayRef<int64_t> data, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data[d];
+  for (size_t d = axis + 1; d < data.size(); ++d)
+    inner *= data[d];
+  return std::to_string(outer) + ", " + std::to_string(data[axis]) + ", " +
+         std::to_string(inner);
+}
+
+/// "n, c, spatial" of a batch-norm input [N, C, ...].
+std::string batchNormDims(ArrayRef<int64_t> x) {
+  int64_t spatial = 1;
+  for (size_t d = 2; d < x.size(); ++d)
+    spatial *= x[d];
+  return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
+}
+
 /// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
 /// broadcast axes.
 std::vector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
@@ -547,9 +580,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](tc::BatchNormOp o) {
-        ArrayRef<int64_t> s = shapeOf(o.getInput());
-        std::string dims = std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
-                           std::to_string(countOf(o.getInput()) / (s[0] * s[1]));
+        std::string dims = batchNormDims(shapeOf(o.getInput()));
         std::string common = ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
                              ptr(o.getBias()) + ", " + ptr(o.getMean()) + ", " +
                              ptr(o.getVar()) + ", ";
@@ -569,10 +600,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](tc::BatchNormBackwardOp o) {
-        ArrayRef<int64_t> s = shapeOf(o.getInput());
-        call("tk::batchNormBackward(ctx, " + std::to_string(s[0]) + ", " +
-             std::to_string(s[1]) + ", " +
-             std::to_string(countOf(o.getInput()) / (s[0] * s[1])) + ", " +
+        call("tk::batchNormBackward(ctx, " + batchNormDims(shapeOf(o.getInput())) + ", " +
              ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
              ", " + (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " +
              literal(o.getEpsilon().convertToFloat(), true) + ", " + ptr(o.getInputGrad()) +
@@ -618,25 +646,14 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
                                0, rowMajorStrides(out), 0, ptr(o.getResult()));
       })
       .Case([&](tc::SliceOp o) {
-        std::vector<int64_t> own = rowMajorStrides(shapeOf(o.getInput())), strides;
-        int64_t base = 0;
-        for (size_t d = 0; d < own.size(); ++d) {
-          strides.push_back(own[d] * o.getSteps()[d]);
-          base += o.getStarts()[d] * own[d];
-        }
+        auto [strides, base] = sliceStrides(shapeOf(o.getInput()), o.getStarts(), o.getSteps());
         ArrayRef<int64_t> out = shapeOf(o.getResult());
         return emitStridedCopy(o, "slice", o.getInput(), out, strides, base,
                                rowMajorStrides(out), 0, ptr(o.getResult()));
       })
       .Case([&](tc::SliceBackwardOp o) {
         // Zeros, then dy copied onto the sliced positions.
-        ArrayRef<int64_t> in = o.getInputShape();
-        std::vector<int64_t> own = rowMajorStrides(in), strides;
-        int64_t base = 0;
-        for (size_t d = 0; d < own.size(); ++d) {
-          strides.push_back(own[d] * o.getSteps()[d]);
-          base += o.getStarts()[d] * own[d];
-        }
+        auto [strides, base] = sliceStrides(o.getInputShape(), o.getStarts(), o.getSteps());
         call("ctx.fill(" + ptr(o.getResult()) + ", 0, " +
              std::to_string(countOf(o.getResult())) + " * sizeof(" +
              cType(o.getResult().getType()) + "))");
@@ -667,14 +684,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       .Case([&](tc::GatherOp o) -> LogicalResult {
         if (!cast<ShapedType>(o.getIndices().getType()).getElementType().isInteger(64))
           return o.emitError("codegen supports i64 gather indices only");
-        ArrayRef<int64_t> s = shapeOf(o.getData());
-        int64_t axis = o.getAxis(), outer = 1, inner = 1;
-        for (int64_t d = 0; d < axis; ++d)
-          outer *= s[d];
-        for (size_t d = axis + 1; d < s.size(); ++d)
-          inner *= s[d];
-        call("tk::gather(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) +
-             ", " + std::to_string(inner) + ", sizeof(" + cType(o.getData().getType()) +
+        call("tk::gather(ctx, " + gatherDims(shapeOf(o.getData()), o.getAxis()) +
+             ", sizeof(" + cType(o.getData().getType()) +
              "), " + ptr(o.getData()) + ", " + ptr(o.getIndices()) + ", " +
              std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
         return success();
@@ -682,14 +693,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       .Case([&](tc::GatherBackwardOp o) -> LogicalResult {
         if (!cast<ShapedType>(o.getIndices().getType()).getElementType().isInteger(64))
           return o.emitError("codegen supports i64 gather indices only");
-        ArrayRef<int64_t> s = o.getDataShape();
-        int64_t axis = o.getAxis(), outer = 1, inner = 1;
-        for (int64_t d = 0; d < axis; ++d)
-          outer *= s[d];
-        for (size_t d = axis + 1; d < s.size(); ++d)
-          inner *= s[d];
-        call("tk::gatherBackward(ctx, " + std::to_string(outer) + ", " +
-             std::to_string(s[axis]) + ", " + std::to_string(inner) + ", " +
+        call("tk::gatherBackward(ctx, " + gatherDims(o.getDataShape(), o.getAxis()) + ", " +
              ptr(o.getResultGrad()) + ", " + ptr(o.getIndices()) + ", " +
              std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
         return success();

@@ -500,6 +500,12 @@ Value reduceOver(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> axes, bo
   return mean ? make<ReduceMeanOp>(b, loc, v, attrs) : make<ReduceSumOp>(b, loc, v, attrs);
 }
 
+/// 1 / sqrt(v + epsilon).
+Value rsqrtPlus(OpBuilder &b, Location loc, Value v, float epsilon) {
+  return make<ReciprocalOp>(
+      b, loc, make<SqrtOp>(b, loc, make<AddOp>(b, loc, {v, scalar(b, loc, v, epsilon)})));
+}
+
 } // namespace
 
 LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
@@ -522,10 +528,7 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     SmallVector<int64_t> channelShape(rank, 1);
     channelShape[1] = typeOf(x).getDimSize(1);
     auto perChannel = [&](Value v) { return reshapeTo(b, loc, v, channelShape); };
-    Value rstd = make<ReciprocalOp>(
-        b, loc,
-        make<SqrtOp>(b, loc,
-                     make<AddOp>(b, loc, {getVar(), scalar(b, loc, dy, getEpsilon().convertToFloat())})));
+    Value rstd = rsqrtPlus(b, loc, getVar(), getEpsilon().convertToFloat());
     Value normalized = mul(b, loc, sub(b, loc, x, perChannel(getMean())), perChannel(rstd));
     SmallVector<int64_t> axes = {0};
     axes.append(axisRange(2, rank));
@@ -551,10 +554,7 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Value mu = reduceOver(b, loc, x, normalized, true, true);
   Value centered = sub(b, loc, x, mu);
   Value variance = reduceOver(b, loc, mul(b, loc, centered, centered), normalized, true, true);
-  Value rstd = make<ReciprocalOp>(
-      b, loc,
-      make<SqrtOp>(b, loc,
-                   make<AddOp>(b, loc, {variance, scalar(b, loc, x, getEpsilon().convertToFloat())})));
+  Value rstd = rsqrtPlus(b, loc, variance, getEpsilon().convertToFloat());
   Value xhat = mul(b, loc, centered, rstd);
   Value g = mul(b, loc, dy, getScale());
   Value inner = sub(b, loc, sub(b, loc, g, reduceOver(b, loc, g, normalized, true, true)),

@@ -55,6 +55,10 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
           << kind << "'";
       return signalPassFailure();
     }
+    if (kind != "cross-entropy" && classAxis != 1) {
+      module.emitError("--class-axis applies to --loss=cross-entropy only");
+      return signalPassFailure();
+    }
     if (failed(attach(module, forward)))
       signalPassFailure();
   }
@@ -169,8 +173,6 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     int64_t batch = predType.getDimSize(0);
     if (kind == "cross-entropy" && predType.getRank() < 2)
       return loss.emitError("--loss=cross-entropy needs logits [N, C, ...], got ") << predType;
-    if (kind != "cross-entropy" && classAxis != 1)
-      return loss.emitError("--class-axis applies to --loss=cross-entropy only");
     int64_t axis = classAxis < 0 ? classAxis + predType.getRank() : classAxis;
     if (kind == "cross-entropy" && (axis < 1 || axis >= predType.getRank()))
       return loss.emitError("--class-axis=")

@@ -16,6 +16,11 @@ using namespace trainc;
 
 namespace {
 
+Value f32Scalar(OpBuilder &b, Location loc, float value) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, value)).getResult();
+}
+
 struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   using OptimizerBase::OptimizerBase;
 
@@ -68,10 +73,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     auto sub = [&](Value x, Value y) { return b.create<tc::SubOp>(loc, ValueRange{x, y})->getResult(0); };
     auto mul = [&](Value x, Value y) { return b.create<tc::MulOp>(loc, ValueRange{x, y})->getResult(0); };
     auto div = [&](Value x, Value y) { return b.create<tc::DivOp>(loc, ValueRange{x, y})->getResult(0); };
-    auto one = [&]() {
-      auto type = RankedTensorType::get({}, b.getF32Type());
-      return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, 1.0f)).getResult();
-    };
+    auto one = [&]() { return f32Scalar(b, loc, 1.0f); };
 
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
@@ -150,10 +152,6 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   /// torch.nn.utils.clip_grad_norm_: every gradient times
   /// min(1, max_norm / (sqrt(sum of all squared gradient elements) + 1e-6)).
   void clip(func::FuncOp step, OpBuilder &b, Location loc, SmallVectorImpl<Value> &grads) {
-    auto scalar = [&](float v) {
-      auto type = RankedTensorType::get({}, b.getF32Type());
-      return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, v)).getResult();
-    };
     auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
     auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
     Value total;
@@ -168,10 +166,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (!total)
       return;
     Value norm = b.create<tc::SqrtOp>(loc, total)->getResult(0);
-    Value denominator = b.create<tc::AddOp>(loc, ValueRange{norm, scalar(1e-6f)})->getResult(0);
+    Value denominator = b.create<tc::AddOp>(loc, ValueRange{norm, f32Scalar(b, loc, 1e-6f)})->getResult(0);
     Value ratio = b.create<tc::DivOp>(loc, ValueRange{hyper(step, b, "max_grad_norm"), denominator})
                       ->getResult(0);
-    Value coefficient = b.create<tc::MinOp>(loc, ValueRange{ratio, scalar(1.0f)})->getResult(0);
+    Value coefficient = b.create<tc::MinOp>(loc, ValueRange{ratio, f32Scalar(b, loc, 1.0f)})->getResult(0);
     for (unsigned i = 1; i < grads.size(); ++i)
       if (step.getResultAttr(i, "tc.grad"))
         grads[i] = b.create<tc::MulOp>(loc, ValueRange{grads[i], coefficient})->getResult(0);

@@ -90,6 +90,13 @@ Status checkedProduct(const char *kernel, std::initializer_list<int64_t> sizes,
   return Status();
 }
 
+Status checkBatchNormShape(const char *kernel, int64_t n, int64_t c, int64_t spatial) {
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  int64_t unused;
+  return checkedProduct(kernel, {n, c, spatial}, unused);
+}
+
 Status checkConv2dDesc(const char *kernel, const Conv2dDesc &d) {
   TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"n", d.n},
                                                 {"c", d.c},

@@ -39,6 +39,9 @@ Status checkPool2dDesc(const char *kernel, const Pool2dDesc &d);
 
 Status checkReduction(const char *kernel, Reduction reduction);
 
+/// Batch norm over x [n, c, spatial]: positive sizes whose product fits int64.
+Status checkBatchNormShape(const char *kernel, int64_t n, int64_t c, int64_t spatial);
+
 /// The product of `sizes`, failing if it overflows int64.
 Status checkedProduct(const char *kernel, std::initializer_list<int64_t> sizes,
                       int64_t &product);

@@ -116,8 +116,6 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");
-  if (!(hyper.maxGradNorm >= 0))
-    return Status::error("--clip-grad-norm must be positive");
 
   // The step's inputs, all but the per-sample weights, come from files.
   std::vector<TensorInfo> fileInputs;

@@ -21,10 +21,7 @@ Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"mean", mean},
                                                {"var", var},
                                                {"y", y}}));
-  TRAINC_RETURN_IF_ERROR(
-      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
-  int64_t unused;
-  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
+  TRAINC_RETURN_IF_ERROR(checkBatchNormShape(kernel, n, c, spatial));
   // Fold the statistics into one multiply-add per element:
   // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a.
   std::vector<float> mul(c), add(c);
@@ -88,10 +85,7 @@ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial, int64_t ch,
 /// than two is an error (the unbiased variance is undefined), as in PyTorch.
 Status checkBatchShape(const char *kernel, int64_t n, int64_t c, int64_t spatial,
                        const float *mask) {
-  TRAINC_RETURN_IF_ERROR(
-      checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
-  int64_t unused;
-  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {n, c, spatial}, unused));
+  TRAINC_RETURN_IF_ERROR(checkBatchNormShape(kernel, n, c, spatial));
   int64_t kept = 0;
   for (int64_t b = 0; b < n; ++b)
     kept += !mask || mask[b] != 0.0f;

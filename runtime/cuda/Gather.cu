@@ -25,6 +25,20 @@ namespace {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+/// The table row index j picks (negative indices count from the end), or
+/// -1 after recording an index outside [-axis, axis).
+__device__ __forceinline__ int64_t tableRow(const int64_t *indices, int64_t j,
+                                            int64_t axis,
+                                            DeviceErrorRecord *errors) {
+  int64_t index = indices[j];
+  int64_t row = index < 0 ? index + axis : index;
+  if (row < 0 || row >= axis) {
+    recordDeviceError(errors, DeviceErrorCode::GatherIndex, index, axis, j);
+    return -1;
+  }
+  return row;
+}
+
 /// One thread per output word, word index fastest, so a warp copies a
 /// contiguous stretch of one row (or of consecutive rows).
 template <typename Word>
@@ -38,10 +52,8 @@ __global__ void gatherKernel(int64_t outer, int64_t axis, int64_t rowWords,
     int64_t word = i % rowWords;
     int64_t j = (i / rowWords) % numIndices;
     int64_t o = i / (rowWords * numIndices);
-    int64_t index = indices[j];
-    int64_t row = index < 0 ? index + axis : index;
-    if (row < 0 || row >= axis) {
-      recordDeviceError(errors, DeviceErrorCode::GatherIndex, index, axis, j);
+    int64_t row = tableRow(indices, j, axis, errors);
+    if (row < 0) {
       out[i] = Word{};
       continue;
     }
@@ -75,12 +87,9 @@ __global__ void gatherBackwardKernel(int64_t outer, int64_t axis, int64_t inner,
     int64_t col = i % inner;
     int64_t j = (i / inner) % numIndices;
     int64_t o = i / (inner * numIndices);
-    int64_t index = indices[j];
-    int64_t row = index < 0 ? index + axis : index;
-    if (row < 0 || row >= axis) {
-      recordDeviceError(errors, DeviceErrorCode::GatherIndex, index, axis, j);
+    int64_t row = tableRow(indices, j, axis, errors);
+    if (row < 0)
       continue;
-    }
     atomicAdd(dtable + (o * axis + row) * inner + col, dy[i]);
   }
 }

@@ -228,17 +228,15 @@ Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
                           const float *var, float epsilon, float *y) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormInference";
-  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
-      kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
                                                              {"scale", scale},
                                                              {"bias", bias},
                                                              {"mean", mean},
                                                              {"var", var},
                                                              {"y", y}}));
-  int64_t total = 0;
-  TRAINC_RETURN_IF_ERROR(
-      ::trainc::rt::checkedProduct(kernel, {n, c, spatial}, total));
+  const int64_t total = n * c * spatial; // checked above
   batchNormInferenceKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
                              ctx.stream()>>>(c, spatial, total, x, scale, bias,
                                              mean, var, epsilon, y);
@@ -254,8 +252,8 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                          float *newMean, float *newVar) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormTraining";
-  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
-      kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
       kernel, {{"x", x},
                {"scale", scale},
@@ -265,9 +263,6 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                {"y", y},
                {"newMean", newMean},
                {"newVar", newVar}}));
-  int64_t unused = 0;
-  TRAINC_RETURN_IF_ERROR(
-      ::trainc::rt::checkedProduct(kernel, {n, c, spatial}, unused));
   batchNormTrainingKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
       n, c, spatial, x, scale, bias, runningMean, runningVar, mask, epsilon,
       momentum, y, newMean, newVar, ctx.deviceErrors());
@@ -281,17 +276,14 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                          float *dx, float *dscale, float *dbias) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormBackward";
-  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
-      kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
                                                              {"scale", scale},
                                                              {"dy", dy},
                                                              {"dx", dx},
                                                              {"dscale", dscale},
                                                              {"dbias", dbias}}));
-  int64_t unused = 0;
-  TRAINC_RETURN_IF_ERROR(
-      ::trainc::rt::checkedProduct(kernel, {n, c, spatial}, unused));
   batchNormBackwardKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
       n, c, spatial, x, scale, dy, mask, epsilon, dx, dscale, dbias,
       ctx.deviceErrors());
