@@ -514,28 +514,17 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Value dy = dys[0], x = getInput();
   if (!dy)
     return emitOpError("has no gradient rule for its running statistics");
-  if (getTraining()) {
-    SmallVector<Value> operands = {x, getScale(), dy};
-    if (Value mask = getSampleMask())
-      operands.push_back(mask);
-    auto backward = b.create<BatchNormBackwardOp>(
-        loc, operands, ArrayRef<NamedAttribute>{b.getNamedAttr("epsilon", getEpsilonAttr())});
-    dxs.append({backward.getInputGrad(), backward.getScaleGrad(), backward.getBiasGrad()});
-  } else {
-    // Inference mode is an affine map per channel: y = (x - mean) * a + bias
-    // with a = scale / sqrt(var + eps).
-    int64_t rank = typeOf(x).getRank();
-    SmallVector<int64_t> channelShape(rank, 1);
-    channelShape[1] = typeOf(x).getDimSize(1);
-    auto perChannel = [&](Value v) { return reshapeTo(b, loc, v, channelShape); };
-    Value rstd = rsqrtPlus(b, loc, getVar(), getEpsilon().convertToFloat());
-    Value normalized = mul(b, loc, sub(b, loc, x, perChannel(getMean())), perChannel(rstd));
-    SmallVector<int64_t> axes = {0};
-    axes.append(axisRange(2, rank));
-    dxs.push_back(mul(b, loc, dy, perChannel(mul(b, loc, getScale(), rstd))));
-    dxs.push_back(reduceOver(b, loc, mul(b, loc, dy, normalized), axes, false, false));
-    dxs.push_back(reduceOver(b, loc, dy, axes, false, false));
-  }
+  // The loss phase puts every batch norm of a training step in training
+  // mode (PyTorch's model.train()); a frozen, inference-mode one has no rule.
+  if (!getTraining())
+    return emitOpError("in inference mode has no gradient rule (the loss phase switches "
+                       "batch norms to training mode)");
+  SmallVector<Value> operands = {x, getScale(), dy};
+  if (Value mask = getSampleMask())
+    operands.push_back(mask);
+  auto backward = b.create<BatchNormBackwardOp>(
+      loc, operands, ArrayRef<NamedAttribute>{b.getNamedAttr("epsilon", getEpsilonAttr())});
+  dxs.append({backward.getInputGrad(), backward.getScaleGrad(), backward.getBiasGrad()});
   dxs.append({nullptr, nullptr}); // running statistics
   if (getSampleMask())
     dxs.push_back(nullptr);
