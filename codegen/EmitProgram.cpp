@@ -142,6 +142,14 @@ std::string batchNormDims(ArrayRef<int64_t> x) {
   return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
 }
 
+/// Ops whose result is their first operand's buffer: reshape, and dropout
+/// outside training.
+bool isView(Operation *op) {
+  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+    return !dropout.getTraining();
+  return isa<tc::ReshapeOp>(op);
+}
+
 /// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
 /// broadcast axes.
 std::vector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
@@ -174,6 +182,7 @@ private:
   LogicalResult declareArguments(func::FuncOp func);
   LogicalResult emitOp(Operation *op);
   LogicalResult emitPointwise(Operation *op);
+  LogicalResult emitDropout(tc::DropoutOp op);
   LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
                                 ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
                                 int64_t inBase, ArrayRef<int64_t> outStrides,
@@ -275,6 +284,8 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kLabelAttrName);
     if (!input && func.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName))
       input = StringAttr::get(func.getContext(), "sample_weights");
+    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kDropoutKeyAttrName))
+      input = StringAttr::get(func.getContext(), tc::kDropoutKeyInputName);
     if (input) {
       std::string name = "in" + std::to_string(inputs.size());
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
@@ -549,7 +560,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       continue;
     }
     Value aliased;
-    if (isa<tc::ReshapeOp, tc::DropoutOp>(op))
+    if (isView(op))
       aliased = op->getOperand(0);
     else if (isa<tc::BatchNormOp>(op) && result.getResultNumber() > 0)
       aliased = op->getOperand(result.getResultNumber() + 2);
@@ -558,12 +569,12 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     names[result] = ptr(aliased);
   }
 
-  if (isa<tc::ReshapeOp, tc::DropoutOp>(op))
+  if (isView(op))
     return success(); // views: the result is the operand's buffer
   if (op->hasTrait<tc::OpTrait::Pointwise>())
     return emitPointwise(op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<tc::ReshapeOp, tc::DropoutOp>([](Operation *) { return success(); })
+      .Case([&](tc::DropoutOp o) { return emitDropout(o); })
       .Case([&](tc::MatMulOp o) { return emitMatMul(o); })
       .Case([&](tc::GemmOp o) { return emitGemm(o); })
       .Case([&](tc::ConvOp o) { return emitConv(o); })
@@ -703,6 +714,29 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
       });
+}
+
+/// Training-mode dropout: each element redraws its keep decision from the
+/// step's key (trainc::random), so the gradient's dropout of dy applies the
+/// forward's mask.
+LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
+  Type elem = cast<ShapedType>(op.getType()).getElementType();
+  bool f32 = elem.isF32();
+  float ratio = op.getRatio().convertToFloat();
+  std::string t = cType(elem);
+  std::string code = "  out[i] = trainc::random::dropoutKeeps(key, " +
+                     std::to_string(op.getStream()) + "u, i, " + literal(ratio, true) +
+                     ") ? in[i] * " + literal(1.0 / (1.0 - static_cast<double>(ratio)), f32) +
+                     " : " + t + "(0);\n";
+  std::vector<std::string> comment = {
+      opComment(op), "keeps an element with probability 1 - " + literal(ratio, true) +
+                         " (stream " + std::to_string(op.getStream()) + ")"};
+  std::string name = kernels.addKernel(
+      "dropout", comment, {{t, "in", false}, {"int64_t", "key", false}, {t, "out", true}},
+      countOf(op.getResult()), code);
+  call(name + "(ctx, " + ptr(op.getInput()) + ", " + ptr(op.getKey()) + ", " +
+       ptr(op.getResult()) + ")");
+  return success();
 }
 
 LogicalResult ProgramEmitter::emitPointwise(Operation *op) {

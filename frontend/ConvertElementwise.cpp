@@ -357,7 +357,10 @@ LogicalResult convertDropout(NodeContext &ctx) {
       return ctx.error("input 'ratio' must be a scalar constant known at import time");
     ratio = static_cast<float>(r->real(0));
   }
-  return ctx.emit<tc::DropoutOp>(*x, {ctx.namedF32("ratio", ratio)});
+  // The node's position tells its masks apart from other dropouts' in a
+  // training step.
+  return ctx.emit<tc::DropoutOp>(
+      *x, {ctx.namedF32("ratio", ratio), ctx.namedI64("stream", ctx.nodeIndex())});
 }
 
 } // namespace trainc::frontend

@@ -134,8 +134,8 @@ DenseElementsAttr trainc::frontend::toAttribute(MLIRContext *ctx,
 //===----------------------------------------------------------------------===//
 
 NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
-                         Location loc, int64_t opset)
-    : importer(importer), proto(node), location(loc), version(opset) {}
+                         Location loc, int64_t opset, int64_t index)
+    : importer(importer), proto(node), location(loc), version(opset), index(index) {}
 
 OpBuilder &NodeContext::builder() { return importer.builder; }
 MLIRContext *NodeContext::context() { return &importer.context; }
@@ -620,7 +620,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
                            ? node.op_type() + "_" + std::to_string(i)
                            : node.name();
     Location loc = NameLoc::get(builder.getStringAttr(name));
-    NodeContext ctx(*this, node, loc, *opset);
+    NodeContext ctx(*this, node, loc, *opset, i);
     nodeErrors.clear();
     LogicalResult converted = success();
     for (const std::string &out : node.output())

@@ -33,12 +33,14 @@ inline constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
 class NodeContext {
 public:
   NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
-              mlir::Location loc, int64_t opset);
+              mlir::Location loc, int64_t opset, int64_t index);
 
   const onnx::NodeProto &node() const { return proto; }
   llvm::StringRef opType() const { return proto.op_type(); }
   mlir::Location loc() const { return location; }
   int64_t opset() const { return version; }
+  /// The node's position in the graph's node list.
+  int64_t nodeIndex() const { return index; }
   mlir::OpBuilder &builder();
   mlir::MLIRContext *context();
   /// The folder external data of this model resolves against ("" for a model
@@ -135,6 +137,7 @@ private:
   const onnx::NodeProto &proto;
   mlir::Location location;
   int64_t version;
+  int64_t index;
 };
 
 /// Converts one ONNX node; reports its own errors through NodeContext::error.

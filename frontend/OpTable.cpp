@@ -48,7 +48,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Clip", {convertClip, "tc.clip", 1, Gradient::Yes}},
       {"Gelu", {convertGelu, "tc.gelu", 20, Gradient::Yes}},
       {"LeakyRelu", {convertLeakyRelu, "tc.leaky_relu", 1, Gradient::Yes}},
-      {"Dropout", {convertDropout, "tc.dropout", 1, Gradient::No}},
+      {"Dropout", {convertDropout, "tc.dropout", 1, Gradient::Yes}},
       // Contractions, normalization, pooling, softmax, reductions, losses
       {"MatMul", {convertMatMul, "tc.matmul", 1, Gradient::Yes}},
       {"Gemm", {convertGemm, "tc.gemm", 1, Gradient::Yes}},

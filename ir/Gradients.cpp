@@ -123,10 +123,23 @@ TC_UNARY_GRADIENT(SqrtOp, div(b, loc, mul(b, loc, dy, scalar(b, loc, y, 0.5)), y
 TC_UNARY_GRADIENT(ReciprocalOp, neg(b, loc, mul(b, loc, dy, mul(b, loc, y, y))))
 // d erf(x) = 2 / sqrt(pi) * exp(-x^2)
 TC_UNARY_GRADIENT(ErfOp, mul(b, loc, dy, mul(b, loc, scalar(b, loc, x, 1.1283791670955126), make<ExpOp>(b, loc, neg(b, loc, mul(b, loc, x, x))))))
-// Dropout in a forward (inference) computation is the identity.
-TC_UNARY_GRADIENT(DropoutOp, dy)
-
 #undef TC_UNARY_GRADIENT
+
+// Outside training dropout is the identity. In training the mask is a
+// function of (key, stream, element), so the same dropout of dy applies
+// exactly the forward's mask and scale.
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  Value dy = dys[0];
+  if (!getTraining()) {
+    dxs.push_back(dy);
+    return success();
+  }
+  auto masked = b.create<DropoutOp>(getLoc(), ValueRange{dy, getKey()},
+                                    (*this)->getAttrDictionary().getValue());
+  dxs.append({masked.getResult(), nullptr});
+  return success();
+}
 
 LogicalResult LeakyReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {

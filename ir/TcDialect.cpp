@@ -33,7 +33,8 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
       return op->emitError() << "'" << attr.getName().getValue() << "' must be a name";
     return success();
   }
-  if (attr.getName() == trainc::tc::kSampleWeightsAttrName) {
+  if (attr.getName() == trainc::tc::kSampleWeightsAttrName ||
+      attr.getName() == trainc::tc::kDropoutKeyAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' is a unit attribute";
     return success();

@@ -212,10 +212,26 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   float ratio = getRatio().convertToFloat();
   if (!(ratio >= 0.0f && ratio < 1.0f))
     return emitOpError("ratio must be in [0, 1), got ") << ratio;
+  if (getTraining() != static_cast<bool>(getKey()))
+    return emitOpError(getTraining() ? "in training needs a key operand [seed, step]"
+                                     : "outside training takes no key operand");
+  if (Value key = getKey()) {
+    auto type = cast<RankedTensorType>(key.getType());
+    if (type.getShape() != ArrayRef<int64_t>{2})
+      return emitOpError("key must be tensor<2xi64> [seed, step], got ") << type;
+  }
+  if (getStream() > UINT32_MAX)
+    return emitOpError("stream must be in [0, 2^32), got ") << getStream();
   return success();
 }
 

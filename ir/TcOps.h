@@ -46,6 +46,11 @@ inline constexpr llvm::StringLiteral kOutputAttrName = "tc.output";
 /// weights (a unit attribute).
 inline constexpr llvm::StringLiteral kLabelAttrName = "tc.label";
 inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights";
+/// Argument attribute (unit) of the training step's dropout key [seed, step],
+/// which the trainer fills before each step; the input is named
+/// kDropoutKeyInputName.
+inline constexpr llvm::StringLiteral kDropoutKeyAttrName = "tc.dropout_key";
+inline constexpr llvm::StringLiteral kDropoutKeyInputName = "dropout_key";
 
 } // namespace trainc::tc
 

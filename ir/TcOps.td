@@ -115,12 +115,36 @@ def Tc_ClipOp : Tc_UnaryOp<"clip", Tc_FloatTensor,
       OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max);
 }
 
-def Tc_DropoutOp : Tc_UnaryOp<"dropout", Tc_FloatTensor,
-    "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  // Not Pure in spirit: in a training step it draws random numbers. It is kept
-  // free of side effects here so that an unused dropout can still be removed.
+def Tc_DropoutOp : Tc_Op<"dropout", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)";
+  let description = [{
+    Outside training (`training = false`, what the importer creates) dropout
+    is the identity and the result aliases the operand.
+
+    In a training step (`training = true`, set by the loss phase) element `i`
+    is kept, and scaled by 1/(1-ratio), unless word `i % 4` of
+    Philox4x32-10(counter = [i / 4, stream, step low, step high],
+    key = [seed low, seed high]), taken as (word >> 8) * 2^-24, is below
+    `ratio`. `key` holds [seed, step]; `stream` tells the dropouts of one
+    step apart (the importer uses the ONNX node's position in the graph).
+    The mask is a function of (key, stream, i), so the gradient is the same
+    dropout applied to the result gradient: no mask is stored, and the CPU
+    and CUDA targets draw the same masks. Pure: equal operands and
+    attributes give equal results.
+
+    ```mlir
+    %y = tc.dropout %x {ratio = 1.000000e-01 : f32} : tensor<4x8xf32>
+    %t = tc.dropout %x, %key {ratio = 1.000000e-01 : f32, stream = 3 : i64, training = true}
+        : tensor<4x8xf32>, tensor<2xi64>
+    ```
+  }];
   let arguments = (ins Tc_FloatTensor:$input,
-      DefaultValuedAttr<F32Attr, "0.5">:$ratio);
+      Optional<StaticShapeTensorOf<[I64]>>:$key,
+      DefaultValuedAttr<F32Attr, "0.5">:$ratio,
+      DefaultValuedAttr<BoolAttr, "false">:$training,
+      DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$input (`,` $key^)? attr-dict `:` type($input) (`,` type($key)^)?";
   let hasVerifier = 1;
 }
 

@@ -129,6 +129,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     for (BlockArgument arg : loss.getArguments())
       if (loss.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName))
         weights = arg;
+    dropoutTraining(loss, b);
     llvm::StringSet<> updated;
     WalkResult walk = loss.walk([&](tc::BatchNormOp bn) {
       bn.setTrainingAttr(b.getBoolAttr(true));
@@ -161,6 +162,32 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       return WalkResult::advance();
     });
     return failure(walk.wasInterrupted());
+  }
+
+  /// Every dropout that drops something draws its mask from the step's key
+  /// [seed, step], a new input after the data, label and weight inputs.
+  void dropoutTraining(func::FuncOp loss, OpBuilder &b) {
+    SmallVector<tc::DropoutOp> dropouts;
+    loss.walk([&](tc::DropoutOp d) {
+      if (!d.getTraining() && !d.getRatio().isZero())
+        dropouts.push_back(d);
+    });
+    if (dropouts.empty())
+      return;
+    unsigned at = 0;
+    while (at < loss.getNumArguments() &&
+           (loss.getArgAttr(at, tc::kInputAttrName) || loss.getArgAttr(at, tc::kLabelAttrName) ||
+            loss.getArgAttr(at, tc::kSampleWeightsAttrName)))
+      ++at;
+    (void)loss.insertArgument(
+        at, RankedTensorType::get({2}, b.getI64Type()),
+        b.getDictionaryAttr(b.getNamedAttr(tc::kDropoutKeyAttrName, b.getUnitAttr())),
+        loss.getLoc());
+    Value key = loss.getArgument(at);
+    for (tc::DropoutOp d : dropouts) {
+      d.setTrainingAttr(b.getBoolAttr(true));
+      d.getKeyMutable().assign(key);
+    }
   }
 
   /// Adds the label and weight inputs and returns the weighted mean loss.

@@ -70,7 +70,10 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     switches to batch statistics over the samples with a non-zero weight and
     its updated running statistics are appended as results
     `{tc.output = "<name>", tc.update = @<name>}` that write the parameters
-    back. Two batch norms sharing a running statistic are an error.
+    back. Two batch norms sharing a running statistic are an error. Every
+    `tc.dropout` with a non-zero ratio switches to training mode and reads a
+    new input `{tc.dropout_key}` (tensor<2xi64>, [seed, step], named
+    `dropout_key`) that the trainer sets before each step.
 
     The loss is the weighted mean over samples of each sample's mean loss,
     sum_i w_i l_i / (sum_i w_i * M) for M loss elements per sample: with

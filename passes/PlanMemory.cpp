@@ -34,7 +34,8 @@ Value aliasedOperand(OpResult result) {
   if (isa<tc::ReshapeOp>(op))
     return op->getOperand(0);
   if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    return dropout.getInput(); // inference: identity
+    if (!dropout.getTraining())
+      return dropout.getInput(); // inference: identity
   if (auto bn = dyn_cast<tc::BatchNormOp>(op))
     if (!bn.getTraining() && result.getResultNumber() > 0)
       return op->getOperand(result.getResultNumber() + 2);

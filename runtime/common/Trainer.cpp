@@ -117,12 +117,16 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");
 
-  // The step's inputs, all but the per-sample weights, come from files.
+  // The step's inputs come from files, except the per-sample weights and
+  // the dropout key [seed, step], which the trainer sets.
   std::vector<TensorInfo> fileInputs;
-  int weightsIndex = -1;
+  int weightsIndex = -1, keyIndex = -1;
   for (int i = 0; i < train->numInputs; ++i) {
-    if (std::string(train->inputs[i].name) == "sample_weights")
+    std::string name = train->inputs[i].name;
+    if (name == "sample_weights")
       weightsIndex = i;
+    else if (name == "dropout_key")
+      keyIndex = i;
     else
       fileInputs.push_back(train->inputs[i]);
   }
@@ -325,6 +329,11 @@ Status runTraining(const Program &program, const TrainOptions &options) {
           std::fill(weights.begin(), weights.begin() + count, 1.0f);
           TRAINC_RETURN_IF_ERROR(
               context->copyToDevice(inputPtrs[i], weights.data(), weights.size() * 4));
+        } else if (i == keyIndex) {
+          // Dropout masks are a function of the seed and the step number, so
+          // a resumed run draws the masks the uninterrupted run drew.
+          const int64_t key[2] = {static_cast<int64_t>(options.seed), step + 1};
+          TRAINC_RETURN_IF_ERROR(context->copyToDevice(inputPtrs[i], key, sizeof(key)));
         } else {
           TRAINC_RETURN_IF_ERROR(
               context->copyToDevice(inputPtrs[i], staging[f].data(), staging[f].size()));

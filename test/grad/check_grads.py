@@ -17,7 +17,9 @@ gradient; float32, batch 4, deterministic seeds):
 Some models are run a second time with sample_weights [1, 1, 1, 0] and compared
 with PyTorch on the first three samples only (the padding mechanism). Batch
 norm models also compare the updated running statistics with PyTorch's
-buffers after the same model.train() forward.
+buffers after the same model.train() forward. Dropout models also write
+DIR/dropout_key.npy; their PyTorch reference applies the masks trainc draws for
+that key (test/pylib/philox.py, written from the tc.dropout spec).
 
 A model that does not compile or run is one FAIL line with the first line of
 the error. Prints one line per check and a closing 'N passed, N failed'.
@@ -42,6 +44,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import philox  # noqa: E402
+
 RTOL = 1e-4
 ATOL = 1e-5
 BATCH = 4
@@ -65,6 +70,24 @@ class Lambda(nn.Module):
 
     def forward(self, x):
         return self.fn(self, x)
+
+
+class MaskedDropout(nn.Module):
+    """nn.Dropout(p) that exports as an ONNX Dropout; in the PyTorch reference
+    it applies trainc's mask for the step (mask_fn, set by the harness)."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+        self.mask_fn = None
+
+    def forward(self, x):
+        if self.mask_fn is None:
+            return F.dropout(x, self.p, training=True)
+        # The mask covers the whole compiled batch; a weighted run compares
+        # the first samples only.
+        mask = self.mask_fn((BATCH,) + tuple(x.shape[1:]))
+        return x * torch.from_numpy(mask[:x.shape[0]])
 
 
 def param(*shape, scale=1.0):
@@ -223,6 +246,13 @@ MODELS = [
           lambda: Lambda(lambda m, x: (lambda p: p[0] * torch.sigmoid(p[1][:, :3]))(
               m.fc(x).split([3, 4], dim=1)), fc=nn.Linear(5, 7)),
           (5,), "mse"),
+    Model("dropout", "Dropout 0.3 in training between two Linears (trainc's mask in PyTorch)",
+          lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), MaskedDropout(0.3), nn.Linear(8, 3)),
+          (6,), "mse", weighted=True),
+    Model("dropout_two", "two Dropouts (0.5 on a conv map, 0.2 on logits): distinct masks",
+          lambda: nn.Sequential(nn.Conv2d(2, 3, 3), MaskedDropout(0.5), nn.Flatten(),
+                                nn.Linear(27, 4), MaskedDropout(0.2)),
+          (2, 5, 5), "cross-entropy"),
 ]
 
 
@@ -334,9 +364,11 @@ def run_program(prog, data, out):
     return None
 
 
-def write_data(data, x, label, weights):
+def write_data(data, x, label, weights, dropout_key=None):
     shutil.rmtree(data, ignore_errors=True)
     os.makedirs(data)
+    if dropout_key is not None:
+        np.save(os.path.join(data, "dropout_key.npy"), np.asarray(dropout_key, np.int64))
     np.save(os.path.join(data, "x.npy"),
             x.numpy() if x.dtype == torch.int64 else x.numpy().astype(np.float32))
     lab = label.numpy()
@@ -444,13 +476,29 @@ def check_model(trainc, work, model, index, check, forward_only):
               % (model.name, model.loss, " ".join(ops), err))
         return
 
-    initial = {t.name: numpy_helper.to_array(t) for t in onnx.load(onnx_path).graph.initializer}
+    graph = onnx.load(onnx_path).graph
+    initial = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    # Dropout: the step draws its masks from the key [seed, step]; PyTorch
+    # applies the same masks (the k-th Dropout node is the k-th dropout module
+    # run, and its stream is its node position).
+    dropout_key = None
+    dropouts = [m for m in module.modules() if isinstance(m, MaskedDropout)]
+    if dropouts:
+        dropout_key = (9000 + index, 3)
+        streams = [i for i, n in enumerate(graph.node) if n.op_type == "Dropout"]
+        if len(streams) != len(dropouts):
+            check(False, "%s export: %d Dropout nodes for %d dropout modules"
+                  % (model.name, len(streams), len(dropouts)))
+            return
+        for m, stream in zip(dropouts, streams):
+            m.mask_fn = (lambda p, s: lambda shape: philox.dropout_scale_mask(
+                shape, p, dropout_key[0], dropout_key[1], s))(m.p, stream)
     runs = [("", np.ones(BATCH), BATCH)]
     if model.weighted:
         runs.append((" weights [1,1,1,0]", np.array([1, 1, 1, 0]), BATCH - 1))
     for suffix, weights, samples in runs:
         tag = model.name + suffix
-        write_data(data, x, label, weights)
+        write_data(data, x, label, weights, dropout_key)
         err = run_program(prog, data, out)
         if err:
             check(False, "%s runs: %s" % (tag, err))

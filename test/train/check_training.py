@@ -9,7 +9,9 @@ ONNX initial weights, against PyTorch's model.train() loop on the same data,
 batches and hyperparameters. The sample count leaves a short last batch, so
 the per-sample weights are exercised. Compared: the loss of every step
 (--log) and the final weights (--save-params), within rtol 1e-4 / atol 1e-5.
-Prints one line per check and 'N passed, N failed'.
+A dropout MLP is compared with PyTorch applying trainc's masks
+(test/pylib/philox.py), and resumed bit-exactly. Prints one line per check and
+'N passed, N failed'.
 """
 import json
 import os
@@ -20,6 +22,9 @@ import numpy as np
 import onnx
 import torch
 from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+import philox  # noqa: E402
 
 torch.set_num_threads(2)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -259,6 +264,100 @@ def check_zoo_training(trainc, work, check):
                   % (tag, len(theirs), err))
             compare_states(check, tag, saved, {k: v.detach().numpy()
                                                for k, v in net.state_dict().items()})
+
+
+class DropoutMlp(torch.nn.Module):
+    """Linear, ReLU, Dropout(0.2), Linear, Dropout(0.1). Exported, the dropouts
+    are ONNX Dropout nodes; in PyTorch they apply trainc's masks for the
+    current step (philox.dropout_scale_mask over the compiled batch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(64, 32), torch.nn.Linear(32, 10)
+        self.ratios, self.streams, self.key = (0.2, 0.1), None, None
+
+    def drop(self, h, k):
+        if self.key is None:  # exporting
+            return torch.nn.functional.dropout(h, self.ratios[k], training=True)
+        mask = philox.dropout_scale_mask((BATCH,) + tuple(h.shape[1:]), self.ratios[k],
+                                         self.key[0], self.key[1], self.streams[k])
+        return h * torch.from_numpy(mask[:h.shape[0]])
+
+    def forward(self, x):
+        return self.drop(self.fc2(self.drop(torch.relu(self.fc1(x)), 0)), 1)
+
+
+def check_dropout_training(trainc, work, check, data, x, y):
+    """Dropout in the step against PyTorch with the same masks (the trainer's
+    key is [--seed, step number]), SGD with momentum for 2 epochs; and a
+    resumed run draws the masks of the uninterrupted one (bit-identical)."""
+    torch.manual_seed(3)
+    net = DropoutMlp()
+    path = os.path.join(work, "dropout_mlp.onnx")
+    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+    graph = onnx.load(path).graph
+    net.streams = [i for i, n in enumerate(graph.node) if n.op_type == "Dropout"]
+    init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    prog = os.path.join(work, "dropout_mlp")
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--batch-size=%d" % BATCH,
+                            "--loss=cross-entropy", "--optimizer=sgd", "-o", prog],
+                           capture_output=True, text=True)
+    if build.returncode != 0 or len(net.streams) != 2:
+        check(False, "dropout mlp compiles (%d Dropout nodes): %s"
+              % (len(net.streams), build.stderr.strip()[:300]))
+        return
+    seed = 11
+    common = ["--data", data, "--lr", "0.1", "--momentum", "0.9", "--seed", str(seed)]
+    log, saved = os.path.join(work, "dropout.jsonl"), os.path.join(work, "dropout.params")
+    run = subprocess.run([prog] + common + ["--epochs", str(EPOCHS), "--no-shuffle", "--log", log,
+                                            "--save-params", saved],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "dropout mlp trains: %s" % run.stderr.strip()[:300])
+        return
+    ours = [json.loads(line)["loss"] for line in open(log)]
+    for name, p in net.named_parameters():
+        p.data = torch.tensor(init[name])
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    theirs, step = [], 0
+    for _ in range(EPOCHS):
+        for first in range(0, SAMPLES, BATCH):
+            step += 1
+            net.key = (seed, step)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(
+                net(torch.tensor(x[first:first + BATCH])), torch.tensor(y[first:first + BATCH]))
+            loss.backward()
+            optimizer.step()
+            theirs.append(float(loss))
+    werr = max(float(np.abs(np.load(os.path.join(saved, n + ".npy")) - p.detach().numpy()).max())
+               for n, p in net.named_parameters())
+    err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
+    check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+          and werr < 1e-4,
+          "dropout mlp sgd: loss of each of %d steps (max abs error %.3g) and final weights "
+          "(max abs error %.3g) match PyTorch with trainc's masks" % (len(theirs), err, werr))
+    # Resume: 3 steps with a checkpoint, then resumed to step 8 (shuffled),
+    # against 8 uninterrupted steps.
+    full, resumed = os.path.join(work, "dropout.full"), os.path.join(work, "dropout.resumed")
+    ck = os.path.join(work, "dropout.ck")
+    runs = [common + ["--steps", "8", "--save-params", full],
+            common + ["--steps", "3", "--checkpoint-dir", ck, "--checkpoint-every", "3"],
+            common + ["--steps", "8", "--checkpoint-dir", ck, "--resume", "--save-params", resumed]]
+    for flags in runs:
+        run = subprocess.run([prog] + flags, capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "dropout mlp resume run %s: %s" % (" ".join(flags[-4:]),
+                                                            run.stderr.strip()[:300]))
+            return
+    same = all(np.array_equal(np.load(os.path.join(full, n + ".npy")),
+                              np.load(os.path.join(resumed, n + ".npy")))
+               for n, _ in net.named_parameters())
+    check(same, "dropout mlp: a run resumed at step 3 ends bit-identical to an uninterrupted "
+                "one (%s)" % ("identical" if same else "DIFFERENT"))
 
 
 def main():
@@ -504,6 +603,7 @@ def main():
               "mlp %s: losses and final weights match PyTorch (max weight error %.3g; %s)"
               % (name, werr, detail))
 
+    check_dropout_training(trainc, work, check, data, x, y)
     check_zoo_training(trainc, work, check)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
     if os.path.exists("/usr/local/cuda/bin/nvcc"):

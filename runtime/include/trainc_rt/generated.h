@@ -12,6 +12,7 @@
 #include "trainc_rt/device.h"
 #include "trainc_rt/kernels.h"
 #include "trainc_rt/program.h"
+#include "trainc_rt/random.h"
 
 #include <cmath>
 #include <cstdint>

@@ -138,6 +138,38 @@ func.func @dropout_ratio_nan(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @dropout_training_without_key(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tc.dropout' op in training needs a key operand [seed, step]}}
+  %0 = tc.dropout %x {training = true} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_key_outside_training(%x: tensor<4xf32>, %k: tensor<2xi64>) {
+  // expected-error @+1 {{'tc.dropout' op outside training takes no key operand}}
+  %0 = tc.dropout %x, %k : tensor<4xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @dropout_key_shape(%x: tensor<4xf32>, %k: tensor<3xi64>) {
+  // expected-error @+1 {{'tc.dropout' op key must be tensor<2xi64> [seed, step], got 'tensor<3xi64>'}}
+  %0 = tc.dropout %x, %k {training = true} : tensor<4xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @dropout_stream_range(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tc.dropout' op stream must be in [0, 2^32), got}}
+  %0 = tc.dropout %x {stream = -1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @leaky_relu_bad_alpha(%x: tensor<4xf32>) {
   // expected-error @+1 {{'tc.leaky_relu' op attribute 'alpha' failed to satisfy constraint: 32-bit float attribute}}
   %0 = tc.leaky_relu %x {alpha = 1 : i64} : tensor<4xf32>

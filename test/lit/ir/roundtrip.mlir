@@ -104,7 +104,7 @@ func.func @unary(%f: tensor<4x8xf32>, %i: tensor<3xi64>, %j: tensor<2x2xi32>,
 
 // Unary ops with attributes. Default-valued attributes are not printed.
 // CHECK-LABEL: func.func @unary_attrs
-// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>)
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32>, %[[K:[^:]+]]: tensor<2xi64>)
 // CHECK: tc.gelu %[[X]] : tensor<4x8xf32>
 // CHECK: tc.gelu %[[X]] {approximate = "tanh"} : tensor<4x8xf32>
 // CHECK: tc.leaky_relu %[[X]] : tensor<4x8xf32>
@@ -115,7 +115,8 @@ func.func @unary(%f: tensor<4x8xf32>, %i: tensor<3xi64>, %j: tensor<2x2xi32>,
 // CHECK: tc.dropout %[[X]] : tensor<4x8xf32>
 // CHECK: tc.dropout %[[X]] {ratio = 1.000000e-01 : f32} : tensor<4x8xf32>
 // CHECK: tc.dropout %[[X]] {ratio = 0.000000e+00 : f32} : tensor<4x8xf32>
-func.func @unary_attrs(%x: tensor<4x8xf32>) {
+// CHECK: tc.dropout %[[X]], %[[K]] {ratio = 1.000000e-01 : f32, stream = 3 : i64, training = true} : tensor<4x8xf32>, tensor<2xi64>
+func.func @unary_attrs(%x: tensor<4x8xf32>, %k: tensor<2xi64>) {
   %0 = tc.gelu %x : tensor<4x8xf32>
   %1 = tc.gelu %x {approximate = "tanh"} : tensor<4x8xf32>
   %2 = tc.leaky_relu %x : tensor<4x8xf32>
@@ -126,6 +127,7 @@ func.func @unary_attrs(%x: tensor<4x8xf32>) {
   %7 = tc.dropout %x : tensor<4x8xf32>
   %8 = tc.dropout %x {ratio = 0.1 : f32} : tensor<4x8xf32>
   %9 = tc.dropout %x {ratio = 0.0 : f32} : tensor<4x8xf32>
+  %10 = tc.dropout %x, %k {ratio = 0.1 : f32, stream = 3 : i64, training = true} : tensor<4x8xf32>, tensor<2xi64>
   return
 }
 

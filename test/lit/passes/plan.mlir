@@ -77,3 +77,16 @@ func.func @aligned(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
   %1 = tc.neg %x : tensor<3xf32>
   return %0, %1 : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A training dropout computes its result (no view); an inference dropout is a
+// view of its operand.
+// CHECK-LABEL: func.func @dropouts
+// CHECK: tc.dropout %arg0 {tc.offsets = array<i64: -1>}
+// CHECK: tc.dropout %arg0, %arg1 {tc.offsets = array<i64: 0>, training = true}
+func.func @dropouts(%x: tensor<2x64xf32>, %k: tensor<2xi64>) -> (tensor<2x64xf32>, tensor<2x64xf32>) {
+  %0 = tc.dropout %x : tensor<2x64xf32>
+  %1 = tc.dropout %x, %k {training = true} : tensor<2x64xf32>, tensor<2xi64>
+  return %0, %1 : tensor<2x64xf32>, tensor<2x64xf32>
+}
