@@ -607,7 +607,8 @@ def main():
     check_zoo_training(trainc, work, check)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
     if os.path.exists("/usr/local/cuda/bin/nvcc"):
-        targets = [("digits mlp", model_path, [])] + [
+        targets = [("digits mlp", model_path, []),
+                   ("dropout mlp", os.path.join(work, "dropout_mlp.onnx"), [])] + [
             ("zoo " + n, os.path.join(work, n + "_train.onnx"),
              ["--class-axis=-1"] if n == "gpt" else [])
             for n in ("mlp", "lenet", "resnet18", "gpt")]
