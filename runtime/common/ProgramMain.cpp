@@ -55,7 +55,7 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "usage: %s --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
       "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
       "          [--clip-grad-norm X]\n"
-      "          [--seed S] [--no-shuffle] [--save-params DIR] [--log FILE]\n"
+      "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
       "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
       "          [--resume]] [--params DIR]\n"
       "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
@@ -169,6 +169,14 @@ Status parseArgs(int argc, char **argv, Options &options) {
     } else if (arg == "--no-shuffle") {
       TRAINC_RETURN_IF_ERROR(noValue());
       options.train.shuffle = false;
+    } else if (arg == "--workers") {
+      std::string text;
+      TRAINC_RETURN_IF_ERROR(takeValue(text));
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (*end != '\0' || v < 0 || v > 64)
+        return Status::error("--workers needs an integer in [0, 64], got '" + text + "'");
+      options.train.workers = static_cast<int>(v);
     } else if (arg == "--checkpoint-every") {
       std::string text;
       TRAINC_RETURN_IF_ERROR(takeValue(text));
@@ -334,6 +342,13 @@ Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {
   void *ptr = nullptr;
   TRAINC_RETURN_IF_ERROR(context.allocate(&ptr, bytes));
   result = DevicePtr(ptr, DeviceFree{&context});
+  return Status();
+}
+
+Status allocatePinned(Context &context, size_t bytes, HostPtr &result) {
+  void *ptr = nullptr;
+  TRAINC_RETURN_IF_ERROR(context.allocateHost(&ptr, bytes));
+  result = HostPtr(ptr, HostFree{&context});
   return Status();
 }
 

@@ -37,6 +37,17 @@ struct DeviceFree {
 using DevicePtr = std::unique_ptr<void, DeviceFree>;
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result);
 
+/// Pinned host memory that returns itself to its Context.
+struct HostFree {
+  Context *context;
+  void operator()(void *ptr) const {
+    if (context)
+      context->deallocateHost(ptr);
+  }
+};
+using HostPtr = std::unique_ptr<void, HostFree>;
+Status allocatePinned(Context &context, size_t bytes, HostPtr &result);
+
 /// Allocates the parameters and constants on the device with their initial
 /// values: from the program's blob, or, for parameters, from
 /// `paramsDir/<name>.npy` (as --save-params writes them) when it is set.
@@ -68,6 +79,9 @@ struct TrainOptions {
   double gamma = 0.1, minLr = -1.0;
   uint64_t seed = 0;
   bool shuffle = true;
+  /// Threads that copy batches into pinned buffers ahead of the step (0:
+  /// the training loop copies them itself).
+  int workers = 1;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

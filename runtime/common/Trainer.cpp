@@ -3,10 +3,14 @@
 // Epochs over memory-mapped .npy data, shuffled per epoch from the seed,
 // batched at the compiled size; the short last batch is trained on with
 // per-sample weight 0 on its padding rows, so it is neither dropped nor
-// over-weighted. Hyperparameters are device scalars set before each step.
+// over-weighted. Worker threads fill upcoming batches into pinned buffers;
+// each step's inputs and hyperparameters go up in one asynchronous copy, and
+// the loss comes back one step late, so the host never waits inside a step
+// (see the pipeline comment in runTraining).
 //
 //===----------------------------------------------------------------------===//
 
+#include "BatchLoader.h"
 #include "Checkpoint.h"
 #include "ProgramSupport.h"
 
@@ -15,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <numeric>
 #include <random>
@@ -80,18 +85,120 @@ struct Hyper {
   }
 };
 
-/// Copies the rows `order[first, first + count)` of each array into one
-/// batch-sized host buffer per input, zero-padding the rest.
-void gatherRows(const std::vector<NpyArray> &arrays, const std::vector<uint64_t> &rowBytes,
-                const std::vector<int64_t> &order, int64_t first, int64_t count, int64_t batch,
-                std::vector<std::vector<char>> &staging) {
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    char *dst = staging[i].data();
-    const char *src = static_cast<const char *>(arrays[i].data());
-    for (int64_t r = 0; r < count; ++r)
-      std::memcpy(dst + r * rowBytes[i], src + order[first + r] * rowBytes[i], rowBytes[i]);
-    std::memset(dst + count * rowBytes[i], 0, (batch - count) * rowBytes[i]);
+/// Where one step's inputs and hyperparameters lie in a step slot: one
+/// block, so that a single upload carries everything a step reads.
+struct SlotLayout {
+  std::vector<uint64_t> inputs, hypers;
+  uint64_t bytes = 0;
+};
+
+SlotLayout slotLayout(const TrainStep &train) {
+  SlotLayout layout;
+  auto place = [&](uint64_t size) {
+    uint64_t at = layout.bytes;
+    layout.bytes += (size + 255) / 256 * 256;
+    return at;
+  };
+  for (int i = 0; i < train.numInputs; ++i)
+    layout.inputs.push_back(place(tensorBytes(train.inputs[i])));
+  for (int i = 0; i < train.numHypers; ++i)
+    layout.hypers.push_back(place(4));
+  layout.bytes = std::max<uint64_t>(layout.bytes, 256);
+  return layout;
+}
+
+/// Held-out data: the forward pass's loss and accuracy of output 0 as class
+/// scores [N, C] against DIR/label.npy.
+struct EvalSet {
+  std::vector<NpyArray> arrays;
+  NpyArray labels;
+  int64_t samples = 0, classes = 0;
+  std::vector<BatchField> fields;
+  std::vector<DevicePtr> inputs, outputs;
+  std::vector<void *> inputPtrs, outputPtrs;
+  std::vector<char> staging;
+  std::vector<int64_t> order;
+};
+
+Status openEvalSet(Context &context, const Program &program, const std::string &dir,
+                   EvalSet &set) {
+  TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, program.inputs, program.numInputs, set.arrays,
+                                          set.samples));
+  TRAINC_RETURN_IF_ERROR(NpyArray::open(dir + "/label.npy", set.labels));
+  if (set.labels.dtype() != DType::I64 || set.labels.shape().size() != 1 ||
+      set.labels.shape()[0] != set.samples)
+    return Status::error(dir + "/label.npy must be int64 [" + std::to_string(set.samples) + "]");
+  const TensorInfo &out = program.outputs[0];
+  if (program.numOutputs < 1 || out.rank != 2 || out.dtype != DType::F32)
+    return Status::error("evaluation needs class scores [N, C] as the first output");
+  set.classes = out.shape[1];
+  const int64_t *truth = static_cast<const int64_t *>(set.labels.data());
+  for (int64_t r = 0; r < set.samples; ++r)
+    if (truth[r] < 0 || truth[r] >= set.classes)
+      return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
+                           std::to_string(r) + " is outside [0, " +
+                           std::to_string(set.classes) + ")");
+  uint64_t bytes = 0;
+  for (int i = 0; i < program.numInputs; ++i) {
+    set.fields.push_back({&set.arrays[i], tensorBytes(program.inputs[i], 1), bytes});
+    bytes += tensorBytes(program.inputs[i]);
+    set.inputs.emplace_back(nullptr, DeviceFree{&context});
+    TRAINC_RETURN_IF_ERROR(
+        allocateDevice(context, tensorBytes(program.inputs[i]), set.inputs.back()));
+    set.inputPtrs.push_back(set.inputs.back().get());
   }
+  for (int i = 0; i < program.numOutputs; ++i) {
+    set.outputs.emplace_back(nullptr, DeviceFree{&context});
+    TRAINC_RETURN_IF_ERROR(
+        allocateDevice(context, tensorBytes(program.outputs[i]), set.outputs.back()));
+    set.outputPtrs.push_back(set.outputs.back().get());
+  }
+  set.staging.resize(bytes);
+  set.order.resize(set.samples);
+  std::iota(set.order.begin(), set.order.end(), 0);
+  return Status();
+}
+
+/// Runs the forward pass (model.eval()) over the held-out set.
+Status evaluate(Context &context, const Program &program, EvalSet &set,
+                const std::vector<void *> &params, char *arena, double &loss,
+                double &accuracy) {
+  const int64_t batch = program.batchSize;
+  ForwardArgs forward{set.inputPtrs.data(), set.outputPtrs.data(), params.data(), arena};
+  std::vector<float> scores(batch * set.classes);
+  const int64_t *truth = static_cast<const int64_t *>(set.labels.data());
+  int64_t correct = 0;
+  double total = 0;
+  for (int64_t first = 0; first < set.samples; first += batch) {
+    int64_t count = std::min(batch, set.samples - first);
+    fillBatch(set.fields, batch, set.order.data(), first, count, set.staging.data());
+    for (int i = 0; i < program.numInputs; ++i)
+      TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
+                                                  set.staging.data() + set.fields[i].offset,
+                                                  tensorBytes(program.inputs[i])));
+    TRAINC_RETURN_IF_ERROR(program.forward(context, forward));
+    TRAINC_RETURN_IF_ERROR(
+        context.copyToHost(scores.data(), set.outputPtrs[0], scores.size() * 4));
+    for (int64_t r = 0; r < count; ++r) {
+      const float *row = scores.data() + r * set.classes;
+      int64_t label = truth[first + r];
+      correct += std::max_element(row, row + set.classes) - row == label;
+      double maxv = *std::max_element(row, row + set.classes), sum = 0;
+      for (int64_t c = 0; c < set.classes; ++c)
+        sum += std::exp(row[c] - maxv);
+      total += std::log(sum) + maxv - row[label];
+    }
+  }
+  loss = total / set.samples;
+  accuracy = static_cast<double>(correct) / set.samples;
+  return Status();
+}
+
+std::string clockText(double seconds) {
+  long long s = static_cast<long long>(std::max(0.0, seconds) + 0.5);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return text;
 }
 
 } // namespace
@@ -120,15 +227,18 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // The step's inputs come from files, except the per-sample weights and
   // the dropout key [seed, step], which the trainer sets.
   std::vector<TensorInfo> fileInputs;
+  std::vector<int> fileIndex; // of each file input among the step's inputs
   int weightsIndex = -1, keyIndex = -1;
   for (int i = 0; i < train->numInputs; ++i) {
     std::string name = train->inputs[i].name;
-    if (name == "sample_weights")
+    if (name == "sample_weights") {
       weightsIndex = i;
-    else if (name == "dropout_key")
+    } else if (name == "dropout_key") {
       keyIndex = i;
-    else
+    } else {
       fileInputs.push_back(train->inputs[i]);
+      fileIndex.push_back(i);
+    }
   }
   if (weightsIndex < 0)
     return Status::error("the training step has no sample_weights input");
@@ -153,8 +263,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // Device state.
   std::unique_ptr<Context> context;
   TRAINC_RETURN_IF_ERROR(createContext(context));
-  std::vector<DevicePtr> params, states, inputs;
-  std::vector<void *> paramPtrs, statePtrs, inputPtrs, hyperPtrs;
+  std::vector<DevicePtr> params, states;
+  std::vector<void *> paramPtrs, statePtrs;
   TRAINC_RETURN_IF_ERROR(
       uploadParams(*context, program, options.paramsDir, params, paramPtrs));
   for (int i = 0; i < train->numStates; ++i) {
@@ -164,32 +274,61 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     TRAINC_RETURN_IF_ERROR(context->fill(states.back().get(), 0, bytes));
     statePtrs.push_back(states.back().get());
   }
-  std::vector<uint64_t> rowBytes;
-  for (int i = 0; i < train->numInputs; ++i) {
-    inputs.emplace_back(nullptr, DeviceFree{context.get()});
-    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, tensorBytes(train->inputs[i]), inputs.back()));
-    inputPtrs.push_back(inputs.back().get());
-  }
-  for (const TensorInfo &t : fileInputs)
-    rowBytes.push_back(tensorBytes(t, 1));
-  DevicePtr hypers(nullptr, DeviceFree{context.get()}), loss(nullptr, DeviceFree{context.get()}),
-      arena(nullptr, DeviceFree{context.get()});
-  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, 256 * std::max(train->numHypers, 1), hypers));
-  for (int i = 0; i < train->numHypers; ++i)
-    hyperPtrs.push_back(static_cast<char *>(hypers.get()) + 256 * i);
-  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, 256, loss));
+  DevicePtr arena(nullptr, DeviceFree{context.get()});
   // Forward (evaluation) and training step never run at once: one arena.
   TRAINC_RETURN_IF_ERROR(allocateDevice(
       *context, std::max(program.arenaBytes, train->arenaBytes), arena));
-  TrainArgs args{inputPtrs.data(), hyperPtrs.data(), paramPtrs.data(), statePtrs.data(),
-                 loss.get(), static_cast<char *>(arena.get())};
+  EvalSet evalSet;
+  if (!options.evalDir.empty())
+    TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, evalSet));
 
-  std::vector<std::vector<char>> staging(fileInputs.size());
-  for (size_t i = 0; i < fileInputs.size(); ++i)
-    staging[i].resize(tensorBytes(fileInputs[i]));
-  std::vector<float> weights(batch), hostHypers(train->numHypers);
+  // The pipeline. A step's inputs (data, labels, sample weights, dropout
+  // key) and hyperparameters form one slot. Workers fill the data of
+  // upcoming batches into pinned host slots; the loop completes a slot,
+  // uploads it on the upload queue into one of two device slots, and queues
+  // the step behind that upload. While step k runs, the loop reads back the
+  // loss of step k - 1 and prepares step k + 1: the host never waits inside
+  // a step, and a device slot is overwritten only after the step two back,
+  // which read it, is done.
+  const SlotLayout layout = slotLayout(*train);
+  constexpr int kDeviceSlots = 2;
+  const int hostSlots = options.workers + 2;
+  DevicePtr deviceBlock(nullptr, DeviceFree{context.get()});
+  HostPtr hostBlock(nullptr, HostFree{context.get()}), hostLoss(nullptr, HostFree{context.get()});
+  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
+  TRAINC_RETURN_IF_ERROR(allocatePinned(*context, hostSlots * layout.bytes, hostBlock));
+  TRAINC_RETURN_IF_ERROR(allocatePinned(*context, kDeviceSlots * 256, hostLoss));
+  auto deviceSlot = [&](int d) { return static_cast<char *>(deviceBlock.get()) + d * layout.bytes; };
+  auto hostSlot = [&](int h) { return static_cast<char *>(hostBlock.get()) + h * layout.bytes; };
+  // The losses live after the two slots, 256 bytes apart.
+  auto deviceLoss = [&](int d) { return deviceSlot(kDeviceSlots) + d * 256; };
+  auto hostLossOf = [&](int d) {
+    return reinterpret_cast<float *>(static_cast<char *>(hostLoss.get()) + d * 256);
+  };
+  std::vector<std::vector<void *>> inputPtrs(kDeviceSlots), hyperPtrs(kDeviceSlots);
+  std::vector<TrainArgs> args;
+  for (int d = 0; d < kDeviceSlots; ++d) {
+    for (uint64_t at : layout.inputs)
+      inputPtrs[d].push_back(deviceSlot(d) + at);
+    for (uint64_t at : layout.hypers)
+      hyperPtrs[d].push_back(deviceSlot(d) + at);
+    args.push_back({inputPtrs[d].data(), hyperPtrs[d].data(), paramPtrs.data(),
+                    statePtrs.data(), deviceLoss(d), static_cast<char *>(arena.get())});
+  }
+  std::vector<int> uploaded(hostSlots), computed(kDeviceSlots);
+  for (int &event : uploaded)
+    TRAINC_RETURN_IF_ERROR(context->createEvent(&event));
+  for (int &event : computed)
+    TRAINC_RETURN_IF_ERROR(context->createEvent(&event));
+  std::vector<bool> uploadPending(hostSlots, false);
+  std::vector<BatchField> fields;
+  for (size_t f = 0; f < fileInputs.size(); ++f)
+    fields.push_back({&arrays[f], tensorBytes(fileInputs[f], 1), layout.inputs[fileIndex[f]]});
   std::vector<int64_t> order(samples);
   std::iota(order.begin(), order.end(), 0);
+  // Declared after every buffer it reads or fills (and the order), so it
+  // stops before they go.
+  BatchLoader loader(fields, batch, options.workers);
   std::mt19937_64 rng(options.seed);
   const int64_t batchesPerEpoch = (samples + batch - 1) / batch;
   const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * batchesPerEpoch;
@@ -304,7 +443,71 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   if (!options.logPath.empty() && !log)
     return Status::error("cannot write the log " + options.logPath);
   std::unique_ptr<FILE, int (*)(FILE *)> logCloser(log, log ? std::fclose : [](FILE *) { return 0; });
+  for (int h = 0; h < train->numHypers; ++h)
+    if (std::isnan(hyper.value(train->hypers[h], 1)))
+      return Status::error(std::string("unknown hyperparameter ") + train->hypers[h]);
+
+  // Steps issued to the device whose loss the host has not read yet.
+  struct Pending {
+    int64_t step, epoch, count;
+    double lr;
+    int slot;
+  };
+  std::deque<Pending> pending;
   const auto start = std::chrono::steady_clock::now();
+  auto since = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  const int64_t firstStep = step;
+  double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
+  auto lastLine = start;
+  // Reads back the oldest pending step's loss: waits for that step only,
+  // while the step after it runs.
+  auto finishOldest = [&]() -> Status {
+    Pending p = pending.front();
+    pending.pop_front();
+    TRAINC_RETURN_IF_ERROR(context->hostWait(computed[p.slot]));
+    float loss = *hostLossOf(p.slot);
+    if (!std::isfinite(loss))
+      return Status::error("the loss became " + std::to_string(loss) + " at step " +
+                           std::to_string(p.step) + " (learning rate too high?)");
+    epochLoss += loss * p.count;
+    epochWeight += p.count;
+    lineLoss += loss * p.count;
+    lineWeight += p.count;
+    if (log)
+      std::fprintf(log, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g}\n",
+                   static_cast<long long>(p.step), static_cast<long long>(p.epoch), loss, p.lr);
+    if (since(lastLine) >= 2.0) {
+      double seconds = since(start), perStep = seconds / (p.step - firstStep);
+      std::fprintf(stderr, "step %lld/%lld, loss %.5f, %.0f samples/s, ETA %s\n",
+                   static_cast<long long>(p.step), static_cast<long long>(totalSteps),
+                   lineLoss / std::max(lineWeight, 1.0), batch / perStep,
+                   clockText(perStep * (totalSteps - p.step)).c_str());
+      lastLine = std::chrono::steady_clock::now();
+      lineLoss = lineWeight = 0;
+    }
+    return Status();
+  };
+  auto drain = [&]() -> Status {
+    while (!pending.empty())
+      TRAINC_RETURN_IF_ERROR(finishOldest());
+    return Status();
+  };
+  double evalLoss = 0, evalAccuracy = 0;
+  bool evaluated = false;
+  auto runEval = [&](int64_t epoch) -> Status {
+    TRAINC_RETURN_IF_ERROR(evaluate(*context, program, evalSet, paramPtrs,
+                                    static_cast<char *>(arena.get()), evalLoss, evalAccuracy));
+    evaluated = true;
+    std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
+                 static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
+                 evalLoss, 100.0 * evalAccuracy);
+    if (log)
+      std::fprintf(log, "{\"epoch\": %lld, \"eval_loss\": %.7g, \"eval_accuracy\": %.7g}\n",
+                   static_cast<long long>(epoch), evalLoss, evalAccuracy);
+    return Status();
+  };
 
   for (int64_t epoch = startEpoch; step < totalSteps; ++epoch) {
     if (epoch != startEpoch || !options.resume) {
@@ -313,140 +516,91 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       epochRng = state.str();
     }
     // Each epoch's order depends on the RNG state alone (not on the previous
-    // order), so a resumed run rebuilds it from the saved state.
+    // order), so a resumed run rebuilds it from the saved state. The epoch's
+    // batches are filled ahead only once its order exists.
     std::iota(order.begin(), order.end(), 0);
     if (options.shuffle)
       std::shuffle(order.begin(), order.end(), rng);
-    double lossSum = 0, weightSum = 0;
-    int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
-    for (int64_t b = firstBatch; b < batchesPerEpoch && step < totalSteps; ++b) {
-      const int64_t first = b * batch, count = std::min(batch, samples - first);
-      gatherRows(arrays, rowBytes, order, first, count, batch, staging);
-      size_t f = 0;
-      for (int i = 0; i < train->numInputs; ++i) {
-        if (i == weightsIndex) {
-          std::fill(weights.begin(), weights.end(), 0.0f);
-          std::fill(weights.begin(), weights.begin() + count, 1.0f);
-          TRAINC_RETURN_IF_ERROR(
-              context->copyToDevice(inputPtrs[i], weights.data(), weights.size() * 4));
-        } else if (i == keyIndex) {
-          // Dropout masks are a function of the seed and the step number, so
-          // a resumed run draws the masks the uninterrupted run drew.
-          const int64_t key[2] = {static_cast<int64_t>(options.seed), step + 1};
-          TRAINC_RETURN_IF_ERROR(context->copyToDevice(inputPtrs[i], key, sizeof(key)));
-        } else {
-          TRAINC_RETURN_IF_ERROR(
-              context->copyToDevice(inputPtrs[i], staging[f].data(), staging[f].size()));
-          ++f;
+    epochLoss = epochWeight = 0;
+    const int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
+    const int64_t lastBatch = std::min(batchesPerEpoch, firstBatch + (totalSteps - step));
+    const int64_t epochFirstStep = step;
+    int64_t submitted = firstBatch;
+    // Batch b trains in step (0-based) epochFirstStep + b - firstBatch, from
+    // host slot step % hostSlots.
+    auto submitUpTo = [&](int64_t end) -> Status {
+      for (; submitted < std::min(end, lastBatch); ++submitted) {
+        int h = static_cast<int>((epochFirstStep + submitted - firstBatch) % hostSlots);
+        if (uploadPending[h]) {
+          TRAINC_RETURN_IF_ERROR(context->hostWait(uploaded[h]));
+          uploadPending[h] = false;
         }
+        int64_t first = submitted * batch;
+        loader.submit(h, hostSlot(h), order.data(), first, std::min(batch, samples - first));
+      }
+      return Status();
+    };
+    for (int64_t b = firstBatch; b < lastBatch; ++b) {
+      TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots));
+      const int h = static_cast<int>(step % hostSlots), d = static_cast<int>(step % kDeviceSlots);
+      const int64_t count = std::min(batch, samples - b * batch);
+      loader.wait(h);
+      char *slot = hostSlot(h);
+      if (weightsIndex >= 0) {
+        float *w = reinterpret_cast<float *>(slot + layout.inputs[weightsIndex]);
+        std::fill(w, w + batch, 0.0f);
+        std::fill(w, w + count, 1.0f);
+      }
+      if (keyIndex >= 0) {
+        // Dropout masks are a function of the seed and the step number, so
+        // a resumed run draws the masks the uninterrupted run drew.
+        int64_t *key = reinterpret_cast<int64_t *>(slot + layout.inputs[keyIndex]);
+        key[0] = static_cast<int64_t>(options.seed);
+        key[1] = step + 1;
       }
       hyper.lr = scheduledLr(options, baseLr, step, totalSteps);
-      for (int h = 0; h < train->numHypers; ++h) {
-        double v = hyper.value(train->hypers[h], step + 1);
-        if (std::isnan(v))
-          return Status::error(std::string("unknown hyperparameter ") + train->hypers[h]);
-        float value = static_cast<float>(v);
-        TRAINC_RETURN_IF_ERROR(context->copyToDevice(hyperPtrs[h], &value, 4));
-      }
-      Status ran = train->step(*context, args);
+      for (int k = 0; k < train->numHypers; ++k)
+        *reinterpret_cast<float *>(slot + layout.hypers[k]) =
+            static_cast<float>(hyper.value(train->hypers[k], step + 1));
+      if (step - firstStep >= kDeviceSlots)
+        TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Upload, computed[d]));
+      TRAINC_RETURN_IF_ERROR(context->uploadAsync(deviceSlot(d), slot, layout.bytes));
+      TRAINC_RETURN_IF_ERROR(context->recordEvent(uploaded[h], Context::Queue::Upload));
+      uploadPending[h] = true;
+      TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Compute, uploaded[h]));
+      Status ran = train->step(*context, args[d]);
       if (!ran.ok())
         return Status::error("training step " + std::to_string(step + 1) + " failed: " +
                              ran.message());
-      float batchLoss = 0;
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(&batchLoss, loss.get(), 4));
-      if (!std::isfinite(batchLoss))
-        return Status::error("the loss became " + std::to_string(batchLoss) + " at step " +
-                             std::to_string(step + 1) + " (learning rate too high?)");
-      lossSum += batchLoss * count;
-      weightSum += count;
-      if (log)
-        std::fprintf(log, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g}\n",
-                     static_cast<long long>(step + 1), static_cast<long long>(epoch), batchLoss,
-                     hyper.lr);
+      TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d), deviceLoss(d), 4));
+      TRAINC_RETURN_IF_ERROR(context->recordEvent(computed[d], Context::Queue::Compute));
+      pending.push_back({step + 1, epoch, count, hyper.lr, d});
       ++step;
+      if (pending.size() >= kDeviceSlots)
+        TRAINC_RETURN_IF_ERROR(finishOldest());
       bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
       if (!options.checkpointDir.empty() &&
-          (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd))
+          (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)) {
+        // The log holds every step the checkpoint covers.
+        TRAINC_RETURN_IF_ERROR(drain());
         TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
-    }
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
-                 static_cast<long long>(epoch), static_cast<long long>(step),
-                 static_cast<long long>(totalSteps), lossSum / std::max(weightSum, 1.0),
-                 seconds > 0 ? step * batch / seconds : 0.0);
-  }
-
-  // Held-out evaluation with the forward pass: loss and accuracy of output 0
-  // as class scores [N, C] against DIR/label.npy.
-  if (!options.evalDir.empty()) {
-    std::vector<NpyArray> evalArrays;
-    int64_t evalSamples = 0;
-    TRAINC_RETURN_IF_ERROR(openSampleInputs(options.evalDir, program.inputs, program.numInputs,
-                                            evalArrays, evalSamples));
-    NpyArray labels;
-    TRAINC_RETURN_IF_ERROR(NpyArray::open(options.evalDir + "/label.npy", labels));
-    if (labels.dtype() != DType::I64 || labels.shape().size() != 1 ||
-        labels.shape()[0] != evalSamples)
-      return Status::error(options.evalDir + "/label.npy must be int64 [" +
-                           std::to_string(evalSamples) + "]");
-    const TensorInfo &out = program.outputs[0];
-    if (program.numOutputs < 1 || out.rank != 2 || out.dtype != DType::F32)
-      return Status::error("evaluation needs class scores [N, C] as the first output");
-    int64_t classes = out.shape[1];
-    std::vector<DevicePtr> evalInputs, evalOutputs;
-    std::vector<void *> evalIn, evalOut;
-    for (int i = 0; i < program.numInputs; ++i) {
-      evalInputs.emplace_back(nullptr, DeviceFree{context.get()});
-      TRAINC_RETURN_IF_ERROR(allocateDevice(*context, tensorBytes(program.inputs[i]), evalInputs.back()));
-      evalIn.push_back(evalInputs.back().get());
-    }
-    for (int i = 0; i < program.numOutputs; ++i) {
-      evalOutputs.emplace_back(nullptr, DeviceFree{context.get()});
-      TRAINC_RETURN_IF_ERROR(allocateDevice(*context, tensorBytes(program.outputs[i]), evalOutputs.back()));
-      evalOut.push_back(evalOutputs.back().get());
-    }
-    ForwardArgs forward{evalIn.data(), evalOut.data(), paramPtrs.data(),
-                        static_cast<char *>(arena.get())};
-    std::vector<int64_t> evalOrder(evalSamples);
-    std::iota(evalOrder.begin(), evalOrder.end(), 0);
-    std::vector<uint64_t> evalRowBytes;
-    std::vector<std::vector<char>> evalStaging(program.numInputs);
-    for (int i = 0; i < program.numInputs; ++i) {
-      evalRowBytes.push_back(tensorBytes(program.inputs[i], 1));
-      evalStaging[i].resize(tensorBytes(program.inputs[i]));
-    }
-    std::vector<float> scores(batch * classes);
-    const int64_t *truth = static_cast<const int64_t *>(labels.data());
-    int64_t correct = 0;
-    double evalLoss = 0;
-    for (int64_t first = 0; first < evalSamples; first += batch) {
-      int64_t count = std::min(batch, evalSamples - first);
-      gatherRows(evalArrays, evalRowBytes, evalOrder, first, count, batch, evalStaging);
-      for (int i = 0; i < program.numInputs; ++i)
-        TRAINC_RETURN_IF_ERROR(context->copyToDevice(evalIn[i], evalStaging[i].data(),
-                                                     evalStaging[i].size()));
-      TRAINC_RETURN_IF_ERROR(program.forward(*context, forward));
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(scores.data(), evalOut[0], scores.size() * 4));
-      for (int64_t r = 0; r < count; ++r) {
-        const float *row = scores.data() + r * classes;
-        int64_t best = std::max_element(row, row + classes) - row;
-        correct += best == truth[first + r];
-        double maxv = *std::max_element(row, row + classes), sum = 0;
-        for (int64_t c = 0; c < classes; ++c)
-          sum += std::exp(row[c] - maxv);
-        int64_t label = truth[first + r];
-        if (label < 0 || label >= classes)
-          return Status::error("eval label " + std::to_string(label) + " of sample " +
-                               std::to_string(first + r) + " is outside [0, " +
-                               std::to_string(classes) + ")");
-        evalLoss += std::log(sum) + maxv - row[label];
       }
     }
-    std::fprintf(stderr, "eval: %lld samples, loss %.5f, accuracy %.2f%%\n",
-                 static_cast<long long>(evalSamples), evalLoss / evalSamples,
-                 100.0 * correct / evalSamples);
-    std::printf("accuracy %.4f\n", static_cast<double>(correct) / evalSamples);
+    TRAINC_RETURN_IF_ERROR(drain());
+    double seconds = since(start);
+    std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
+                 static_cast<long long>(epoch), static_cast<long long>(step),
+                 static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
+                 seconds > 0 ? (step - firstStep) * batch / seconds : 0.0);
+    // Held-out loss and accuracy after every epoch (model.eval()).
+    if (!options.evalDir.empty())
+      TRAINC_RETURN_IF_ERROR(runEval(epoch));
+  }
+  if (!options.evalDir.empty()) {
+    // A resumed run that had nothing left to train still reports.
+    if (!evaluated)
+      TRAINC_RETURN_IF_ERROR(runEval(startEpoch));
+    std::printf("accuracy %.4f\n", evalAccuracy);
   }
 
   // The original ONNX model with the trained parameters, written to a

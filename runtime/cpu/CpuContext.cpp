@@ -85,7 +85,41 @@ public:
     return Status();
   }
 
+  Status allocateHost(void **ptr, size_t bytes) override {
+    if (!ptr)
+      return Status::error("cpu: allocateHost: ptr is null");
+    return alignedAllocate(ptr, bytes);
+  }
+
+  void deallocateHost(void *ptr) override { std::free(ptr); }
+
+  Status uploadAsync(void *dst, const void *src, size_t bytes) override {
+    return copy("uploadAsync", dst, src, bytes);
+  }
+
+  Status downloadAsync(void *dst, const void *src, size_t bytes) override {
+    return copy("downloadAsync", dst, src, bytes);
+  }
+
+  // Every operation completes before it returns: events have nothing to
+  // order.
+  Status createEvent(int *event) override {
+    if (!event)
+      return Status::error("cpu: createEvent: event is null");
+    *event = events++;
+    return Status();
+  }
+  Status recordEvent(int event, Queue) override { return checkEvent(event); }
+  Status queueWait(Queue, int event) override { return checkEvent(event); }
+  Status hostWait(int event) override { return checkEvent(event); }
+
 private:
+  Status checkEvent(int event) const {
+    if (event < 0 || event >= events)
+      return Status::error("cpu: unknown event " + std::to_string(event));
+    return Status();
+  }
+
   static Status copy(const char *what, void *dst, const void *src,
                      size_t bytes) {
     if (bytes == 0)
@@ -99,6 +133,7 @@ private:
 
   void *scratch = nullptr;
   size_t scratchBytes = 0;
+  int events = 0;
 };
 
 } // namespace

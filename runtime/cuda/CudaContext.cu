@@ -105,6 +105,8 @@ CudaContext::createContext(std::unique_ptr<::trainc::rt::Context> &context) {
   // process may use, must not serialize with the step.
   TRAINC_CUDA_CALL(
       cudaStreamCreateWithFlags(&self->computeStream, cudaStreamNonBlocking));
+  TRAINC_CUDA_CALL(
+      cudaStreamCreateWithFlags(&self->uploadStream, cudaStreamNonBlocking));
   TRAINC_CUBLAS_CALL(cublasLtCreate(&self->cublasLtHandle));
   TRAINC_CUDNN_CALL(cudnnCreate(&self->cudnnHandle));
   TRAINC_CUDNN_CALL(cudnnSetStream(self->cudnnHandle, self->computeStream));
@@ -140,6 +142,12 @@ CudaContext::~CudaContext() {
     (void)cudnnDestroy(cudnnHandle);
   if (cublasLtHandle)
     (void)cublasLtDestroy(cublasLtHandle);
+  if (uploadStream) {
+    (void)cudaStreamSynchronize(uploadStream);
+    (void)cudaStreamDestroy(uploadStream);
+  }
+  for (cudaEvent_t event : events)
+    (void)cudaEventDestroy(event);
   if (computeStream)
     (void)cudaStreamDestroy(computeStream);
 }
@@ -206,6 +214,76 @@ Status CudaContext::fill(void *dst, int value, size_t bytes) {
   return Status();
 }
 
+Status CudaContext::allocateHost(void **ptr, size_t bytes) {
+  if (!ptr)
+    return invalidArgument("allocateHost", "ptr is null");
+  *ptr = nullptr;
+  TRAINC_CUDA_CALL(cudaMallocHost(ptr, bytes == 0 ? 1 : bytes));
+  return Status();
+}
+
+void CudaContext::deallocateHost(void *ptr) {
+  if (ptr)
+    (void)cudaFreeHost(ptr);
+}
+
+Status CudaContext::uploadAsync(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status();
+  if (!dst || !src)
+    return invalidArgument("uploadAsync", "null pointer");
+  TRAINC_CUDA_CALL(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, uploadStream));
+  return Status();
+}
+
+Status CudaContext::downloadAsync(void *dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status();
+  if (!dst || !src)
+    return invalidArgument("downloadAsync", "null pointer");
+  TRAINC_CUDA_CALL(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, computeStream));
+  return Status();
+}
+
+Status CudaContext::createEvent(int *event) {
+  if (!event)
+    return invalidArgument("createEvent", "event is null");
+  cudaEvent_t created = nullptr;
+  TRAINC_CUDA_CALL(cudaEventCreateWithFlags(&created, cudaEventDisableTiming));
+  events.push_back(created);
+  *event = static_cast<int>(events.size()) - 1;
+  return Status();
+}
+
+Status CudaContext::recordEvent(int event, Queue queue) {
+  if (event < 0 || event >= static_cast<int>(events.size()))
+    return invalidArgument("recordEvent", "unknown event " + std::to_string(event));
+  if (queue == Queue::Compute)
+    TRAINC_CUDA_CALL(cudaMemcpyAsync(hostErrorRecord, deviceErrorRecord,
+                                     sizeof(DeviceErrorRecord),
+                                     cudaMemcpyDeviceToHost, computeStream));
+  TRAINC_CUDA_CALL(cudaEventRecord(
+      events[event], queue == Queue::Compute ? computeStream : uploadStream));
+  return Status();
+}
+
+Status CudaContext::queueWait(Queue queue, int event) {
+  if (event < 0 || event >= static_cast<int>(events.size()))
+    return invalidArgument("queueWait", "unknown event " + std::to_string(event));
+  TRAINC_CUDA_CALL(cudaStreamWaitEvent(
+      queue == Queue::Compute ? computeStream : uploadStream, events[event], 0));
+  return Status();
+}
+
+Status CudaContext::hostWait(int event) {
+  if (event < 0 || event >= static_cast<int>(events.size()))
+    return invalidArgument("hostWait", "unknown event " + std::to_string(event));
+  TRAINC_CUDA_CALL(cudaEventSynchronize(events[event]));
+  return reportDeviceErrors();
+}
+
 Status CudaContext::synchronize() {
   // The record is read back with the same wait: one copy enqueued behind the
   // step's work, then one stream synchronisation for both.
@@ -213,6 +291,7 @@ Status CudaContext::synchronize() {
                                    sizeof(DeviceErrorRecord),
                                    cudaMemcpyDeviceToHost, computeStream));
   TRAINC_CUDA_CALL(cudaStreamSynchronize(computeStream));
+  TRAINC_CUDA_CALL(cudaStreamSynchronize(uploadStream));
   for (void *ptr : retired)
     TRAINC_CUDA_CALL(cudaFree(ptr));
   retired.clear();

@@ -118,6 +118,18 @@ public:
   /// first device error recorded since the last report (then clears it).
   Status synchronize() override;
   Status workspace(void **ptr, size_t bytes) override;
+  /// cudaMallocHost / cudaFreeHost.
+  Status allocateHost(void **ptr, size_t bytes) override;
+  void deallocateHost(void *ptr) override;
+  /// On the upload stream, a second non-blocking stream.
+  Status uploadAsync(void *dst, const void *src, size_t bytes) override;
+  Status downloadAsync(void *dst, const void *src, size_t bytes) override;
+  Status createEvent(int *event) override;
+  /// On the compute stream the event follows a read-back of the device error
+  /// record, so hostWait() can report the errors of the work before it.
+  Status recordEvent(int event, Queue queue) override;
+  Status queueWait(Queue queue, int event) override;
+  Status hostWait(int event) override;
 
   cudaStream_t stream() const { return computeStream; }
   cublasLtHandle_t cublasLt() const { return cublasLtHandle; }
@@ -155,6 +167,9 @@ private:
   int device = 0;
   int smCount = 0;
   cudaStream_t computeStream = nullptr;
+  cudaStream_t uploadStream = nullptr;
+  /// Created without timing (the cheapest kind); destroyed with the context.
+  std::vector<cudaEvent_t> events;
   cublasLtHandle_t cublasLtHandle = nullptr;
   cudnnHandle_t cudnnHandle = nullptr;
   DeviceErrorRecord *deviceErrorRecord = nullptr;

@@ -34,6 +34,34 @@ public:
   /// Scratch memory for library kernels (im2col, cuDNN workspaces), valid
   /// until the next call; grows but is never freed before the Context.
   virtual Status workspace(void **ptr, size_t bytes) = 0;
+
+  // Asynchronous transfers ------------------------------------------------
+  // The trainer overlaps a step with the next batch's upload and reads the
+  // loss back without waiting inside a step. Work runs on two queues: the
+  // compute queue (kernels, copyToDevice/copyToHost, downloadAsync) and the
+  // upload queue (uploadAsync); events order them without the host waiting.
+  // On the CPU target everything completes at once and events are no-ops.
+  enum class Queue { Compute, Upload };
+
+  /// Page-locked host memory for asynchronous copies (plain aligned memory on
+  /// the CPU target).
+  virtual Status allocateHost(void **ptr, size_t bytes) = 0;
+  virtual void deallocateHost(void *ptr) = 0;
+  /// Host -> device on the upload queue. Returns at once: `src` must stay
+  /// unchanged until an event recorded on the upload queue after it passes.
+  virtual Status uploadAsync(void *dst, const void *src, size_t bytes) = 0;
+  /// Device -> host on the compute queue, after the work issued so far;
+  /// `dst` holds the data once an event recorded after it passes.
+  virtual Status downloadAsync(void *dst, const void *src, size_t bytes) = 0;
+  /// A new event (an index, valid for the Context's lifetime).
+  virtual Status createEvent(int *event) = 0;
+  /// Marks the point after all work issued to `queue` so far.
+  virtual Status recordEvent(int event, Queue queue) = 0;
+  /// Work issued to `queue` from now on waits for `event` (the host does not).
+  virtual Status queueWait(Queue queue, int event) = 0;
+  /// The host waits for `event`; reports device errors recorded by the
+  /// compute work before it.
+  virtual Status hostWait(int event) = 0;
 };
 
 /// Creates the Context of the target this library was built for.
