@@ -246,6 +246,40 @@ LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+namespace {
+
+/// The gradients of an elementwise max (`greater` = true) or min, as
+/// torch.maximum / torch.minimum: all of dy to the winning operand, half to
+/// each on a tie.
+LogicalResult extremumGradients(OpBuilder &b, Location loc, Value lhs, Value rhs, Value dy,
+                                bool greater, SmallVectorImpl<Value> &dxs) {
+  if (!isa<FloatType>(typeOf(dy).getElementType())) {
+    dxs.append({nullptr, nullptr});
+    return success();
+  }
+  Value lhsWins = greater ? make<GreaterOp>(b, loc, {lhs, rhs}) : make<LessOp>(b, loc, {lhs, rhs});
+  Value rhsWins = greater ? make<LessOp>(b, loc, {lhs, rhs}) : make<GreaterOp>(b, loc, {lhs, rhs});
+  Value half = mul(b, loc, dy, scalar(b, loc, dy, 0.5));
+  Value tie = make<EqualOp>(b, loc, {lhs, rhs});
+  Value zero = scalar(b, loc, dy, 0.0);
+  Value shared = make<WhereOp>(b, loc, {tie, half, zero});
+  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {lhsWins, dy, shared}), lhs.getType()));
+  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {rhsWins, dy, shared}), rhs.getType()));
+  return success();
+}
+
+} // namespace
+
+LogicalResult MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return extremumGradients(b, getLoc(), getLhs(), getRhs(), dys[0], true, dxs);
+}
+
+LogicalResult MinOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  return extremumGradients(b, getLoc(), getLhs(), getRhs(), dys[0], false, dxs);
+}
+
 LogicalResult WhereOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                       SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
@@ -420,6 +454,33 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                          SmallVectorImpl<Value> &dxs) {
+  // As torch.amax: dy spread evenly over the elements equal to the maximum.
+  Location loc = getLoc();
+  Value x = getInput(), dy = dys[0];
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    dxs.push_back(nullptr);
+    return success();
+  }
+  ArrayRef<int64_t> axes = getAxes();
+  Value y = getResult();
+  if (!getKeepdims())
+    y = unreduce(b, loc, y, x, axes);
+  else if (typeOf(y).getShape() != typeOf(x).getShape())
+    y = make<ExpandOp>(b, loc, y, {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(typeOf(x).getShape()))});
+  Value hit = make<CastOp>(b, loc, make<EqualOp>(b, loc, {x, y}),
+                           {b.getNamedAttr("to", TypeAttr::get(typeOf(x).getElementType()))});
+  Value count = make<ReduceSumOp>(b, loc, hit,
+                                  {b.getNamedAttr("axes", getAxesAttr()),
+                                   b.getNamedAttr("keepdims", b.getBoolAttr(getKeepdims()))});
+  Value share = div(b, loc, dy, count);
+  if (!getKeepdims())
+    share = unreduce(b, loc, share, x, axes);
+  dxs.push_back(mul(b, loc, hit, share));
+  return success();
+}
+
 LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   // dx = y (dy - sum(dy y, axis))
@@ -446,48 +507,96 @@ LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 // Losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
-                                                    SmallVectorImpl<Value> &dxs) {
-  // dlogits = (softmax(logits) - onehot(labels)) * dl, with dl per position.
-  if (getIgnoreIndex())
-    return emitOpError("has no gradient rule with ignore_index yet");
-  Location loc = getLoc();
-  Value logits = getLogits(), labels = getLabels(), dy = dys[0];
-  auto logitType = typeOf(logits);
-  ArrayRef<int64_t> shape = logitType.getShape();
+namespace {
+
+/// The gradient of a class-index loss with respect to its [N, C, d...] input:
+/// onehot(labels) scaled by the per-position upstream gradient, which
+/// `reduction` spreads (mean: over the positions whose label is not
+/// `ignoreIndex`); ignored positions get nothing. Returns the scaled onehot
+/// and the per-position gradient [N, 1, d...].
+std::pair<Value, Value> classLossParts(OpBuilder &b, Location loc, Value input, Value labels,
+                                       Value dy, StringRef reduction,
+                                       std::optional<int64_t> ignoreIndex) {
+  auto inputType = typeOf(input);
+  ArrayRef<int64_t> shape = inputType.getShape();
+  Type element = inputType.getElementType();
   int64_t classes = shape[1];
   SmallVector<int64_t> positions(shape.begin(), shape.end());
   positions.erase(positions.begin() + 1); // [N, d...]
   int64_t count = 1;
   for (int64_t d : positions)
     count *= d;
+  Type labelElement = typeOf(labels).getElementType();
+  auto labelScalar = [&](int64_t v) {
+    auto type = RankedTensorType::get({}, labelElement);
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                         type, APInt(labelElement.getIntOrFloatBitWidth(), v,
+                                                     /*isSigned=*/true)))
+        .getResult();
+  };
+  // 1 where the label counts, [N, d...].
+  Value counted;
+  if (ignoreIndex)
+    counted = make<CastOp>(
+        b, loc, make<NotOp>(b, loc, make<EqualOp>(b, loc, {labels, labelScalar(*ignoreIndex)})),
+        {b.getNamedAttr("to", TypeAttr::get(element))});
   // Per-position upstream gradient, [N, d...].
   Value perPosition = dy;
-  if (getReduction() != "none") {
-    if (getReduction() == "mean")
-      perPosition = div(b, loc, dy, scalar(b, loc, dy, static_cast<double>(count)));
+  if (reduction != "none") {
+    if (reduction == "mean") {
+      Value denominator = scalar(b, loc, dy, static_cast<double>(count));
+      if (counted)
+        denominator = make<ReduceSumOp>(b, loc, counted,
+                                        {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({})),
+                                         b.getNamedAttr("keepdims", b.getBoolAttr(false))});
+      perPosition = div(b, loc, dy, denominator);
+    }
     perPosition = make<ExpandOp>(b, loc, perPosition,
                                  {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(positions))});
   }
+  if (counted)
+    perPosition = mul(b, loc, perPosition, counted);
   // [N, 1, d...] so it broadcasts over the class axis.
   SmallVector<int64_t> withClass(positions.begin(), positions.end());
   withClass.insert(withClass.begin() + 1, 1);
   Value dl = reshapeTo(b, loc, perPosition, withClass);
   // onehot: labels [N, 1, d...] == iota [1, C, 1...].
-  Type labelElement = typeOf(labels).getElementType();
   SmallVector<int64_t> iotaShape(shape.size(), 1);
   iotaShape[1] = classes;
   SmallVector<APInt> iota;
   for (int64_t c = 0; c < classes; ++c)
     iota.push_back(APInt(labelElement.getIntOrFloatBitWidth(), c));
-  Value classIds = b.create<ConstantOp>(
-                        loc, DenseElementsAttr::get(RankedTensorType::get(iotaShape, labelElement), iota))
-                       .getResult();
+  Value classIds =
+      b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                    RankedTensorType::get(iotaShape, labelElement), iota))
+          .getResult();
   Value hits = make<EqualOp>(b, loc, {reshapeTo(b, loc, labels, withClass), classIds});
-  Value onehot = make<CastOp>(b, loc, hits,
-                              {b.getNamedAttr("to", TypeAttr::get(logitType.getElementType()))});
-  Value probabilities = make<SoftmaxOp>(b, loc, logits, {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
+  Value onehot = make<CastOp>(b, loc, hits, {b.getNamedAttr("to", TypeAttr::get(element))});
+  return {onehot, dl};
+}
+
+} // namespace
+
+LogicalResult SoftmaxCrossEntropyOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                    SmallVectorImpl<Value> &dxs) {
+  // dlogits = (softmax(logits) - onehot(labels)) * dl, with dl per position.
+  Location loc = getLoc();
+  auto [onehot, dl] = classLossParts(b, loc, getLogits(), getLabels(), dys[0], getReduction(),
+                                     getIgnoreIndex());
+  Value probabilities =
+      make<SoftmaxOp>(b, loc, getLogits(), {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
   dxs.push_back(mul(b, loc, sub(b, loc, probabilities, onehot), dl));
+  dxs.push_back(nullptr); // labels
+  return success();
+}
+
+LogicalResult NllLossOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  // dlogp = -onehot(labels) * dl.
+  Location loc = getLoc();
+  auto [onehot, dl] = classLossParts(b, loc, getLogProbs(), getLabels(), dys[0],
+                                     getReduction(), getIgnoreIndex());
+  dxs.push_back(neg(b, loc, mul(b, loc, onehot, dl)));
   dxs.push_back(nullptr); // labels
   return success();
 }

@@ -184,8 +184,8 @@ def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction", [Declar
 def Tc_MulOp : Tc_BroadcastOp<"mul", Tc_NumericTensor, 0, "multiplication", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_DivOp : Tc_BroadcastOp<"div", Tc_NumericTensor, 0, "division", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_MaxOp : Tc_BroadcastOp<"max", Tc_NumericTensor, 0, "maximum", [Commutative]>;
-def Tc_MinOp : Tc_BroadcastOp<"min", Tc_NumericTensor, 0, "minimum", [Commutative]>;
+def Tc_MaxOp : Tc_BroadcastOp<"max", Tc_NumericTensor, 0, "maximum", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_MinOp : Tc_BroadcastOp<"min", Tc_NumericTensor, 0, "minimum", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_EqualOp : Tc_BroadcastOp<"equal", Tc_Tensor, 1, "comparison x == y", [Commutative]>;
 def Tc_LessOp : Tc_BroadcastOp<"less", Tc_NumericTensor, 1, "comparison x < y">;
 def Tc_LessEqualOp : Tc_BroadcastOp<"less_equal", Tc_NumericTensor, 1, "comparison x <= y">;
@@ -554,7 +554,7 @@ class Tc_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
 
 def Tc_ReduceSumOp : Tc_ReduceOp<"reduce_sum", "sum", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ReduceMeanOp : Tc_ReduceOp<"reduce_mean", "arithmetic mean", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_ReduceMaxOp : Tc_ReduceOp<"reduce_max", "maximum">;
+def Tc_ReduceMaxOp : Tc_ReduceOp<"reduce_max", "maximum", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement
@@ -700,7 +700,7 @@ def Tc_SoftmaxCrossEntropyOp : Tc_Op<"softmax_cross_entropy", [Pure, DeclareOpIn
   let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_NllLossOp : Tc_Op<"nll_loss", [Pure]> {
+def Tc_NllLossOp : Tc_Op<"nll_loss", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "negative log likelihood of log-probabilities against class indices";
   let description = [{
     Same shapes and attributes as `tc.softmax_cross_entropy`, with

@@ -90,6 +90,14 @@ class MaskedDropout(nn.Module):
         return x * torch.from_numpy(mask[:x.shape[0]])
 
 
+class Buffer(nn.Module):
+    """An int64 constant of the model (class targets of an in-model loss)."""
+
+    def __init__(self, values):
+        super().__init__()
+        self.register_buffer("value", torch.tensor(values, dtype=torch.int64))
+
+
 def param(*shape, scale=1.0):
     return nn.Parameter(torch.randn(*shape) * scale)
 
@@ -246,6 +254,37 @@ MODELS = [
           lambda: Lambda(lambda m, x: (lambda p: p[0] * torch.sigmoid(p[1][:, :3]))(
               m.fc(x).split([3, 4], dim=1)), fc=nn.Linear(5, 7)),
           (5,), "mse"),
+    Model("max_min", "Max and Min (torch.maximum / torch.minimum) of activations and a "
+          "broadcast parameter, no ties",
+          lambda: Lambda(lambda m, x: torch.minimum(torch.maximum(m.a(x), m.b(x)), m.c),
+                         a=nn.Linear(6, 5), b=nn.Linear(6, 5), c=param(5, scale=0.3)),
+          (6,), "mse",
+          valid=lambda m, x: bool((m.a(x) - m.b(x)).abs().min() > 0.05 and
+                                  (torch.maximum(m.a(x), m.b(x)) - m.c).abs().min() > 0.05)),
+    Model("reduce_max", "ReduceMax (amax over axis 1 of [4, 3, 5]), no ties",
+          lambda: Lambda(lambda m, x: torch.amax(torch.matmul(x, m.w), dim=1),
+                         w=param(6, 5, scale=0.4)),
+          (3, 6), "mse",
+          valid=lambda m, x: bool((lambda t: (t[:, -1] - t[:, -2]).min() > 0.05)(
+              torch.sort(torch.matmul(x, m.w), dim=1).values))),
+    Model("reduce_max_spatial", "ReduceMax over axes 2 and 3 with keepdims after a Conv "
+          "(the tc.reduce_max GlobalMaxPool imports as)",
+          lambda: Lambda(lambda m, x: torch.amax(m.conv(x), dim=(2, 3), keepdim=True).flatten(1),
+                         conv=nn.Conv2d(2, 3, 3)),
+          (2, 5, 5), "mse",
+          valid=lambda m, x: bool((lambda t: (t[..., -1] - t[..., -2]).min() > 0.02)(
+              torch.sort(m.conv(x).flatten(2), dim=2).values))),
+    Model("nll_loss", "NegativeLogLikelihoodLoss in the model (--loss=output), ignore_index",
+          lambda: Lambda(lambda m, x: F.nll_loss(torch.tanh(m.fc(x)), m.target.value,
+                                                 ignore_index=2),
+                         fc=nn.Linear(6, 4), target=Buffer([1, 2, 0, 3])),
+          (6,), "output"),
+    Model("softmax_ce_ignore", "SoftmaxCrossEntropyLoss in the model, ignore_index, [N, C, T]",
+          lambda: Lambda(lambda m, x: F.cross_entropy(m.fc(x).transpose(1, 2), m.target.value,
+                                                      ignore_index=0),
+                         fc=nn.Linear(6, 4), target=Buffer([[1, 0, 3], [2, 2, 0], [0, 1, 1],
+                                                            [3, 3, 2]])),
+          (3, 6), "output"),
     Model("dropout", "Dropout 0.3 in training between two Linears (trainc's mask in PyTorch)",
           lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), MaskedDropout(0.3), nn.Linear(8, 3)),
           (6,), "mse", weighted=True),
@@ -280,7 +319,9 @@ def make_instance(model, index):
     with torch.no_grad():
         y = module(x)
     gen = torch.Generator().manual_seed(seed + 7)
-    if model.loss == "cross-entropy":
+    if model.loss == "output":  # no label input
+        label = torch.zeros(())
+    elif model.loss == "cross-entropy":
         label = torch.randint(0, y.shape[1], (y.shape[0],) + tuple(y.shape[2:]), generator=gen)
     elif model.loss == "mse":
         label = torch.randn(y.shape, generator=gen)
@@ -291,6 +332,8 @@ def make_instance(model, index):
 
 
 def torch_loss(kind, y, label):
+    if kind == "output":  # the model's own scalar loss
+        return y
     if kind == "cross-entropy":
         return F.cross_entropy(y, label, reduction="mean")
     if kind == "mse":
@@ -302,7 +345,7 @@ def reference(module, x, label, kind, samples):
     """Loss and gradients by name, on the first `samples` samples."""
     module.zero_grad()
     y = module(x[:samples])
-    loss = torch_loss(kind, y, label[:samples])
+    loss = torch_loss(kind, y, label[:samples] if label.dim() else label)
     loss.backward()
     grads = {name: p.grad.detach().numpy().copy() if p.grad is not None
              else np.zeros(p.shape, np.float32)
