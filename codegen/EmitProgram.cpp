@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -142,6 +143,15 @@ std::string batchNormDims(ArrayRef<int64_t> x) {
   return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
 }
 
+/// The operand an optimizer update's result is the next value of, or null.
+Value replacedOperand(OpResult result) {
+  if (auto sgd = dyn_cast<tc::SgdUpdateOp>(result.getOwner()))
+    return sgd.getReplacedOperand(result.getResultNumber());
+  if (auto adam = dyn_cast<tc::AdamUpdateOp>(result.getOwner()))
+    return adam.getReplacedOperand(result.getResultNumber());
+  return nullptr;
+}
+
 /// Ops whose result is their first operand's buffer: reshape, and dropout
 /// outside training.
 bool isView(Operation *op) {
@@ -183,6 +193,7 @@ private:
   LogicalResult emitOp(Operation *op);
   LogicalResult emitPointwise(Operation *op);
   LogicalResult emitDropout(tc::DropoutOp op);
+  LogicalResult emitUpdate(Operation *op);
   LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
                                 ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
                                 int64_t inBase, ArrayRef<int64_t> outStrides,
@@ -218,6 +229,8 @@ private:
   std::vector<std::string> hypers;
   bool trainRole = false;
   llvm::DenseMap<Value, std::string> names;
+  /// Optimizer update results written over the argument they replace.
+  llvm::DenseSet<Value> inPlace;
   std::string body;
   int64_t arenaBytes = 0;
 
@@ -353,6 +366,7 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   if (!arena)
     return func.emitError("codegen needs a planned function (run trainc-plan)");
   names.clear();
+  inPlace.clear();
   body.clear();
   inputs.clear();
   outputs.clear();
@@ -564,6 +578,12 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       aliased = op->getOperand(0);
     else if (isa<tc::BatchNormOp>(op) && result.getResultNumber() > 0)
       aliased = op->getOperand(result.getResultNumber() + 2);
+    if (Value replaced = replacedOperand(result)) {
+      // An optimizer update in place: it writes the argument it replaces.
+      names[result] = "const_cast<float *>(" + ptr(replaced) + ")";
+      inPlace.insert(result);
+      continue;
+    }
     if (!aliased)
       return op->emitError("codegen cannot place result ") << result.getResultNumber();
     names[result] = ptr(aliased);
@@ -575,6 +595,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitPointwise(op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tc::DropoutOp o) { return emitDropout(o); })
+      .Case<tc::SgdUpdateOp, tc::AdamUpdateOp>([&](Operation *o) { return emitUpdate(o); })
       .Case([&](tc::MatMulOp o) { return emitMatMul(o); })
       .Case([&](tc::GemmOp o) { return emitGemm(o); })
       .Case([&](tc::ConvOp o) { return emitConv(o); })
@@ -736,6 +757,65 @@ LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
       countOf(op.getResult()), code);
   call(name + "(ctx, " + ptr(op.getInput()) + ", " + ptr(op.getKey()) + ", " +
        ptr(op.getResult()) + ")");
+  return success();
+}
+
+/// A fused optimizer update: one kernel reads the parameter, its gradient
+/// and its state once and writes their next values (in place when planned
+/// so; the body reads every element before it writes it).
+LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
+  bool sgd = isa<tc::SgdUpdateOp>(op);
+  std::vector<std::string> tensors =
+      sgd ? std::vector<std::string>{"param", "grad", "buf"}
+          : std::vector<std::string>{"param", "grad", "m", "v"};
+  std::vector<std::string> scalars =
+      sgd ? std::vector<std::string>{"lr", "momentum", "wd"}
+          : std::vector<std::string>{"lr", "beta1", "beta2", "eps", "wd", "bc1", "bc2"};
+  if (op->getNumOperands() > tensors.size() + scalars.size())
+    scalars.push_back("scale");
+  std::vector<KernelParam> kparams;
+  for (const std::string &t : tensors)
+    kparams.push_back({"float", t, false});
+  for (const std::string &h : scalars)
+    kparams.push_back({"float", h, false});
+  std::vector<std::string> outs = sgd ? std::vector<std::string>{"param_out", "buf_out"}
+                                      : std::vector<std::string>{"param_out", "m_out", "v_out"};
+  for (const std::string &o : outs)
+    kparams.push_back({"float", o, true});
+  std::string g = scalars.back() == "scale" ? "grad[i] * scale[0]" : "grad[i]";
+  std::string code;
+  if (sgd) {
+    bool nesterov = cast<tc::SgdUpdateOp>(op).getNesterov();
+    code = "  const float p = param[i];\n"
+           "  const float d = " + g + " + wd[0] * p;\n"
+           "  const float b = momentum[0] * buf[i] + d;\n"
+           "  param_out[i] = p - lr[0] * " + (nesterov ? "(d + momentum[0] * b)" : "b") + ";\n"
+           "  buf_out[i] = b;\n";
+  } else {
+    bool decoupled = cast<tc::AdamUpdateOp>(op).getDecoupled();
+    code = std::string("  float p = param[i], g = ") + g + ";\n" +
+           (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n" : "  g = g + wd[0] * p;\n") +
+           "  const float m1 = beta1[0] * m[i] + (1.0f - beta1[0]) * g;\n"
+           "  const float v1 = beta2[0] * v[i] + (1.0f - beta2[0]) * (g * g);\n"
+           "  param_out[i] = p - lr[0] * ((m1 / bc1[0]) / (sqrtf(v1 / bc2[0]) + eps[0]));\n"
+           "  m_out[i] = m1;\n"
+           "  v_out[i] = v1;\n";
+  }
+  std::vector<std::string> comment = {opComment(op)};
+  bool anyInPlace = llvm::any_of(op->getResults(), [&](Value r) { return inPlace.contains(r); });
+  if (anyInPlace)
+    comment.push_back("in place: the results overwrite the parameter and its state");
+  std::string name =
+      kernels.addKernel(sgd ? "sgd_update" : (cast<tc::AdamUpdateOp>(op).getDecoupled()
+                                                  ? "adamw_update"
+                                                  : "adam_update"),
+                        comment, kparams, countOf(op->getResult(0)), code, /*mayAlias=*/true);
+  std::string args = "ctx";
+  for (Value v : op->getOperands())
+    args += ", " + ptr(v);
+  for (Value r : op->getResults())
+    args += ", " + ptr(r);
+  call(name + "(" + args + ")");
   return success();
 }
 
@@ -1106,6 +1186,10 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
     } else {
       return op.emitError("training step result ") << k << " is neither the loss, a parameter "
                                                        "update nor a state update";
+    }
+    if (inPlace.contains(v)) {
+      body += "  // '" + outName + "' was updated in place\n";
+      continue;
     }
     std::vector<std::string> comment = {"copy of output '" + outName + "' " +
                                         shapeText(shapeOf(v))};

@@ -36,7 +36,7 @@ std::string argList(llvm::ArrayRef<KernelParam> params) {
 std::string KernelWriter::addKernel(llvm::StringRef what,
                                     llvm::ArrayRef<std::string> comment,
                                     llvm::ArrayRef<KernelParam> params,
-                                    int64_t count, llvm::StringRef body) {
+                                    int64_t count, llvm::StringRef body, bool mayAlias) {
   std::string name;
   llvm::raw_string_ostream ns(name);
   ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
@@ -49,7 +49,7 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   for (const std::string &line : comment)
     os << "// " << line << "\n";
   // The element function: the one body both targets run.
-  std::string bodyParams = paramList(params, true).substr(2);
+  std::string bodyParams = paramList(params, !mayAlias).substr(2);
   os << "TRAINC_HD void " << name << "_body(int64_t i, " << bodyParams << ") {\n"
      << body << "}\n";
   std::string launchParams = paramList(params, false);

@@ -37,9 +37,12 @@ public:
   /// element index as `i`. `what` names what it does (add_relu, transpose);
   /// `comment` lines (without //) go above it. Returns the launcher's name,
   /// called as `name(ctx, params...)` and returning a Status.
+  /// With `mayAlias` the pointers are not declared __restrict__: an output
+  /// may be an input too (updates in place; the body must read an element
+  /// before it writes it).
   std::string addKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
                         llvm::ArrayRef<KernelParam> params, int64_t count,
-                        llvm::StringRef body);
+                        llvm::StringRef body, bool mayAlias = false);
 
   const std::string &text() const { return out; }
 

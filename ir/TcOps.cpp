@@ -859,3 +859,54 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
 
 #define GET_OP_CLASSES
 #include "ir/TcOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Shape function of the fused updates: `tensors` (the parameter first, then
+/// its gradient and state) share one f32 type, every value of `scalars` is an
+/// f32 scalar; the results are `results` copies of the parameter's type.
+LogicalResult inferUpdate(std::optional<Location> location, ArrayRef<Value> tensors,
+                          ArrayRef<Value> scalars, unsigned results,
+                          SmallVectorImpl<Type> &inferred) {
+  RankedTensorType param = ranked(tensors[0]);
+  if (!param || !param.getElementType().isF32())
+    return emitOptionalError(location, "expects an f32 parameter");
+  for (Value v : tensors)
+    if (ranked(v) != param)
+      return emitOptionalError(location, "gradient and state must have the parameter's type ",
+                               param, ", got ", v.getType());
+  for (Value v : scalars) {
+    RankedTensorType t = v ? ranked(v) : nullptr;
+    if (v && (!t || t.getRank() != 0 || !t.getElementType().isF32()))
+      return emitOptionalError(location, "hyperparameters must be tensor<f32> scalars, got ",
+                               v.getType());
+  }
+  inferred.append(results, param);
+  return success();
+}
+
+} // namespace
+
+LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferUpdate(location,
+                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()},
+                     {adaptor.getLr(), adaptor.getMomentum(), adaptor.getWeightDecay(),
+                      adaptor.getGradScale()},
+                     2, inferred);
+}
+
+LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferUpdate(location,
+                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
+                      adaptor.getExpAvgSq()},
+                     {adaptor.getLr(), adaptor.getBeta1(), adaptor.getBeta2(), adaptor.getEps(),
+                      adaptor.getWeightDecay(), adaptor.getBiasCorrection1(),
+                      adaptor.getBiasCorrection2(), adaptor.getGradScale()},
+                     3, inferred);
+}

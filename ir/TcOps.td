@@ -730,4 +730,77 @@ def Tc_MseLossOp : Tc_Op<"mse_loss", [Pure]> {
   let assemblyFormat = "$prediction `,` $target attr-dict `:` functional-type(operands, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure]> {
+  let summary = "one fused SGD step of a parameter (torch.optim.SGD)";
+  let description = [{
+    Elementwise, with the hyperparameters as f32 scalar tensors (runtime
+    values) and g = grad * grad_scale (grad_scale: gradient clipping, 1 when
+    absent):
+
+        d = g + weight_decay * param
+        new_momentum_buffer = momentum * momentum_buffer + d
+        new_param = param - lr * (nesterov ? d + momentum * new_momentum_buffer
+                                           : new_momentum_buffer)
+
+    One pass over the parameter. The code generator writes results that go
+    straight back to their parameter or state in place.
+
+    ```mlir
+    %p1, %b1 = tc.sgd_update %p, %g, %b, %lr, %mom, %wd
+        : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<64x32xf32>, tensor<64x32xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$param, Tc_FloatTensor:$grad,
+      Tc_FloatTensor:$momentum_buffer, Tc_FloatTensor:$lr, Tc_FloatTensor:$momentum,
+      Tc_FloatTensor:$weight_decay, Optional<Tc_FloatTensor>:$grad_scale,
+      UnitAttr:$nesterov);
+  let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The operand that result `i` is the next value of (param, buffer).
+    ::mlir::Value getReplacedOperand(unsigned i) { return getOperand(i == 0 ? 0 : 2); }
+  }];
+}
+
+def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure]> {
+  let summary = "one fused Adam / AdamW step of a parameter (torch.optim.Adam, AdamW)";
+  let description = [{
+    Elementwise, with the hyperparameters as f32 scalar tensors (runtime
+    values; bias_correction1/2 are 1 - beta1^t and 1 - beta2^t of step t)
+    and g = grad * grad_scale (1 when absent):
+
+        decoupled (AdamW): p = param * (1 - lr * weight_decay)
+        else (Adam):       g = g + weight_decay * param
+        new_exp_avg = beta1 * exp_avg + (1 - beta1) * g
+        new_exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
+        new_param = p - lr * (new_exp_avg / bias_correction1)
+                            / (sqrt(new_exp_avg_sq / bias_correction2) + eps)
+
+    ```mlir
+    %p1, %m1, %v1 = tc.adam_update %p, %g, %m, %v, %lr, %b1, %b2, %eps, %wd, %bc1, %bc2 {decoupled}
+        : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>,
+           tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+        -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$param, Tc_FloatTensor:$grad, Tc_FloatTensor:$exp_avg,
+      Tc_FloatTensor:$exp_avg_sq, Tc_FloatTensor:$lr, Tc_FloatTensor:$beta1,
+      Tc_FloatTensor:$beta2, Tc_FloatTensor:$eps, Tc_FloatTensor:$weight_decay,
+      Tc_FloatTensor:$bias_correction1, Tc_FloatTensor:$bias_correction2,
+      Optional<Tc_FloatTensor>:$grad_scale, UnitAttr:$decoupled);
+  let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_exp_avg,
+                      Tc_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The operand that result `i` is the next value of (param, exp_avg,
+    /// exp_avg_sq).
+    ::mlir::Value getReplacedOperand(unsigned i) { return getOperand(i == 0 ? 0 : i + 1); }
+  }];
+}
+
 #endif // TRAINC_IR_TCOPS_TD

@@ -69,17 +69,12 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
     OpBuilder b(ret);
     Location loc = step.getLoc();
-    auto add = [&](Value x, Value y) { return b.create<tc::AddOp>(loc, ValueRange{x, y})->getResult(0); };
-    auto sub = [&](Value x, Value y) { return b.create<tc::SubOp>(loc, ValueRange{x, y})->getResult(0); };
-    auto mul = [&](Value x, Value y) { return b.create<tc::MulOp>(loc, ValueRange{x, y})->getResult(0); };
-    auto div = [&](Value x, Value y) { return b.create<tc::DivOp>(loc, ValueRange{x, y})->getResult(0); };
-    auto one = [&]() { return f32Scalar(b, loc, 1.0f); };
 
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
-    SmallVector<Value> grads(ret.getOperands());
+    Value gradScale;
     if (clipGradNorm > 0) {
-      clip(step, b, loc, grads);
+      gradScale = clipCoefficient(step, b, loc, ret.getOperands());
       step->setAttr("tc.clip_grad_norm", b.getF64FloatAttr(clipGradNorm));
     }
     SmallVector<Value> stateResults;
@@ -101,7 +96,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         }
         continue;
       }
-      Value g = grads[i];
+      Value g = ret.getOperand(i);
       Value p;
       for (BlockArgument arg : step.getArguments())
         if (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) == symbol)
@@ -112,28 +107,31 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       if (kind == "sgd") {
         Value momentum = hyper(step, b, "momentum");
         Value buffer = state(step, b, p.getType(), "momentum." + name);
-        Value grad = add(g, mul(wd, p));
-        Value newBuffer = add(mul(momentum, buffer), grad);
-        Value direction = nesterov ? add(grad, mul(momentum, newBuffer)) : newBuffer;
-        updated = sub(p, mul(lr, direction));
-        keepState(newBuffer, "momentum." + name);
+        SmallVector<Value> operands = {p, g, buffer, lr, momentum, wd};
+        if (gradScale)
+          operands.push_back(gradScale);
+        SmallVector<NamedAttribute> flags;
+        if (nesterov)
+          flags.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
+        auto update = b.create<tc::SgdUpdateOp>(loc, operands, flags);
+        updated = update.getNewParam();
+        keepState(update.getNewMomentumBuffer(), "momentum." + name);
       } else {
         Value beta1 = hyper(step, b, "beta1"), beta2 = hyper(step, b, "beta2");
         Value eps = hyper(step, b, "eps");
         Value bc1 = hyper(step, b, "bias_correction1"), bc2 = hyper(step, b, "bias_correction2");
         Value m = state(step, b, p.getType(), "exp_avg." + name);
         Value v = state(step, b, p.getType(), "exp_avg_sq." + name);
-        Value param = p, grad = g;
+        SmallVector<Value> operands = {p, g, m, v, lr, beta1, beta2, eps, wd, bc1, bc2};
+        if (gradScale)
+          operands.push_back(gradScale);
+        SmallVector<NamedAttribute> flags;
         if (kind == "adamw")
-          param = mul(p, sub(one(), mul(lr, wd)));
-        else
-          grad = add(g, mul(wd, p));
-        Value newM = add(mul(beta1, m), mul(sub(one(), beta1), grad));
-        Value newV = add(mul(beta2, v), mul(sub(one(), beta2), mul(grad, grad)));
-        Value denom = add(b.create<tc::SqrtOp>(loc, div(newV, bc2))->getResult(0), eps);
-        updated = sub(param, mul(lr, div(div(newM, bc1), denom)));
-        keepState(newM, "exp_avg." + name);
-        keepState(newV, "exp_avg_sq." + name);
+          flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
+        auto update = b.create<tc::AdamUpdateOp>(loc, operands, flags);
+        updated = update.getNewParam();
+        keepState(update.getNewExpAvg(), "exp_avg." + name);
+        keepState(update.getNewExpAvgSq(), "exp_avg_sq." + name);
       }
       results.push_back(updated);
       attrs.push_back(b.getDictionaryAttr(
@@ -149,9 +147,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     step.setAllResultAttrs(attrs);
   }
 
-  /// torch.nn.utils.clip_grad_norm_: every gradient times
-  /// min(1, max_norm / (sqrt(sum of all squared gradient elements) + 1e-6)).
-  void clip(func::FuncOp step, OpBuilder &b, Location loc, SmallVectorImpl<Value> &grads) {
+  /// torch.nn.utils.clip_grad_norm_: the factor every gradient is scaled by,
+  /// min(1, max_norm / (sqrt(sum of all squared gradient elements) + 1e-6));
+  /// null when the step has no gradient.
+  Value clipCoefficient(func::FuncOp step, OpBuilder &b, Location loc, ValueRange grads) {
     auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
     auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
     Value total;
@@ -164,15 +163,12 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       total = total ? b.create<tc::AddOp>(loc, ValueRange{total, sum})->getResult(0) : sum;
     }
     if (!total)
-      return;
+      return nullptr;
     Value norm = b.create<tc::SqrtOp>(loc, total)->getResult(0);
     Value denominator = b.create<tc::AddOp>(loc, ValueRange{norm, f32Scalar(b, loc, 1e-6f)})->getResult(0);
     Value ratio = b.create<tc::DivOp>(loc, ValueRange{hyper(step, b, "max_grad_norm"), denominator})
                       ->getResult(0);
-    Value coefficient = b.create<tc::MinOp>(loc, ValueRange{ratio, f32Scalar(b, loc, 1.0f)})->getResult(0);
-    for (unsigned i = 1; i < grads.size(); ++i)
-      if (step.getResultAttr(i, "tc.grad"))
-        grads[i] = b.create<tc::MulOp>(loc, ValueRange{grads[i], coefficient})->getResult(0);
+    return b.create<tc::MinOp>(loc, ValueRange{ratio, f32Scalar(b, loc, 1.0f)})->getResult(0);
   }
 
   llvm::StringMap<Value> hypers;

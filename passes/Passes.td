@@ -40,7 +40,10 @@ def PlanMemory : Pass<"trainc-plan", "mlir::ModuleOp"> {
     aligned to 256 bytes). Views do not get buffers of their own: a
     `tc.reshape` (and an inference-mode `tc.dropout`) aliases its operand, and
     the running-statistics results of an inference-mode `tc.batch_norm` alias
-    its mean and variance operands; an alias keeps its buffer alive.
+    its mean and variance operands; an alias keeps its buffer alive. A fused
+    optimizer update (`tc.sgd_update`, `tc.adam_update`) whose result goes
+    straight back to the parameter or state it replaces, which nothing after
+    the update reads, gets no buffer either: it is written in place.
     Function arguments and constants live outside the arena.
 
     Each planned op gets `tc.offsets` (one byte offset per result, -1 for a
@@ -152,8 +155,9 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     Hyperparameters are runtime scalars, arguments marked `{tc.hyper = NAME}`,
     so one binary serves a whole sweep and the trainer applies the learning
     rate schedule; optimizer state arrives as arguments `{tc.state = NAME}`,
-    zero at the first step. The update is written in pointwise tc ops, which
-    the fusion phase turns into one kernel per parameter.
+    zero at the first step. Each parameter's update is one fused op
+    (`tc.sgd_update`, `tc.adam_update`): one pass over the parameter, its
+    gradient and its state, written in place by the code generator.
 
     - `sgd` (PyTorch torch.optim.SGD, dampening 0): g += wd p;
       b = momentum b + g; g = nesterov ? g + momentum b : b; p -= lr g.
@@ -164,10 +168,10 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       computes each step. Adam adds wd p to g; AdamW scales p by (1 - lr wd)
       first (decoupled weight decay).
 
-    With `clip-grad-norm` the gradients are first scaled as
+    With `clip-grad-norm` the gradients are scaled as
     torch.nn.utils.clip_grad_norm_ does: by min(1, max_norm / (norm + 1e-6))
     where norm is the global L2 norm of all gradients and max_norm the
-    `max_grad_norm` hyperparameter.
+    `max_grad_norm` hyperparameter; the factor is the updates' `grad_scale`.
 
     The pass does nothing without `@train_step` or when it already returns
     updates.

@@ -28,9 +28,43 @@ using namespace trainc;
 
 namespace {
 
-/// The operand a result aliases (views), or null if it needs its own buffer.
+/// The parameter or state argument that a fused optimizer update may
+/// overwrite in place: the result goes straight back to that argument's own
+/// slot (the return's tc.update / tc.state_update), and nothing after the
+/// update, the return included, reads the old value. Null otherwise.
+Value inPlaceArgument(OpResult result) {
+  Operation *op = result.getOwner();
+  Value replaced;
+  if (auto sgd = dyn_cast<tc::SgdUpdateOp>(op))
+    replaced = sgd.getReplacedOperand(result.getResultNumber());
+  else if (auto adam = dyn_cast<tc::AdamUpdateOp>(op))
+    replaced = adam.getReplacedOperand(result.getResultNumber());
+  auto arg = dyn_cast_or_null<BlockArgument>(replaced);
+  if (!arg || !result.hasOneUse())
+    return nullptr;
+  OpOperand &use = *result.getUses().begin();
+  auto func = dyn_cast<func::FuncOp>(op->getParentOp());
+  if (!func || !isa<func::ReturnOp>(use.getOwner()))
+    return nullptr;
+  unsigned slot = use.getOperandNumber(), argIndex = arg.getArgNumber();
+  Attribute param = func.getArgAttr(argIndex, tc::kParamAttrName);
+  Attribute state = func.getArgAttr(argIndex, "tc.state");
+  bool sameSlot = (param && func.getResultAttr(slot, "tc.update") == param) ||
+                  (state && func.getResultAttr(slot, "tc.state_update") == state);
+  if (!sameSlot)
+    return nullptr;
+  for (Operation *user : arg.getUsers())
+    if (user != op && op->isBeforeInBlock(user))
+      return nullptr;
+  return arg;
+}
+
+/// The operand a result aliases (views, in-place updates), or null if it
+/// needs its own buffer.
 Value aliasedOperand(OpResult result) {
   Operation *op = result.getOwner();
+  if (Value arg = inPlaceArgument(result))
+    return arg;
   if (isa<tc::ReshapeOp>(op))
     return op->getOperand(0);
   if (auto dropout = dyn_cast<tc::DropoutOp>(op))

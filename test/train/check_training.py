@@ -34,6 +34,9 @@ SAMPLES, BATCH, EPOCHS = 50, 16, 2  # 4 batches per epoch, the last of 2 samples
 OPTIMIZERS = {
     "sgd": (dict(lr=0.1, momentum=0.9, weight_decay=5e-4),
             lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=5e-4)),
+    "sgd-nesterov": (dict(lr=0.1, momentum=0.9, weight_decay=5e-4),
+                     lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9,
+                                                    weight_decay=5e-4, nesterov=True)),
     "sgd-plain": (dict(lr=0.05),
                   lambda params: torch.optim.SGD(params, lr=0.05)),
     "adam": (dict(lr=0.01, weight_decay=1e-3),
@@ -391,7 +394,8 @@ def main():
         prog = os.path.join(work, "mlp_" + name)
         build = subprocess.run([trainc, "compile", model_path, "--target=cpu",
                                 "--batch-size=%d" % BATCH, "--loss=cross-entropy",
-                                "--optimizer=" + kind, "-o", prog],
+                                "--optimizer=" + kind, "-o", prog]
+                               + (["--nesterov"] if "nesterov" in name else []),
                                capture_output=True, text=True)
         if build.returncode != 0:
             check(False, "%s compiles: %s" % (name, build.stderr.strip()[:300]))

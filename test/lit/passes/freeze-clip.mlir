@@ -23,8 +23,9 @@
 // CLIP: %[[DEN:.*]] = tc.add %[[NORM]], %[[EPS]]
 // CLIP: %[[RATIO:.*]] = tc.div %[[MAX]], %[[DEN]]
 // CLIP: %[[COEF:.*]] = tc.min %[[RATIO]], %{{.*}}
-// CLIP: tc.mul %[[G1]], %[[COEF]]
-// CLIP: tc.mul %[[G2]], %[[COEF]]
+//   The factor scales each gradient inside its fused update.
+// CLIP: tc.sgd_update %{{[^,]*}}, %[[G1]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[COEF]] :
+// CLIP: tc.sgd_update %{{[^,]*}}, %[[G2]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[COEF]] :
 //
 // Without the option nothing is clipped.
 // NOCLIP-LABEL: func.func @train_step(

@@ -1,41 +1,38 @@
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer | FileCheck %s --check-prefix=SGD
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=sgd nesterov=true" | FileCheck %s --check-prefix=NESTEROV
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=ADAMW
+// RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adam" | FileCheck %s --check-prefix=ADAM
 // RUN: not trainc-opt %s --split-input-file --trainc-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=KIND
 // KIND: --optimizer must be sgd, adam or adamw, got 'lion'
 
-// Stochastic gradient descent, g' = g + wd p; b' = momentum b + g'; p' = p - lr b'. The gradient
-// output becomes the updated parameter and the momentum buffer.
+// Stochastic gradient descent: the gradient output becomes the updated
+// parameter and the momentum buffer, from one fused tc.sgd_update whose
+// hyperparameters are runtime scalars.
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
 // SGD-SAME: %[[LR:.*]]: tensor<f32> {tc.hyper = "lr"}, %[[WD:.*]]: tensor<f32> {tc.hyper = "weight_decay"}, %[[M:.*]]: tensor<f32> {tc.hyper = "momentum"}, %[[B:.*]]: tensor<3xf32> {tc.state = "momentum.w"}
 // SGD-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.output = "param.w", tc.update = @w}, tensor<3xf32> {tc.output = "momentum.w", tc.state_update = "momentum.w"})
 // SGD-SAME: tc.optimizer = "sgd"
-// SGD: %[[DECAY:.*]] = tc.mul %[[WD]], %[[P]]
-// SGD: %[[G:.*]] = tc.add %[[GRAD:.*]], %[[DECAY]]
-// SGD: %[[MB:.*]] = tc.mul %[[M]], %[[B]]
-// SGD: %[[NB:.*]] = tc.add %[[MB]], %[[G]]
-// SGD: %[[STEP:.*]] = tc.mul %[[LR]], %[[NB]]
-// SGD: %[[NP:.*]] = tc.sub %[[P]], %[[STEP]]
+// SGD: %[[NP:[^,]*]], %[[NB:[^ ]*]] = tc.sgd_update %[[P]], %[[GRAD:[^,]*]], %[[B]], %[[LR]], %[[M]], %[[WD]] :
+// SGD-NOT: nesterov
 // SGD: return %{{.*}}, %[[NP]], %[[NB]]
 //
-//   Nesterov: the step is g' + momentum b'.
-// NESTEROV: %[[G:.*]] = tc.add %{{.*}}, %{{.*}}
-// NESTEROV: %[[MB:.*]] = tc.mul %{{.*}}, %{{.*}}
-// NESTEROV: %[[NB:.*]] = tc.add %[[MB]], %[[G]]
-// NESTEROV: %[[LOOK:.*]] = tc.mul %{{.*}}, %[[NB]]
-// NESTEROV: %[[DIR:.*]] = tc.add %[[G]], %[[LOOK]]
-// NESTEROV: tc.mul %{{.*}}, %[[DIR]]
+//   Nesterov: a flag of the update.
+// NESTEROV: tc.sgd_update {{.*}} {nesterov}
 //
-//   AdamW: decoupled decay p (1 - lr wd), two moments, bias corrections as
-//   hyperparameters.
+//   AdamW: decoupled decay, two moments, bias corrections as hyperparameters.
 // ADAMW-LABEL: func.func @train_step(
+// ADAMW-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
 // ADAMW-SAME: {tc.hyper = "bias_correction1"}
 // ADAMW-SAME: {tc.hyper = "bias_correction2"}
-// ADAMW-SAME: {tc.state = "exp_avg.w"}
-// ADAMW-SAME: {tc.state = "exp_avg_sq.w"}
-// ADAMW: tc.sqrt
-// ADAMW: return
+// ADAMW-SAME: %[[M:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg.w"}
+// ADAMW-SAME: %[[V:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg_sq.w"}
+// ADAMW: %[[NP:[^,]*]], %[[NM:[^,]*]], %[[NV:[^ ]*]] = tc.adam_update %[[P]], %{{[^,]*}}, %[[M]], %[[V]], {{.*}} {decoupled}
+// ADAMW: return %{{.*}}, %[[NP]], %[[NM]], %[[NV]]
+//   Adam: L2 weight decay in the gradient (no decoupled flag).
+// ADAM: tc.adam_update
+// ADAM-NOT: decoupled
+// ADAM-SAME: -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
 tc.param @w trainable : tensor<3xf32>
 func.func @train_step(%x: tensor<3xf32> {tc.input = "x"}, %w: tensor<3xf32> {tc.param = @w})
     -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.grad = @w, tc.output = "grad.w"}) {

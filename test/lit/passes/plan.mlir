@@ -90,3 +90,37 @@ func.func @dropouts(%x: tensor<2x64xf32>, %k: tensor<2xi64>) -> (tensor<2x64xf32
   %1 = tc.dropout %x, %k {training = true} : tensor<2x64xf32>, tensor<2xi64>
   return %0, %1 : tensor<2x64xf32>, tensor<2x64xf32>
 }
+
+// -----
+
+// A fused update whose results go straight back to the parameter and the
+// state they replace is written in place: no buffers.
+// CHECK-LABEL: func.func @update_in_place
+// CHECK: tc.sgd_update {{.*}} {tc.offsets = array<i64: -1, -1>}
+tc.param @w trainable : tensor<64xf32>
+func.func @update_in_place(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32> {tc.input = "g"},
+                           %b: tensor<64xf32> {tc.state = "momentum.w"}, %lr: tensor<f32> {tc.hyper = "lr"},
+                           %m: tensor<f32> {tc.hyper = "momentum"}, %wd: tensor<f32> {tc.hyper = "weight_decay"})
+    -> (tensor<64xf32> {tc.update = @w}, tensor<64xf32> {tc.state_update = "momentum.w"}) {
+  %p, %nb = tc.sgd_update %w, %g, %b, %lr, %m, %wd
+      : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>)
+  return %p, %nb : tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// Not in place where the old value is still read after the update (here by
+// a later op), or where the result goes to another slot: buffers.
+// CHECK-LABEL: func.func @update_needs_buffers
+// CHECK: tc.sgd_update {{.*}} {tc.offsets = array<i64: {{[0-9]+}}, {{[0-9]+}}>}
+tc.param @w trainable : tensor<64xf32>
+tc.param @u trainable : tensor<64xf32>
+func.func @update_needs_buffers(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32> {tc.input = "g"},
+                                %b: tensor<64xf32> {tc.state = "momentum.w"}, %lr: tensor<f32> {tc.hyper = "lr"},
+                                %m: tensor<f32> {tc.hyper = "momentum"}, %wd: tensor<f32> {tc.hyper = "weight_decay"})
+    -> (tensor<64xf32> {tc.update = @u}, tensor<64xf32> {tc.state_update = "momentum.w"}, tensor<64xf32>) {
+  %p, %nb = tc.sgd_update %w, %g, %b, %lr, %m, %wd
+      : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>)
+  %late = tc.add %b, %w : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  return %p, %nb, %late : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
