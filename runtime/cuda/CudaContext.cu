@@ -183,26 +183,28 @@ void CudaContext::deallocate(void *ptr) {
   (void)cudaFree(ptr);
 }
 
-Status CudaContext::copyToDevice(void *dst, const void *src, size_t bytes) {
+Status CudaContext::enqueueCopy(const char *site, void *dst, const void *src, size_t bytes,
+                                cudaMemcpyKind kind, cudaStream_t stream) {
   if (bytes == 0)
     return Status();
   if (!dst || !src)
-    return invalidArgument("copyToDevice", "null pointer");
-  TRAINC_CUDA_CALL(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, computeStream));
+    return invalidArgument(site, "null pointer");
+  cudaError_t error = cudaMemcpyAsync(dst, src, bytes, kind, stream);
+  if (error != cudaSuccess)
+    return cudaFailure(error, site, "cudaMemcpyAsync(dst, src, bytes, kind, stream)");
   return Status();
 }
 
+Status CudaContext::copyToDevice(void *dst, const void *src, size_t bytes) {
+  return enqueueCopy("copyToDevice", dst, src, bytes, cudaMemcpyHostToDevice, computeStream);
+}
+
 Status CudaContext::copyToHost(void *dst, const void *src, size_t bytes) {
-  if (bytes == 0)
-    return Status();
-  if (!dst || !src)
-    return invalidArgument("copyToHost", "null pointer");
-  TRAINC_CUDA_CALL(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, computeStream));
+  TRAINC_RETURN_IF_ERROR(
+      enqueueCopy("copyToHost", dst, src, bytes, cudaMemcpyDeviceToHost, computeStream));
   // The caller reads `dst` next, so this must wait; it also reports device
   // errors of the kernels that produced `src`.
-  return synchronize();
+  return bytes == 0 ? Status() : synchronize();
 }
 
 Status CudaContext::fill(void *dst, int value, size_t bytes) {
@@ -228,23 +230,11 @@ void CudaContext::deallocateHost(void *ptr) {
 }
 
 Status CudaContext::uploadAsync(void *dst, const void *src, size_t bytes) {
-  if (bytes == 0)
-    return Status();
-  if (!dst || !src)
-    return invalidArgument("uploadAsync", "null pointer");
-  TRAINC_CUDA_CALL(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, uploadStream));
-  return Status();
+  return enqueueCopy("uploadAsync", dst, src, bytes, cudaMemcpyHostToDevice, uploadStream);
 }
 
 Status CudaContext::downloadAsync(void *dst, const void *src, size_t bytes) {
-  if (bytes == 0)
-    return Status();
-  if (!dst || !src)
-    return invalidArgument("downloadAsync", "null pointer");
-  TRAINC_CUDA_CALL(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, computeStream));
-  return Status();
+  return enqueueCopy("downloadAsync", dst, src, bytes, cudaMemcpyDeviceToHost, computeStream);
 }
 
 Status CudaContext::createEvent(int *event) {
@@ -257,9 +247,14 @@ Status CudaContext::createEvent(int *event) {
   return Status();
 }
 
-Status CudaContext::recordEvent(int event, Queue queue) {
+Status CudaContext::checkEvent(const char *site, int event) const {
   if (event < 0 || event >= static_cast<int>(events.size()))
-    return invalidArgument("recordEvent", "unknown event " + std::to_string(event));
+    return invalidArgument(site, "unknown event " + std::to_string(event));
+  return Status();
+}
+
+Status CudaContext::recordEvent(int event, Queue queue) {
+  TRAINC_RETURN_IF_ERROR(checkEvent("recordEvent", event));
   if (queue == Queue::Compute)
     TRAINC_CUDA_CALL(cudaMemcpyAsync(hostErrorRecord, deviceErrorRecord,
                                      sizeof(DeviceErrorRecord),
@@ -270,16 +265,14 @@ Status CudaContext::recordEvent(int event, Queue queue) {
 }
 
 Status CudaContext::queueWait(Queue queue, int event) {
-  if (event < 0 || event >= static_cast<int>(events.size()))
-    return invalidArgument("queueWait", "unknown event " + std::to_string(event));
+  TRAINC_RETURN_IF_ERROR(checkEvent("queueWait", event));
   TRAINC_CUDA_CALL(cudaStreamWaitEvent(
       queue == Queue::Compute ? computeStream : uploadStream, events[event], 0));
   return Status();
 }
 
 Status CudaContext::hostWait(int event) {
-  if (event < 0 || event >= static_cast<int>(events.size()))
-    return invalidArgument("hostWait", "unknown event " + std::to_string(event));
+  TRAINC_RETURN_IF_ERROR(checkEvent("hostWait", event));
   TRAINC_CUDA_CALL(cudaEventSynchronize(events[event]));
   return reportDeviceErrors();
 }

@@ -163,6 +163,10 @@ private:
   /// step, before any CUDA graph capture).
   Status grow(Scratch &scratch, size_t bytes, const char *what);
   Status reportDeviceErrors();
+  /// cudaMemcpyAsync on `stream`; errors name `site`.
+  Status enqueueCopy(const char *site, void *dst, const void *src, size_t bytes,
+                     cudaMemcpyKind kind, cudaStream_t stream);
+  Status checkEvent(const char *site, int event) const;
 
   int device = 0;
   int smCount = 0;

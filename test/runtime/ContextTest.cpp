@@ -50,5 +50,32 @@ TEST(CpuContext, WorkspaceGrowsAndIsAligned) {
   EXPECT_EQ(again, large);
 }
 
+TEST(CpuContext, AsynchronousTransfersAndEvents) {
+  // On the CPU every transfer is complete when it returns; the calls still
+  // check their arguments, and events are distinct indices.
+  auto ctx = makeContext();
+  void *pinned = nullptr, *device = nullptr;
+  EXPECT_OK(ctx->allocateHost(&pinned, 16));
+  EXPECT_OK(ctx->allocate(&device, 16));
+  std::memcpy(pinned, "0123456789abcdef", 16);
+  int uploaded = -1, computed = -1;
+  EXPECT_OK(ctx->createEvent(&uploaded));
+  EXPECT_OK(ctx->createEvent(&computed));
+  EXPECT_NE(uploaded, computed);
+  EXPECT_OK(ctx->uploadAsync(device, pinned, 16));
+  EXPECT_OK(ctx->recordEvent(uploaded, rt::Context::Queue::Upload));
+  EXPECT_OK(ctx->queueWait(rt::Context::Queue::Compute, uploaded));
+  char back[16] = {};
+  EXPECT_OK(ctx->downloadAsync(back, device, 16));
+  EXPECT_OK(ctx->recordEvent(computed, rt::Context::Queue::Compute));
+  EXPECT_OK(ctx->hostWait(computed));
+  EXPECT_EQ(std::memcmp(back, "0123456789abcdef", 16), 0);
+  EXPECT_ERROR(ctx->uploadAsync(nullptr, pinned, 4), "dst is null");
+  EXPECT_ERROR(ctx->hostWait(computed + 1), "unknown event");
+  EXPECT_ERROR(ctx->recordEvent(-1, rt::Context::Queue::Upload), "unknown event");
+  ctx->deallocate(device);
+  ctx->deallocateHost(pinned);
+}
+
 } // namespace
 } // namespace trainc::test
