@@ -108,7 +108,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
         b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("loss")))};
     for (unsigned i = 0; i < loss.getNumResults(); ++i)
       resultAttrs.push_back(loss.getResultAttrDict(i));
-    if (failed(trainMode(module, loss, b, results, resultAttrs)))
+    if (failed(trainMode(module, loss, b, results, resultAttrs)) || failed(checkInputNames(loss)))
       return failure();
     b.create<func::ReturnOp>(ret.getLoc(), results);
     ret.erase();
@@ -162,6 +162,32 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       return WalkResult::advance();
     });
     return failure(walk.wasInterrupted());
+  }
+
+  /// The step's inputs are files named after them: a model input may not
+  /// take the name of the label, the sample weights or the dropout key.
+  LogicalResult checkInputNames(func::FuncOp loss) {
+    llvm::StringSet<> modelInputs;
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+      if (auto name = loss.getArgAttrOfType<StringAttr>(i, tc::kInputAttrName))
+        modelInputs.insert(name.getValue());
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i) {
+      StringRef added;
+      if (auto label = loss.getArgAttrOfType<StringAttr>(i, tc::kLabelAttrName))
+        added = label.getValue();
+      else if (loss.getArgAttr(i, tc::kSampleWeightsAttrName))
+        added = "sample_weights";
+      else if (loss.getArgAttr(i, tc::kDropoutKeyAttrName))
+        added = tc::kDropoutKeyInputName;
+      if (added.empty() || !modelInputs.contains(added))
+        continue;
+      if (loss.getArgAttr(i, tc::kLabelAttrName))
+        return loss.emitError("the model has an input named '")
+               << added << "', the name of the label input; choose another with --label=NAME";
+      return loss.emitError("the model has an input named '")
+             << added << "', which the training step reserves for its own input";
+    }
+    return success();
   }
 
   /// Every dropout that drops something draws its mask from the step's key

@@ -15,3 +15,20 @@ func.func @forward(%x: tensor<4xf32> {tc.input = "x"}) -> (tensor<4xf32> {tc.out
 func.func @forward(%x: tensor<f32> {tc.input = "x"}) -> (tensor<f32> {tc.output = "y"}) {
   return %x : tensor<f32>
 }
+
+// -----
+
+// The step's own inputs are files named after them: a model input may not
+// take the label's name (--label renames it) ...
+// expected-error @+1 {{the model has an input named 'label', the name of the label input; choose another with --label=NAME}}
+func.func @forward(%x: tensor<4x3xf32> {tc.input = "label"}) -> (tensor<4x3xf32> {tc.output = "y"}) {
+  return %x : tensor<4x3xf32>
+}
+
+// -----
+
+// ... nor a name the step reserves.
+// expected-error @+1 {{the model has an input named 'sample_weights', which the training step reserves for its own input}}
+func.func @forward(%x: tensor<4x3xf32> {tc.input = "sample_weights"}) -> (tensor<4x3xf32> {tc.output = "y"}) {
+  return %x : tensor<4x3xf32>
+}
