@@ -28,6 +28,21 @@ using namespace trainc;
 
 namespace {
 
+/// The operand whose buffer a view result shares: a reshape, an inference
+/// dropout, the statistics of an inference batch norm. Null otherwise.
+Value viewSource(OpResult result) {
+  Operation *op = result.getOwner();
+  if (isa<tc::ReshapeOp>(op))
+    return op->getOperand(0);
+  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+    if (!dropout.getTraining())
+      return dropout.getInput(); // inference: identity
+  if (auto bn = dyn_cast<tc::BatchNormOp>(op))
+    if (!bn.getTraining() && result.getResultNumber() > 0)
+      return op->getOperand(result.getResultNumber() + 2);
+  return nullptr;
+}
+
 /// The parameter or state argument that a fused optimizer update may
 /// overwrite in place: the result goes straight back to that argument's own
 /// slot (the return's tc.update / tc.state_update), and nothing after the
@@ -53,27 +68,25 @@ Value inPlaceArgument(OpResult result) {
                   (state && func.getResultAttr(slot, "tc.state_update") == state);
   if (!sameSlot)
     return nullptr;
-  for (Operation *user : arg.getUsers())
-    if (user != op && op->isBeforeInBlock(user))
-      return nullptr;
+  // The argument and every view of it: none may be read after the update.
+  SmallVector<Value> aliases = {arg};
+  for (Operation &other : arg.getParentBlock()->getOperations())
+    for (OpResult r : other.getResults())
+      if (Value source = viewSource(r); source && llvm::is_contained(aliases, source))
+        aliases.push_back(r);
+  for (Value alias : aliases)
+    for (Operation *user : alias.getUsers())
+      if (user != op && op->isBeforeInBlock(user))
+        return nullptr;
   return arg;
 }
 
 /// The operand a result aliases (views, in-place updates), or null if it
 /// needs its own buffer.
 Value aliasedOperand(OpResult result) {
-  Operation *op = result.getOwner();
   if (Value arg = inPlaceArgument(result))
     return arg;
-  if (isa<tc::ReshapeOp>(op))
-    return op->getOperand(0);
-  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    if (!dropout.getTraining())
-      return dropout.getInput(); // inference: identity
-  if (auto bn = dyn_cast<tc::BatchNormOp>(op))
-    if (!bn.getTraining() && result.getResultNumber() > 0)
-      return op->getOperand(result.getResultNumber() + 2);
-  return nullptr;
+  return viewSource(result);
 }
 
 int64_t tensorBytes(Type type) {

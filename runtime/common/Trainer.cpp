@@ -298,6 +298,12 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   TRAINC_RETURN_IF_ERROR(allocateDevice(*context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(*context, hostSlots * layout.bytes, hostBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(*context, kDeviceSlots * 256, hostLoss));
+  // Whatever way the loop ends, the device finishes the copies that read or
+  // write the pinned slots before they are freed.
+  struct Quiesce {
+    Context *context;
+    ~Quiesce() { (void)context->synchronize(); }
+  } quiesce{context.get()};
   auto deviceSlot = [&](int d) { return static_cast<char *>(deviceBlock.get()) + d * layout.bytes; };
   auto hostSlot = [&](int h) { return static_cast<char *>(hostBlock.get()) + h * layout.bytes; };
   // The losses live after the two slots, 256 bytes apart.
@@ -524,6 +530,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     epochLoss = epochWeight = 0;
     const int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
     const int64_t lastBatch = std::min(batchesPerEpoch, firstBatch + (totalSteps - step));
+    if (firstBatch >= lastBatch)
+      continue; // resumed from the checkpoint at this epoch's end
+
     const int64_t epochFirstStep = step;
     int64_t submitted = firstBatch;
     // Batch b trains in step (0-based) epochFirstStep + b - firstBatch, from
@@ -541,7 +550,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       return Status();
     };
     for (int64_t b = firstBatch; b < lastBatch; ++b) {
-      TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots));
+      // Refills the slot of step k - 2 at the latest, whose upload step k - 2
+      // waited for: the host does not wait here.
+      TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots - 1));
       const int h = static_cast<int>(step % hostSlots), d = static_cast<int>(step % kDeviceSlots);
       const int64_t count = std::min(batch, samples - b * batch);
       loader.wait(h);

@@ -148,6 +148,8 @@ CudaContext::~CudaContext() {
   }
   for (cudaEvent_t event : events)
     (void)cudaEventDestroy(event);
+  for (DeviceErrorRecord *record : eventRecords)
+    (void)cudaFreeHost(record);
   if (computeStream)
     (void)cudaStreamDestroy(computeStream);
 }
@@ -240,9 +242,17 @@ Status CudaContext::downloadAsync(void *dst, const void *src, size_t bytes) {
 Status CudaContext::createEvent(int *event) {
   if (!event)
     return invalidArgument("createEvent", "event is null");
+  DeviceErrorRecord *record = nullptr;
+  TRAINC_CUDA_CALL(cudaMallocHost(reinterpret_cast<void **>(&record), sizeof(DeviceErrorRecord)));
+  std::memset(record, 0, sizeof(DeviceErrorRecord));
   cudaEvent_t created = nullptr;
-  TRAINC_CUDA_CALL(cudaEventCreateWithFlags(&created, cudaEventDisableTiming));
+  cudaError_t error = cudaEventCreateWithFlags(&created, cudaEventDisableTiming);
+  if (error != cudaSuccess) {
+    (void)cudaFreeHost(record);
+    return cudaFailure(error, "createEvent", "cudaEventCreateWithFlags(&created, flags)");
+  }
   events.push_back(created);
+  eventRecords.push_back(record);
   *event = static_cast<int>(events.size()) - 1;
   return Status();
 }
@@ -255,8 +265,10 @@ Status CudaContext::checkEvent(const char *site, int event) const {
 
 Status CudaContext::recordEvent(int event, Queue queue) {
   TRAINC_RETURN_IF_ERROR(checkEvent("recordEvent", event));
+  // Each event has its own copy of the record, so that a later copy cannot
+  // change what hostWait() of this event reads.
   if (queue == Queue::Compute)
-    TRAINC_CUDA_CALL(cudaMemcpyAsync(hostErrorRecord, deviceErrorRecord,
+    TRAINC_CUDA_CALL(cudaMemcpyAsync(eventRecords[event], deviceErrorRecord,
                                      sizeof(DeviceErrorRecord),
                                      cudaMemcpyDeviceToHost, computeStream));
   TRAINC_CUDA_CALL(cudaEventRecord(
@@ -274,7 +286,7 @@ Status CudaContext::queueWait(Queue queue, int event) {
 Status CudaContext::hostWait(int event) {
   TRAINC_RETURN_IF_ERROR(checkEvent("hostWait", event));
   TRAINC_CUDA_CALL(cudaEventSynchronize(events[event]));
-  return reportDeviceErrors();
+  return reportDeviceErrors(eventRecords[event]);
 }
 
 Status CudaContext::synchronize() {
@@ -291,13 +303,15 @@ Status CudaContext::synchronize() {
   return reportDeviceErrors();
 }
 
-Status CudaContext::reportDeviceErrors() {
-  DeviceErrorRecord record = *hostErrorRecord;
+Status CudaContext::reportDeviceErrors() { return reportDeviceErrors(hostErrorRecord); }
+
+Status CudaContext::reportDeviceErrors(DeviceErrorRecord *copy) {
+  DeviceErrorRecord record = *copy;
   if (record.code == static_cast<int32_t>(DeviceErrorCode::None))
     return Status();
   // Clear it so that the next report covers only later work; stream order
   // puts the clear after everything already queued.
-  std::memset(hostErrorRecord, 0, sizeof(DeviceErrorRecord));
+  std::memset(copy, 0, sizeof(DeviceErrorRecord));
   TRAINC_CUDA_CALL(cudaMemsetAsync(deviceErrorRecord, 0,
                                    sizeof(DeviceErrorRecord), computeStream));
   std::string value = std::to_string(record.value);

@@ -163,6 +163,8 @@ private:
   /// step, before any CUDA graph capture).
   Status grow(Scratch &scratch, size_t bytes, const char *what);
   Status reportDeviceErrors();
+  /// Reports (and clears) the error in `copy`, a host copy of the record.
+  Status reportDeviceErrors(DeviceErrorRecord *copy);
   /// cudaMemcpyAsync on `stream`; errors name `site`.
   Status enqueueCopy(const char *site, void *dst, const void *src, size_t bytes,
                      cudaMemcpyKind kind, cudaStream_t stream);
@@ -174,6 +176,9 @@ private:
   cudaStream_t uploadStream = nullptr;
   /// Created without timing (the cheapest kind); destroyed with the context.
   std::vector<cudaEvent_t> events;
+  /// Per event, pinned: the device error record as of the event (compute
+  /// queue only; zero otherwise).
+  std::vector<DeviceErrorRecord *> eventRecords;
   cublasLtHandle_t cublasLtHandle = nullptr;
   cudnnHandle_t cudnnHandle = nullptr;
   DeviceErrorRecord *deviceErrorRecord = nullptr;

@@ -124,3 +124,21 @@ func.func @update_needs_buffers(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<6
   %late = tc.add %b, %w : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
   return %p, %nb, %late : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A view of the parameter read after the update keeps the old value alive:
+// not in place.
+// CHECK-LABEL: func.func @update_view_read_later
+// CHECK: tc.sgd_update {{.*}} {tc.offsets = array<i64: {{[0-9]+}}, -1>}
+tc.param @w trainable : tensor<64xf32>
+func.func @update_view_read_later(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32> {tc.input = "g"},
+                                  %b: tensor<64xf32> {tc.state = "momentum.w"}, %lr: tensor<f32> {tc.hyper = "lr"},
+                                  %m: tensor<f32> {tc.hyper = "momentum"}, %wd: tensor<f32> {tc.hyper = "weight_decay"})
+    -> (tensor<64xf32> {tc.update = @w}, tensor<64xf32> {tc.state_update = "momentum.w"}, tensor<8x8xf32>) {
+  %view = tc.reshape %w {shape = array<i64: 8, 8>} : (tensor<64xf32>) -> tensor<8x8xf32>
+  %p, %nb = tc.sgd_update %w, %g, %b, %lr, %m, %wd
+      : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>)
+  %late = tc.relu %view : tensor<8x8xf32>
+  return %p, %nb, %late : tensor<64xf32>, tensor<64xf32>, tensor<8x8xf32>
+}
