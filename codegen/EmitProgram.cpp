@@ -135,6 +135,15 @@ std::string gatherDims(ArrayRef<int64_t> data, int64_t axis) {
          std::to_string(inner);
 }
 
+/// "rows, cols" of a layer norm over the axes from `axis` on.
+std::string layerNormDims(Value input, int64_t axis) {
+  ArrayRef<int64_t> s = shapeOf(input);
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    rows *= s[d];
+  return std::to_string(rows) + ", " + std::to_string(countOf(input) / std::max<int64_t>(rows, 1));
+}
+
 /// "n, c, spatial" of a batch-norm input [N, C, ...].
 std::string batchNormDims(ArrayRef<int64_t> x) {
   int64_t spatial = 1;
@@ -640,16 +649,19 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](tc::LayerNormOp o) {
-        ArrayRef<int64_t> s = shapeOf(o.getInput());
-        int64_t rows = 1;
-        for (int64_t d = 0; d < static_cast<int64_t>(o.getAxis()); ++d)
-          rows *= s[d];
-        call("tk::layerNorm(ctx, " + std::to_string(rows) + ", " +
-             std::to_string(countOf(o.getInput()) / std::max<int64_t>(rows, 1)) + ", " +
+        call("tk::layerNorm(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
              ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
              (o.getBias() ? ptr(o.getBias()) : "nullptr") + ", " +
              literal(o.getEpsilon().convertToFloat(), true) + ", " +
              ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::LayerNormBackwardOp o) {
+        call("tk::layerNormBackward(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
+             ", " + literal(o.getEpsilon().convertToFloat(), true) + ", " +
+             ptr(o.getInputGrad()) + ", " + ptr(o.getScaleGrad()) + ", " +
+             ptr(o.getBiasGrad()) + ")");
         return success();
       })
       .Case<tc::SoftmaxOp, tc::LogSoftmaxOp>([&](Operation *o) {

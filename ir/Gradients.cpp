@@ -605,31 +605,6 @@ LogicalResult NllLossOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 // Normalization
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// Axes `from`..`to-1`.
-SmallVector<int64_t> axisRange(int64_t from, int64_t to) {
-  SmallVector<int64_t> axes;
-  for (int64_t d = from; d < to; ++d)
-    axes.push_back(d);
-  return axes;
-}
-
-Value reduceOver(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> axes, bool mean,
-                 bool keepdims) {
-  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
-                                       b.getNamedAttr("keepdims", b.getBoolAttr(keepdims))};
-  return mean ? make<ReduceMeanOp>(b, loc, v, attrs) : make<ReduceSumOp>(b, loc, v, attrs);
-}
-
-/// 1 / sqrt(v + epsilon).
-Value rsqrtPlus(OpBuilder &b, Location loc, Value v, float epsilon) {
-  return make<ReciprocalOp>(
-      b, loc, make<SqrtOp>(b, loc, make<AddOp>(b, loc, {v, scalar(b, loc, v, epsilon)})));
-}
-
-} // namespace
-
 LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
@@ -655,29 +630,16 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
-  // xhat = (x - mu) * rstd;  y = xhat * scale + bias;
-  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * scale,
-  // means over the normalized axes.
-  Location loc = getLoc();
-  Value dy = dys[0], x = getInput();
-  int64_t rank = typeOf(x).getRank(), axis = getAxis();
-  SmallVector<int64_t> normalized = axisRange(axis, rank), leading = axisRange(0, axis);
-  Value mu = reduceOver(b, loc, x, normalized, true, true);
-  Value centered = sub(b, loc, x, mu);
-  Value variance = reduceOver(b, loc, mul(b, loc, centered, centered), normalized, true, true);
-  Value rstd = rsqrtPlus(b, loc, variance, getEpsilon().convertToFloat());
-  Value xhat = mul(b, loc, centered, rstd);
-  Value g = mul(b, loc, dy, getScale());
-  Value inner = sub(b, loc, sub(b, loc, g, reduceOver(b, loc, g, normalized, true, true)),
-                    mul(b, loc, xhat, reduceOver(b, loc, mul(b, loc, g, xhat), normalized, true, true)));
-  dxs.push_back(mul(b, loc, rstd, inner));
-  // Parameter gradients sum over the leading axes (none when axis is 0).
-  auto overRows = [&](Value v) {
-    return leading.empty() ? v : reduceOver(b, loc, v, leading, false, false);
-  };
-  dxs.push_back(overRows(mul(b, loc, dy, xhat)));
+  // One op recomputes the row statistics and returns dx, dscale and dbias
+  // (see tc.layer_norm_backward for the formulas).
+  auto backward = b.create<LayerNormBackwardOp>(
+      getLoc(), ValueRange{getInput(), getScale(), dys[0]},
+      ArrayRef<NamedAttribute>{b.getNamedAttr("axis", getAxisAttr()),
+                               b.getNamedAttr("epsilon", getEpsilonAttr())});
+  dxs.push_back(backward.getInputGrad());
+  dxs.push_back(backward.getScaleGrad());
   if (getBias())
-    dxs.push_back(overRows(dy));
+    dxs.push_back(backward.getBiasGrad());
   return success();
 }
 

@@ -524,20 +524,19 @@ LogicalResult BatchNormBackwardOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> location,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  RankedTensorType scale = ranked(adaptor.getScale());
+namespace {
+
+/// The checks of a layer norm over the axes from `axis` on: scale and the
+/// optional bias have the normalized shape and the input's element type.
+LogicalResult checkLayerNorm(std::optional<Location> location, RankedTensorType input,
+                             RankedTensorType scale, RankedTensorType bias, int64_t axis) {
   if (failed(requireRanked(location, {input, scale})))
     return failure();
-  int64_t axis = adaptor.getAxis();
   if (axis < 0 || axis >= input.getRank())
     return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
                              input.getRank());
   ArrayRef<int64_t> normalized = input.getShape().drop_front(axis);
-  for (RankedTensorType t : {scale, ranked(adaptor.getBias())}) {
+  for (RankedTensorType t : {scale, bias}) {
     if (!t)
       continue;
     if (failed(requireSameElementType(location, input, t, "scale/bias")))
@@ -547,7 +546,37 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
                                shape::format(normalized), ", got ",
                                shape::format(t.getShape()));
   }
+  return success();
+}
+
+} // namespace
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> location,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (failed(checkLayerNorm(location, input, ranked(adaptor.getScale()),
+                            ranked(adaptor.getBias()), adaptor.getAxis())))
+    return failure();
   inferred.push_back(input);
+  return success();
+}
+
+LogicalResult LayerNormBackwardOp::inferReturnTypes(MLIRContext *,
+                                                    std::optional<Location> location,
+                                                    Adaptor adaptor,
+                                                    SmallVectorImpl<Type> &inferred) {
+  // The forward op's checks, then dy must have the input's type.
+  RankedTensorType input = ranked(adaptor.getInput());
+  if (failed(checkLayerNorm(location, input, ranked(adaptor.getScale()), nullptr,
+                            adaptor.getAxis())))
+    return failure();
+  if (ranked(adaptor.getResultGrad()) != input)
+    return emitOptionalError(location, "the result gradient must have the input's type");
+  inferred.push_back(input);
+  inferred.push_back(adaptor.getScale().getType());
+  inferred.push_back(adaptor.getScale().getType());
   return success();
 }
 

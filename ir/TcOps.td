@@ -432,6 +432,31 @@ def Tc_LayerNormOp : Tc_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<Tc_Gra
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tc_LayerNormBackwardOp : Tc_Op<"layer_norm_backward", [Pure]> {
+  let summary = "gradient of tc.layer_norm";
+  let description = [{
+    Recomputes each row's mean and 1/std from `input` and returns the
+    gradients with respect to the input, the scale and the bias (the bias
+    gradient is the column sum of `result_grad`; unused without a bias):
+
+        xhat = (x - mean) * rstd,  g = dy * scale
+        dx = rstd * (g - mean(g) - xhat * mean(g * xhat))   (means over the row)
+        dscale = sum over rows of dy * xhat,  dbias = sum over rows of dy
+
+    ```mlir
+    %dx, %dg, %db = tc.layer_norm_backward %x, %g, %dy {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>)
+        -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$scale,
+      Tc_FloatTensor:$result_grad, I64Attr:$axis,
+      DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs Tc_FloatTensor:$input_grad, Tc_FloatTensor:$scale_grad,
+                      Tc_FloatTensor:$bias_grad);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Pooling
 //===----------------------------------------------------------------------===//

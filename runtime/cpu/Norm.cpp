@@ -190,6 +190,68 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
   return Status();
 }
 
+Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *x,
+                         const float *scale, const float *dy, float epsilon, float *dx,
+                         float *dscale, float *dbias) {
+  const char *kernel = "layerNormBackward";
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
+                                               {"scale", scale},
+                                               {"dy", dy},
+                                               {"dx", dx},
+                                               {"dscale", dscale},
+                                               {"dbias", dbias}}));
+  TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
+  int64_t unused;
+  TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {rows, cols}, unused));
+  // Per row: the mean and 1/std (as layerNorm computes them), kept for the
+  // column sums below.
+  void *scratch = nullptr;
+  TRAINC_RETURN_IF_ERROR(ctx.workspace(&scratch, size_t(rows) * 2 * sizeof(double)));
+  double *stats = static_cast<double *>(scratch);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *in = x + r * cols, *g = dy + r * cols;
+    double sum = 0;
+    for (int64_t i = 0; i < cols; ++i)
+      sum += in[i];
+    const double mu = sum / double(cols);
+    double squares = 0;
+    for (int64_t i = 0; i < cols; ++i) {
+      double delta = in[i] - mu;
+      squares += delta * delta;
+    }
+    const double rstd = 1.0 / std::sqrt(squares / double(cols) + epsilon);
+    double meanG = 0, meanGx = 0;
+    for (int64_t i = 0; i < cols; ++i) {
+      double gi = double(g[i]) * scale[i];
+      meanG += gi;
+      meanGx += gi * (in[i] - mu) * rstd;
+    }
+    meanG /= double(cols);
+    meanGx /= double(cols);
+    float *out = dx + r * cols;
+    for (int64_t i = 0; i < cols; ++i) {
+      double gi = double(g[i]) * scale[i];
+      out[i] = float(rstd * (gi - meanG - (in[i] - mu) * rstd * meanGx));
+    }
+    stats[2 * r] = mu;
+    stats[2 * r + 1] = rstd;
+  }
+  // Column sums over the rows, each column by one thread in row order.
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < cols; ++i) {
+    double ds = 0, db = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double gi = dy[r * cols + i];
+      ds += gi * (x[r * cols + i] - stats[2 * r]) * stats[2 * r + 1];
+      db += gi;
+    }
+    dscale[i] = float(ds);
+    dbias[i] = float(db);
+  }
+  return Status();
+}
+
 Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
                  const float *scale, const float *bias, float epsilon,
                  float *y) {

@@ -94,6 +94,60 @@ __global__ void layerNormBlockKernel(int64_t rows, int64_t cols, const float *x,
   }
 }
 
+/// Layer norm backward, part 1: one block per row recomputes the row's mean
+/// and 1/std (as layerNormBlockKernel), writes dx and keeps the statistics
+/// for the column sums.
+__global__ void layerNormBackwardRowsKernel(int64_t rows, int64_t cols, const float *x,
+                                            const float *scale, const float *dy,
+                                            float epsilon, float *dx, float2 *stats) {
+  __shared__ float partial[kWarpSize];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float *in = x + row * cols, *g = dy + row * cols;
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+      sum += in[j];
+    float mean = blockSum(sum, partial) / float(cols);
+    float sq = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float diff = in[j] - mean;
+      sq += diff * diff;
+    }
+    float rstd = rsqrtf(blockSum(sq, partial) / float(cols) + epsilon);
+    float sg = 0.0f, sgx = 0.0f;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float gj = g[j] * scale[j];
+      sg += gj;
+      sgx += gj * (in[j] - mean) * rstd;
+    }
+    float meanG = blockSum(sg, partial) / float(cols);
+    float meanGx = blockSum(sgx, partial) / float(cols);
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      float gj = g[j] * scale[j];
+      dx[row * cols + j] = rstd * (gj - meanG - (in[j] - mean) * rstd * meanGx);
+    }
+    if (threadIdx.x == 0)
+      stats[row] = make_float2(mean, rstd);
+  }
+}
+
+/// Layer norm backward, part 2: one thread per column sums dy * xhat and dy
+/// over the rows (adjacent threads read adjacent columns).
+__global__ void layerNormBackwardColumnsKernel(int64_t rows, int64_t cols, const float *x,
+                                               const float *dy, const float2 *stats,
+                                               float *dscale, float *dbias) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < cols;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    float ds = 0.0f, db = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      float gj = dy[r * cols + j];
+      ds += gj * (x[r * cols + j] - stats[r].x) * stats[r].y;
+      db += gj;
+    }
+    dscale[j] = ds;
+    dbias[j] = db;
+  }
+}
+
 /// Mean and biased variance of channel `ch` of x [n, c, spatial] over the
 /// samples `mask` keeps, by the whole block, in double and two passes. Every
 /// thread gets the result; `count` is the number of values averaged.
@@ -288,6 +342,33 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
       n, c, spatial, x, scale, dy, mask, epsilon, dx, dscale, dbias,
       ctx.deviceErrors());
   TRAINC_CHECK_LAUNCH("batchNormBackwardKernel");
+  return Status();
+}
+
+Status layerNormBackward(Context &ctxBase, int64_t rows, int64_t cols, const float *x,
+                         const float *scale, const float *dy, float epsilon, float *dx,
+                         float *dscale, float *dbias) {
+  CudaContext &ctx = asCuda(ctxBase);
+  const char *kernel = "layerNormBackward";
+  TRAINC_RETURN_IF_ERROR(
+      ::trainc::rt::checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
+                                                             {"scale", scale},
+                                                             {"dy", dy},
+                                                             {"dx", dx},
+                                                             {"dscale", dscale},
+                                                             {"dbias", dbias}}));
+  int64_t total = 0;
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkedProduct(kernel, {rows, cols}, total));
+  void *scratch = nullptr;
+  TRAINC_RETURN_IF_ERROR(ctx.libraryWorkspace(&scratch, size_t(rows) * sizeof(float2)));
+  float2 *stats = static_cast<float2 *>(scratch);
+  layerNormBackwardRowsKernel<<<gridFor(ctx, rows, 1), kBlockSize, 0, ctx.stream()>>>(
+      rows, cols, x, scale, dy, epsilon, dx, stats);
+  TRAINC_CHECK_LAUNCH("layerNormBackwardRowsKernel");
+  layerNormBackwardColumnsKernel<<<gridFor(ctx, cols, kBlockSize), kBlockSize, 0,
+                                   ctx.stream()>>>(rows, cols, x, dy, stats, dscale, dbias);
+  TRAINC_CHECK_LAUNCH("layerNormBackwardColumnsKernel");
   return Status();
 }
 

@@ -91,6 +91,58 @@ TEST(LayerNorm, WithAndWithoutBias) {
   });
 }
 
+TEST(LayerNorm, BackwardMatchesFiniteDifferences) {
+  // L = sum(dy * layerNorm(x)): dL/dx by central differences of a double
+  // layer norm (h = 1e-4), dscale = sum over rows of dy * xhat, dbias = sum
+  // of dy. rtol 1e-4 / atol 1e-5: the kernel's result is f32.
+  forEachThreadCount([] {
+    auto ctx = makeContext();
+    const int64_t rows = 6, cols = 19;
+    const double eps = 1e-5;
+    auto x = randomFloats(rows * cols, 51, -2, 2);
+    auto scale = randomFloats(cols, 52), dy = randomFloats(rows * cols, 53);
+    auto rowLoss = [&](std::vector<double> row, int64_t r) {
+      double mean = 0, var = 0, loss = 0;
+      for (double v : row)
+        mean += v;
+      mean /= cols;
+      for (double v : row)
+        var += (v - mean) * (v - mean);
+      var /= cols;
+      for (int64_t i = 0; i < cols; ++i)
+        loss += dy[r * cols + i] * (row[i] - mean) / std::sqrt(var + eps) * scale[i];
+      return loss;
+    };
+    std::vector<double> wantDx(x.size()), wantDscale(cols, 0.0), wantDbias(cols, 0.0);
+    const double h = 1e-4;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> row(x.begin() + r * cols, x.begin() + (r + 1) * cols);
+      for (int64_t i = 0; i < cols; ++i) {
+        std::vector<double> up = row, down = row;
+        up[i] += h;
+        down[i] -= h;
+        wantDx[r * cols + i] = (rowLoss(up, r) - rowLoss(down, r)) / (2 * h);
+      }
+    }
+    std::vector<float> ones(cols, 1.0f);
+    auto xhat = layerNormReference(rows, cols, x, ones, nullptr, eps);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < cols; ++i) {
+        wantDscale[i] += dy[r * cols + i] * xhat[r * cols + i];
+        wantDbias[i] += dy[r * cols + i];
+      }
+    std::vector<float> dx(x.size()), dscale(cols), dbias(cols);
+    EXPECT_OK(tk::layerNormBackward(*ctx, rows, cols, x.data(), scale.data(), dy.data(),
+                                    float(eps), dx.data(), dscale.data(), dbias.data()));
+    EXPECT_TRUE(allClose(dx, wantDx, 1e-4, 1e-5));
+    EXPECT_TRUE(allClose(dscale, wantDscale, 1e-4, 1e-5));
+    EXPECT_TRUE(allClose(dbias, wantDbias, 1e-4, 1e-5));
+    EXPECT_ERROR(tk::layerNormBackward(*ctx, rows, cols, x.data(), scale.data(), nullptr,
+                                       float(eps), dx.data(), dscale.data(), dbias.data()),
+                 "dy");
+  });
+}
+
 TEST(LayerNorm, LargeMeanIsStable) {
   // Rows 1000 + noise of 1e-2: a one-pass E[x^2] - E[x]^2 variance in f32
   // would lose every digit, and so would subtracting a mean rounded to f32

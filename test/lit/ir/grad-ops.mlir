@@ -94,3 +94,28 @@ func.func @bad_slice_grad(%ds: tensor<2x4xf32>) -> tensor<2x7xf32> {
       : (tensor<2x4xf32>) -> tensor<2x7xf32>
   return %dv : tensor<2x7xf32>
 }
+
+// -----
+
+// The layer norm gradient: dx has the input's type, dscale and dbias the
+// scale's; dy must match the input.
+// CHECK-LABEL: func.func @layer_norm_grads
+// CHECK: tc.layer_norm_backward {{.*}} -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+func.func @layer_norm_grads(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x16x32xf32>)
+    -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>) {
+  %dx, %dg, %db = tc.layer_norm_backward %x, %g, %dy {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32>)
+      -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  return %dx, %dg, %db : tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_mismatch(%x: tensor<2x16x32xf32>, %g: tensor<32xf32>, %dy: tensor<2x32xf32>) {
+  // expected-error @+2 {{the result gradient must have the input's type}}
+  // expected-error @+1 {{'tc.layer_norm_backward' op failed to infer returned types}}
+  %dx, %dg, %db = tc.layer_norm_backward %x, %g, %dy {axis = 2 : i64}
+      : (tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x32xf32>)
+      -> (tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>)
+  return
+}

@@ -90,3 +90,21 @@ func.func @loss(%idx: tensor<4xi64> {tc.input = "idx"}, %w: tensor<4xf32> {tc.sa
   %l = tc.reduce_sum %d {axes = array<i64>, keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
   return %l, %rm : tensor<f32>, tensor<3xf32>
 }
+
+// -----
+
+// Layer norm: one tc.layer_norm_backward gives the input, scale and bias
+// gradients.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[DX:[^,]*]], %[[DG:[^,]*]], %[[DB:[^ ]*]] = tc.layer_norm_backward %arg0, %arg1, %{{.*}} {axis = 1 : i64}
+// CHECK: return %{{.*}}, %[[DG]], %[[DB]]
+tc.param @g trainable : tensor<8xf32>
+tc.param @b trainable : tensor<8xf32>
+func.func @loss(%x: tensor<4x8xf32> {tc.input = "x"}, %g: tensor<8xf32> {tc.param = @g},
+                %b: tensor<8xf32> {tc.param = @b}) -> (tensor<f32> {tc.output = "loss"}) {
+  %y = tc.layer_norm %x, %g, %b {axis = 1 : i64}
+      : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %s = tc.mul %y, %y : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = tc.reduce_sum %s {axes = array<i64>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
