@@ -2,8 +2,9 @@
 # Prepares the GPU check on a machine with trainc (no GPU needed):
 #   test/gpu/prepare.sh OUTDIR
 # For every zoo model at opset 17: the CUDA program, the CPU target's
-# --predict output and PyTorch's reference, on the same input. OUTDIR then
-# travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
+# --predict output and PyTorch's reference, on the same input; and the
+# training comparisons of test/train/check_training.py --gpu-prepare. OUTDIR
+# then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:?usage: prepare.sh OUTDIR}"
@@ -25,5 +26,9 @@ for model in mlp lenet resnet18 gpt; do
   "$dir/prog_cpu" --predict --data "$dir/data" --out "$dir/cpu"
   rm -rf "$dir/prog_cpu" "$dir/prog_cpu.build" "$dir/prog_cuda.build"
 done
-cp test/gpu/run.sh test/gpu/compare.py "$out/"
+# The training comparisons: CUDA trainers with PyTorch's expected results.
+/usr/bin/python3 test/train/check_training.py build/bin/trainc "$out/train-work" \
+  --gpu-prepare "$out/train" | tail -1
+rm -rf "$out/train-work"
+cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py "$out/"
 du -sh "$out"

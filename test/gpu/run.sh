@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: runs every prepared CUDA program's --predict and
-# compares it with the CPU target and PyTorch.
+# compares it with the CPU target and PyTorch, then every prepared CUDA
+# trainer and compares its losses and weights with PyTorch's.
 #   run.sh DIR            (DIR made by test/gpu/prepare.sh)
 # The CUDA libraries come from the NVIDIA wheels of the Python that has torch.
 set -uo pipefail
@@ -26,5 +27,19 @@ for model in "$dir"/*/; do
     continue
   fi
   "$py" "$dir/compare.py" "$model" "$name" || status=1
+done
+# Training: each prepared CUDA trainer against PyTorch's losses and weights.
+for case in "$dir"/train/*/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
+  rm -rf "$case/saved" "$case/log.jsonl"
+  if ! "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
+      "${flags[@]}" 2> "$case/train.log"; then
+    echo "FAIL: gpu train :: $name: $(tail -c 400 "$case/train.log")"
+    status=1
+    continue
+  fi
+  "$py" "$dir/compare_train.py" "$case" "$name" || status=1
 done
 exit $status

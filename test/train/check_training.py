@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Training matches PyTorch step for step (CPU target).
 
-Usage: check_training.py TRAINC WORKDIR
+Usage: check_training.py TRAINC WORKDIR [--gpu-prepare DIR]
 
 For the MLP below with each optimizer, and the zoo's LeNet with SGD: `trainc compile --loss
 --optimizer`, then N steps with a fixed data order (--no-shuffle) from the
@@ -139,6 +139,35 @@ def torch_zoo_run(name, spec, initial, inputs, labels, make_optimizer, epochs,
     return losses, net, margin[0]
 
 
+# With --gpu-prepare DIR, every free-running comparison (the zoo's MLP, LeNet
+# and GPT with SGD and AdamW, the dropout MLP) is also packed for the GPU:
+# DIR/<case>/ holds the CUDA trainer, its data, the trainer flags and
+# PyTorch's losses and final weights; test/gpu/run.sh runs and compares them
+# (test/gpu/compare_train.py) on a machine with a GPU.
+GPU_DIR = None
+
+
+def prepare_gpu_case(trainc, case, onnx_path, compile_flags, data, run_flags, losses, state):
+    if GPU_DIR is None:
+        return
+    import shutil
+    out = os.path.join(GPU_DIR, case)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "expected"))
+    shutil.copytree(data, os.path.join(out, "data"))
+    build = subprocess.run([trainc, "compile", onnx_path, "--target=cuda", "--cuda-arch=sm_90",
+                            "-o", os.path.join(out, "prog")] + compile_flags,
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        raise RuntimeError("CUDA trainer %s: %s" % (case, build.stderr.strip()[:300]))
+    shutil.rmtree(os.path.join(out, "prog.build"), ignore_errors=True)
+    with open(os.path.join(out, "case.json"), "w") as f:
+        json.dump({"flags": run_flags, "losses": losses}, f)
+    for key, value in state.items():
+        if value.dtype == np.float32:
+            np.save(os.path.join(out, "expected", key + ".npy"), value)
+
+
 def compare_states(check, tag, saved, want_state, adam_lr=None):
     """Every float entry of a PyTorch state dict against --save-params output.
 
@@ -253,9 +282,13 @@ def check_zoo_training(trainc, work, check):
                 continue
             log = os.path.join(work, "zoo_%s_%s.jsonl" % (name, opt_name))
             saved = os.path.join(work, "zoo_%s_%s.params" % (name, opt_name))
-            run = subprocess.run([prog, "--data", data, "--epochs", str(epochs),
-                                  "--no-shuffle", "--log", log, "--save-params", saved] + flags,
-                                 capture_output=True, text=True)
+            run_flags = ["--epochs", str(epochs), "--no-shuffle"] + flags
+            prepare_gpu_case(trainc, "zoo_%s_%s" % (name, opt_name), path,
+                             ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                              "--optimizer=" + opt_name] + loss_flags, data, run_flags, theirs,
+                             {k: v.detach().numpy() for k, v in net.state_dict().items()})
+            run = subprocess.run([prog, "--data", data, "--log", log, "--save-params", saved]
+                                 + run_flags, capture_output=True, text=True)
             if run.returncode != 0:
                 check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
                 continue
@@ -336,6 +369,10 @@ def check_dropout_training(trainc, work, check, data, x, y):
             loss.backward()
             optimizer.step()
             theirs.append(float(loss))
+    prepare_gpu_case(trainc, "dropout_mlp", path,
+                     ["--batch-size=%d" % BATCH, "--loss=cross-entropy", "--optimizer=sgd"], data,
+                     common[2:] + ["--epochs", str(EPOCHS), "--no-shuffle"], theirs,
+                     {n: p.detach().numpy() for n, p in net.named_parameters()})
     werr = max(float(np.abs(np.load(os.path.join(saved, n + ".npy")) - p.detach().numpy()).max())
                for n, p in net.named_parameters())
     err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
@@ -364,7 +401,11 @@ def check_dropout_training(trainc, work, check, data, x, y):
 
 
 def main():
+    global GPU_DIR
     trainc, work = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 4 and sys.argv[3] == "--gpu-prepare":
+        GPU_DIR = os.path.abspath(sys.argv[4])
+        os.makedirs(GPU_DIR, exist_ok=True)
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
 
