@@ -4,6 +4,8 @@
 // [C/g * KH * KW, OH * OW] matrix in the context's workspace, and one sgemm
 // multiplies the group's weights [M/g, C/g * KH * KW] by it. A 1x1, stride-1,
 // unpadded convolution is already a GEMM on the input and skips im2col.
+// With few output positions per image (batchedGemm, Im2col.h) the images
+// instead go side by side into one GEMM per group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,6 +80,25 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
   // thread whenever there are at least as many images as threads; with
   // fewer (batch-1 inference) the work inside each image is split.
   useSingleThreadedBlas();
+  if (batchedGemm(d)) {
+    // Few output positions: per group, one GEMM over all images,
+    // y_g [mg, n * S] = W_g col, then unpacked (plus the bias) into y.
+    const int64_t columns = d.n * outSpatial;
+    if (columns > INT_MAX)
+      return Status::error("conv2d: a GEMM dimension exceeds the BLAS int range");
+    void *workspace = nullptr;
+    TRAINC_RETURN_IF_ERROR(
+        ctx.workspace(&workspace, size_t(taps + mg) * columns * sizeof(float)));
+    float *col = static_cast<float *>(workspace), *packed = col + taps * columns;
+    for (int64_t g = 0; g < d.groups; ++g) {
+      im2colImages(d, x, g, taps, col);
+      sgemmParallel(false, false, mg, columns, taps, 1.0f, w + g * mg * taps, taps, col,
+                    columns, 0.0f, packed, columns);
+      unpackImages(d.n, d.m, g * mg, mg, outSpatial, packed, bias ? bias + g * mg : nullptr,
+                   y);
+    }
+    return Status();
+  }
   const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
   if (d.n >= threads && threads > 1) {

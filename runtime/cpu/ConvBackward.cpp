@@ -8,7 +8,10 @@
 //   backward filter  dW_g = sum over images of dy_g col^T
 //
 // A 1x1, stride-1, unpadded convolution has col = x, so dx_g = W_g^T dy_g
-// and dW_g = dy_g x_g^T directly.
+// and dW_g = dy_g x_g^T directly. With few output positions per image
+// (batchedGemm, Im2col.h) both gradients are one GEMM per group over all
+// images side by side; the filter gradient's sum over images is then the
+// GEMM's own reduction.
 //
 // Threading follows conv2d: with at least as many images as threads, one
 // image per thread (serial sgemm); otherwise images in sequence with each
@@ -104,6 +107,32 @@ Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
   };
 
   useSingleThreadedBlas();
+  if (batchedGemm(d)) {
+    // Per group, one GEMM over all images: dcol [taps, n * S] = W_g^T dy_g
+    // with dy_g packed to [mg, n * S], then col2im per image and channel.
+    const int64_t columns = d.n * outSpatial;
+    if (columns > INT_MAX)
+      return Status::error("conv2dBackwardData: a GEMM dimension exceeds the BLAS int range");
+    void *workspace = nullptr;
+    TRAINC_RETURN_IF_ERROR(
+        ctx.workspace(&workspace, size_t(taps + mg) * columns * sizeof(float)));
+    float *dcol = static_cast<float *>(workspace), *packed = dcol + taps * columns;
+    const int64_t tapsPerChannel = d.kh * d.kw;
+    for (int64_t g = 0; g < d.groups; ++g) {
+      packImages(d.n, d.m, g * mg, mg, outSpatial, dy, packed);
+      sgemmParallel(true, false, taps, columns, mg, 1.0f, w + g * mg * taps, taps, packed,
+                    columns, 0.0f, dcol, columns);
+#pragma omp parallel for collapse(2) schedule(static)
+      for (int64_t n = 0; n < d.n; ++n)
+        for (int64_t c = 0; c < cg; ++c) {
+          float *dxg = dx + (n * d.c + g * cg) * inSpatial;
+          std::memset(dxg + c * inSpatial, 0, inSpatial * sizeof(float));
+          for (int64_t t = 0; t < tapsPerChannel; ++t)
+            col2imRow(d, dcol + n * outSpatial, c * tapsPerChannel + t, dxg, columns);
+        }
+    }
+    return Status();
+  }
   const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
   void *workspace = nullptr;
@@ -164,6 +193,25 @@ Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
   };
 
   useSingleThreadedBlas();
+  if (batchedGemm(d)) {
+    // Per group, one GEMM over all images: dW_g = dy_g col^T with the
+    // images side by side (K = n * S), so the sum over images is inside the
+    // GEMM.
+    const int64_t columns = d.n * outSpatial;
+    if (columns > INT_MAX)
+      return Status::error("conv2dBackwardFilter: a GEMM dimension exceeds the BLAS int range");
+    void *workspace = nullptr;
+    TRAINC_RETURN_IF_ERROR(
+        ctx.workspace(&workspace, size_t(taps + mg) * columns * sizeof(float)));
+    float *col = static_cast<float *>(workspace), *packed = col + taps * columns;
+    for (int64_t g = 0; g < d.groups; ++g) {
+      im2colImages(d, x, g, taps, col);
+      packImages(d.n, d.m, g * mg, mg, outSpatial, dy, packed);
+      sgemmParallel(false, true, mg, taps, columns, 1.0f, packed, columns, col, columns, 0.0f,
+                    dw + g * mg * taps, taps);
+    }
+    return Status();
+  }
   const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
   const size_t dwFloats = size_t(d.m * taps);

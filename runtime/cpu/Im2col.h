@@ -42,13 +42,14 @@ inline Im2colColumns im2colColumns(const ::trainc::rt::Conv2dDesc &d,
 /// Unrolls row `row` of the column matrix of x [cg, h, w] into col. The
 /// inner loop walks an output row with a constant input stride and padding
 /// is handled per row segment, not per element.
+/// Rows of col are `ld` floats apart (default: outH * outW, one image).
 inline void im2colRow(const ::trainc::rt::Conv2dDesc &d, const float *x,
-                      int64_t row, float *col) {
+                      int64_t row, float *col, int64_t ld = 0) {
   int64_t kj = row % d.kw;
   int64_t ki = (row / d.kw) % d.kh;
   int64_t c = row / (d.kw * d.kh);
   const float *plane = x + c * d.h * d.w;
-  float *out = col + row * d.outH * d.outW;
+  float *out = col + row * (ld ? ld : d.outH * d.outW);
   const Im2colColumns cols = im2colColumns(d, kj);
   for (int64_t oh = 0; oh < d.outH; ++oh, out += d.outW) {
     int64_t ih = oh * d.strideH + ki * d.dilationH - d.padTop;
@@ -86,12 +87,12 @@ inline const float *convOperand(const ::trainc::rt::Conv2dDesc &d, const float *
 /// channel write the same plane, so callers that split rows over threads
 /// must give all kh * kw rows of a channel to one thread.
 inline void col2imRow(const ::trainc::rt::Conv2dDesc &d, const float *col,
-                      int64_t row, float *dx) {
+                      int64_t row, float *dx, int64_t ld = 0) {
   int64_t kj = row % d.kw;
   int64_t ki = (row / d.kw) % d.kh;
   int64_t c = row / (d.kw * d.kh);
   float *plane = dx + c * d.h * d.w;
-  const float *in = col + row * d.outH * d.outW;
+  const float *in = col + row * (ld ? ld : d.outH * d.outW);
   const Im2colColumns cols = im2colColumns(d, kj);
   for (int64_t oh = 0; oh < d.outH; ++oh, in += d.outW) {
     int64_t ih = oh * d.strideH + ki * d.dilationH - d.padTop;
@@ -101,6 +102,63 @@ inline void col2imRow(const ::trainc::rt::Conv2dDesc &d, const float *col,
     for (int64_t ow = cols.begin; ow < cols.end; ++ow)
       line[ow * d.strideW + cols.offW] += in[ow];
   }
+}
+
+//===----------------------------------------------------------------------===//
+// All images in one GEMM
+//===----------------------------------------------------------------------===//
+//
+// Late layers of a CNN have few output positions (a 2x2 map in ResNet's last
+// stage), so one GEMM per image has a tiny dimension and runs far below the
+// machine's speed. Side by side, the images make one GEMM of n * outH * outW
+// columns: the column matrix of group g is [taps, n * S] (image i's columns
+// at i * S, S = outH * outW), and activations of group g are packed from
+// [n, c, S] to [c/g, n * S].
+
+/// Whether conv2d and its gradients put all images in one GEMM: when an
+/// image has at most this many output positions.
+inline constexpr int64_t kBatchedGemmMaxSpatial = 64;
+
+inline bool batchedGemm(const ::trainc::rt::Conv2dDesc &d) {
+  return d.outH * d.outW <= kBatchedGemmMaxSpatial && d.n > 1;
+}
+
+/// The column matrix of group g of every image of x [n, c, h, w].
+inline void im2colImages(const ::trainc::rt::Conv2dDesc &d, const float *x, int64_t g,
+                         int64_t taps, float *col) {
+  const int64_t spatial = d.outH * d.outW, cg = d.c / d.groups;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < d.n; ++n)
+    for (int64_t row = 0; row < taps; ++row)
+      im2colRow(d, x + (n * d.c + g * cg) * d.h * d.w, row, col + n * spatial, d.n * spatial);
+}
+
+/// packed [channels, n * spatial] = t[:, first : first + channels, :] of
+/// t [n, total, spatial].
+inline void packImages(int64_t n, int64_t total, int64_t first, int64_t channels,
+                       int64_t spatial, const float *t, float *packed) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < channels; ++ch)
+      std::memcpy(packed + (ch * n + i) * spatial, t + (i * total + first + ch) * spatial,
+                  spatial * sizeof(float));
+}
+
+/// The inverse of packImages: t[:, first : first + channels, :] = packed,
+/// plus bias[ch] when `bias` is set.
+inline void unpackImages(int64_t n, int64_t total, int64_t first, int64_t channels,
+                         int64_t spatial, const float *packed, const float *bias, float *t) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const float *from = packed + (ch * n + i) * spatial;
+      float *to = t + (i * total + first + ch) * spatial;
+      if (bias)
+        for (int64_t s = 0; s < spatial; ++s)
+          to[s] = from[s] + bias[ch];
+      else
+        std::memcpy(to, from, spatial * sizeof(float));
+    }
 }
 
 } // namespace trainc::cpu

@@ -146,6 +146,15 @@ TEST(Conv2dBackward, GroupsStridesDilationAsymmetricPadding) {
   });
 }
 
+TEST(Conv2dBackward, FewOutputPositionsShareOneGemmAcrossImages) {
+  // The all-images GEMM path (see the conv2d test of the same name).
+  forEachThreadCount([] {
+    runConvBackward(withOutputSize({5, 4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}));
+    runConvBackward(withOutputSize({3, 8, 4, 4, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}));
+    runConvBackward(withOutputSize({4, 6, 2, 2, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}));
+  });
+}
+
 TEST(Conv2dBackward, Depthwise) {
   forEachThreadCount([] {
     runConvBackward(

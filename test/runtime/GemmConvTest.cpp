@@ -226,6 +226,17 @@ TEST(Conv2d, GroupsStridesDilationAsymmetricPadding) {
   });
 }
 
+TEST(Conv2d, FewOutputPositionsShareOneGemmAcrossImages) {
+  // At most kBatchedGemmMaxSpatial output positions and several images: one
+  // GEMM per group over all images (a ResNet's last stages); 8x8 = 64 is the
+  // largest such map, 9x8 takes the per-image path (Basic3x3Padded).
+  forEachThreadCount([] {
+    runConv(withOutputSize({5, 4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}), true);
+    runConv(withOutputSize({3, 8, 4, 4, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}), false);
+    runConv(withOutputSize({4, 6, 2, 2, 8, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1}), true);
+  });
+}
+
 TEST(Conv2d, Depthwise) {
   forEachThreadCount([] {
     runConv(withOutputSize({2, 8, 7, 7, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8}),
