@@ -83,13 +83,9 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
   if (batchedGemm(d)) {
     // Few output positions: per group, one GEMM over all images,
     // y_g [mg, n * S] = W_g col, then unpacked (plus the bias) into y.
-    const int64_t columns = d.n * outSpatial;
-    if (columns > INT_MAX)
-      return Status::error("conv2d: a GEMM dimension exceeds the BLAS int range");
-    void *workspace = nullptr;
-    TRAINC_RETURN_IF_ERROR(
-        ctx.workspace(&workspace, size_t(taps + mg) * columns * sizeof(float)));
-    float *col = static_cast<float *>(workspace), *packed = col + taps * columns;
+    int64_t columns = 0;
+    float *col = nullptr, *packed = nullptr;
+    TRAINC_RETURN_IF_ERROR(batchedBuffers(ctx, kernel, d, taps, columns, col, packed));
     for (int64_t g = 0; g < d.groups; ++g) {
       im2colImages(d, x, g, taps, col);
       sgemmParallel(false, false, mg, columns, taps, 1.0f, w + g * mg * taps, taps, col,

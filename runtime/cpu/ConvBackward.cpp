@@ -110,13 +110,9 @@ Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
   if (batchedGemm(d)) {
     // Per group, one GEMM over all images: dcol [taps, n * S] = W_g^T dy_g
     // with dy_g packed to [mg, n * S], then col2im per image and channel.
-    const int64_t columns = d.n * outSpatial;
-    if (columns > INT_MAX)
-      return Status::error("conv2dBackwardData: a GEMM dimension exceeds the BLAS int range");
-    void *workspace = nullptr;
-    TRAINC_RETURN_IF_ERROR(
-        ctx.workspace(&workspace, size_t(taps + mg) * columns * sizeof(float)));
-    float *dcol = static_cast<float *>(workspace), *packed = dcol + taps * columns;
+    int64_t columns = 0;
+    float *dcol = nullptr, *packed = nullptr;
+    TRAINC_RETURN_IF_ERROR(batchedBuffers(ctx, kernel, d, taps, columns, dcol, packed));
     const int64_t tapsPerChannel = d.kh * d.kw;
     for (int64_t g = 0; g < d.groups; ++g) {
       packImages(d.n, d.m, g * mg, mg, outSpatial, dy, packed);
@@ -197,13 +193,9 @@ Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
     // Per group, one GEMM over all images: dW_g = dy_g col^T with the
     // images side by side (K = n * S), so the sum over images is inside the
     // GEMM.
-    const int64_t columns = d.n * outSpatial;
-    if (columns > INT_MAX)
-      return Status::error("conv2dBackwardFilter: a GEMM dimension exceeds the BLAS int range");
-    void *workspace = nullptr;
-    TRAINC_RETURN_IF_ERROR(
-        ctx.workspace(&workspace, size_t(taps + mg) * columns * sizeof(float)));
-    float *col = static_cast<float *>(workspace), *packed = col + taps * columns;
+    int64_t columns = 0;
+    float *col = nullptr, *packed = nullptr;
+    TRAINC_RETURN_IF_ERROR(batchedBuffers(ctx, kernel, d, taps, columns, col, packed));
     for (int64_t g = 0; g < d.groups; ++g) {
       im2colImages(d, x, g, taps, col);
       packImages(d.n, d.m, g * mg, mg, outSpatial, dy, packed);

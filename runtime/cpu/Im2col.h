@@ -11,11 +11,14 @@
 #ifndef TRAINC_RT_CPU_IM2COL_H
 #define TRAINC_RT_CPU_IM2COL_H
 
+#include "trainc_rt/device.h"
 #include "trainc_rt/kernels.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace trainc::cpu {
 
@@ -121,6 +124,23 @@ inline constexpr int64_t kBatchedGemmMaxSpatial = 64;
 
 inline bool batchedGemm(const ::trainc::rt::Conv2dDesc &d) {
   return d.outH * d.outW <= kBatchedGemmMaxSpatial && d.n > 1;
+}
+
+/// The workspace of the all-images path, [taps + m/g, n * S]: the column
+/// matrix `col` and a packed activation `packed`; `columns` = n * S.
+inline ::trainc::rt::Status batchedBuffers(::trainc::rt::Context &ctx, const char *kernel,
+                                           const ::trainc::rt::Conv2dDesc &d, int64_t taps,
+                                           int64_t &columns, float *&col, float *&packed) {
+  columns = d.n * d.outH * d.outW;
+  if (columns > INT_MAX)
+    return ::trainc::rt::Status::error(std::string(kernel) +
+                                       ": a GEMM dimension exceeds the BLAS int range");
+  void *workspace = nullptr;
+  TRAINC_RETURN_IF_ERROR(
+      ctx.workspace(&workspace, size_t(taps + d.m / d.groups) * columns * sizeof(float)));
+  col = static_cast<float *>(workspace);
+  packed = col + taps * columns;
+  return ::trainc::rt::Status();
 }
 
 /// The column matrix of group g of every image of x [n, c, h, w].

@@ -190,6 +190,27 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
   return Status();
 }
 
+namespace {
+
+/// Mean and 1 / sqrt(biased variance + epsilon) of one layer-norm row, in
+/// double and two passes: the one-pass E[x^2] - E[x]^2 form cancels
+/// catastrophically for rows with a large mean. Biased (divide by cols), as
+/// ONNX and PyTorch.
+void rowStats(const float *in, int64_t cols, float epsilon, double &mu, double &rstd) {
+  double sum = 0;
+  for (int64_t i = 0; i < cols; ++i)
+    sum += in[i];
+  mu = sum / double(cols);
+  double squares = 0;
+  for (int64_t i = 0; i < cols; ++i) {
+    double delta = in[i] - mu;
+    squares += delta * delta;
+  }
+  rstd = 1.0 / std::sqrt(squares / double(cols) + epsilon);
+}
+
+} // namespace
+
 Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *x,
                          const float *scale, const float *dy, float epsilon, float *dx,
                          float *dscale, float *dbias) {
@@ -211,16 +232,8 @@ Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float *in = x + r * cols, *g = dy + r * cols;
-    double sum = 0;
-    for (int64_t i = 0; i < cols; ++i)
-      sum += in[i];
-    const double mu = sum / double(cols);
-    double squares = 0;
-    for (int64_t i = 0; i < cols; ++i) {
-      double delta = in[i] - mu;
-      squares += delta * delta;
-    }
-    const double rstd = 1.0 / std::sqrt(squares / double(cols) + epsilon);
+    double mu, rstd;
+    rowStats(in, cols, epsilon, mu, rstd);
     double meanG = 0, meanGx = 0;
     for (int64_t i = 0; i < cols; ++i) {
       double gi = double(g[i]) * scale[i];
@@ -267,19 +280,8 @@ Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
   for (int64_t r = 0; r < rows; ++r) {
     const float *in = x + r * cols;
     float *out = y + r * cols;
-    // Two passes in double: the one-pass E[x^2] - E[x]^2 form cancels
-    // catastrophically for rows with a large mean.
-    double sum = 0;
-    for (int64_t i = 0; i < cols; ++i)
-      sum += in[i];
-    const double mu = sum / double(cols);
-    double squares = 0;
-    for (int64_t i = 0; i < cols; ++i) {
-      double delta = in[i] - mu;
-      squares += delta * delta;
-    }
-    // Biased variance (divide by cols), as ONNX and PyTorch.
-    const double rstd = 1.0 / std::sqrt(squares / double(cols) + epsilon);
+    double mu, rstd;
+    rowStats(in, cols, epsilon, mu, rstd);
     // x - mean in double too: a mean rounded to f32 is off by up to half an
     // ulp of the mean, which for rows like 1000 + noise is most of the noise.
     if (bias)

@@ -69,6 +69,22 @@ __global__ void layerNormWarpKernel(int64_t rows, int64_t cols, const float *x,
   }
 }
 
+/// Mean and 1/std of one row by the whole block, two passes in fp32; every
+/// thread gets both.
+__device__ void blockRowStats(const float *in, int64_t cols, float epsilon, float *partial,
+                              float &mean, float &rstd) {
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    sum += in[j];
+  mean = blockSum(sum, partial) / float(cols);
+  float sq = 0.0f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float diff = in[j] - mean;
+    sq += diff * diff;
+  }
+  rstd = rsqrtf(blockSum(sq, partial) / float(cols) + epsilon);
+}
+
 /// One block per row, for long rows where a single warp would serialize.
 __global__ void layerNormBlockKernel(int64_t rows, int64_t cols, const float *x,
                                      const float *scale, const float *bias,
@@ -77,16 +93,8 @@ __global__ void layerNormBlockKernel(int64_t rows, int64_t cols, const float *x,
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float *in = x + row * cols;
     float *out = y + row * cols;
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-      sum += in[j];
-    float mean = blockSum(sum, partial) / float(cols);
-    float sq = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-      float diff = in[j] - mean;
-      sq += diff * diff;
-    }
-    float rstd = rsqrtf(blockSum(sq, partial) / float(cols) + epsilon);
+    float mean, rstd;
+    blockRowStats(in, cols, epsilon, partial, mean, rstd);
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
       float v = (in[j] - mean) * rstd * scale[j];
       out[j] = bias ? v + bias[j] : v;
@@ -103,16 +111,8 @@ __global__ void layerNormBackwardRowsKernel(int64_t rows, int64_t cols, const fl
   __shared__ float partial[kWarpSize];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float *in = x + row * cols, *g = dy + row * cols;
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-      sum += in[j];
-    float mean = blockSum(sum, partial) / float(cols);
-    float sq = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-      float diff = in[j] - mean;
-      sq += diff * diff;
-    }
-    float rstd = rsqrtf(blockSum(sq, partial) / float(cols) + epsilon);
+    float mean, rstd;
+    blockRowStats(in, cols, epsilon, partial, mean, rstd);
     float sg = 0.0f, sgx = 0.0f;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
       float gj = g[j] * scale[j];
