@@ -29,6 +29,10 @@ for model in "$dir"/*/; do
   "$py" "$dir/compare.py" "$model" "$name" || status=1
 done
 # Training: each prepared CUDA trainer against PyTorch's losses and weights.
+if [ -f "$dir/train.tar.xz" ] && [ ! -d "$dir/train" ]; then
+  "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$dir/train.tar.xz" "$dir"
+fi
 for case in "$dir"/train/*/; do
   [ -x "$case/prog" ] || continue
   name="$(basename "$case")"
