@@ -80,7 +80,8 @@ void printUsage(FILE *stream, const char *argv0, const Program &program) {
       "                 accuracy; --save-params writes the trained values\n"
       "  --params DIR   start from DIR/<parameter>.npy (as --save-params wrote\n"
       "                 them) instead of the model's initial values\n"
-      "  --info         print the inputs, outputs and sizes\n"
+      "  --info         print the inputs, outputs and sizes (and the training\n"
+      "                 step: inputs, hyperparameters, optimizer state)\n"
       "  --help         print this help\n",
       argv0, argv0, argv0, argv0, argv0, program.modelName ? program.modelName : "?",
       program.target ? program.target : "?",
@@ -336,6 +337,28 @@ void printInfo(const Program &program) {
               static_cast<unsigned long long>(constantBytes));
   std::printf("arena: %llu bytes\n",
               static_cast<unsigned long long>(program.arenaBytes));
+  const TrainStep *train = program.train;
+  if (!train)
+    return;
+  std::printf("training step: optimizer %s", train->optimizer ? train->optimizer : "?");
+  if (train->clipGradNorm > 0)
+    std::printf(", gradient norm clipped at %g", train->clipGradNorm);
+  std::printf("\n  step inputs:\n");
+  for (int i = 0; i < train->numInputs; ++i) {
+    std::string name = train->inputs[i].name;
+    bool made = name == "sample_weights" || name == "dropout_key";
+    std::printf("    %s: %s%s\n", name.c_str(), shapeText(train->inputs[i]).c_str(),
+                made ? " (set by the trainer)" : "");
+  }
+  std::printf("  hyperparameters:");
+  for (int i = 0; i < train->numHypers; ++i)
+    std::printf(" %s", train->hypers[i]);
+  uint64_t stateBytes = 0;
+  for (int i = 0; i < train->numStates; ++i)
+    stateBytes += tensorBytes(train->states[i]);
+  std::printf("\n  optimizer state: %d tensors, %llu bytes\n", train->numStates,
+              static_cast<unsigned long long>(stateBytes));
+  std::printf("  arena: %llu bytes\n", static_cast<unsigned long long>(train->arenaBytes));
 }
 
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {
