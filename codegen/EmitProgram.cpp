@@ -152,15 +152,6 @@ std::string batchNormDims(ArrayRef<int64_t> x) {
   return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
 }
 
-/// The operand an optimizer update's result is the next value of, or null.
-Value replacedOperand(OpResult result) {
-  if (auto sgd = dyn_cast<tc::SgdUpdateOp>(result.getOwner()))
-    return sgd.getReplacedOperand(result.getResultNumber());
-  if (auto adam = dyn_cast<tc::AdamUpdateOp>(result.getOwner()))
-    return adam.getReplacedOperand(result.getResultNumber());
-  return nullptr;
-}
-
 /// Ops whose result is their first operand's buffer: reshape, and dropout
 /// outside training.
 bool isView(Operation *op) {
@@ -587,7 +578,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       aliased = op->getOperand(0);
     else if (isa<tc::BatchNormOp>(op) && result.getResultNumber() > 0)
       aliased = op->getOperand(result.getResultNumber() + 2);
-    if (Value replaced = replacedOperand(result)) {
+    if (Value replaced = tc::replacedOperand(result)) {
       // An optimizer update in place: it writes the argument it replaces.
       names[result] = "const_cast<float *>(" + ptr(replaced) + ")";
       inPlace.insert(result);

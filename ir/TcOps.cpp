@@ -939,3 +939,11 @@ LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Locati
                       adaptor.getBiasCorrection2(), adaptor.getGradScale()},
                      3, inferred);
 }
+
+Value trainc::tc::replacedOperand(OpResult result) {
+  if (auto sgd = dyn_cast<SgdUpdateOp>(result.getOwner()))
+    return sgd.getReplacedOperand(result.getResultNumber());
+  if (auto adam = dyn_cast<AdamUpdateOp>(result.getOwner()))
+    return adam.getReplacedOperand(result.getResultNumber());
+  return nullptr;
+}

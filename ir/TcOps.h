@@ -59,4 +59,13 @@ inline constexpr llvm::StringLiteral kDropoutKeyInputName = "dropout_key";
 #define GET_OP_CLASSES
 #include "ir/TcOps.h.inc"
 
+namespace trainc::tc {
+
+/// The operand (parameter or optimizer state) that a result of a fused
+/// optimizer update (tc.sgd_update, tc.adam_update) is the next value of;
+/// null for any other result.
+mlir::Value replacedOperand(mlir::OpResult result);
+
+} // namespace trainc::tc
+
 #endif // TRAINC_IR_TCOPS_H

@@ -49,12 +49,7 @@ Value viewSource(OpResult result) {
 /// update, the return included, reads the old value. Null otherwise.
 Value inPlaceArgument(OpResult result) {
   Operation *op = result.getOwner();
-  Value replaced;
-  if (auto sgd = dyn_cast<tc::SgdUpdateOp>(op))
-    replaced = sgd.getReplacedOperand(result.getResultNumber());
-  else if (auto adam = dyn_cast<tc::AdamUpdateOp>(op))
-    replaced = adam.getReplacedOperand(result.getResultNumber());
-  auto arg = dyn_cast_or_null<BlockArgument>(replaced);
+  auto arg = dyn_cast_or_null<BlockArgument>(tc::replacedOperand(result));
   if (!arg || !result.hasOneUse())
     return nullptr;
   OpOperand &use = *result.getUses().begin();
