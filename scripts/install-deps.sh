@@ -13,6 +13,8 @@ PACKAGES=(
   libopenblas-dev libomp-dev
   # Multi-process (CPU collectives, launcher)
   openmpi-bin libopenmpi-dev
+  # Trainer flags, manifests and logs, checkpoint checksums
+  libcli11-dev nlohmann-json3-dev zlib1g-dev
   # Fuzzing the importer
   clang libclang-rt-14-dev
   # References in tests

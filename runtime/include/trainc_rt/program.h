@@ -117,6 +117,11 @@ struct Program {
   const TrainStep *train;
   /// What --export writes, or null.
   const ExportInfo *exportInfo;
+  /// A hash of what the compiler built (the final IR of every function with
+  /// parameter names, shapes and dtypes, the optimizer, the batch size and the
+  /// precision), as 16 hex digits: a checkpoint records it and --resume
+  /// refuses one written by another program.
+  const char *fingerprint;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,
