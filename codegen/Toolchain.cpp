@@ -15,7 +15,7 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
   if (options.target == Target::Cpu)
     return {"g++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra",
             include, options.sourcePath, "-o", options.outputPath,
-            libDir, "-ltrainc_rt_cpu", "-lopenblas", "-lpthread"};
+            libDir, "-ltrainc_rt_cpu", "-lopenblas", "-lz", "-lpthread"};
   std::vector<std::string> cmd = {std::string(TRAINC_CUDA_ROOT) + "/bin/nvcc",
                                   "-std=c++17", "-O2", "-x", "cu"};
   for (const std::string &arch : options.cudaArchs) {
@@ -24,7 +24,7 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
   }
   cmd.insert(cmd.end(), {"-Xcompiler=-Wall,-Wextra", include, options.sourcePath, "-o",
                          options.outputPath, libDir, "-ltrainc_rt_cuda", "-lcublasLt",
-                         "-lcublas", "-lcudnn"});
+                         "-lcublas", "-lcudnn", "-lz"});
   return cmd;
 }
 
