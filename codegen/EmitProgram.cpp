@@ -524,7 +524,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "    " << params.size() << ", " << (params.empty() ? "nullptr" : "kParams")
      << ", trainc_param_blob, " << blob.size() << ",\n"
      << "    " << arenaBytes << ", forward, " << (trainFn ? "&kTrain" : "nullptr") << ", "
-     << (exporting ? "&kExport" : "nullptr") << "};\n"
+     << (exporting ? "&kExport" : "nullptr") << ",\n"
+     << "    \"" << programFingerprint(module, options) << "\"};\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  return trainc::rt::programMain(argc, argv, kProgram);\n}\n";

@@ -39,6 +39,13 @@ mlir::LogicalResult emitProgram(mlir::ModuleOp module, const EmitOptions &option
                                 llvm::raw_ostream &source,
                                 std::vector<char> &paramBlob);
 
+/// 16 hex digits identifying the compiled program: a hash of the final IR
+/// (functions, op attributes, parameter names, shapes and dtypes, batch size,
+/// optimizer) with the target and the entry, independent of the initial
+/// parameter values, of locations and of file paths. The program carries it
+/// (Program::fingerprint) and checkpoints record it.
+std::string programFingerprint(mlir::ModuleOp module, const EmitOptions &options);
+
 } // namespace trainc::codegen
 
 #endif // TRAINC_CODEGEN_EMITTER_H
