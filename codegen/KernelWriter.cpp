@@ -2,6 +2,8 @@
 
 #include "codegen/KernelWriter.h"
 
+#include "codegen/Escape.h"
+
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -47,7 +49,7 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
 
   llvm::raw_string_ostream os(out);
   for (const std::string &line : comment)
-    os << "// " << line << "\n";
+    os << commentLine(line);
   // The element function: the one body both targets run.
   std::string bodyParams = paramList(params, !mayAlias).substr(2);
   os << "TRAINC_HD void " << name << "_body(int64_t i, " << bodyParams << ") {\n"

@@ -35,7 +35,8 @@ public:
 
   /// Adds a kernel computing elements [0, count) with `body`, which reads the
   /// element index as `i`. `what` names what it does (add_relu, transpose);
-  /// `comment` lines (without //) go above it. Returns the launcher's name,
+  /// `comment` lines (plain text, without //; names in them are escaped
+  /// here) go above it. Returns the launcher's name,
   /// called as `name(ctx, params...)` and returning a Status.
   /// With `mayAlias` the pointers are not declared __restrict__: an output
   /// may be an input too (updates in place; the body must read an element
