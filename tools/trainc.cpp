@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -241,6 +242,70 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   row("total", params + state + arena + constants + workspace);
 }
 
+/// Why `name` cannot name a file `<name>.npy` in a folder (the program's
+/// --data, --out, --save-params and --params), or "" if it can.
+std::string fileNameProblem(StringRef name) {
+  // NAME_MAX is 255 on Linux, and the program appends ".npy".
+  constexpr size_t kMaxNameBytes = 255 - 4;
+  if (name.empty())
+    return "it is empty";
+  if (name == "." || name == "..")
+    return "it is '" + name.str() + "'";
+  if (name.contains('/'))
+    return "it contains '/'";
+  if (name.contains('\0'))
+    return "it contains a NUL byte";
+  for (char c : name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return "it contains the control character " +
+             llvm::formatv("0x{0:x-2}", static_cast<unsigned char>(c)).str();
+  if (name.size() > kMaxNameBytes)
+    return "it is " + std::to_string(name.size()) + " bytes long, more than " +
+           std::to_string(kMaxNameBytes);
+  return "";
+}
+
+/// A name as an error message shows it: non-printable bytes escaped, long
+/// names cut.
+std::string shownName(StringRef name) {
+  std::string out;
+  raw_string_ostream os(out);
+  printEscapedString(name.take_front(64), os);
+  if (name.size() > 64)
+    os << "...";
+  return out;
+}
+
+/// The program names a .npy file after every parameter, input, label and
+/// output: refuses the names that cannot be one, before anything is built.
+bool checkFileNames(mlir::ModuleOp module, bool training) {
+  bool ok = true;
+  auto check = [&](StringRef what, StringRef name, StringRef use) {
+    std::string problem = fileNameProblem(name);
+    if (problem.empty())
+      return;
+    errs() << "error: " << what << " '" << shownName(name) << "' cannot name a file ("
+           << use << "): " << problem << "\n";
+    ok = false;
+  };
+  for (auto param : module.getOps<trainc::tc::ParamOp>())
+    check("ONNX initializer", param.getSymName(),
+          "--save-params and --params write and read NAME.npy");
+  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward")) {
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      if (auto input = forward.getArgAttrOfType<mlir::StringAttr>(i, trainc::tc::kInputAttrName))
+        check("ONNX graph input", input.getValue(), "the program reads NAME.npy in --data");
+    for (unsigned i = 0; i < forward.getNumResults(); ++i)
+      if (auto output =
+              forward.getResultAttrOfType<mlir::StringAttr>(i, trainc::tc::kOutputAttrName))
+        check("ONNX graph output", output.getValue(),
+                "the program writes NAME.npy in --out");
+  }
+  if (training)
+    check("--label", labelName, "the trainer reads NAME.npy in --data");
+  return ok;
+}
+
 int runCompile() {
   bool cuda = target == "cuda";
   if (!cuda && target != "cpu") {
@@ -296,7 +361,7 @@ int runCompile() {
 
   mlir::MLIRContext context;
   auto module = importFromCommandLine(context);
-  if (!module)
+  if (!module || !checkFileNames(*module, !lossKind.empty()))
     return 1;
   // Diagnostics of the phases name the ONNX node through the op's location.
   mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
