@@ -731,10 +731,12 @@ LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
   bool f32 = elem.isF32();
   float ratio = op.getRatio().convertToFloat();
   std::string t = cType(elem);
-  std::string code = "  out[i] = trainc::random::dropoutKeeps(key, " +
+  // A multiplication by 0, not a select, drops an element: NaN and
+  // infinity stay NaN, as in PyTorch's input * mask * scale.
+  std::string code = "  out[i] = in[i] * (trainc::random::dropoutKeeps(key, " +
                      std::to_string(op.getStream()) + "u, i, " + literal(ratio, true) +
-                     ") ? in[i] * " + literal(1.0 / (1.0 - static_cast<double>(ratio)), f32) +
-                     " : " + t + "(0);\n";
+                     ") ? " + literal(1.0 / (1.0 - static_cast<double>(ratio)), f32) +
+                     " : " + t + "(0));\n";
   std::vector<std::string> comment = {
       opComment(op), "keeps an element with probability 1 - " + literal(ratio, true) +
                          " (stream " + std::to_string(op.getStream()) + ")"};
@@ -845,7 +847,10 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
   if (mnemonic == "neg") expr = "-" + a[0];
   else if (mnemonic == "abs") expr = isa<FloatType>(inElem) ? fn("fabs") + "(" + a[0] + ")"
                                                             : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
-  else if (mnemonic == "relu") expr = "(" + a[0] + " > " + t + "(0) ? " + a[0] + " : " + t + "(0))";
+  // Comparison-based ops propagate NaN as PyTorch does: each test is
+  // written so that a NaN operand selects the NaN (relu(-0) is -0, a tie of
+  // max/min selects the first operand, as std::max/std::min in ATen).
+  else if (mnemonic == "relu") expr = "(" + a[0] + " < " + t + "(0) ? " + t + "(0) : " + a[0] + ")";
   else if (mnemonic == "sigmoid") expr = f32 ? "trainc::gen::sigmoid(" + a[0] + ")"
                                              : "1.0 / (1.0 + exp(-" + a[0] + "))";
   else if (mnemonic == "tanh" || mnemonic == "erf" || mnemonic == "exp" ||
@@ -859,9 +864,11 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
     expr = (gelu.getApproximate() == "tanh" ? "trainc::gen::geluTanh(" : "trainc::gen::geluErf(") +
            a[0] + ")";
   } else if (auto leaky = dyn_cast<tc::LeakyReluOp>(op)) {
+    // NaN fails the test and is scaled: NaN.
     expr = "(" + a[0] + " >= " + t + "(0) ? " + a[0] + " : " +
            literal(leaky.getAlpha().convertToFloat(), f32) + " * " + a[0] + ")";
   } else if (auto clip = dyn_cast<tc::ClipOp>(op)) {
+    // NaN fails both tests and passes through (torch.clamp).
     expr = a[0];
     if (auto lo = clip.getMin())
       expr = "(" + expr + " < " + literal(lo->convertToFloat(), f32) + " ? " +
@@ -874,8 +881,13 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
   else if (mnemonic == "mul") expr = a[0] + " * " + a[1];
   else if (mnemonic == "div") expr = a[0] + " / " + a[1];
   else if (mnemonic == "pow") expr = fn("pow") + "(" + a[0] + ", " + a[1] + ")";
-  else if (mnemonic == "max") expr = "(" + a[0] + " > " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
-  else if (mnemonic == "min") expr = "(" + a[0] + " < " + a[1] + " ? " + a[0] + " : " + a[1] + ")";
+  else if (mnemonic == "max" || mnemonic == "min") {
+    // b when it wins or is NaN, else a (NaN included): torch.maximum/minimum.
+    std::string wins = mnemonic == "max" ? a[0] + " < " + a[1] : a[1] + " < " + a[0];
+    if (isa<FloatType>(inElem))
+      wins += " || " + a[1] + " != " + a[1];
+    expr = "(" + wins + " ? " + a[1] + " : " + a[0] + ")";
+  }
   else if (mnemonic == "equal") expr = a[0] + " == " + a[1];
   else if (mnemonic == "less") expr = a[0] + " < " + a[1];
   else if (mnemonic == "less_equal") expr = a[0] + " <= " + a[1];
@@ -1110,7 +1122,13 @@ LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAt
   code += "  for (int64_t j = 0; j < " + std::to_string(count) + "; ++j) {\n";
   code += decomposeIndex(reduced, "j", "r", "    ");
   code += "    const " + t + " v = in[base + " + linearIndex(reducedStrides, 0, "r") + "];\n";
-  code += kind == "Max" ? "    acc = v > acc ? v : acc;\n" : "    acc += v;\n";
+  bool isFloat = isa<FloatType>(cast<ShapedType>(in.getType()).getElementType());
+  if (kind != "Max")
+    code += "    acc += v;\n";
+  else if (isFloat) // a NaN, once met, stays the maximum (torch.amax)
+    code += "    acc = (v > acc || v != v) ? v : acc;\n";
+  else
+    code += "    acc = v > acc ? v : acc;\n";
   code += "  }\n";
   code += kind == "Mean" ? "  out[i] = acc / " + t + "(" + std::to_string(count) + ");\n"
                          : "  out[i] = acc;\n";

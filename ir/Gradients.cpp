@@ -113,8 +113,10 @@ Value unreduce(OpBuilder &b, Location loc, Value dy, Value input, ArrayRef<int64
   }
 
 TC_UNARY_GRADIENT(NegOp, neg(b, loc, dy))
-TC_UNARY_GRADIENT(AbsOp, make<WhereOp>(b, loc, {make<GreaterEqualOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, neg(b, loc, dy)}))
-TC_UNARY_GRADIENT(ReluOp, select(b, loc, make<GreaterOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy))
+// dy * sign(x), with sign(0) = sign(NaN) = 0 as PyTorch's sgn.
+TC_UNARY_GRADIENT(AbsOp, make<WhereOp>(b, loc, {make<GreaterOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, select(b, loc, make<LessOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), neg(b, loc, dy))}))
+// threshold_backward: 0 where x <= 0, dy elsewhere (NaN included).
+TC_UNARY_GRADIENT(ReluOp, make<WhereOp>(b, loc, {make<LessEqualOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), scalar(b, loc, dy, 0.0), dy}))
 TC_UNARY_GRADIENT(SigmoidOp, mul(b, loc, dy, mul(b, loc, y, sub(b, loc, scalar(b, loc, y, 1.0), y))))
 TC_UNARY_GRADIENT(TanhOp, mul(b, loc, dy, sub(b, loc, scalar(b, loc, y, 1.0), mul(b, loc, y, y))))
 TC_UNARY_GRADIENT(ExpOp, mul(b, loc, dy, y))
@@ -145,9 +147,11 @@ LogicalResult LeakyReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
   Value dy = dys[0], x = getInput();
+  // As leaky_relu_backward: dy where x > 0, alpha * dy elsewhere (0 and NaN
+  // included).
   Value scaled = mul(b, loc, dy, scalar(b, loc, dy, getAlpha().convertToFloat()));
   dxs.push_back(make<WhereOp>(
-      b, loc, {make<GreaterEqualOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, scaled}));
+      b, loc, {make<GreaterOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, scaled}));
   return success();
 }
 
@@ -249,22 +253,22 @@ LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 namespace {
 
 /// The gradients of an elementwise max (`greater` = true) or min, as
-/// torch.maximum / torch.minimum: all of dy to the winning operand, half to
-/// each on a tie.
+/// torch.maximum / torch.minimum: none to the losing operand, half to each on
+/// a tie, all of dy otherwise (to both where an operand is NaN).
 LogicalResult extremumGradients(OpBuilder &b, Location loc, Value lhs, Value rhs, Value dy,
                                 bool greater, SmallVectorImpl<Value> &dxs) {
   if (!isa<FloatType>(typeOf(dy).getElementType())) {
     dxs.append({nullptr, nullptr});
     return success();
   }
-  Value lhsWins = greater ? make<GreaterOp>(b, loc, {lhs, rhs}) : make<LessOp>(b, loc, {lhs, rhs});
-  Value rhsWins = greater ? make<LessOp>(b, loc, {lhs, rhs}) : make<GreaterOp>(b, loc, {lhs, rhs});
+  Value lhsLoses = greater ? make<LessOp>(b, loc, {lhs, rhs}) : make<GreaterOp>(b, loc, {lhs, rhs});
+  Value rhsLoses = greater ? make<GreaterOp>(b, loc, {lhs, rhs}) : make<LessOp>(b, loc, {lhs, rhs});
   Value half = mul(b, loc, dy, scalar(b, loc, dy, 0.5));
   Value tie = make<EqualOp>(b, loc, {lhs, rhs});
   Value zero = scalar(b, loc, dy, 0.0);
-  Value shared = make<WhereOp>(b, loc, {tie, half, zero});
-  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {lhsWins, dy, shared}), lhs.getType()));
-  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {rhsWins, dy, shared}), rhs.getType()));
+  Value share = make<WhereOp>(b, loc, {tie, half, dy});
+  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {lhsLoses, zero, share}), lhs.getType()));
+  dxs.push_back(sumToShape(b, loc, make<WhereOp>(b, loc, {rhsLoses, zero, share}), rhs.getType()));
   return success();
 }
 
