@@ -24,26 +24,36 @@ void sgemmSerial(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
+GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
+  GemmBlocks blocks;
+  blocks.byRows = m >= n;
+  blocks.extent = blocks.byRows ? m : n;
+  if (double(m) * double(n) * double(k) < kSmallGemmMacs) {
+    blocks.step = blocks.extent;
+    blocks.count = 1;
+    return blocks;
+  }
+  const int64_t wanted = (blocks.extent + kMaxGemmBlocks - 1) / kMaxGemmBlocks;
+  blocks.step = (std::max(kMinGemmBlock, wanted) + 15) / 16 * 16;
+  blocks.count = (blocks.extent + blocks.step - 1) / blocks.step;
+  return blocks;
+}
+
 void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc) {
   useSingleThreadedBlas();
-  const int threads = maxThreads();
-  if (threads == 1 || double(m) * double(n) * double(k) < kSmallGemmMacs) {
+  const GemmBlocks blocks = gemmBlocks(m, n, k);
+  if (blocks.count == 1) {
     sgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // Split the longer side of C, in multiples of 16 so that every block but
-  // the last keeps OpenBLAS's micro-kernel tiles full.
-  const bool byRows = m >= n;
-  const int64_t extent = byRows ? m : n;
-  const int64_t step =
-      std::max<int64_t>(16, (extent + threads - 1) / threads + 15) / 16 * 16;
-  const int64_t blocks = (extent + step - 1) / step;
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t begin = blk * step, size = std::min(step, extent - begin);
-    if (byRows) {
+  const bool parallel = !omp_in_parallel() && maxThreads() > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t blk = 0; blk < blocks.count; ++blk) {
+    const int64_t begin = blk * blocks.step,
+                  size = std::min(blocks.step, blocks.extent - begin);
+    if (blocks.byRows) {
       // Rows [begin, begin + size) of op(A) and of C.
       const float *aBlock = transA ? a + begin : a + begin * lda;
       sgemmSerial(transA, transB, size, n, k, alpha, aBlock, lda, b, ldb, beta,

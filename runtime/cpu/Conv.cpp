@@ -77,8 +77,10 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
   // 256x14x14 120 vs 82. One image per thread wins everywhere: im2col, the
   // bias fill and the GEMM then all run in parallel with no barrier between
   // them, and small late-layer GEMMs split poorly. So images go one per
-  // thread whenever there are at least as many images as threads; with
-  // fewer (batch-1 inference) the work inside each image is split.
+  // thread whenever there are kImagePerThreadMin images or more; with fewer
+  // (batch-1 inference) the work inside each image is split. The choice
+  // depends on the shape, not on the thread count: the two ways may round
+  // differently, and results must not depend on the thread count.
   useSingleThreadedBlas();
   if (batchedGemm(d)) {
     // Few output positions: per group, one GEMM over all images,
@@ -97,7 +99,7 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
   }
   const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
-  if (d.n >= threads && threads > 1) {
+  if (imagePerThread(d)) {
     void *workspace = nullptr;
     if (colFloats)
       TRAINC_RETURN_IF_ERROR(

@@ -13,15 +13,16 @@
 // images side by side; the filter gradient's sum over images is then the
 // GEMM's own reduction.
 //
-// Threading follows conv2d: with at least as many images as threads, one
-// image per thread (serial sgemm); otherwise images in sequence with each
+// Threading follows conv2d: with kImagePerThreadMin images or more (a
+// choice by shape, not by thread count), one image per thread (serial
+// sgemm); otherwise images in sequence with each
 // GEMM and the im2col/col2im work split over the threads. col2im is split
 // by input channel (the kh * kw rows of a channel all write its plane), so
 // no two threads write the same dx element. The filter gradient sums over
-// images; in the image-per-thread mode each thread sums a fixed, contiguous
-// range of images into its own buffer and the buffers are then added in
-// thread order, so the result depends on the thread count but never on
-// thread timing.
+// images in fixed, contiguous chunks of images (filterChunks: a function of
+// the shape), each into its own buffer, added in chunk order; the GEMMs are
+// cut into blocks that depend on the shape only (Blas.h). So the result
+// depends neither on the thread count nor on thread timing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,12 +56,24 @@ Status checkConvGemmSizes(const char *kernel, const Conv2dDesc &d) {
   return Status();
 }
 
-/// Images [begin, end) of `n` for thread `t` of `threads`: contiguous,
+/// Images [begin, end) of `n` for chunk `c` of `chunks`: contiguous,
 /// fixed ranges, so the summation order of the filter gradient does not
 /// depend on scheduling.
-void imageRange(int64_t n, int t, int threads, int64_t &begin, int64_t &end) {
-  begin = n * t / threads;
-  end = n * (t + 1) / threads;
+void imageRange(int64_t n, int64_t c, int64_t chunks, int64_t &begin, int64_t &end) {
+  begin = n * c / chunks;
+  end = n * (c + 1) / chunks;
+}
+
+/// In the image-per-thread mode the filter gradient sums the images in at
+/// most this many chunks, each into its own partial dW: a function of the
+/// shape, never of the thread count (so at most 8 threads share the work).
+constexpr int64_t kMaxFilterChunks = 8;
+/// ... and keeps the partials under this many floats (64 MiB).
+constexpr int64_t kMaxPartialFloats = int64_t(16) << 20;
+
+int64_t filterChunks(int64_t images, int64_t dwFloats) {
+  const int64_t byMemory = kMaxPartialFloats / std::max<int64_t>(1, dwFloats) + 1;
+  return std::max<int64_t>(1, std::min({images, kMaxFilterChunks, byMemory}));
 }
 
 } // namespace
@@ -132,7 +145,7 @@ Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
   const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
   void *workspace = nullptr;
-  if (d.n >= threads && threads > 1) {
+  if (imagePerThread(d)) {
     if (colFloats)
       TRAINC_RETURN_IF_ERROR(
           ctx.workspace(&workspace, colFloats * sizeof(float) * threads));
@@ -204,52 +217,52 @@ Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
     }
     return Status();
   }
+  // With imagePerThread(d), the images go in filterChunks() fixed,
+  // contiguous chunks, one chunk per thread at a time: each chunk sums its
+  // images in order into its own partial (chunk 0 into dw), and the
+  // partials are added in chunk order. Otherwise one chunk: the images in
+  // sequence, each GEMM split over the threads. Both depend on the shape
+  // only, so the sum is the same with any thread count.
   const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
   const size_t dwFloats = size_t(d.m * taps);
+  const bool chunkPerThread = imagePerThread(d);
+  const int64_t chunks = chunkPerThread ? filterChunks(d.n, int64_t(dwFloats)) : 1;
+  const size_t colBuffers = chunkPerThread ? size_t(threads) : 1;
   void *workspace = nullptr;
-  if (d.n >= threads && threads > 1) {
-    // Per thread: its column buffer, and for threads 1.. a partial dW
-    // (thread 0 sums straight into dw).
-    const size_t perThread = colFloats + dwFloats;
-    TRAINC_RETURN_IF_ERROR(
-        ctx.workspace(&workspace, perThread * sizeof(float) * threads));
-    float *base = static_cast<float *>(workspace);
-    auto partial = [&](int t) {
-      return t == 0 ? dw : base + t * perThread + colFloats;
-    };
-    int team = 1;
+  TRAINC_RETURN_IF_ERROR(ctx.workspace(
+      &workspace, (colFloats * colBuffers + dwFloats * size_t(chunks - 1) + 1) * sizeof(float)));
+  float *base = static_cast<float *>(workspace);
+  auto partial = [&](int64_t c) {
+    return c == 0 ? dw : base + colFloats * colBuffers + size_t(c - 1) * dwFloats;
+  };
+  auto chunk = [&](int64_t c, float *col, bool splitWork) {
+    int64_t begin, end;
+    imageRange(d.n, c, chunks, begin, end);
+    for (int64_t n = begin; n < end; ++n)
+      image(n, col, partial(c), /*first=*/n == begin, splitWork);
+  };
+  if (chunkPerThread) {
 #pragma omp parallel num_threads(threads)
     {
-      const int t = omp_get_thread_num();
-#pragma omp single
-      team = omp_get_num_threads();
-      // (The implicit barrier of `single` publishes `team`.)
-      float *col = base + t * perThread;
-      float *sum = partial(t);
-      int64_t begin, end;
-      imageRange(d.n, t, team, begin, end);
-      if (begin == end)
-        std::memset(sum, 0, dwFloats * sizeof(float));
-      for (int64_t n = begin; n < end; ++n)
-        image(n, col, sum, /*first=*/n == begin, /*splitWork=*/false);
-#pragma omp barrier
-      // Sum the partials in thread order, each element by one thread.
+      float *col = base + size_t(omp_get_thread_num()) * colFloats;
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < int64_t(dwFloats); ++i) {
-        float acc = dw[i];
-        for (int p = 1; p < team; ++p)
-          acc += partial(p)[i];
-        dw[i] = acc;
-      }
+      for (int64_t c = 0; c < chunks; ++c)
+        chunk(c, col, /*splitWork=*/false);
     }
   } else {
-    if (colFloats)
-      TRAINC_RETURN_IF_ERROR(
-          ctx.workspace(&workspace, colFloats * sizeof(float)));
-    for (int64_t n = 0; n < d.n; ++n)
-      image(n, static_cast<float *>(workspace), dw, /*first=*/n == 0,
-            /*splitWork=*/true);
+    for (int64_t c = 0; c < chunks; ++c)
+      chunk(c, base, /*splitWork=*/true);
+  }
+  if (chunks > 1) {
+    // Sum the partials in chunk order, each element by one thread.
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < int64_t(dwFloats); ++i) {
+      float acc = dw[i];
+      for (int64_t c = 1; c < chunks; ++c)
+        acc += partial(c)[i];
+      dw[i] = acc;
+    }
   }
   return Status();
 }

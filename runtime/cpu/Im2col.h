@@ -72,6 +72,16 @@ inline void im2colRow(const ::trainc::rt::Conv2dDesc &d, const float *x,
   }
 }
 
+/// conv2d and its gradients run one image per thread (each GEMM whole, on
+/// one thread) with at least this many images, else the images in sequence
+/// with each GEMM split over the threads. A function of the shape, not of
+/// the thread count: the two ways round differently (Blas.h).
+inline constexpr int64_t kImagePerThreadMin = 4;
+
+inline bool imagePerThread(const ::trainc::rt::Conv2dDesc &d) {
+  return d.n >= kImagePerThreadMin;
+}
+
 /// The GEMM operand for one image and group: x itself for a pointwise
 /// convolution (it is already [cg, outSpatial]), otherwise its im2col in
 /// `col` ([taps, outSpatial]), filled by all threads when `parallel`.

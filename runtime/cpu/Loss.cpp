@@ -3,7 +3,9 @@
 // PyTorch semantics: a sample whose label equals ignore_index contributes 0
 // and is left out of the mean's divisor; a mean over no samples is NaN
 // (0 / 0), as in PyTorch. Sums accumulate in double so the result does not
-// depend on the batch size's rounding.
+// depend on the batch size's rounding, over chunks of kChunk elements (fixed
+// by the size, not by the thread count) added in chunk order, so the result
+// is the same with any number of threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,11 +14,34 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace trainc::cpu {
 using namespace ::trainc::rt;
 
 namespace {
+
+/// Elements per partial sum of a reduced loss.
+constexpr int64_t kChunk = 1024;
+
+/// The sum of term(i) over [0, count), in double: chunks of kChunk terms in
+/// parallel, each summed in order, the chunk sums then added in order.
+template <typename Term>
+double orderedSum(int64_t count, Term term) {
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  std::vector<double> partial(size_t(chunks), 0.0);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double sum = 0;
+    for (int64_t i = c * kChunk, end = std::min(count, i + kChunk); i < end; ++i)
+      sum += term(i);
+    partial[size_t(c)] = sum;
+  }
+  double total = 0;
+  for (double p : partial)
+    total += p;
+  return total;
+}
 
 /// Checks every label before any loss is computed, so that an error leaves
 /// `out` untouched and names the first offending sample.
@@ -59,19 +84,18 @@ Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
       checkLabels(kernel, n, c, inner, labels, hasIgnoreIndex, ignoreIndex));
 
   const int64_t samples = n * inner;
-  double total = 0;
   int64_t counted = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total, counted)
-  for (int64_t s = 0; s < samples; ++s) {
+  for (int64_t s = 0; s < samples; ++s)
+    counted += hasIgnoreIndex && labels[s] == ignoreIndex ? 0 : 1;
+  const double total = orderedSum(samples, [&](int64_t s) {
     const int64_t label = labels[s];
     const bool ignored = hasIgnoreIndex && label == ignoreIndex;
     const float *column = input + (s / inner) * c * inner + s % inner;
     const double loss = ignored ? 0.0 : sampleLoss(column, label);
     if (reduction == Reduction::None)
       out[s] = float(loss);
-    total += loss;
-    counted += ignored ? 0 : 1;
-  }
+    return loss;
+  });
   if (reduction == Reduction::Sum)
     *out = float(total);
   else if (reduction == Reduction::Mean)
@@ -90,9 +114,13 @@ Status softmaxCrossEntropy(Context &ctx, int64_t n, int64_t c, int64_t inner,
   // -log softmax(x)[label] = logsumexp(x) - x[label], with the maximum
   // subtracted inside the exponent so large logits cannot overflow.
   auto sampleLoss = [c, inner](const float *column, int64_t label) {
+    // A NaN logit is the maximum (std::max would skip it): the loss is NaN.
     float maximum = column[0];
-    for (int64_t k = 1; k < c; ++k)
-      maximum = std::max(maximum, column[k * inner]);
+    for (int64_t k = 1; k < c; ++k) {
+      const float v = column[k * inner];
+      if (v > maximum || v != v)
+        maximum = v;
+    }
     double sum = 0;
     for (int64_t k = 0; k < c; ++k)
       sum += std::exp(double(column[k * inner]) - maximum);
@@ -130,12 +158,10 @@ Status mseLoss(Context &ctx, int64_t count, const float *prediction,
     }
     return Status();
   }
-  double total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
-  for (int64_t i = 0; i < count; ++i) {
+  const double total = orderedSum(count, [&](int64_t i) {
     double delta = double(prediction[i]) - double(target[i]);
-    total += delta * delta;
-  }
+    return delta * delta;
+  });
   *out = float(reduction == Reduction::Mean ? total / double(count) : total);
   return Status();
 }
