@@ -6,8 +6,8 @@ Suites: lit (import, dialect, passes, codegen, error messages), unit
 kernels, npy, the program main), zoo (every zoo model imports, predicts like
 PyTorch on the CPU target and compiles for CUDA), grad (gradients of every
 differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
-steps against PyTorch), conformance (the ONNX backend node tests on the CPU
-target). Run from the repository root after building into build/.
+steps against PyTorch), nan (NaN and infinities through every forward op as
+in PyTorch), conformance (the ONNX backend node tests on the CPU target). Run from the repository root after building into build/.
 """
 
 import os
@@ -93,6 +93,10 @@ def run_train():
     return run_python_suite(os.path.join(ROOT, "test", "train", "check_training.py"), "train")
 
 
+def run_nan():
+    return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
+
+
 def run_zoo():
     zoo = os.path.join(BUILD, "zoo")
     script = os.path.join(ROOT, "test", "zoo", "make_zoo.py")
@@ -115,7 +119,7 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     totals = {}
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
-                     ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
+                     ("zoo", run_zoo), ("grad", run_grad), ("train", run_train), ("nan", run_nan),
                      ("conformance", run_conformance)):
         print("== %s tests" % name, flush=True)
         try:

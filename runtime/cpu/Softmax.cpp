@@ -45,9 +45,15 @@ Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
     double sums[kBlock];
     std::fill(maxima, maxima + width, -std::numeric_limits<float>::infinity());
     std::fill(sums, sums + width, 0.0);
+    // A NaN becomes the maximum (std::max would skip it), so every output
+    // of its softmax is NaN, as in PyTorch; an all -inf softmax is NaN too
+    // (exp(-inf - -inf)).
     for (int64_t a = 0; a < axis; ++a)
-      for (int64_t i = 0; i < width; ++i)
-        maxima[i] = std::max(maxima[i], in[a * inner + i]);
+      for (int64_t i = 0; i < width; ++i) {
+        const float v = in[a * inner + i];
+        if (v > maxima[i] || v != v)
+          maxima[i] = v;
+      }
     for (int64_t a = 0; a < axis; ++a)
       for (int64_t i = 0; i < width; ++i) {
         float e = std::exp(in[a * inner + i] - maxima[i]);
