@@ -3,18 +3,27 @@
 #include "BatchLoader.h"
 
 #include <cstring>
+#include <utility>
 
 namespace trainc::rt::detail {
 
-void fillBatch(const std::vector<BatchField> &fields, int64_t batch, const int64_t *order,
-               int64_t first, int64_t count, char *dst) {
+Status fillBatch(const std::vector<BatchField> &fields, int64_t batch, const int64_t *order,
+                 int64_t first, int64_t count, char *dst) {
   for (const BatchField &f : fields) {
     char *out = dst + f.offset;
-    const char *src = static_cast<const char *>(f.array->data());
-    for (int64_t r = 0; r < count; ++r)
-      std::memcpy(out + r * f.rowBytes, src + order[first + r] * f.rowBytes, f.rowBytes);
+    // One pread per run of consecutive rows: a whole batch without
+    // shuffling, mostly single rows with it.
+    for (int64_t r = 0; r < count;) {
+      int64_t run = 1;
+      while (r + run < count && order[first + r + run] == order[first + r] + run)
+        ++run;
+      TRAINC_RETURN_IF_ERROR(f.array->readBytes(order[first + r] * f.rowBytes,
+                                                run * f.rowBytes, out + r * f.rowBytes));
+      r += run;
+    }
     std::memset(out + count * f.rowBytes, 0, (batch - count) * f.rowBytes);
   }
+  return Status();
 }
 
 BatchLoader::BatchLoader(std::vector<BatchField> fields, int64_t batch, int workers)
@@ -27,37 +36,47 @@ BatchLoader::~BatchLoader() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
+    jobs.clear();
   }
   jobReady.notify_all();
   for (std::thread &t : threads)
     t.join();
 }
 
+void BatchLoader::grow(int slot) {
+  if (static_cast<size_t>(slot) >= submitted.size()) {
+    submitted.resize(slot + 1, 0);
+    finished.resize(slot + 1, 0);
+    errors.resize(slot + 1);
+  }
+}
+
 void BatchLoader::submit(int slot, char *dst, const int64_t *order, int64_t first,
                          int64_t count) {
   if (threads.empty()) {
-    fillBatch(fields, batch, order, first, count, dst);
+    Status filled = fillBatch(fields, batch, order, first, count, dst);
+    grow(slot);
+    if (!filled.ok() && errors[slot].ok())
+      errors[slot] = std::move(filled);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (static_cast<size_t>(slot) >= submitted.size()) {
-      submitted.resize(slot + 1, 0);
-      finished.resize(slot + 1, 0);
-    }
+    grow(slot);
     ++submitted[slot];
     jobs.push_back({slot, dst, order, first, count});
   }
   jobReady.notify_one();
 }
 
-void BatchLoader::wait(int slot) {
-  if (threads.empty())
-    return;
+Status BatchLoader::wait(int slot) {
   std::unique_lock<std::mutex> lock(mutex);
   jobDone.wait(lock, [&] {
     return static_cast<size_t>(slot) >= submitted.size() || finished[slot] == submitted[slot];
   });
+  if (static_cast<size_t>(slot) >= errors.size())
+    return Status();
+  return std::exchange(errors[slot], Status());
 }
 
 void BatchLoader::work() {
@@ -65,18 +84,18 @@ void BatchLoader::work() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mutex);
-      // Submitted jobs are finished even when stopping: a caller may be
-      // waiting for them.
       jobReady.wait(lock, [&] { return stopping || !jobs.empty(); });
       if (jobs.empty())
         return;
       job = jobs.front();
       jobs.pop_front();
     }
-    fillBatch(fields, batch, job.order, job.first, job.count, job.dst);
+    Status filled = fillBatch(fields, batch, job.order, job.first, job.count, job.dst);
     {
       std::lock_guard<std::mutex> lock(mutex);
       ++finished[job.slot];
+      if (!filled.ok() && errors[job.slot].ok())
+        errors[job.slot] = std::move(filled);
     }
     jobDone.notify_all();
   }

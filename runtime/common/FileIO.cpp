@@ -3,6 +3,7 @@
 #include "FileIO.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -15,6 +16,25 @@ namespace trainc::rt {
 namespace {
 
 std::string errnoText() { return std::strerror(errno); }
+
+/// "what: " before a message, or nothing when the caller names the file in
+/// its own words.
+std::string prefix(const std::string &what) { return what.empty() ? "" : what + ": "; }
+
+/// The process's umask, read without changing it (umask() would, for a
+/// moment, for every thread): Linux reports it in /proc/self/status.
+mode_t currentUmask() {
+  FILE *status = std::fopen("/proc/self/status", "re");
+  unsigned mask = 022;
+  if (status) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), status))
+      if (std::sscanf(line, "Umask: %o", &mask) == 1)
+        break;
+    std::fclose(status);
+  }
+  return static_cast<mode_t>(mask & 0777);
+}
 
 /// What kind of thing a stat() result describes, for messages.
 const char *fileKind(mode_t mode) {
@@ -75,19 +95,27 @@ Status FileHandle::close(const std::string &path) {
 
 Status openRegularFile(const std::string &path, const std::string &what, FileHandle &file,
                        uint64_t &size, uint64_t maxBytes) {
+  // stat() first: opening a device can have effects of its own (a tape
+  // rewinds, a watchdog arms), so only what looks like a regular file is
+  // opened; fstat() then checks what was opened, in case it was swapped.
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return Status::error(prefix(what) + "cannot open " + path + ": " + errnoText());
+  if (!S_ISREG(info.st_mode))
+    return Status::error(prefix(what) + path + " is " + fileKind(info.st_mode) +
+                         ", not a regular file");
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
-    return Status::error(what + ": cannot open " + path + ": " + errnoText());
+    return Status::error(prefix(what) + "cannot open " + path + ": " + errnoText());
   FileHandle handle(fd);
-  struct stat info;
   if (::fstat(fd, &info) != 0)
-    return Status::error(what + ": cannot stat " + path + ": " + errnoText());
+    return Status::error(prefix(what) + "cannot stat " + path + ": " + errnoText());
   if (!S_ISREG(info.st_mode))
-    return Status::error(what + ": " + path + " is " + fileKind(info.st_mode) +
+    return Status::error(prefix(what) + path + " is " + fileKind(info.st_mode) +
                          ", not a regular file");
   size = static_cast<uint64_t>(info.st_size);
   if (maxBytes && size > maxBytes)
-    return Status::error(what + ": " + path + " is " + std::to_string(size) +
+    return Status::error(prefix(what) + path + " is " + std::to_string(size) +
                          " bytes, more than the " + std::to_string(maxBytes) +
                          " bytes it can be");
   makeBlocking(fd);
@@ -127,10 +155,10 @@ Status checkReplaceable(const std::string &path, const std::string &what) {
   if (::lstat(path.c_str(), &info) != 0) {
     if (errno == ENOENT)
       return Status();
-    return Status::error(what + ": cannot check " + path + ": " + errnoText());
+    return Status::error(prefix(what) + "cannot check " + path + ": " + errnoText());
   }
   if (!S_ISREG(info.st_mode))
-    return Status::error(what + ": " + path + " exists and is " + fileKind(info.st_mode) +
+    return Status::error(prefix(what) + path + " exists and is " + fileKind(info.st_mode) +
                          "; refusing to replace it (name a regular file or a new one)");
   return Status();
 }
@@ -141,13 +169,13 @@ Status openAppendFile(const std::string &path, const std::string &what, FileHand
                   O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                   0644);
   if (fd < 0)
-    return Status::error(what + ": cannot open " + path + ": " + errnoText());
+    return Status::error(prefix(what) + "cannot open " + path + ": " + errnoText());
   FileHandle handle(fd);
   struct stat info;
   if (::fstat(fd, &info) != 0)
-    return Status::error(what + ": cannot stat " + path + ": " + errnoText());
+    return Status::error(prefix(what) + "cannot stat " + path + ": " + errnoText());
   if (!S_ISREG(info.st_mode))
-    return Status::error(what + ": " + path + " is " + fileKind(info.st_mode) +
+    return Status::error(prefix(what) + path + " is " + fileKind(info.st_mode) +
                          ", not a regular file");
   makeBlocking(fd);
   file = std::move(handle);
@@ -219,35 +247,43 @@ Status AtomicFile::open(const std::string &path, const std::string &what) {
   name.insert(name.end(), suffix, suffix + sizeof(suffix));
   int fd = ::mkostemp(name.data(), O_CLOEXEC);
   if (fd < 0)
-    return Status::error(what + ": cannot create a temporary file next to " + path + ": " +
-                         errnoText());
+    return Status::error(prefix(what) + "cannot create a temporary file next to " + path +
+                         ": " + errnoText());
   file = FileHandle(fd);
   temporary = name.data();
-  (void)::fchmod(fd, 0644);
+  // mkostemp creates the file 0600; the result gets what open(O_CREAT, 0666)
+  // would have given it under the user's umask.
+  (void)::fchmod(fd, 0666 & ~currentUmask());
   return Status();
 }
 
 Status AtomicFile::write(const void *data, size_t bytes) {
   if (!file.valid())
-    return Status::error(label + ": " + target + " is not open for writing");
-  Status written = writeAll(file, temporary, data, bytes);
-  if (!written.ok())
-    return Status::error(label + ": " + written.message() + " (" + target + " is unchanged)");
+    return Status::error(prefix(label) + target + " is not open for writing");
+  // Messages name the target, which the user named, not the temporary file.
+  Status written = writeAll(file, target, data, bytes);
+  if (!written.ok()) {
+    // A failed write leaves a hole: the file can never be committed, and a
+    // full disk gets its space back at once.
+    abandon();
+    return Status::error(prefix(label) + written.message() + " (" + target +
+                         " is unchanged)");
+  }
   return Status();
 }
 
 Status AtomicFile::commit() {
   if (!file.valid())
-    return Status::error(label + ": " + target + " is not open for writing");
-  Status synced = syncFile(file, temporary);
+    return Status::error(prefix(label) + target + " is not open for writing");
+  Status synced = syncFile(file, target);
   if (synced.ok())
-    synced = file.close(temporary);
+    synced = file.close(target);
   // The target may have been replaced by something else since open().
   if (synced.ok())
     synced = checkReplaceable(target, label);
   if (synced.ok() && std::rename(temporary.c_str(), target.c_str()) != 0)
-    synced = Status::error(label + ": cannot rename " + temporary + " to " + target + ": " +
-                           errnoText());
+    synced = Status::error(prefix(label) + "cannot rename " + temporary + " to " + target +
+                           ": " + errnoText());
   if (!synced.ok()) {
     abandon();
     return Status::error(synced.message() + " (" + target + " is unchanged)");

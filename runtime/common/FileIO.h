@@ -52,7 +52,11 @@ private:
 
 /// Opens `path` read-only. Refuses (with `what` and the path in the message)
 /// anything that is not a regular file after following symlinks, without
-/// blocking on a FIFO, and a file larger than `maxBytes` (0: no limit).
+/// opening it (so never blocking on a FIFO or touching a device), and a file
+/// larger than `maxBytes` (0: no limit).
+///
+/// In every function here, messages start with "`what`: " and name the path;
+/// an empty `what` leaves the prefix out.
 Status openRegularFile(const std::string &path, const std::string &what, FileHandle &file,
                        uint64_t &size, uint64_t maxBytes = 0);
 
@@ -102,6 +106,9 @@ public:
   Status commit();
   /// Removes the temporary file; `path` is left as it was.
   void abandon();
+  /// True between a successful open() and commit() or abandon(). A failed
+  /// write() abandons the file: it can no longer be committed.
+  bool isOpen() const { return file.valid(); }
   const std::string &path() const { return target; }
 
 private:

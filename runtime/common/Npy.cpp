@@ -11,12 +11,7 @@
 #include "Npy.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <utility>
 
 namespace trainc::rt {
@@ -215,254 +210,180 @@ const char *npyDescr(DType type) {
   return nullptr;
 }
 
+uint64_t npyMaxFileBytes(uint64_t dataBytes) {
+  // Magic, version, a 4-byte header length, the header.
+  return dataBytes + kMagicBytes + 2 + 4 + kMaxHeaderBytes;
+}
+
 //===----------------------------------------------------------------------===//
 // NpyArray
 //===----------------------------------------------------------------------===//
 
-NpyArray::NpyArray(NpyArray &&other) noexcept { *this = std::move(other); }
-
-NpyArray &NpyArray::operator=(NpyArray &&other) noexcept {
-  if (this != &other) {
-    reset();
-    filePath = std::move(other.filePath);
-    elementType = other.elementType;
-    dims = std::move(other.dims);
-    elementCount = other.elementCount;
-    mapping = std::exchange(other.mapping, nullptr);
-    mappingBytes = std::exchange(other.mappingBytes, 0);
-    dataBegin = std::exchange(other.dataBegin, nullptr);
-    byteCount = std::exchange(other.byteCount, 0);
-  }
-  return *this;
-}
-
-NpyArray::~NpyArray() { reset(); }
-
-void NpyArray::reset() {
-  if (mapping)
-    munmap(mapping, mappingBytes);
-  mapping = nullptr;
-  mappingBytes = 0;
-  dataBegin = nullptr;
-  byteCount = 0;
-}
-
-Status NpyArray::open(const std::string &path, NpyArray &result) {
-  result.reset();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    int error = errno;
-    ::close(fd);
-    return fail(path, std::string("cannot stat: ") + std::strerror(error));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return fail(path, "not a regular file");
-  }
-  size_t fileBytes = static_cast<size_t>(info.st_size);
-  if (fileBytes == 0) {
-    ::close(fd);
+Status NpyArray::open(const std::string &path, NpyArray &result, uint64_t maxFileBytes) {
+  result = NpyArray();
+  FileHandle file;
+  uint64_t fileBytes = 0;
+  TRAINC_RETURN_IF_ERROR(openRegularFile(path, "", file, fileBytes, maxFileBytes));
+  if (fileBytes == 0)
     return fail(path, "bad magic (empty file, not a .npy file)");
-  }
-  // MAP_PRIVATE + PROT_READ: pages come from the page cache on demand, so a
-  // multi-gigabyte data set costs address space, not memory or a copy.
-  void *mapping = mmap(nullptr, fileBytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  int mapError = errno;
-  ::close(fd); // The mapping keeps the file alive.
-  if (mapping == MAP_FAILED)
-    return fail(path, std::string("cannot mmap: ") + std::strerror(mapError));
-  // From here on `result` owns the mapping and unmaps it on every error.
-  result.filePath = path;
-  result.mapping = mapping;
-  result.mappingBytes = fileBytes;
-  const unsigned char *bytes = static_cast<const unsigned char *>(mapping);
 
-  if (std::memcmp(bytes, kMagic, std::min(fileBytes, kMagicBytes)) != 0) {
-    result.reset();
+  // The fixed prefix: magic, version, header length.
+  unsigned char bytes[12] = {};
+  const size_t prefixRead = static_cast<size_t>(std::min<uint64_t>(fileBytes, sizeof(bytes)));
+  TRAINC_RETURN_IF_ERROR(readAt(file, path, 0, bytes, prefixRead));
+  if (std::memcmp(bytes, kMagic, std::min(prefixRead, kMagicBytes)) != 0)
     return fail(path, "bad magic (not a .npy file)");
-  }
-  if (fileBytes < kMagicBytes + 2) {
-    result.reset();
-    return fail(path, "truncated header (file has " +
-                          std::to_string(fileBytes) + " bytes)");
-  }
+  if (fileBytes < kMagicBytes + 2)
+    return fail(path, "truncated header (file has " + std::to_string(fileBytes) + " bytes)");
   unsigned major = bytes[6], minor = bytes[7];
   size_t lengthBytes;
   if (major == 1)
     lengthBytes = 2;
   else if (major == 2 || major == 3)
     lengthBytes = 4;
-  else {
-    result.reset();
-    return fail(path, "unsupported .npy format version " +
-                          std::to_string(major) + "." + std::to_string(minor));
-  }
-  size_t prefixBytes = kMagicBytes + 2 + lengthBytes;
-  if (fileBytes < prefixBytes) {
-    result.reset();
-    return fail(path, "truncated header (file has " +
-                          std::to_string(fileBytes) + " bytes)");
-  }
+  else
+    return fail(path, "unsupported .npy format version " + std::to_string(major) + "." +
+                          std::to_string(minor));
+  const size_t prefixBytes = kMagicBytes + 2 + lengthBytes;
+  if (fileBytes < prefixBytes)
+    return fail(path, "truncated header (file has " + std::to_string(fileBytes) + " bytes)");
   size_t headerBytes = 0;
   for (size_t i = 0; i < lengthBytes; ++i)
     headerBytes |= size_t(bytes[8 + i]) << (8 * i);
-  if (headerBytes > kMaxHeaderBytes) {
-    result.reset();
-    return fail(path, "header too long (" + std::to_string(headerBytes) +
-                          " bytes; at most " + std::to_string(kMaxHeaderBytes) +
-                          ")");
-  }
-  if (fileBytes < prefixBytes + headerBytes) {
-    result.reset();
+  if (headerBytes > kMaxHeaderBytes)
+    return fail(path, "header too long (" + std::to_string(headerBytes) + " bytes; at most " +
+                          std::to_string(kMaxHeaderBytes) + ")");
+  if (fileBytes < prefixBytes + headerBytes)
     return fail(path, "truncated header (header needs " +
-                          std::to_string(prefixBytes + headerBytes) +
-                          " bytes, file has " + std::to_string(fileBytes) +
-                          ")");
-  }
-  std::string headerText(reinterpret_cast<const char *>(bytes + prefixBytes),
-                         headerBytes);
+                          std::to_string(prefixBytes + headerBytes) + " bytes, file has " +
+                          std::to_string(fileBytes) + ")");
+  std::string headerText(headerBytes, '\0');
+  TRAINC_RETURN_IF_ERROR(readAt(file, path, prefixBytes, headerText.data(), headerBytes));
   NpyHeader header;
   std::string error = HeaderParser(headerText).parse(header);
-  if (!error.empty()) {
-    result.reset();
+  if (!error.empty())
     return fail(path, "malformed header: " + error);
-  }
   DType dtype;
-  if (!descrToDType(header.descr, dtype)) {
-    result.reset();
+  if (!descrToDType(header.descr, dtype))
     return fail(path, "unsupported dtype '" + header.descr +
                           "' (supported: <f4, <f8, <f2, <i8, <i4, |b1)");
-  }
-  if (header.fortranOrder) {
-    result.reset();
+  if (header.fortranOrder)
     return fail(path, "fortran_order arrays are not supported (save a "
                       "C-order array, e.g. np.ascontiguousarray)");
-  }
-  if (header.shape.size() > static_cast<size_t>(kMaxRank)) {
-    result.reset();
+  if (header.shape.size() > static_cast<size_t>(kMaxRank))
     return fail(path, "rank " + std::to_string(header.shape.size()) +
-                          " exceeds the maximum of " +
-                          std::to_string(kMaxRank));
-  }
+                          " exceeds the maximum of " + std::to_string(kMaxRank));
   int64_t count = 1;
   size_t dataBytes = 0;
-  for (int64_t dim : header.shape) {
-    if (__builtin_mul_overflow(count, dim, &count)) {
-      result.reset();
-      return fail(path, "shape " + shapeString(header.shape) +
-                            " has too many elements");
-    }
-  }
-  if (__builtin_mul_overflow(static_cast<size_t>(count), dtypeSize(dtype),
-                             &dataBytes)) {
-    result.reset();
+  for (int64_t dim : header.shape)
+    if (__builtin_mul_overflow(count, dim, &count))
+      return fail(path, "shape " + shapeString(header.shape) + " has too many elements");
+  if (__builtin_mul_overflow(static_cast<size_t>(count), dtypeSize(dtype), &dataBytes))
     return fail(path, "shape " + shapeString(header.shape) + " is too large");
-  }
-  size_t available = fileBytes - prefixBytes - headerBytes;
-  if (available != dataBytes) {
-    result.reset();
-    return fail(path, "shape/data size mismatch: shape " +
-                          shapeString(header.shape) + " of " + header.descr +
-                          " needs " + std::to_string(dataBytes) +
+  const uint64_t available = fileBytes - prefixBytes - headerBytes;
+  if (available != dataBytes)
+    return fail(path, "shape/data size mismatch: shape " + shapeString(header.shape) + " of " +
+                          header.descr + " needs " + std::to_string(dataBytes) +
                           " data bytes, file has " + std::to_string(available));
-  }
+  result.filePath = path;
+  result.file = std::move(file);
   result.elementType = dtype;
   result.dims = std::move(header.shape);
   result.elementCount = count;
+  result.dataOffset = prefixBytes + headerBytes;
   result.byteCount = dataBytes;
-  result.dataBegin = dataBytes ? bytes + prefixBytes + headerBytes : nullptr;
   return Status();
+}
+
+uint64_t NpyArray::rowBytes() const {
+  int64_t rows = numRows();
+  return rows > 0 ? byteCount / static_cast<uint64_t>(rows) : 0;
+}
+
+Status NpyArray::readBytes(uint64_t offset, uint64_t bytes, void *dst) const {
+  if (!file.valid())
+    return fail(filePath, "read from an array that is not open");
+  if (offset > byteCount || bytes > byteCount - offset)
+    return fail(filePath, "reading data bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset) + " + " + std::to_string(bytes) +
+                              ") outside the " + std::to_string(byteCount) + " data bytes");
+  return readAt(file, filePath, dataOffset + offset, dst, static_cast<size_t>(bytes));
+}
+
+Status NpyArray::readRows(int64_t firstRow, int64_t rows, void *dst) const {
+  const int64_t total = numRows();
+  if (firstRow < 0 || rows < 0 || firstRow > total || rows > total - firstRow)
+    return fail(filePath, "reading rows [" + std::to_string(firstRow) + ", " +
+                              std::to_string(firstRow) + " + " + std::to_string(rows) +
+                              ") of " + std::to_string(total));
+  const uint64_t row = rowBytes();
+  return readBytes(static_cast<uint64_t>(firstRow) * row, static_cast<uint64_t>(rows) * row,
+                   dst);
 }
 
 //===----------------------------------------------------------------------===//
 // NpyWriter
 //===----------------------------------------------------------------------===//
 
-NpyWriter::NpyWriter(NpyWriter &&other) noexcept { *this = std::move(other); }
-
-NpyWriter &NpyWriter::operator=(NpyWriter &&other) noexcept {
-  if (this != &other) {
-    if (file)
-      std::fclose(file);
-    filePath = std::move(other.filePath);
-    file = std::exchange(other.file, nullptr);
-    expectedBytes = other.expectedBytes;
-    writtenBytes = other.writtenBytes;
-  }
-  return *this;
-}
-
-NpyWriter::~NpyWriter() {
-  if (file)
-    std::fclose(file);
-}
-
-Status NpyWriter::open(const std::string &path, DType dtype,
-                       const std::vector<int64_t> &shape) {
-  if (file)
+Status NpyWriter::open(const std::string &path, DType dtype, const std::vector<int64_t> &shape,
+                       const std::string &what) {
+  if (file.isOpen())
     return fail(path, "NpyWriter is already open on " + filePath);
   const char *descr = npyDescr(dtype);
   if (!descr)
     return fail(path, std::string("cannot write ") + dtypeName(dtype) +
                           ": NumPy has no such dtype");
   int64_t count = 1;
+  size_t bytes = 0;
   for (int64_t dim : shape)
     if (dim < 0 || __builtin_mul_overflow(count, dim, &count))
       return fail(path, "invalid shape " + shapeString(shape));
-  std::string header =
-      std::string("{'descr': '") + descr +
-      "', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }";
+  if (__builtin_mul_overflow(static_cast<size_t>(count), dtypeSize(dtype), &bytes))
+    return fail(path, "invalid shape " + shapeString(shape));
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " + shapeString(shape) + ", }";
   // Pad with spaces so the data starts 64-byte aligned (what NumPy does), so
-  // that a later mmap of the file can be read with aligned loads.
+  // that a reader can use aligned loads.
   size_t total = kMagicBytes + 2 + 2 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
   if (header.size() > 65535)
     return fail(path, "header too long for .npy format 1.0");
 
-  file = std::fopen(path.c_str(), "wb");
-  if (!file)
-    return fail(path, std::string("cannot create: ") + std::strerror(errno));
   filePath = path;
-  expectedBytes = static_cast<size_t>(count) * dtypeSize(dtype);
+  expectedBytes = bytes;
   writtenBytes = 0;
+  TRAINC_RETURN_IF_ERROR(file.open(path, what));
   unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
   prefix[8] = header.size() & 0xff;
   prefix[9] = (header.size() >> 8) & 0xff;
-  if (std::fwrite(prefix, 1, sizeof(prefix), file) != sizeof(prefix) ||
-      std::fwrite(header.data(), 1, header.size(), file) != header.size())
-    return fail(path, std::string("write failed: ") + std::strerror(errno));
-  return Status();
+  std::string head(reinterpret_cast<const char *>(prefix), sizeof(prefix));
+  head += header;
+  return file.write(head.data(), head.size());
 }
 
 Status NpyWriter::append(const void *data, size_t bytes) {
-  if (!file)
+  if (!file.isOpen())
     return fail(filePath, "NpyWriter::append on a writer that is not open");
-  if (writtenBytes + bytes > expectedBytes)
+  if (bytes > expectedBytes - writtenBytes)
     return fail(filePath, "writing " + std::to_string(writtenBytes + bytes) +
-                              " data bytes, the shape holds " +
-                              std::to_string(expectedBytes));
-  if (bytes && std::fwrite(data, 1, bytes, file) != bytes)
-    return fail(filePath, std::string("write failed: ") + std::strerror(errno));
+                              " data bytes, the shape holds " + std::to_string(expectedBytes));
+  if (bytes)
+    TRAINC_RETURN_IF_ERROR(file.write(data, bytes));
   writtenBytes += bytes;
   return Status();
 }
 
 Status NpyWriter::close() {
-  if (!file)
+  if (!file.isOpen())
     return fail(filePath, "NpyWriter::close on a writer that is not open");
-  FILE *closing = std::exchange(file, nullptr);
-  // fclose flushes; a full disk shows up here, not in fwrite.
-  if (std::fclose(closing) != 0)
-    return fail(filePath, std::string("write failed: ") + std::strerror(errno));
-  if (writtenBytes != expectedBytes)
-    return fail(filePath, "incomplete: wrote " + std::to_string(writtenBytes) +
-                              " of " + std::to_string(expectedBytes) +
-                              " data bytes");
-  return Status();
+  if (writtenBytes != expectedBytes) {
+    file.abandon();
+    return fail(filePath, "incomplete: wrote " + std::to_string(writtenBytes) + " of " +
+                              std::to_string(expectedBytes) + " data bytes (" + filePath +
+                              " is unchanged)");
+  }
+  return file.commit();
 }
 
 Status writeNpy(const std::string &path, DType dtype,

@@ -385,6 +385,46 @@ Status checkFileName(const char *kind, const char *name) {
   return Status();
 }
 
+/// The index of the first element of `count` floats of `type` (f32, f64 or
+/// f16) at `data` that is NaN or infinite, or -1.
+int64_t firstNonFinite(DType type, const void *data, int64_t count) {
+  for (int64_t k = 0; k < count; ++k) {
+    bool finite = true;
+    if (type == DType::F32)
+      finite = std::isfinite(static_cast<const float *>(data)[k]);
+    else if (type == DType::F64)
+      finite = std::isfinite(static_cast<const double *>(data)[k]);
+    else if (type == DType::F16)
+      finite = (static_cast<const uint16_t *>(data)[k] & 0x7c00) != 0x7c00;
+    if (!finite)
+      return k;
+  }
+  return -1;
+}
+
+/// Reads a parameter saved by --save-params: a regular file no larger than
+/// the parameter's .npy can be (a huge or endless file is refused unread),
+/// of its dtype and shape, and finite.
+Status readSavedParam(const ParamInfo &p, const std::string &path,
+                      std::vector<unsigned char> &bytes) {
+  const std::string name = p.tensor.name;
+  NpyArray saved;
+  Status opened = NpyArray::open(path, saved, npyMaxFileBytes(p.bytes));
+  if (!opened.ok())
+    return Status::error("parameter " + name + ": " + opened.message());
+  std::vector<int64_t> shape(p.tensor.shape, p.tensor.shape + p.tensor.rank);
+  if (saved.dtype() != p.tensor.dtype || saved.shape() != shape || saved.dataBytes() != p.bytes)
+    return Status::error("parameter " + name + ": " + path + " is " +
+                         dtypeName(saved.dtype()) + shapeText(saved.shape()) + ", expected " +
+                         shapeText(p.tensor));
+  TRAINC_RETURN_IF_ERROR(saved.readAll(bytes));
+  int64_t bad = firstNonFinite(p.tensor.dtype, bytes.data(), saved.numElements());
+  if (bad >= 0)
+    return Status::error("parameter " + name + ": " + path + " holds NaN or infinity (element " +
+                         std::to_string(bad) + ")");
+  return Status();
+}
+
 /// Device state of a program: a context, the parameters and constants with
 /// their initial values, the arena, and one buffer per input and output of
 /// the compiled shape.
@@ -395,16 +435,11 @@ Status uploadParams(Context &context, const Program &program, const std::string 
     params.emplace_back(nullptr, DeviceFree{&context});
     TRAINC_RETURN_IF_ERROR(allocateDevice(context, p.bytes, params.back()));
     const void *source = program.paramBlob + p.blobOffset;
-    NpyArray saved;
+    std::vector<unsigned char> saved;
     if (!paramsDir.empty() && !p.constant) {
       TRAINC_RETURN_IF_ERROR(checkFileName("parameter", p.tensor.name));
       std::string path = paramsDir + "/" + p.tensor.name + ".npy";
-      TRAINC_RETURN_IF_ERROR(NpyArray::open(path, saved));
-      std::vector<int64_t> shape(p.tensor.shape, p.tensor.shape + p.tensor.rank);
-      if (saved.dtype() != p.tensor.dtype || saved.shape() != shape)
-        return Status::error("parameter " + std::string(p.tensor.name) + ": " + path +
-                             " is " + dtypeName(saved.dtype()) + shapeText(saved.shape()) +
-                             ", expected " + shapeText(p.tensor));
+      TRAINC_RETURN_IF_ERROR(readSavedParam(p, path, saved));
       source = saved.data();
     }
     TRAINC_RETURN_IF_ERROR(context.copyToDevice(params.back().get(), source, p.bytes));
@@ -464,8 +499,15 @@ Status runOnce(const Program &program, const Options &options) {
                            dtypeName(arrays[i].dtype()) + shapeText(arrays[i].shape()) +
                            ", expected exactly " + shapeText(t));
   }
-  for (int i = 0; i < program.numOutputs; ++i)
+  // Outputs replace only absent or regular files, checked before any work.
+  for (int i = 0; i < program.numOutputs; ++i) {
     TRAINC_RETURN_IF_ERROR(checkFileName("output", program.outputs[i].name));
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(
+        options.outDir + "/" + program.outputs[i].name + ".npy", "--out"));
+  }
+  std::vector<std::vector<unsigned char>> hostInputs(program.numInputs);
+  for (int i = 0; i < program.numInputs; ++i)
+    TRAINC_RETURN_IF_ERROR(arrays[i].readAll(hostInputs[i]));
   std::error_code error;
   std::filesystem::create_directories(options.outDir, error);
   if (error)
@@ -475,7 +517,7 @@ Status runOnce(const Program &program, const Options &options) {
   TRAINC_RETURN_IF_ERROR(device.prepare(program, options.train.paramsDir));
   for (int i = 0; i < program.numInputs; ++i)
     TRAINC_RETURN_IF_ERROR(device.context->copyToDevice(
-        device.inputPtrs[i], arrays[i].data(), tensorBytes(program.inputs[i])));
+        device.inputPtrs[i], hostInputs[i].data(), tensorBytes(program.inputs[i])));
   TRAINC_RETURN_IF_ERROR(program.forward(*device.context, device.args));
   TRAINC_RETURN_IF_ERROR(device.context->synchronize());
   for (int i = 0; i < program.numOutputs; ++i) {
@@ -485,14 +527,15 @@ Status runOnce(const Program &program, const Options &options) {
         device.context->copyToHost(host.data(), device.outputPtrs[i], host.size()));
     NpyWriter writer;
     TRAINC_RETURN_IF_ERROR(writer.open(options.outDir + "/" + t.name + ".npy", t.dtype,
-                                       std::vector<int64_t>(t.shape, t.shape + t.rank)));
+                                       std::vector<int64_t>(t.shape, t.shape + t.rank),
+                                       "--out"));
     TRAINC_RETURN_IF_ERROR(writer.append(host.data(), host.size()));
     TRAINC_RETURN_IF_ERROR(writer.close());
   }
   return Status();
 }
 
-/// Maps DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
+/// Opens DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
 /// shape (all axes but the first) and that all have one sample count.
 Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int count,
                         std::vector<NpyArray> &arrays, int64_t &samples) {
@@ -566,6 +609,10 @@ Status runPredict(const Program &program, const Options &options) {
                            shapeText(t) +
                            " has no batch axis; --predict needs per-sample "
                            "outputs");
+    // Outputs replace only absent or regular files (never a FIFO, a device
+    // or a symlink), checked before any work.
+    TRAINC_RETURN_IF_ERROR(
+        checkReplaceable(options.outDir + "/" + t.name + ".npy", "--out"));
   }
 
   std::vector<NpyArray> arrays;
@@ -585,7 +632,7 @@ Status runPredict(const Program &program, const Options &options) {
     std::vector<int64_t> shape(t.shape, t.shape + t.rank);
     shape[0] = samples;
     TRAINC_RETURN_IF_ERROR(writers[i].open(
-        options.outDir + "/" + t.name + ".npy", t.dtype, shape));
+        options.outDir + "/" + t.name + ".npy", t.dtype, shape, "--out"));
   }
 
   DeviceState device;
@@ -601,6 +648,11 @@ Status runPredict(const Program &program, const Options &options) {
     stagingBytes = std::max(stagingBytes, tensorBytes(program.outputs[i]));
   }
   std::vector<unsigned char> staging(stagingBytes);
+  // One host buffer per input: rows are read from the files batch by batch,
+  // never the whole data set at once.
+  std::vector<std::vector<unsigned char>> inputStaging(program.numInputs);
+  for (int i = 0; i < program.numInputs; ++i)
+    inputStaging[i].resize(tensorBytes(program.inputs[i]));
 
   const auto start = std::chrono::steady_clock::now();
   const int64_t batches = (samples + batch - 1) / batch;
@@ -610,10 +662,9 @@ Status runPredict(const Program &program, const Options &options) {
     for (int i = 0; i < program.numInputs; ++i) {
       const uint64_t rowBytes = inputSampleBytes[i];
       char *device = static_cast<char *>(inputPtrs[i]);
-      TRAINC_RETURN_IF_ERROR(context->copyToDevice(
-          device,
-          static_cast<const char *>(arrays[i].data()) + first * rowBytes,
-          count * rowBytes));
+      TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, count, inputStaging[i].data()));
+      TRAINC_RETURN_IF_ERROR(
+          context->copyToDevice(device, inputStaging[i].data(), count * rowBytes));
       // The short last batch is padded with zeros: the padding rows are
       // computed and dropped, but must not be garbage (NaN could trip
       // checks in the step).

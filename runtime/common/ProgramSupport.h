@@ -54,10 +54,14 @@ Status allocatePinned(Context &context, size_t bytes, HostPtr &result);
 Status uploadParams(Context &context, const Program &program, const std::string &paramsDir,
                     std::vector<DevicePtr> &params, std::vector<void *> &pointers);
 
-/// Maps DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
+/// Opens DIR/<name>.npy for each of `infos` and checks dtype, the per-sample
 /// shape (all axes but the first) and that all have one sample count.
 Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int count,
                         std::vector<NpyArray> &arrays, int64_t &samples);
+
+/// The index of the first element of `count` at `data` that is NaN or
+/// infinite, for f32, f64 and f16 (other types: -1, as when all are finite).
+int64_t firstNonFinite(DType type, const void *data, int64_t count);
 
 struct TrainOptions {
   std::string dataDir, evalDir, saveDir, logPath, exportPath, paramsDir;

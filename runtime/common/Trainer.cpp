@@ -112,6 +112,9 @@ SlotLayout slotLayout(const TrainStep &train) {
 struct EvalSet {
   std::vector<NpyArray> arrays;
   NpyArray labels;
+  /// The labels, read whole (8 bytes a sample); the inputs are read batch
+  /// by batch.
+  std::vector<int64_t> truth;
   int64_t samples = 0, classes = 0;
   std::vector<BatchField> fields;
   std::vector<DevicePtr> inputs, outputs;
@@ -128,11 +131,12 @@ Status openEvalSet(Context &context, const Program &program, const std::string &
   if (set.labels.dtype() != DType::I64 || set.labels.shape().size() != 1 ||
       set.labels.shape()[0] != set.samples)
     return Status::error(dir + "/label.npy must be int64 [" + std::to_string(set.samples) + "]");
+  TRAINC_RETURN_IF_ERROR(set.labels.readAll(set.truth));
   const TensorInfo &out = program.outputs[0];
   if (program.numOutputs < 1 || out.rank != 2 || out.dtype != DType::F32)
     return Status::error("evaluation needs class scores [N, C] as the first output");
   set.classes = out.shape[1];
-  const int64_t *truth = static_cast<const int64_t *>(set.labels.data());
+  const int64_t *truth = set.truth.data();
   for (int64_t r = 0; r < set.samples; ++r)
     if (truth[r] < 0 || truth[r] >= set.classes)
       return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
@@ -166,12 +170,13 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
   const int64_t batch = program.batchSize;
   ForwardArgs forward{set.inputPtrs.data(), set.outputPtrs.data(), params.data(), arena};
   std::vector<float> scores(batch * set.classes);
-  const int64_t *truth = static_cast<const int64_t *>(set.labels.data());
+  const int64_t *truth = set.truth.data();
   int64_t correct = 0;
   double total = 0;
   for (int64_t first = 0; first < set.samples; first += batch) {
     int64_t count = std::min(batch, set.samples - first);
-    fillBatch(set.fields, batch, set.order.data(), first, count, set.staging.data());
+    TRAINC_RETURN_IF_ERROR(
+        fillBatch(set.fields, batch, set.order.data(), first, count, set.staging.data()));
     for (int i = 0; i < program.numInputs; ++i)
       TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
                                                   set.staging.data() + set.fields[i].offset,
@@ -191,6 +196,26 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
   }
   loss = total / set.samples;
   accuracy = static_cast<double>(correct) / set.samples;
+  return Status();
+}
+
+/// --save-params writes DIR/<parameter>.npy, each replacing only an absent
+/// or regular file: checked before training starts, so that a run never
+/// trains for hours to fail at the end.
+Status checkSaveTargets(const Program &program, const std::string &dir) {
+  if (dir.empty())
+    return Status();
+  std::error_code error;
+  if (std::filesystem::exists(dir, error) && !std::filesystem::is_directory(dir, error))
+    return Status::error("--save-params: " + dir + " exists and is not a folder");
+  for (int i = 0; i < program.numParams; ++i) {
+    const ParamInfo &p = program.params[i];
+    if (p.constant)
+      continue;
+    TRAINC_RETURN_IF_ERROR(checkFileName("parameter", p.tensor.name));
+    TRAINC_RETURN_IF_ERROR(
+        checkReplaceable(dir + "/" + p.tensor.name + ".npy", "--save-params"));
+  }
   return Status();
 }
 
@@ -242,22 +267,35 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   }
   if (weightsIndex < 0)
     return Status::error("the training step has no sample_weights input");
+  TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   std::vector<NpyArray> arrays;
   int64_t samples = 0;
   TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, fileInputs.data(),
                                           static_cast<int>(fileInputs.size()), arrays, samples));
   if (samples <= 0)
     return Status::error("no training samples in " + options.dataDir);
-  // NaN in float data would poison every parameter: refuse it before step 1.
+  // NaN in float data would poison every parameter: refuse it before step
+  // 1. The files are read in chunks of rows, never whole (a data set may be
+  // larger than memory).
   for (size_t i = 0; i < arrays.size(); ++i) {
-    if (fileInputs[i].dtype != DType::F32)
+    const DType type = fileInputs[i].dtype;
+    if (type != DType::F32 && type != DType::F64 && type != DType::F16)
       continue;
-    const float *v = static_cast<const float *>(arrays[i].data());
-    uint64_t n = tensorBytes(fileInputs[i], 1) / 4 * samples;
-    for (uint64_t k = 0; k < n; ++k)
-      if (!std::isfinite(v[k]))
+    const uint64_t rowBytes = tensorBytes(fileInputs[i], 1);
+    const int64_t rowElements = static_cast<int64_t>(rowBytes / dtypeSize(type));
+    if (rowBytes == 0)
+      continue;
+    const int64_t chunkRows = static_cast<int64_t>(std::max<uint64_t>(1, (4u << 20) / rowBytes));
+    std::vector<unsigned char> chunk(std::min(chunkRows, samples) * rowBytes);
+    for (int64_t first = 0; first < samples; first += chunkRows) {
+      const int64_t rows = std::min(chunkRows, samples - first);
+      TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, rows, chunk.data()));
+      int64_t bad = firstNonFinite(type, chunk.data(), rows * rowElements);
+      if (bad >= 0)
         return Status::error("input " + std::string(fileInputs[i].name) + ": sample " +
-                             std::to_string(k / (n / samples)) + " holds NaN or infinity");
+                             std::to_string(first + bad / rowElements) +
+                             " holds NaN or infinity");
+    }
   }
 
   // Device state.
@@ -555,7 +593,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots - 1));
       const int h = static_cast<int>(step % hostSlots), d = static_cast<int>(step % kDeviceSlots);
       const int64_t count = std::min(batch, samples - b * batch);
-      loader.wait(h);
+      if (Status filled = loader.wait(h); !filled.ok())
+        return Status::error("reading the training data for step " + std::to_string(step + 1) +
+                             ": " + filled.message());
       char *slot = hostSlot(h);
       if (weightsIndex >= 0) {
         float *w = reinterpret_cast<float *>(slot + layout.inputs[weightsIndex]);
@@ -665,7 +705,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       TRAINC_RETURN_IF_ERROR(writer.open(options.saveDir + "/" + p.tensor.name + ".npy",
                                          p.tensor.dtype,
                                          std::vector<int64_t>(p.tensor.shape,
-                                                              p.tensor.shape + p.tensor.rank)));
+                                                              p.tensor.shape + p.tensor.rank),
+                                         "--save-params"));
       TRAINC_RETURN_IF_ERROR(writer.append(host.data(), host.size()));
       TRAINC_RETURN_IF_ERROR(writer.close());
     }

@@ -4,7 +4,10 @@
 #include "TestUtil.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace trainc::test {
 namespace {
@@ -44,7 +47,8 @@ std::string floatBytes(std::vector<float> values) {
 
 class NpyTest : public ::testing::Test {
 protected:
-  std::string dir = makeTempDir();
+  TempDir tempDir;
+  std::string dir = tempDir.path();
   std::string path(const std::string &name) { return dir + "/" + name; }
 
   /// Writes `bytes` to `name` and expects NpyArray::open to fail with a
@@ -89,9 +93,9 @@ TEST_F(NpyTest, RoundTripsEveryDType) {
     EXPECT_EQ(array.shape(), c.shape);
     EXPECT_EQ(array.numElements(), count);
     ASSERT_EQ(array.dataBytes(), data.size());
-    if (count) {
-      EXPECT_EQ(std::memcmp(array.data(), data.data(), data.size()), 0);
-    }
+    std::vector<char> read;
+    EXPECT_OK(array.readAll(read));
+    EXPECT_EQ(std::string(read.begin(), read.end()), data);
   }
 }
 
@@ -119,7 +123,9 @@ TEST_F(NpyTest, ReadsFormatVersions2And3AndOldHeaders) {
     NpyArray array;
     EXPECT_OK(NpyArray::open(path("v.npy"), array));
     EXPECT_EQ(array.shape(), (std::vector<int64_t>{2}));
-    EXPECT_EQ(static_cast<const float *>(array.data())[1], -2.0f);
+    std::vector<float> values;
+    EXPECT_OK(array.readAll(values));
+    EXPECT_EQ(values, (std::vector<float>{1.5f, -2.0f}));
   }
   // Double quotes, no trailing comma, keys in another order, Python 2 longs.
   writeFile(path("old.npy"),
@@ -222,7 +228,7 @@ TEST_F(NpyTest, WriterChecksByteCounts) {
       "cannot create");
 }
 
-TEST_F(NpyTest, ArraysMoveWithoutDoubleUnmap) {
+TEST_F(NpyTest, ArraysMoveWithoutDoubleClose) {
   EXPECT_OK(
       rt::writeNpy(path("m.npy"), DType::F32, {2}, floatBytes({3, 4}).data()));
   NpyArray first;
@@ -231,7 +237,108 @@ TEST_F(NpyTest, ArraysMoveWithoutDoubleUnmap) {
   std::vector<NpyArray> many;
   many.push_back(std::move(second));
   many.emplace_back();
-  EXPECT_EQ(static_cast<const float *>(many[0].data())[1], 4.0f);
+  float value = 0;
+  EXPECT_OK(many[0].readBytes(4, 4, &value));
+  EXPECT_EQ(value, 4.0f);
+  EXPECT_ERROR(many[1].readBytes(0, 0, &value), "not open");
+}
+
+TEST_F(NpyTest, ReadsRowsAndRefusesRangesOutsideTheData) {
+  std::vector<float> values(5 * 3);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i);
+  EXPECT_OK(rt::writeNpy(path("r.npy"), DType::F32, {5, 3}, values.data()));
+  NpyArray array;
+  EXPECT_OK(NpyArray::open(path("r.npy"), array));
+  EXPECT_EQ(array.numRows(), 5);
+  EXPECT_EQ(array.rowBytes(), 12u);
+  std::vector<float> rows(6, -1);
+  EXPECT_OK(array.readRows(3, 2, rows.data()));
+  EXPECT_EQ(rows, (std::vector<float>{9, 10, 11, 12, 13, 14}));
+  EXPECT_ERROR(array.readRows(4, 2, rows.data()), path("r.npy"));
+  EXPECT_ERROR(array.readRows(-1, 1, rows.data()), "reading rows");
+  EXPECT_ERROR(array.readBytes(56, 8, rows.data()), "outside the 60 data bytes");
+  // A scalar is one row.
+  EXPECT_OK(rt::writeNpy(path("s.npy"), DType::F32, {}, values.data() + 7));
+  EXPECT_OK(NpyArray::open(path("s.npy"), array));
+  EXPECT_EQ(array.numRows(), 1);
+  EXPECT_OK(array.readRows(0, 1, rows.data()));
+  EXPECT_EQ(rows[0], 7.0f);
+}
+
+// The data is read with pread, so a file cut short after it was opened is an
+// error naming it ("truncated"), not a SIGBUS as with a mapping.
+TEST_F(NpyTest, FileTruncatedAfterOpenIsAnErrorNamingIt) {
+  std::vector<float> values(100 * 4, 1.0f);
+  EXPECT_OK(rt::writeNpy(path("t.npy"), DType::F32, {100, 4}, values.data()));
+  NpyArray array;
+  EXPECT_OK(NpyArray::open(path("t.npy"), array));
+  ASSERT_EQ(::truncate(path("t.npy").c_str(), 128 + 50 * 16), 0);
+  std::vector<float> rows(10 * 4);
+  EXPECT_OK(array.readRows(40, 10, rows.data())); // still there
+  EXPECT_ERROR(array.readRows(45, 10, rows.data()), path("t.npy") + " was truncated");
+  EXPECT_ERROR(array.readRows(90, 10, rows.data()), "truncated");
+  std::vector<float> all;
+  EXPECT_ERROR(array.readAll(all), "truncated");
+}
+
+// A file larger than its caller allows (a parameter of known size given as
+// an 8 GB sparse file, or as a symlink to /dev/zero) is refused unread.
+TEST_F(NpyTest, SizeLimitAndSpecialFilesAreRefusedUnread) {
+  std::vector<float> values(4, 2.0f);
+  EXPECT_OK(rt::writeNpy(path("p.npy"), DType::F32, {4}, values.data()));
+  NpyArray array;
+  EXPECT_OK(NpyArray::open(path("p.npy"), array, rt::npyMaxFileBytes(16)));
+  EXPECT_ERROR(NpyArray::open(path("p.npy"), array, 100), "more than the 100 bytes");
+  {
+    std::ofstream(path("sparse.npy")) << readFile(path("p.npy"));
+  }
+  ASSERT_EQ(::truncate(path("sparse.npy").c_str(), int64_t(8) << 30), 0);
+  EXPECT_ERROR(NpyArray::open(path("sparse.npy"), array, rt::npyMaxFileBytes(16)),
+               "is 8589934592 bytes, more than");
+  // Without a limit the header is read, and the size does not match it.
+  EXPECT_ERROR(NpyArray::open(path("sparse.npy"), array), "shape/data size mismatch");
+  ASSERT_EQ(::symlink("/dev/zero", path("zero.npy").c_str()), 0);
+  EXPECT_ERROR(NpyArray::open(path("zero.npy"), array), "is a character device");
+}
+
+// Outputs replace their target only when complete: an unclosed or failed
+// writer leaves the old file, and what is not a regular file is refused.
+TEST_F(NpyTest, WriterReplacesTheTargetOnlyWhenClosed) {
+  std::vector<float> values = {1, 2, 3, 4};
+  EXPECT_OK(rt::writeNpy(path("o.npy"), DType::F32, {2}, values.data()));
+  const std::string before = readFile(path("o.npy"));
+  {
+    NpyWriter writer;
+    EXPECT_OK(writer.open(path("o.npy"), DType::F32, {4}));
+    EXPECT_OK(writer.append(values.data(), 8));
+  }
+  EXPECT_EQ(readFile(path("o.npy")), before);
+  {
+    NpyWriter writer;
+    EXPECT_OK(writer.open(path("o.npy"), DType::F32, {4}));
+    EXPECT_OK(writer.append(values.data(), 8));
+    EXPECT_ERROR(writer.close(), "is unchanged");
+  }
+  EXPECT_EQ(readFile(path("o.npy")), before);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir),
+                          std::filesystem::directory_iterator()),
+            1)
+      << "a temporary file was left behind";
+  EXPECT_OK(rt::writeNpy(path("o.npy"), DType::F32, {4}, values.data()));
+  NpyArray array;
+  EXPECT_OK(NpyArray::open(path("o.npy"), array));
+  EXPECT_EQ(array.shape(), (std::vector<int64_t>{4}));
+
+  ASSERT_EQ(::mkfifo(path("fifo.npy").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/dev/null", path("null.npy").c_str()), 0);
+  NpyWriter writer;
+  EXPECT_ERROR(writer.open(path("fifo.npy"), DType::F32, {4}, "--out"),
+               "--out: " + path("fifo.npy") + " exists and is a FIFO");
+  EXPECT_ERROR(writer.open(path("null.npy"), DType::F32, {4}), "is a symbolic link");
+  EXPECT_ERROR(writer.open(dir, DType::F32, {4}), "is a folder");
+  EXPECT_TRUE(std::filesystem::is_fifo(path("fifo.npy")));
+  EXPECT_TRUE(std::filesystem::is_symlink(path("null.npy")));
 }
 
 } // namespace

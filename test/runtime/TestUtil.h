@@ -14,8 +14,11 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -84,18 +87,36 @@ inline ::testing::AssertionResult allClose(const std::vector<float> &actual,
         << "message: " << status_.message();                                   \
   } while (0)
 
+/// A fresh empty folder under gtest's temporary directory, removed with
+/// everything in it when the object goes (at the end of the test that owns
+/// it), so that test runs leave no trainc-rt-* folders behind.
+class TempDir {
+public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "trainc-rt-XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    EXPECT_NE(mkdtemp(buffer.data()), nullptr) << pattern << ": " << std::strerror(errno);
+    folder = buffer.data();
+  }
+  ~TempDir() {
+    std::error_code error; // a test that failed half-way may leave anything
+    std::filesystem::remove_all(folder, error);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+
+  const std::string &path() const { return folder; }
+  operator const std::string &() const { return folder; }
+  std::string operator/(const std::string &name) const { return folder + "/" + name; }
+
+private:
+  std::string folder;
+};
+
 /// Runs `body` with OpenMP (and hence OpenBLAS) limited to each of the given
 /// thread counts, so that both the serial and the parallel code paths of a
 /// kernel are exercised whatever the machine.
-/// A fresh empty folder under gtest's temporary directory.
-inline std::string makeTempDir() {
-  std::string pattern = ::testing::TempDir() + "trainc-rt-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  EXPECT_NE(mkdtemp(buffer.data()), nullptr);
-  return buffer.data();
-}
-
 template <typename Body> void forEachThreadCount(Body body) {
   for (int threads : {1, 2, 3}) {
     SCOPED_TRACE("threads=" + std::to_string(threads));
