@@ -6,13 +6,17 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/defs/parser.h>
 
+#include <cerrno>
 #include <cstring>
 #include <exception>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace trainc::frontend;
 using llvm::createStringError;
@@ -22,6 +26,65 @@ namespace {
 
 llvm::Error fail(const llvm::Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// A file opened for reading, closed on destruction.
+struct ReadFile {
+  int fd = -1;
+  uint64_t size = 0;
+  ReadFile() = default;
+  ReadFile(const ReadFile &) = delete;
+  ReadFile &operator=(const ReadFile &) = delete;
+  ReadFile(ReadFile &&other) : fd(other.fd), size(other.size) { other.fd = -1; }
+  ~ReadFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+/// Opens `path` without blocking and refuses anything but a regular file: a
+/// FIFO would block the open or the read forever, a device never end.
+/// `label` names the file in messages (the model's path, "external data
+/// 'w.bin'").
+llvm::Expected<ReadFile> openRegularFile(const std::string &path, const llvm::Twine &label) {
+  ReadFile file;
+  do
+    file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  while (file.fd < 0 && errno == EINTR);
+  if (file.fd < 0)
+    return fail(label + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(file.fd, &st) != 0)
+    return fail(label + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    const char *kind = S_ISDIR(st.st_mode)    ? "a folder"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    return fail(label + " is " + kind + ", not a regular file");
+  }
+  file.size = static_cast<uint64_t>(st.st_size);
+  return std::move(file);
+}
+
+/// Reads `bytes` bytes at `offset` of `file` (pread; a short read means the
+/// file shrank under us).
+llvm::Error readAt(const ReadFile &file, const llvm::Twine &label, uint64_t offset,
+                   size_t bytes, char *out) {
+  size_t done = 0;
+  while (done < bytes) {
+    ssize_t n = ::pread(file.fd, out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return fail(label + ": " + std::strerror(errno));
+    if (n == 0)
+      return fail(label + ": truncated while reading (" + llvm::Twine(done) + " of " +
+                  llvm::Twine(bytes) + " bytes)");
+    done += static_cast<size_t>(n);
+  }
+  return llvm::Error::success();
 }
 
 bool looksLikeText(llvm::StringRef contents) {
@@ -83,19 +146,19 @@ llvm::Error readExternal(const onnx::TensorProto &proto, llvm::StringRef modelDi
   auto path = resolveExternalPath(modelDir, location);
   if (!path)
     return path.takeError();
-  auto buffer = llvm::MemoryBuffer::getFile(*path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return fail("cannot read external data '" + location +
-                "': " + buffer.getError().message());
-  size_t size = (*buffer)->getBufferSize();
+  std::string label = "external data '" + location + "'";
+  auto file = openRegularFile(*path, label);
+  if (!file)
+    return file.takeError();
+  // Only the bytes the tensor needs are read, after the size is known to
+  // hold them.
+  uint64_t size = file->size;
   if (offset > size || expectedBytes > size - offset)
     return fail("external data '" + location + "' holds " + llvm::Twine(size) +
                 " bytes; " + llvm::Twine(expectedBytes) + " needed at offset " +
                 llvm::Twine(offset));
-  const char *begin = (*buffer)->getBufferStart() + offset;
-  out.assign(begin, begin + expectedBytes);
-  return llvm::Error::success();
+  out.resize(expectedBytes);
+  return readAt(*file, label, offset, expectedBytes, out.data());
 }
 
 } // namespace
@@ -123,11 +186,16 @@ llvm::Error trainc::frontend::parseModel(llvm::StringRef contents,
 
 llvm::Error trainc::frontend::loadModelFile(llvm::StringRef path,
                                             onnx::ModelProto &model) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return fail(path + ": " + buffer.getError().message());
-  llvm::StringRef contents = (*buffer)->getBuffer();
+  auto file = openRegularFile(path.str(), path);
+  if (!file)
+    return file.takeError();
+  // Protobuf reads at most 2 GiB; a larger model keeps its weights outside.
+  if (file->size > static_cast<uint64_t>(INT32_MAX))
+    return fail(path + ": larger than 2 GiB; store the weights as external data");
+  std::string buffer(file->size, '\0');
+  if (llvm::Error e = readAt(*file, path, 0, buffer.size(), buffer.data()))
+    return e;
+  llvm::StringRef contents = buffer;
   llvm::StringRef ext = llvm::sys::path::extension(path);
   if (ext == ".onnxtxt" || ext == ".txt")
     return parseModel(contents, path, /*isText=*/true, model);
@@ -199,6 +267,37 @@ llvm::Expected<Tensor> trainc::frontend::readTensor(const onnx::TensorProto &pro
     return fail("holds " + llvm::Twine(have) + " values but its shape [" +
                 trainc::shape::format(dims) + "] needs " + llvm::Twine(n));
   };
+
+  // One value field, as the ONNX checker requires: raw_data or external data
+  // next to a typed *_data field is ambiguous, so refuse it.
+  llvm::SmallVector<const char *> fields;
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
+    fields.push_back("external data");
+  if (proto.has_raw_data())
+    fields.push_back("raw_data");
+  if (proto.float_data_size())
+    fields.push_back("float_data");
+  if (proto.double_data_size())
+    fields.push_back("double_data");
+  if (proto.int32_data_size())
+    fields.push_back("int32_data");
+  if (proto.int64_data_size())
+    fields.push_back("int64_data");
+  if (proto.uint64_data_size())
+    fields.push_back("uint64_data");
+  if (proto.string_data_size())
+    fields.push_back("string_data");
+  if (fields.size() > 1)
+    return fail(llvm::Twine("has both ") + fields[0] + " and " + fields[1] +
+                "; a tensor holds its values in one field only");
+  const char *typedField = *dtype == DType::F32   ? "float_data"
+                           : *dtype == DType::F64 ? "double_data"
+                           : *dtype == DType::I64 ? "int64_data"
+                                                  : "int32_data";
+  if (fields.size() == 1 && llvm::StringRef(fields[0]).ends_with("_data") &&
+      llvm::StringRef(fields[0]) != "raw_data" && llvm::StringRef(fields[0]) != typedField)
+    return fail(llvm::Twine("holds ") + dtypeName(*dtype) + " values in " + fields[0] +
+                " (they belong in " + typedField + " or raw_data)");
 
   // Sizes are checked before anything is allocated: a tiny file can declare
   // a huge shape.
