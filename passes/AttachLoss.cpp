@@ -229,7 +229,8 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     int64_t axis = classAxis < 0 ? classAxis + predType.getRank() : classAxis;
     if (kind == "cross-entropy" && (axis < 1 || axis >= predType.getRank()))
       return loss.emitError("--class-axis=")
-             << classAxis << " is not an axis after the batch axis of the logits " << predType;
+             << static_cast<int64_t>(classAxis)
+             << " is not an axis after the batch axis of the logits " << predType;
 
     // Label and weights go after the data inputs, before the parameters.
     unsigned at = 0;
