@@ -346,6 +346,23 @@ int runCompile() {
     errs() << "error: --entry=" << entryName << " needs --loss\n";
     return 1;
   }
+  // -o names the program file; PROG.build/ goes next to it.
+  if (outputPath != "-") {
+    sys::fs::file_status status;
+    bool exists = !sys::fs::status(outputPath, status);
+    if (StringRef(outputPath).ends_with("/") || (exists && sys::fs::is_directory(status))) {
+      errs() << "error: -o '" << outputPath << "' is a folder; -o names the program file "
+             << "to build (e.g. -o " << (StringRef(outputPath).rtrim('/').empty()
+                                             ? std::string("/prog")
+                                             : StringRef(outputPath).rtrim('/').str() + "/prog")
+             << ")\n";
+      return 1;
+    }
+    if (exists && !sys::fs::is_regular_file(status)) {
+      errs() << "error: -o '" << outputPath << "' exists and is not a regular file\n";
+      return 1;
+    }
+  }
   std::vector<std::string> archs;
   SmallVector<StringRef> parts;
   StringRef(cudaArch).split(parts, ',', -1, false);
