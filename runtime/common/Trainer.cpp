@@ -1,6 +1,6 @@
 //===- Trainer.cpp - the training loop of a compiled program --------------===//
 //
-// Epochs over memory-mapped .npy data, shuffled per epoch from the seed,
+// Epochs over .npy data (read with pread), shuffled per epoch from the seed,
 // batched at the compiled size; the short last batch is trained on with
 // per-sample weight 0 on its padding rows, so it is neither dropped nor
 // over-weighted. Worker threads fill upcoming batches into pinned buffers;
