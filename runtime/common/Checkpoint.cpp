@@ -2,20 +2,27 @@
 
 #include "Checkpoint.h"
 
-#include <cctype>
+#include "FileIO.h"
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include <charconv>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
 #include <cstring>
-#include <fcntl.h>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <limits>
+#include <random>
+#include <set>
 #include <sstream>
-#include <unistd.h>
+#include <sys/stat.h>
 
 namespace trainc::rt::detail {
 namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char kCrcPrefix[] = "crc32.";
 
 const char *safetensorsDtype(DType type) {
   switch (type) {
@@ -30,129 +37,141 @@ const char *safetensorsDtype(DType type) {
   return "?";
 }
 
-bool parseDtype(const std::string &name, DType &type) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64, DType::I32,
-                  DType::I1})
-    if (name == safetensorsDtype(t)) {
-      type = t;
-      return true;
-    }
-  return false;
+std::string crcText(const std::vector<char> &bytes) {
+  uLong crc = crc32_z(0L, Z_NULL, 0);
+  crc = crc32_z(crc, reinterpret_cast<const Bytef *>(bytes.data()), bytes.size());
+  char text[16];
+  std::snprintf(text, sizeof(text), "%08lx", static_cast<unsigned long>(crc));
+  return text;
 }
 
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
 }
 
-/// A small reader for the JSON this file writes (objects, arrays, strings,
-/// integers); anything else is an error.
-class Json {
-public:
-  explicit Json(const std::string &text) : s(text) {}
-  bool object(const std::function<bool(const std::string &)> &member) {
-    if (!eat('{'))
-      return false;
-    if (eat('}'))
-      return true;
-    do {
-      std::string key;
-      if (!string(key) || !eat(':') || !member(key))
-        return false;
-    } while (eat(','));
-    return eat('}');
-  }
-  bool string(std::string &out) {
-    skip();
-    if (i >= s.size() || s[i] != '"')
-      return false;
-    for (++i; i < s.size() && s[i] != '"'; ++i) {
-      if (s[i] == '\\' && i + 1 < s.size())
-        ++i;
-      out += s[i];
+/// The first non-finite element of a float tensor, or -1.
+int64_t firstNonFinite(const CheckpointTensor &t) {
+  if (t.dtype == DType::F32) {
+    for (size_t i = 0; i + 4 <= t.bytes.size(); i += 4) {
+      float v;
+      std::memcpy(&v, t.bytes.data() + i, 4);
+      if (!std::isfinite(v))
+        return static_cast<int64_t>(i / 4);
     }
-    return i < s.size() && s[i++] == '"';
+  } else if (t.dtype == DType::F64) {
+    for (size_t i = 0; i + 8 <= t.bytes.size(); i += 8) {
+      double v;
+      std::memcpy(&v, t.bytes.data() + i, 8);
+      if (!std::isfinite(v))
+        return static_cast<int64_t>(i / 8);
+    }
   }
-  bool integer(int64_t &out) {
-    skip();
-    size_t start = i;
-    if (i < s.size() && s[i] == '-')
-      ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])))
-      ++i;
-    if (start == i)
-      return false;
-    out = std::strtoll(s.substr(start, i - start).c_str(), nullptr, 10);
-    return true;
-  }
-  bool integers(std::vector<int64_t> &out) {
-    if (!eat('['))
-      return false;
-    if (eat(']'))
-      return true;
-    do {
-      int64_t v;
-      if (!integer(v))
-        return false;
-      out.push_back(v);
-    } while (eat(','));
-    return eat(']');
-  }
-  bool done() {
-    skip();
-    return i == s.size();
-  }
+  return -1;
+}
 
-private:
-  void skip() {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
-      ++i;
-  }
-  bool eat(char c) {
-    skip();
-    if (i < s.size() && s[i] == c) {
-      ++i;
-      return true;
-    }
+/// Strict decimal integer: an optional '-' and digits, nothing else.
+/// `overflow` tells a number beyond int64 from text that is not a number.
+bool parseInteger(const std::string &text, int64_t &out, bool &overflow) {
+  const char *begin = text.data(), *end = text.data() + text.size();
+  overflow = false;
+  if (begin == end || (*begin != '-' && (*begin < '0' || *begin > '9')))
     return false;
-  }
-  const std::string &s;
-  size_t i = 0;
-};
+  auto [ptr, error] = std::from_chars(begin, end, out);
+  overflow = error == std::errc::result_out_of_range && ptr == end;
+  return error == std::errc() && ptr == end;
+}
 
-Status writeFileAtomically(const std::string &path, const std::string &bytes) {
-  std::string temporary = path + ".tmp";
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    return Status::error("cannot write " + temporary + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      std::remove(temporary.c_str());
-      return Status::error("cannot write " + temporary + ": " + std::strerror(errno));
-    }
-    done += static_cast<size_t>(n);
+bool parseUnsigned(const std::string &text, uint64_t &out) {
+  const char *begin = text.data(), *end = text.data() + text.size();
+  if (begin == end || *begin < '0' || *begin > '9')
+    return false;
+  auto [ptr, error] = std::from_chars(begin, end, out);
+  return error == std::errc() && ptr == end;
+}
+
+/// Checks every manifest field and returns the position; errors name `path`.
+Status checkManifest(const std::string &path, const std::map<std::string, std::string> &manifest,
+                     const ResumeExpectation &expect, ResumePoint &point) {
+  auto corrupt = [&](const std::string &why) {
+    return Status::error("corrupt checkpoint " + path + ": " + why);
+  };
+  auto text = [&](const char *key, std::string &out) -> Status {
+    auto it = manifest.find(key);
+    if (it == manifest.end())
+      return corrupt("the manifest lacks '" + std::string(key) + "'");
+    out = it->second;
+    return Status();
+  };
+  auto integer = [&](const char *key, int64_t &out, int64_t low, int64_t high,
+                     const std::string &why) -> Status {
+    std::string value;
+    TRAINC_RETURN_IF_ERROR(text(key, value));
+    bool overflow = false;
+    if (!parseInteger(value, out, overflow) && !overflow)
+      return corrupt("manifest field '" + std::string(key) + "' is '" + value +
+                     "', not a decimal integer");
+    if (overflow || out < low || out > high)
+      return corrupt("manifest field '" + std::string(key) + "' is " + value + ", outside [" +
+                     std::to_string(low) + ", " + std::to_string(high) + "] (" + why + ")");
+    return Status();
+  };
+
+  std::string format, optimizer, fingerprint, rng, seedText;
+  TRAINC_RETURN_IF_ERROR(text("format", format));
+  if (format != "trainc checkpoint 1")
+    return corrupt("unknown format '" + format + "' (expected 'trainc checkpoint 1')");
+  TRAINC_RETURN_IF_ERROR(text("optimizer", optimizer));
+  int64_t batchSize = 0;
+  TRAINC_RETURN_IF_ERROR(integer("batch_size", batchSize, 1,
+                                 std::numeric_limits<int64_t>::max(), "a batch size"));
+  if (optimizer != expect.optimizer || batchSize != expect.batchSize)
+    return Status::error("the checkpoint " + path + " belongs to another program (optimizer " +
+                         optimizer + ", batch size " + std::to_string(batchSize) +
+                         "; this program: optimizer " + expect.optimizer + ", batch size " +
+                         std::to_string(expect.batchSize) + ")");
+  if (expect.fingerprint) {
+    auto it = manifest.find("fingerprint");
+    std::string theirs = it == manifest.end() ? "none" : it->second;
+    if (theirs != expect.fingerprint)
+      return Status::error("the checkpoint " + path +
+                           " belongs to another program: its fingerprint is " + theirs +
+                           ", this program's is " + expect.fingerprint);
   }
-  bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status::error("cannot replace " + path + ": " + std::strerror(errno));
-  }
-  // The rename itself must reach the disk before the file counts as written.
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  int dirFd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
+
+  TRAINC_RETURN_IF_ERROR(text("seed", seedText));
+  uint64_t seed = 0;
+  if (!parseUnsigned(seedText, seed))
+    return corrupt("manifest field 'seed' is '" + seedText + "', not an unsigned integer");
+  if (seed != expect.seed)
+    return Status::error("the checkpoint " + path + " was written with --seed " + seedText +
+                         "; resume with the same --seed (this run has " +
+                         std::to_string(expect.seed) + ")");
+
+  const int64_t perEpoch = expect.batchesPerEpoch, total = expect.totalSteps;
+  TRAINC_RETURN_IF_ERROR(integer("step", point.step, 0, total,
+                                 "this run has " + std::to_string(total) + " steps"));
+  TRAINC_RETURN_IF_ERROR(integer("batch", point.batch, 0, perEpoch,
+                                 "the data has " + std::to_string(perEpoch) +
+                                     " batches per epoch"));
+  TRAINC_RETURN_IF_ERROR(integer("epoch", point.epoch, 1, total / perEpoch + 1,
+                                 "this run has " + std::to_string(total) + " steps of " +
+                                     std::to_string(perEpoch) + " per epoch"));
+  // Epoch e starts at step (e - 1) * perEpoch; no overflow, as epoch is at
+  // most total / perEpoch + 1.
+  if ((point.epoch - 1) * perEpoch + point.batch != point.step)
+    return corrupt("step " + std::to_string(point.step) + " is not batch " +
+                   std::to_string(point.batch) + " of epoch " + std::to_string(point.epoch) +
+                   " with " + std::to_string(perEpoch) +
+                   " batches per epoch (a checkpoint of other data?)");
+
+  TRAINC_RETURN_IF_ERROR(text("rng", point.rng));
+  std::mt19937_64 engine;
+  std::istringstream state(point.rng);
+  if (!(state >> engine) || !(state >> std::ws).eof())
+    return corrupt("manifest field 'rng' is not an RNG state");
   return Status();
 }
 
@@ -160,92 +179,157 @@ Status writeFileAtomically(const std::string &path, const std::string &bytes) {
 
 Status writeCheckpoint(const std::string &dir, const std::vector<CheckpointTensor> &tensors,
                        const std::map<std::string, std::string> &manifest) {
-  std::string header = "{\"__metadata__\": {";
-  bool first = true;
-  for (const auto &[key, value] : manifest) {
-    header += (first ? "" : ", ") + quote(key) + ": " + quote(value);
-    first = false;
-  }
-  header += "}";
+  Json metadata = Json::object();
+  for (const auto &[key, value] : manifest)
+    metadata[key] = value;
+  for (const CheckpointTensor &t : tensors)
+    metadata[kCrcPrefix + t.name] = crcText(t.bytes);
+  Json header = Json::object();
+  header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const CheckpointTensor &t : tensors) {
-    header += ", " + quote(t.name) + ": {\"dtype\": \"" + safetensorsDtype(t.dtype) +
-              "\", \"shape\": [";
-    for (size_t d = 0; d < t.shape.size(); ++d)
-      header += (d ? ", " : "") + std::to_string(t.shape[d]);
-    header += "], \"data_offsets\": [" + std::to_string(offset) + ", " +
-              std::to_string(offset + t.bytes.size()) + "]}";
+    header[t.name] = {{"dtype", safetensorsDtype(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
-  header += "}";
-  header.append((8 - header.size() % 8) % 8, ' '); // data starts 8-byte aligned
-  std::string bytes(8, '\0');
-  uint64_t length = header.size();
-  std::memcpy(&bytes[0], &length, 8);
-  bytes += header;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // data starts 8-byte aligned
+  char length[8];
+  uint64_t size = text.size();
+  std::memcpy(length, &size, 8);
+
+  const std::string path = dir + "/checkpoint.safetensors";
+  AtomicFile file;
+  TRAINC_RETURN_IF_ERROR(file.open(path, "checkpoint"));
+  TRAINC_RETURN_IF_ERROR(file.write(length, 8));
+  TRAINC_RETURN_IF_ERROR(file.write(text.data(), text.size()));
   for (const CheckpointTensor &t : tensors)
-    bytes.append(t.bytes.begin(), t.bytes.end());
-  TRAINC_RETURN_IF_ERROR(writeFileAtomically(dir + "/checkpoint.safetensors", bytes));
-  std::string json = "{\n";
-  first = true;
-  for (const auto &[key, value] : manifest) {
-    json += std::string(first ? "" : ",\n") + "  " + quote(key) + ": " + quote(value);
-    first = false;
-  }
-  json += "\n}\n";
-  return writeFileAtomically(dir + "/checkpoint.json", json);
+    TRAINC_RETURN_IF_ERROR(file.write(t.bytes.data(), t.bytes.size()));
+  TRAINC_RETURN_IF_ERROR(file.commit());
+
+  Json json = Json::object();
+  for (const auto &[key, value] : manifest)
+    json[key] = value;
+  std::string readable = json.dump(2) + "\n";
+  return writeFileAtomically(dir + "/checkpoint.json", "checkpoint", readable.data(),
+                             readable.size());
 }
 
-Status readCheckpoint(const std::string &dir, std::vector<CheckpointTensor> &tensors,
-                      std::map<std::string, std::string> &manifest) {
-  std::string path = dir + "/checkpoint.safetensors";
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::error("no checkpoint to resume from: cannot open " + path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
+                      std::vector<CheckpointTensor> &tensors, ResumePoint &point) {
+  const std::string path = dir + "/checkpoint.safetensors";
   auto corrupt = [&](const std::string &why) {
     return Status::error("corrupt checkpoint " + path + ": " + why);
   };
+  // The file can hold the tensors, their header entries and the manifest
+  // (the RNG state is about 7 KB); anything larger is refused unread.
+  uint64_t dataBytes = 0, headerLimit = 64 * 1024;
+  for (const CheckpointTensor &t : tensors) {
+    uint64_t bytes = dtypeSize(t.dtype);
+    for (int64_t d : t.shape)
+      bytes *= static_cast<uint64_t>(d);
+    dataBytes += bytes;
+    headerLimit += 2 * t.name.size() + 512;
+  }
+  struct stat info;
+  if (::lstat(path.c_str(), &info) != 0 && errno == ENOENT)
+    return Status::error("no checkpoint to resume from: cannot open " + path);
+  FileHandle file;
+  uint64_t size = 0;
+  Status opened = openRegularFile(path, "checkpoint", file, size, 8 + headerLimit + dataBytes);
+  if (!opened.ok())
+    return Status::error("cannot resume: " + opened.message());
   uint64_t length = 0;
-  if (bytes.size() < 8)
+  if (size < 8)
     return corrupt("shorter than its 8-byte header length");
-  std::memcpy(&length, bytes.data(), 8);
-  if (length > bytes.size() - 8)
-    return corrupt("header length " + std::to_string(length) + " exceeds the file");
-  std::string header = bytes.substr(8, length);
-  const uint64_t dataStart = 8 + length, dataBytes = bytes.size() - dataStart;
-  Json json(header);
-  bool ok = json.object([&](const std::string &key) {
-    if (key == "__metadata__")
-      return json.object([&](const std::string &k) {
-        std::string v;
-        if (!json.string(v))
-          return false;
-        manifest[k] = v;
-        return true;
-      });
-    CheckpointTensor t;
-    t.name = key;
-    std::vector<int64_t> offsets;
-    std::string dtype;
-    bool fields = json.object([&](const std::string &field) {
-      if (field == "dtype")
-        return json.string(dtype);
-      if (field == "shape")
-        return json.integers(t.shape);
-      if (field == "data_offsets")
-        return json.integers(offsets);
-      return false;
-    });
-    if (!fields || !parseDtype(dtype, t.dtype) || offsets.size() != 2 || offsets[0] < 0 ||
-        offsets[1] < offsets[0] || static_cast<uint64_t>(offsets[1]) > dataBytes)
-      return false;
-    t.bytes.assign(bytes.begin() + dataStart + offsets[0], bytes.begin() + dataStart + offsets[1]);
-    tensors.push_back(std::move(t));
-    return true;
-  });
-  if (!ok || !json.done())
-    return corrupt("unreadable header");
+  TRAINC_RETURN_IF_ERROR(readAt(file, path, 0, &length, 8));
+  if (length > headerLimit || length > size - 8)
+    return corrupt("header length " + std::to_string(length) + " exceeds the file or the " +
+                   std::to_string(headerLimit) + " bytes a header of this program can have");
+  std::string text(length, '\0');
+  TRAINC_RETURN_IF_ERROR(readAt(file, path, 8, text.data(), length));
+  const uint64_t dataStart = 8 + length;
+
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception &e) {
+    return corrupt(std::string("unreadable header: ") + e.what());
+  }
+  if (!header.is_object())
+    return corrupt("the header is not a JSON object");
+  std::map<std::string, std::string> crcs, manifest;
+  if (auto it = header.find("__metadata__"); it != header.end()) {
+    if (!it->is_object())
+      return corrupt("__metadata__ is not an object");
+    for (const auto &[key, value] : it->items()) {
+      if (!value.is_string())
+        return corrupt("manifest field '" + key + "' is not a string");
+      if (key.rfind(kCrcPrefix, 0) == 0)
+        crcs[key.substr(sizeof(kCrcPrefix) - 1)] = value.get<std::string>();
+      else
+        manifest[key] = value.get<std::string>();
+    }
+  }
+  TRAINC_RETURN_IF_ERROR(checkManifest(path, manifest, expect, point));
+  if (size - 8 - length != dataBytes)
+    return corrupt("holds " + std::to_string(size - 8 - length) +
+                   " bytes of tensor data, the program's tensors are " +
+                   std::to_string(dataBytes) + " bytes");
+  std::set<std::string> expected;
+  for (const CheckpointTensor &t : tensors)
+    expected.insert(t.name);
+  for (const auto &[key, value] : header.items())
+    if (key != "__metadata__" && !expected.count(key))
+      return corrupt("holds a tensor '" + key + "' that this program does not have");
+
+  for (CheckpointTensor &t : tensors) {
+    auto it = header.find(t.name);
+    if (it == header.end())
+      return Status::error("the checkpoint " + path + " has no tensor " + t.name);
+    const nlohmann::json &entry = *it;
+    auto bad = [&](const std::string &why) { return corrupt("tensor " + t.name + ": " + why); };
+    if (!entry.is_object() || entry.size() != 3 || !entry.contains("dtype") ||
+        !entry.contains("shape") || !entry.contains("data_offsets"))
+      return bad("needs exactly dtype, shape and data_offsets");
+    const nlohmann::json &dtype = entry["dtype"], &shape = entry["shape"],
+                         &offsets = entry["data_offsets"];
+    if (!dtype.is_string() || dtype.get<std::string>() != safetensorsDtype(t.dtype))
+      return Status::error("checkpoint tensor " + t.name + " in " + path + " has dtype " +
+                           dtype.dump() + ", the program's is " + safetensorsDtype(t.dtype));
+    // Dimensions are compared as unsigned JSON numbers (a negative or
+    // fractional one never matches), so nothing is multiplied.
+    bool shapeOk = shape.is_array() && shape.size() == t.shape.size();
+    for (size_t d = 0; shapeOk && d < t.shape.size(); ++d)
+      shapeOk = shape[d].is_number_unsigned() &&
+                shape[d].get<uint64_t>() == static_cast<uint64_t>(t.shape[d]);
+    if (!shapeOk)
+      return Status::error("checkpoint tensor " + t.name + " in " + path + " has shape " +
+                           shape.dump() + ", the program's is " + shapeString(t.shape));
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned())
+      return bad("data_offsets must be two non-negative integers");
+    const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+    uint64_t bytes = dtypeSize(t.dtype);
+    for (int64_t d : t.shape)
+      bytes *= static_cast<uint64_t>(d);
+    if (end < begin || end > dataBytes || end - begin != bytes)
+      return bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                 "] do not hold its " + std::to_string(bytes) + " bytes within the " +
+                 std::to_string(dataBytes) + " bytes of data");
+    t.bytes.assign(bytes, '\0');
+    TRAINC_RETURN_IF_ERROR(readAt(file, path, dataStart + begin, t.bytes.data(), bytes));
+    auto crc = crcs.find(t.name);
+    if (crc == crcs.end())
+      return bad("has no crc32 in the manifest");
+    if (crc->second != crcText(t.bytes))
+      return bad("crc32 " + crcText(t.bytes) + " of its bytes does not match the recorded " +
+                 crc->second + " (the file is damaged)");
+    if (int64_t at = firstNonFinite(t); at >= 0)
+      return Status::error("checkpoint " + path + ": tensor " + t.name +
+                           " holds NaN or infinity (element " + std::to_string(at) + ")");
+  }
   return Status();
 }
 

@@ -2,9 +2,17 @@
 //
 // One file, DIR/checkpoint.safetensors: every parameter and optimizer state
 // tensor, and in its "__metadata__" the manifest (step, epoch, position in
-// the epoch, RNG state). It is written to a temporary file, fsynced and
-// renamed, so a kill at any moment leaves the previous checkpoint intact.
-// DIR/checkpoint.json repeats the manifest for people and tools.
+// the epoch, RNG state, the program's fingerprint) and a crc32 of each
+// tensor's bytes. It is written with FileIO's AtomicFile (temporary file,
+// fsync, rename, folder fsync), so a kill at any moment leaves the previous
+// checkpoint intact. DIR/checkpoint.json repeats the manifest for people and
+// tools.
+//
+// A checkpoint is read as untrusted input: the file must be a regular file no
+// larger than the program's tensors plus a bounded header, every tensor the
+// program expects must be there with its dtype, shape, byte range and crc32,
+// and nothing else; every manifest field is checked against the program and
+// the data before anything is restored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +35,35 @@ struct CheckpointTensor {
 };
 
 /// Writes DIR/checkpoint.safetensors (atomically) and DIR/checkpoint.json.
+/// Manifest keys must not start with "crc32." (those carry the checksums).
 Status writeCheckpoint(const std::string &dir, const std::vector<CheckpointTensor> &tensors,
                        const std::map<std::string, std::string> &manifest);
 
-/// Reads DIR/checkpoint.safetensors; every malformed byte is an error naming
-/// the file.
-Status readCheckpoint(const std::string &dir, std::vector<CheckpointTensor> &tensors,
-                      std::map<std::string, std::string> &manifest);
+/// What a checkpoint must agree with to be resumed.
+struct ResumeExpectation {
+  std::string optimizer;
+  int64_t batchSize = 0;
+  /// Null: the program has no fingerprint (nothing to compare).
+  const char *fingerprint = nullptr;
+  int64_t batchesPerEpoch = 0, totalSteps = 0;
+  uint64_t seed = 0;
+};
+
+/// The position a checkpoint continues from.
+struct ResumePoint {
+  int64_t step = 0, epoch = 1, batch = 0;
+  /// The RNG state before the shuffle of `epoch`, as std::mt19937_64 prints it.
+  std::string rng;
+};
+
+/// Reads DIR/checkpoint.safetensors. First the manifest: every field is
+/// checked (format, the program it belongs to, ranges consistent with the data
+/// and the run) and gives `point`. Then `tensors`, which come in with the
+/// expected name, dtype and shape of every tensor (bytes empty) and go out
+/// with their bytes: a missing, extra or mismatching tensor, a bad byte range,
+/// a crc32 mismatch and a non-finite float are errors naming the file.
+Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
+                      std::vector<CheckpointTensor> &tensors, ResumePoint &point);
 
 } // namespace trainc::rt::detail
 

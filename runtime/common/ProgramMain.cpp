@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
+#include "ProgramOptions.h"
 #include "ProgramSupport.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/program.h"
@@ -29,209 +30,6 @@
 
 namespace trainc::rt {
 namespace detail {
-
-struct Options {
-  bool help = false;
-  bool info = false;
-  bool predict = false;
-  /// One forward pass over inputs of exactly the compiled shapes.
-  bool runOnce = false;
-  std::string dataDir;
-  std::string outDir;
-  int threads = 0; // 0: keep the default (OMP_NUM_THREADS or all cores).
-  TrainOptions train = defaultTrainOptions();
-
-  static TrainOptions defaultTrainOptions() {
-    TrainOptions t;
-    t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.clipGradNorm =
-        std::nan("");
-    return t;
-  }
-};
-
-void printUsage(FILE *stream, const char *argv0, const Program &program) {
-  std::fprintf(
-      stream,
-      "usage: %s --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
-      "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
-      "          [--clip-grad-norm X]\n"
-      "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
-      "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
-      "          [--resume]] [--params DIR]\n"
-      "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
-      "          [--step-size N] [--gamma G] [--min-lr X]\n"
-      "       %s --predict --data DIR --out OUTDIR [--threads N]\n"
-      "       %s --run --data DIR --out OUTDIR [--threads N]\n"
-      "       %s --info\n"
-      "       %s --help\n"
-      "\n"
-      "Model '%s', compiled by trainc for %s, batch size %lld.\n"
-      "\n"
-      "  --predict      run the forward pass over DIR/<input>.npy and\n"
-      "                 write OUTDIR/<output>.npy (one row per sample)\n"
-      "  --run          one forward pass over inputs of exactly the\n"
-      "                 compiled shapes; outputs as computed\n"
-      "  --data DIR     folder with one .npy file per model input\n"
-      "  --out OUTDIR   folder for the outputs (created if needed)\n"
-      "  --threads N    CPU threads for kernels (default: "
-      "OMP_NUM_THREADS or all cores)\n"
-      "  (training)     with --data alone: train on DIR/<input>.npy and\n"
-      "                 DIR/label.npy; --eval-data reports held-out loss and\n"
-      "                 accuracy; --save-params writes the trained values\n"
-      "  --params DIR   start from DIR/<parameter>.npy (as --save-params wrote\n"
-      "                 them) instead of the model's initial values\n"
-      "  --info         print the inputs, outputs and sizes (and the training\n"
-      "                 step: inputs, hyperparameters, optimizer state)\n"
-      "  --help         print this help\n",
-      argv0, argv0, argv0, argv0, argv0, program.modelName ? program.modelName : "?",
-      program.target ? program.target : "?",
-      static_cast<long long>(program.batchSize));
-}
-
-/// Parses `--name VALUE` and `--name=VALUE` forms.
-Status parseArgs(int argc, char **argv, Options &options) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool hasInlineValue = false;
-    if (size_t eq = arg.find('=');
-        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      hasInlineValue = true;
-    }
-    auto takeValue = [&](std::string &out) -> Status {
-      if (hasInlineValue) {
-        out = value;
-      } else if (i + 1 < argc) {
-        out = argv[++i];
-      } else {
-        return Status::error(arg + " needs a value");
-      }
-      if (out.empty())
-        return Status::error(arg + " needs a non-empty value");
-      return Status();
-    };
-    auto noValue = [&]() -> Status {
-      return hasInlineValue ? Status::error(arg + " takes no value") : Status();
-    };
-    if (arg == "--help" || arg == "-h") {
-      TRAINC_RETURN_IF_ERROR(noValue());
-      options.help = true;
-    } else if (arg == "--info") {
-      TRAINC_RETURN_IF_ERROR(noValue());
-      options.info = true;
-    } else if (arg == "--predict") {
-      TRAINC_RETURN_IF_ERROR(noValue());
-      options.predict = true;
-    } else if (arg == "--run") {
-      TRAINC_RETURN_IF_ERROR(noValue());
-      options.runOnce = true;
-    } else if (arg == "--data") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.dataDir));
-      options.train.dataDir = options.dataDir;
-    } else if (arg == "--eval-data") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.evalDir));
-    } else if (arg == "--params") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.paramsDir));
-    } else if (arg == "--export") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.exportPath));
-    } else if (arg == "--save-params") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.saveDir));
-    } else if (arg == "--log") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.logPath));
-    } else if (arg == "--lr-schedule") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.schedule));
-      const std::string &k = options.train.schedule;
-      if (k != "constant" && k != "step" && k != "cosine" && k != "onecycle" && k != "cyclic")
-        return Status::error("--lr-schedule must be constant, step, cosine, onecycle or "
-                             "cyclic, got '" + k + "'");
-    } else if (arg == "--warmup-steps" || arg == "--step-size") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (*end != '\0' || v < 0)
-        return Status::error(arg + " needs a non-negative integer, got '" + text + "'");
-      (arg == "--warmup-steps" ? options.train.warmupSteps : options.train.stepSize) = v;
-    } else if (arg == "--gamma" || arg == "--min-lr") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || !std::isfinite(v) || v < 0)
-        return Status::error(arg + " needs a non-negative number, got '" + text + "'");
-      (arg == "--gamma" ? options.train.gamma : options.train.minLr) = v;
-    } else if (arg == "--checkpoint-dir") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.train.checkpointDir));
-    } else if (arg == "--resume") {
-      TRAINC_RETURN_IF_ERROR(noValue());
-      options.train.resume = true;
-    } else if (arg == "--no-shuffle") {
-      TRAINC_RETURN_IF_ERROR(noValue());
-      options.train.shuffle = false;
-    } else if (arg == "--workers") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (*end != '\0' || v < 0 || v > 64)
-        return Status::error("--workers needs an integer in [0, 64], got '" + text + "'");
-      options.train.workers = static_cast<int>(v);
-    } else if (arg == "--checkpoint-every") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (*end != '\0' || v < 1)
-        return Status::error("--checkpoint-every needs a positive integer, got '" + text + "'");
-      options.train.checkpointEvery = v;
-    } else if (arg == "--epochs" || arg == "--steps" || arg == "--seed") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (*end != '\0' || v < 0)
-        return Status::error(arg + " needs a non-negative integer, got '" + text + "'");
-      if (arg != "--seed")
-        (arg == "--epochs" ? options.train.epochs
-                                            : options.train.steps) = v;
-      if (arg == "--seed")
-        options.train.seed = static_cast<uint64_t>(v);
-    } else if (arg == "--lr" || arg == "--momentum" || arg == "--weight-decay" ||
-               arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
-               arg == "--clip-grad-norm") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || !std::isfinite(v) || v < 0)
-        return Status::error(arg + " needs a non-negative number, got '" + text + "'");
-      double &slot = arg == "--lr"             ? options.train.lr
-                     : arg == "--momentum"     ? options.train.momentum
-                     : arg == "--weight-decay" ? options.train.weightDecay
-                     : arg == "--beta1"        ? options.train.beta1
-                     : arg == "--beta2"        ? options.train.beta2
-                     : arg == "--eps"          ? options.train.eps
-                                               : options.train.clipGradNorm;
-      slot = v;
-    } else if (arg == "--out") {
-      TRAINC_RETURN_IF_ERROR(takeValue(options.outDir));
-    } else if (arg == "--threads") {
-      std::string text;
-      TRAINC_RETURN_IF_ERROR(takeValue(text));
-      char *end = nullptr;
-      long threads = std::strtol(text.c_str(), &end, 10);
-      if (*end != '\0' || threads < 1 || threads > 4096)
-        return Status::error("--threads needs a positive integer, got '" +
-                             text + "'");
-      options.threads = static_cast<int>(threads);
-    } else {
-      return Status::error("unknown argument '" + std::string(argv[i]) + "'");
-    }
-  }
-  return Status();
-}
 
 std::string shapeText(const TensorInfo &t) {
   std::string text = std::string(dtypeName(t.dtype)) + "[";
@@ -337,6 +135,11 @@ void printInfo(const Program &program) {
               static_cast<unsigned long long>(constantBytes));
   std::printf("arena: %llu bytes\n",
               static_cast<unsigned long long>(program.arenaBytes));
+  if (program.fingerprint)
+    std::printf("fingerprint: %s\n", program.fingerprint);
+  else
+    std::printf("fingerprint: none (--resume cannot check that a checkpoint was "
+                "written by this program)\n");
   const TrainStep *train = program.train;
   if (!train)
     return;
@@ -710,7 +513,7 @@ int run(int argc, char **argv, const Program &program) {
     return 1;
   }
   if (options.help) {
-    printUsage(stdout, argv0, program);
+    printUsage(stdout, argv0, program, true);
     return 0;
   }
   if (options.predict && options.runOnce) {
@@ -719,7 +522,7 @@ int run(int argc, char **argv, const Program &program) {
   }
   bool training = !options.predict && !options.runOnce && !options.dataDir.empty();
   if (!options.info && !options.predict && !options.runOnce && !training) {
-    printUsage(stderr, argv0, program);
+    printUsage(stderr, argv0, program, false);
     return 1;
   }
   if (Status checked = checkProgram(program); !checked.ok()) {

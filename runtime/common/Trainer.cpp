@@ -12,7 +12,9 @@
 
 #include "BatchLoader.h"
 #include "Checkpoint.h"
+#include "ProgramOptions.h"
 #include "ProgramSupport.h"
+#include "TrainLog.h"
 
 #include <algorithm>
 #include <chrono>
@@ -375,6 +377,10 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   BatchLoader loader(fields, batch, options.workers);
   std::mt19937_64 rng(options.seed);
   const int64_t batchesPerEpoch = (samples + batch - 1) / batch;
+  if (options.steps <= 0 && options.epochs > kMaxTrainSteps / batchesPerEpoch)
+    return Status::error("--epochs " + std::to_string(options.epochs) + " of " +
+                         std::to_string(batchesPerEpoch) + " batches each are more than the " +
+                         std::to_string(kMaxTrainSteps) + " steps a run can have");
   const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * batchesPerEpoch;
   int64_t step = 0, startEpoch = 1, startBatch = 0;
 
@@ -414,53 +420,45 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   if (options.resume) {
     if (options.checkpointDir.empty())
       return Status::error("--resume needs --checkpoint-dir");
+    // Every tensor the program has, by name, dtype and shape; the reader
+    // checks each against the file and fills its bytes.
     std::vector<CheckpointTensor> tensors;
-    std::map<std::string, std::string> manifest;
-    TRAINC_RETURN_IF_ERROR(readCheckpoint(options.checkpointDir, tensors, manifest));
-    auto field = [&](const char *key, int64_t &out) -> Status {
-      auto it = manifest.find(key);
-      char *end = nullptr;
-      if (it == manifest.end() || (out = std::strtoll(it->second.c_str(), &end, 10), *end))
-        return Status::error("checkpoint manifest lacks a valid '" + std::string(key) + "'");
-      return Status();
-    };
-    TRAINC_RETURN_IF_ERROR(field("step", step));
-    TRAINC_RETURN_IF_ERROR(field("epoch", startEpoch));
-    TRAINC_RETURN_IF_ERROR(field("batch", startBatch));
-    if (manifest["optimizer"] != optimizer || std::stoll("0" + manifest["batch_size"]) != batch)
-      return Status::error("the checkpoint in " + options.checkpointDir +
-                           " belongs to another program (optimizer " + manifest["optimizer"] +
-                           ", batch size " + manifest["batch_size"] + ")");
-    epochRng = manifest["rng"];
-    std::map<std::string, const CheckpointTensor *> byName;
-    for (const CheckpointTensor &t : tensors)
-      byName[t.name] = &t;
-    auto restore = [&](const std::string &name, DType dtype, const int64_t *shape, int rank,
-                       void *device, uint64_t bytes) -> Status {
-      auto it = byName.find(name);
-      if (it == byName.end())
-        return Status::error("the checkpoint has no tensor " + name);
-      const CheckpointTensor &t = *it->second;
-      if (t.dtype != dtype || t.shape != std::vector<int64_t>(shape, shape + rank) ||
-          t.bytes.size() != bytes)
-        return Status::error("checkpoint tensor " + name + " does not match the program");
-      TRAINC_RETURN_IF_ERROR(context->copyToDevice(device, t.bytes.data(), bytes));
-      return context->synchronize();
-    };
+    std::vector<std::pair<void *, uint64_t>> targets;
     for (int i = 0; i < program.numParams; ++i) {
       const ParamInfo &p = program.params[i];
-      if (!p.constant)
-        TRAINC_RETURN_IF_ERROR(restore(std::string("param/") + p.tensor.name, p.tensor.dtype,
-                                       p.tensor.shape, p.tensor.rank, paramPtrs[i], p.bytes));
+      if (p.constant)
+        continue;
+      tensors.push_back({std::string("param/") + p.tensor.name, p.tensor.dtype,
+                         std::vector<int64_t>(p.tensor.shape, p.tensor.shape + p.tensor.rank),
+                         {}});
+      targets.push_back({paramPtrs[i], p.bytes});
     }
     for (int i = 0; i < train->numStates; ++i) {
       const TensorInfo &s = train->states[i];
-      TRAINC_RETURN_IF_ERROR(restore(std::string("state/") + s.name, s.dtype, s.shape, s.rank,
-                                     statePtrs[i], tensorBytes(s)));
+      tensors.push_back({std::string("state/") + s.name, s.dtype,
+                         std::vector<int64_t>(s.shape, s.shape + s.rank), {}});
+      targets.push_back({statePtrs[i], tensorBytes(s)});
+    }
+    ResumeExpectation expect;
+    expect.optimizer = optimizer;
+    expect.batchSize = batch;
+    expect.fingerprint = program.fingerprint;
+    expect.batchesPerEpoch = batchesPerEpoch;
+    expect.totalSteps = totalSteps;
+    expect.seed = options.seed;
+    ResumePoint point;
+    TRAINC_RETURN_IF_ERROR(readCheckpoint(options.checkpointDir, expect, tensors, point));
+    step = point.step;
+    startEpoch = point.epoch;
+    startBatch = point.batch;
+    epochRng = point.rng;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      TRAINC_RETURN_IF_ERROR(
+          context->copyToDevice(targets[i].first, tensors[i].bytes.data(), targets[i].second));
+      TRAINC_RETURN_IF_ERROR(context->synchronize());
     }
     std::istringstream state(epochRng);
-    if (!(state >> rng))
-      return Status::error("checkpoint manifest has an unreadable RNG state");
+    state >> rng; // checked by readCheckpoint
     std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
                  options.checkpointDir.c_str(), static_cast<long long>(step),
                  static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
@@ -478,15 +476,22 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         {"batch", std::to_string(nextBatch)},
         {"seed", std::to_string(options.seed)},
         {"rng", epochRng}};
+    if (program.fingerprint)
+      manifest["fingerprint"] = program.fingerprint;
     return writeCheckpoint(options.checkpointDir, tensors, manifest);
   };
-  // A resumed run appends to the log of the run it continues.
-  FILE *log = options.logPath.empty()
-                  ? nullptr
-                  : std::fopen(options.logPath.c_str(), options.resume ? "a" : "w");
-  if (!options.logPath.empty() && !log)
-    return Status::error("cannot write the log " + options.logPath);
-  std::unique_ptr<FILE, int (*)(FILE *)> logCloser(log, log ? std::fclose : [](FILE *) { return 0; });
+  // A resumed run continues the log of the run it resumes, cut back to what
+  // the checkpoint covers.
+  TrainLog log;
+  bool evalLogged = false; // the log holds the evaluation of startEpoch
+  if (!options.logPath.empty() && !options.resume)
+    TRAINC_RETURN_IF_ERROR(log.create(options.logPath));
+  if (!options.logPath.empty() && options.resume) {
+    LogCut cut{step, startEpoch, startBatch == batchesPerEpoch || step == totalSteps};
+    // A record is under 200 bytes; a log many times longer is not ours.
+    const uint64_t maxBytes = (static_cast<uint64_t>(step) + startEpoch + 1) * 1024;
+    TRAINC_RETURN_IF_ERROR(log.resume(options.logPath, cut, maxBytes, evalLogged));
+  }
   for (int h = 0; h < train->numHypers; ++h)
     if (std::isnan(hyper.value(train->hypers[h], 1)))
       return Status::error(std::string("unknown hyperparameter ") + train->hypers[h]);
@@ -519,9 +524,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     epochWeight += p.count;
     lineLoss += loss * p.count;
     lineWeight += p.count;
-    if (log)
-      std::fprintf(log, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g}\n",
-                   static_cast<long long>(p.step), static_cast<long long>(p.epoch), loss, p.lr);
+    TRAINC_RETURN_IF_ERROR(log.step(p.step, p.epoch, loss, p.lr));
     if (since(lastLine) >= 2.0) {
       double seconds = since(start), perStep = seconds / (p.step - firstStep);
       std::fprintf(stderr, "step %lld/%lld, loss %.5f, %.0f samples/s, ETA %s\n",
@@ -540,17 +543,14 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   };
   double evalLoss = 0, evalAccuracy = 0;
   bool evaluated = false;
-  auto runEval = [&](int64_t epoch) -> Status {
+  auto runEval = [&](int64_t epoch, bool logged) -> Status {
     TRAINC_RETURN_IF_ERROR(evaluate(*context, program, evalSet, paramPtrs,
                                     static_cast<char *>(arena.get()), evalLoss, evalAccuracy));
     evaluated = true;
     std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
                  static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
                  evalLoss, 100.0 * evalAccuracy);
-    if (log)
-      std::fprintf(log, "{\"epoch\": %lld, \"eval_loss\": %.7g, \"eval_accuracy\": %.7g}\n",
-                   static_cast<long long>(epoch), evalLoss, evalAccuracy);
-    return Status();
+    return logged ? log.eval(epoch, evalLoss, evalAccuracy) : Status();
   };
 
   for (int64_t epoch = startEpoch; step < totalSteps; ++epoch) {
@@ -568,8 +568,14 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     epochLoss = epochWeight = 0;
     const int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
     const int64_t lastBatch = std::min(batchesPerEpoch, firstBatch + (totalSteps - step));
-    if (firstBatch >= lastBatch)
-      continue; // resumed from the checkpoint at this epoch's end
+    if (firstBatch >= lastBatch) {
+      // Resumed from the checkpoint at this epoch's end. Its evaluation
+      // followed the checkpoint: it runs again only if the log lacks it (the
+      // run was killed in between), so that the log is the uninterrupted one.
+      if (!options.evalDir.empty() && log.enabled() && !evalLogged)
+        TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
+      continue;
+    }
 
     const int64_t epochFirstStep = step;
     int64_t submitted = firstBatch;
@@ -634,6 +640,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
           (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)) {
         // The log holds every step the checkpoint covers.
         TRAINC_RETURN_IF_ERROR(drain());
+        TRAINC_RETURN_IF_ERROR(log.sync());
         TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
       }
     }
@@ -645,14 +652,15 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                  seconds > 0 ? (step - firstStep) * batch / seconds : 0.0);
     // Held-out loss and accuracy after every epoch (model.eval()).
     if (!options.evalDir.empty())
-      TRAINC_RETURN_IF_ERROR(runEval(epoch));
+      TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
   }
   if (!options.evalDir.empty()) {
     // A resumed run that had nothing left to train still reports.
     if (!evaluated)
-      TRAINC_RETURN_IF_ERROR(runEval(startEpoch));
+      TRAINC_RETURN_IF_ERROR(runEval(startEpoch, !evalLogged));
     std::printf("accuracy %.4f\n", evalAccuracy);
   }
+  TRAINC_RETURN_IF_ERROR(log.sync());
 
   // The original ONNX model with the trained parameters, written to a
   // temporary file and renamed, so a reader never sees half a model.

@@ -1,0 +1,280 @@
+//===- ProgramOptions.cpp - the command line of a compiled program --------===//
+//
+// Every flag is one CLI11 definition: its name, value name, help line and a
+// validator that checks the text before CLI11 converts it. Validators are
+// strict (decimal only: no hex, no sign where none belongs, no trailing
+// text) and record their message, so errors read as they always have
+// ("--workers needs an integer in [0, 64], got 'two'"), not as CLI11 words
+// them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProgramOptions.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace trainc::rt::detail {
+namespace {
+
+/// The options and their validators share the first validation error.
+struct Parser {
+  CLI::App app;
+  std::string firstError;
+
+  explicit Parser(const std::string &description, const std::string &name)
+      : app(description, name) {}
+
+  std::string error(const std::string &message) {
+    if (firstError.empty())
+      firstError = message;
+    return message;
+  }
+
+  /// A folder or file name: any non-empty text.
+  CLI::Option *text(const std::string &name, std::string &out, const std::string &valueName,
+                    const std::string &help) {
+    return app.add_option(name, out, help)
+        ->type_name(valueName)
+        ->check(CLI::Validator(
+            [this, name](std::string &value) {
+              return value.empty() ? error(name + " needs a non-empty value") : std::string();
+            },
+            "", "non-empty"));
+  }
+
+  /// A decimal integer in [0, high] (at least `low`): digits only.
+  template <typename T>
+  CLI::Option *integer(const std::string &name, T &out, uint64_t low, uint64_t high,
+                       const std::string &valueName, const std::string &help) {
+    auto check = [this, name, low, high](std::string &value) {
+      const char *begin = value.data(), *end = value.data() + value.size();
+      uint64_t v = 0;
+      std::errc ec = std::errc::invalid_argument;
+      if (!value.empty() && value[0] >= '0' && value[0] <= '9') {
+        auto result = std::from_chars(begin, end, v);
+        ec = result.ptr == end ? result.ec : std::errc::invalid_argument;
+      }
+      if (ec != std::errc() || v < low || v > high)
+        return error(name + " needs an integer in [" + std::to_string(low) + ", " +
+                     std::to_string(high) + "], got '" + value + "'");
+      return std::string();
+    };
+    return app.add_option(name, out, help)->type_name(valueName)->check(
+        CLI::Validator(check, "", "range"));
+  }
+
+  /// A non-negative decimal number (digits, an optional fraction and
+  /// exponent; no sign, hex, inf or nan) that the device's f32 holds: not out
+  /// of its range, and not rounded to 0 from a non-zero text. With
+  /// `belowOne`, in [0, 1).
+  CLI::Option *number(const std::string &name, double &out, const std::string &valueName,
+                      const std::string &help, bool belowOne = false) {
+    auto check = [this, name, belowOne](std::string &value) {
+      std::string what = belowOne ? " needs a decimal number in [0, 1)"
+                                  : " needs a non-negative decimal number";
+      size_t i = 0, digits = 0, nonZero = 0;
+      auto scanDigits = [&]() {
+        for (; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i, ++digits)
+          nonZero += value[i] != '0';
+      };
+      scanDigits();
+      if (i < value.size() && value[i] == '.') {
+        ++i;
+        scanDigits();
+      }
+      bool ok = digits > 0;
+      if (ok && i < value.size() && (value[i] == 'e' || value[i] == 'E')) {
+        ++i;
+        if (i < value.size() && (value[i] == '+' || value[i] == '-'))
+          ++i;
+        size_t exponentStart = i;
+        for (; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i) {
+        }
+        ok = i > exponentStart;
+      }
+      if (!ok || i != value.size())
+        return error(name + what + ", got '" + value + "'");
+      errno = 0;
+      double v = std::strtod(value.c_str(), nullptr);
+      if (!std::isfinite(v) || v > std::numeric_limits<float>::max())
+        return error(name + ": " + value + " is out of range (the step computes in f32)");
+      if (nonZero > 0 && static_cast<float>(v) == 0.0f)
+        return error(name + ": " + value + " rounds to 0 (the step computes in f32)");
+      if (belowOne && v >= 1.0)
+        return error(name + what + ", got '" + value + "'");
+      return std::string();
+    };
+    return app.add_option(name, out, help)->type_name(valueName)->check(
+        CLI::Validator(check, "", "number"));
+  }
+
+  CLI::Option *flag(const std::string &name, bool &out, const std::string &help) {
+    return app.add_flag(name, out, help)->disable_flag_override();
+  }
+};
+
+std::string description(const char *argv0, const Program &program) {
+  std::string p = argv0;
+  char model[512];
+  std::snprintf(model, sizeof(model), "Model '%s', compiled by trainc for %s, batch size %lld.",
+                program.modelName ? program.modelName : "?", program.target ? program.target : "?",
+                static_cast<long long>(program.batchSize));
+  return "usage: " + p +
+         " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
+         "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
+         "          [--clip-grad-norm X]\n"
+         "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
+         "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
+         "          [--resume]] [--params DIR]\n"
+         "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
+         "          [--step-size N] [--gamma G] [--min-lr X]\n"
+         "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
+         "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
+         "       " + p + " --info\n"
+         "       " + p + " --help\n"
+         "\n" + model + "\n";
+}
+
+/// Defines every flag on `parser`, bound to `options`.
+void define(Parser &parser, Options &options) {
+  TrainOptions &t = options.train;
+  CLI::App &app = parser.app;
+  app.set_help_flag();
+  app.allow_extras();
+  app.get_formatter()->column_width(28);
+  parser.flag("--help,-h", options.help, "print this help");
+  parser.flag("--info", options.info,
+              "print the inputs, outputs, sizes and fingerprint (and the training step: "
+              "inputs, hyperparameters, optimizer state)");
+  parser.flag("--predict", options.predict,
+              "run the forward pass over DIR/<input>.npy and write OUTDIR/<output>.npy (one row "
+              "per sample)");
+  parser.flag("--run", options.runOnce,
+              "one forward pass over inputs of exactly the compiled shapes; outputs as computed");
+  parser.text("--data", options.dataDir, "DIR",
+              "folder with one .npy file per model input (training: and label.npy)");
+  parser.text("--out", options.outDir, "OUTDIR", "folder for the outputs (created if needed)");
+  parser.integer("--threads", options.threads, 1, 4096, "N",
+                 "CPU threads for kernels (default: OMP_NUM_THREADS or all cores)");
+  parser.text("--params", t.paramsDir, "DIR",
+              "start from DIR/<parameter>.npy (as --save-params wrote them) instead of the "
+              "model's initial values");
+  parser.text("--eval-data", t.evalDir, "DIR",
+              "after every epoch: held-out loss and accuracy on DIR/<input>.npy and "
+              "DIR/label.npy");
+  parser.integer("--epochs", t.epochs, 0, 1000000000, "N", "epochs to train");
+  parser.integer("--steps", t.steps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "steps to train (instead of --epochs)");
+  parser.number("--lr", t.lr, "X", "learning rate (SGD 0.01, Adam/AdamW 0.001)");
+  parser.number("--momentum", t.momentum, "M", "SGD momentum (0)");
+  parser.number("--weight-decay", t.weightDecay, "W", "weight decay (0; AdamW 0.01)");
+  parser.number("--beta1", t.beta1, "B", "Adam beta1, in [0, 1) (0.9)", true);
+  parser.number("--beta2", t.beta2, "B", "Adam beta2, in [0, 1) (0.999)", true);
+  parser.number("--eps", t.eps, "E", "Adam epsilon (1e-8)");
+  parser.number("--clip-grad-norm", t.clipGradNorm, "X",
+                "max gradient norm of a trainer compiled with --clip-grad-norm");
+  parser.integer("--seed", t.seed, 0, std::numeric_limits<uint64_t>::max(), "S",
+                 "seed of the shuffle and the dropout masks, in [0, 2^64 - 1] (0)");
+  app.add_flag_callback("--no-shuffle", [&t]() { t.shuffle = false; }, "train in file order")
+      ->disable_flag_override();
+  parser.integer("--workers", t.workers, 0, 64, "N",
+                 "threads that fill upcoming batches (1; 0: the loop fills them)");
+  parser.text("--save-params", t.saveDir, "DIR", "write the trained parameters, one .npy each");
+  parser.text("--log", t.logPath, "FILE",
+              "JSON lines: step, epoch, loss, lr per step; epoch, eval_loss, eval_accuracy per "
+              "evaluation");
+  parser.text("--export", t.exportPath, "MODEL.onnx",
+              "after training: the ONNX model with the trained parameters");
+  parser.text("--checkpoint-dir", t.checkpointDir, "DIR",
+              "write DIR/checkpoint.safetensors and DIR/checkpoint.json");
+  parser.integer("--checkpoint-every", t.checkpointEvery, 1,
+                 static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "checkpoint every N steps (default: at every epoch's end)");
+  parser.flag("--resume", t.resume, "continue from the checkpoint in --checkpoint-dir");
+  app.add_option("--lr-schedule", t.schedule,
+                 "per-step learning rate: constant, step, cosine, onecycle or cyclic")
+      ->type_name("KIND")
+      ->check(CLI::Validator(
+          [&parser](std::string &k) {
+            if (k == "constant" || k == "step" || k == "cosine" || k == "onecycle" ||
+                k == "cyclic")
+              return std::string();
+            return parser.error("--lr-schedule must be constant, step, cosine, onecycle or "
+                                "cyclic, got '" + k + "'");
+          },
+          "", "schedule"));
+  parser.integer("--warmup-steps", t.warmupSteps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "scale the schedule by min(1, (step + 1) / N)");
+  parser.integer("--step-size", t.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "step: steps per decay; cyclic: steps up (2000)");
+  parser.number("--gamma", t.gamma, "G", "step: the decay factor (0.1)");
+  parser.number("--min-lr", t.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
+}
+
+/// CLI11's own errors (a missing value, a value for a flag, a repeated
+/// option) in the program's words.
+std::string parseErrorText(const CLI::ParseError &e) {
+  std::string what = e.what();
+  size_t colon = what.find(':');
+  std::string name = what.substr(0, colon == std::string::npos ? 0 : colon);
+  if (what.find("disallowed flag override") != std::string::npos)
+    return "--" + what.substr(0, what.find(' ')) + " takes no value";
+  if (!name.empty() && what.find("required") != std::string::npos &&
+      what.find("missing") != std::string::npos)
+    return name + " needs a value";
+  if (!name.empty() && what.find("At Most 1") != std::string::npos)
+    return name + " is given more than once";
+  return what;
+}
+
+} // namespace
+
+TrainOptions Options::defaultTrainOptions() {
+  TrainOptions t;
+  t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.clipGradNorm =
+      std::nan("");
+  return t;
+}
+
+Status parseArgs(int argc, char **argv, Options &options) {
+  Parser parser("", argc > 0 && argv[0] ? argv[0] : "program");
+  define(parser, options);
+  try {
+    parser.app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return Status::error(!parser.firstError.empty() ? parser.firstError : parseErrorText(e));
+  }
+  for (const std::string &extra : parser.app.remaining())
+    return Status::error("unknown argument '" + extra + "'");
+  options.train.dataDir = options.dataDir;
+  return Status();
+}
+
+void printUsage(FILE *stream, const char *argv0, const Program &program, bool full) {
+  if (!full) {
+    std::fputs(description(argv0, program).c_str(), stream);
+    std::fputs("\n(--help lists every flag)\n", stream);
+    return;
+  }
+  Options options;
+  Parser parser(description(argv0, program), argv0);
+  define(parser, options);
+  parser.app.get_formatter()->label("Usage", "Flags");
+  std::string help = parser.app.help();
+  // CLI11 adds its own "Flags: PROG [OPTIONS]" line after the description;
+  // the synopsis above says more.
+  size_t at = help.find("Flags: ");
+  if (at != std::string::npos) {
+    size_t end = help.find('\n', at);
+    help.erase(at, end == std::string::npos ? std::string::npos : end - at + 1);
+  }
+  std::fputs(help.c_str(), stream);
+}
+
+} // namespace trainc::rt::detail

@@ -1,0 +1,116 @@
+//===- TrainLog.cpp - the trainer's --log (JSON lines) --------------------===//
+
+#include "TrainLog.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <sys/stat.h>
+
+namespace trainc::rt::detail {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// One record as a line: `{"key": value, ...}` in insertion order, values
+/// written by nlohmann-json (escaped strings, shortest round-trip numbers).
+std::string recordLine(const Json &record) {
+  std::string line = "{";
+  bool first = true;
+  for (const auto &[key, value] : record.items()) {
+    line += (first ? "" : ", ") + Json(key).dump() + ": " + value.dump();
+    first = false;
+  }
+  return line + "}\n";
+}
+
+} // namespace
+
+Status TrainLog::create(const std::string &logPath) {
+  path = logPath;
+  TRAINC_RETURN_IF_ERROR(writeFileAtomically(path, "--log", "", 0));
+  return openAppendFile(path, "--log", file);
+}
+
+Status TrainLog::resume(const std::string &logPath, const LogCut &cut, uint64_t maxBytes,
+                        bool &evalOfCutEpoch) {
+  path = logPath;
+  evalOfCutEpoch = false;
+  std::string text;
+  struct stat info;
+  if (::lstat(path.c_str(), &info) == 0 || errno != ENOENT)
+    TRAINC_RETURN_IF_ERROR(readRegularFile(path, "--log", maxBytes, text));
+  std::string kept;
+  size_t at = 0;
+  for (int64_t line = 1;; ++line) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos)
+      break; // a torn last line (or none): dropped
+    std::string record = text.substr(at, end - at);
+    at = end + 1;
+    Json json;
+    try {
+      json = Json::parse(record);
+    } catch (const nlohmann::json::exception &) {
+    }
+    auto integer = [&](const char *key, int64_t &out) {
+      if (!json.is_object() || !json.contains(key) || !json[key].is_number_integer())
+        return false;
+      out = json[key].get<int64_t>();
+      return true;
+    };
+    int64_t step = 0, epoch = 0;
+    bool keep;
+    if (integer("step", step)) {
+      keep = step <= cut.step;
+    } else if (integer("epoch", epoch) && json.contains("eval_loss")) {
+      keep = epoch < cut.epoch || (epoch == cut.epoch && cut.epochEnded);
+      evalOfCutEpoch |= keep && epoch == cut.epoch;
+    } else {
+      return Status::error("--log: cannot resume " + path + ": line " + std::to_string(line) +
+                           " is not a record of this trainer's log");
+    }
+    if (keep)
+      kept += record + "\n";
+  }
+  // The kept records replace the log whole, so a kill now leaves either log.
+  TRAINC_RETURN_IF_ERROR(writeFileAtomically(path, "--log", kept.data(), kept.size()));
+  return openAppendFile(path, "--log", file);
+}
+
+Status TrainLog::append(const std::string &line) {
+  if (!file.valid())
+    return Status();
+  Status written = writeAll(file, path, line.data(), line.size());
+  if (!written.ok())
+    return Status::error("--log: " + written.message());
+  return Status();
+}
+
+Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr) {
+  Json record;
+  record["step"] = step;
+  record["epoch"] = epoch;
+  record["loss"] = loss;
+  record["lr"] = lr;
+  return append(recordLine(record));
+}
+
+Status TrainLog::eval(int64_t epoch, double loss, double accuracy) {
+  Json record;
+  record["epoch"] = epoch;
+  record["eval_loss"] = loss;
+  record["eval_accuracy"] = accuracy;
+  return append(recordLine(record));
+}
+
+Status TrainLog::sync() {
+  if (!file.valid())
+    return Status();
+  Status synced = syncFile(file, path);
+  if (!synced.ok())
+    return Status::error("--log: " + synced.message());
+  return Status();
+}
+
+} // namespace trainc::rt::detail

@@ -1,0 +1,57 @@
+//===- TrainLog.h - the trainer's --log (JSON lines) ------------*- C++ -*-===//
+//
+// One JSON record per line: {"step", "epoch", "loss", "lr"} per step and
+// {"epoch", "eval_loss", "eval_accuracy"} per evaluation. Each record goes to
+// the file whole, in one write() as soon as it is known, so a killed run
+// loses at most the line being written; the trainer fsyncs the log before
+// each checkpoint, so the log holds every step a checkpoint covers. A resumed
+// run first cuts the log back to what its checkpoint covers (and drops a torn
+// last line), so a killed-and-resumed run's log equals an uninterrupted
+// run's byte for byte. A failing write is an error naming the file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_COMMON_TRAINLOG_H
+#define TRAINC_RT_COMMON_TRAINLOG_H
+
+#include "FileIO.h"
+
+#include <cstdint>
+#include <string>
+
+namespace trainc::rt::detail {
+
+/// Where a resumed log is cut: the step records up to `step`, and the
+/// evaluations of the epochs before `epoch` (and of `epoch` itself when the
+/// checkpoint ends it, as its evaluation then followed the checkpoint).
+struct LogCut {
+  int64_t step = 0, epoch = 1;
+  bool epochEnded = false;
+};
+
+class TrainLog {
+public:
+  bool enabled() const { return file.valid(); }
+
+  /// A fresh run: `path` is replaced by an empty log.
+  Status create(const std::string &path);
+  /// A resumed run: keeps the records `cut` covers (at most `maxBytes` are
+  /// read) and appends after them. `evalOfCutEpoch` tells whether the kept
+  /// records hold the evaluation of `cut.epoch`.
+  Status resume(const std::string &path, const LogCut &cut, uint64_t maxBytes,
+                bool &evalOfCutEpoch);
+
+  Status step(int64_t step, int64_t epoch, double loss, double lr);
+  Status eval(int64_t epoch, double loss, double accuracy);
+  /// fsync(): the records written so far survive a crash.
+  Status sync();
+
+private:
+  Status append(const std::string &line);
+  std::string path;
+  FileHandle file;
+};
+
+} // namespace trainc::rt::detail
+
+#endif // TRAINC_RT_COMMON_TRAINLOG_H
