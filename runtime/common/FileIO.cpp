@@ -22,16 +22,23 @@ std::string errnoText() { return std::strerror(errno); }
 std::string prefix(const std::string &what) { return what.empty() ? "" : what + ": "; }
 
 /// The process's umask, read without changing it (umask() would, for a
-/// moment, for every thread): Linux reports it in /proc/self/status.
+/// moment, for every thread): Linux 4.7 and later report it in
+/// /proc/self/status. Where it does not, umask() is read by setting it
+/// twice.
 mode_t currentUmask() {
   FILE *status = std::fopen("/proc/self/status", "re");
-  unsigned mask = 022;
+  unsigned mask = 0;
+  bool found = false;
   if (status) {
     char line[256];
-    while (std::fgets(line, sizeof(line), status))
-      if (std::sscanf(line, "Umask: %o", &mask) == 1)
-        break;
+    while (!found && std::fgets(line, sizeof(line), status))
+      found = std::sscanf(line, "Umask: %o", &mask) == 1;
     std::fclose(status);
+  }
+  if (!found) {
+    mode_t old = ::umask(022);
+    ::umask(old);
+    mask = old;
   }
   return static_cast<mode_t>(mask & 0777);
 }
