@@ -146,7 +146,8 @@ TEST_F(FileIOTest, AtomicFileRefusesTargetsThatAreNotRegularFiles) {
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
   ASSERT_EQ(::symlink("/dev/null", (dir / "null").c_str()), 0);
   AtomicFile file;
-  EXPECT_ERROR(file.open(dir / "fifo", "--out"), "--out: " + dir / "fifo" + " exists and is a FIFO");
+  EXPECT_ERROR(file.open(dir / "fifo", "--out"),
+               "--out: " + dir / "fifo" + " exists and is a FIFO");
   EXPECT_ERROR(file.open(dir / "null", "--out"), "is a symbolic link");
   EXPECT_ERROR(file.open(dir / "missing/x", "--out"), "cannot create a temporary file");
   // Replaced by a FIFO between open() and commit(): refused at commit.
