@@ -12,6 +12,7 @@
 
 #include "BatchLoader.h"
 #include "Checkpoint.h"
+#include "FileIO.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
 #include "TrainLog.h"
@@ -133,10 +134,14 @@ Status openEvalSet(Context &context, const Program &program, const std::string &
   if (set.labels.dtype() != DType::I64 || set.labels.shape().size() != 1 ||
       set.labels.shape()[0] != set.samples)
     return Status::error(dir + "/label.npy must be int64 [" + std::to_string(set.samples) + "]");
+  // An empty set has no loss or accuracy (0 / 0): refused before training.
+  if (set.samples == 0)
+    return Status::error("--eval-data " + dir + " holds no samples; evaluation needs at least one");
   TRAINC_RETURN_IF_ERROR(set.labels.readAll(set.truth));
-  const TensorInfo &out = program.outputs[0];
-  if (program.numOutputs < 1 || out.rank != 2 || out.dtype != DType::F32)
+  if (program.numOutputs < 1 || program.outputs[0].rank != 2 ||
+      program.outputs[0].dtype != DType::F32)
     return Status::error("evaluation needs class scores [N, C] as the first output");
+  const TensorInfo &out = program.outputs[0];
   set.classes = out.shape[1];
   const int64_t *truth = set.truth.data();
   for (int64_t r = 0; r < set.samples; ++r)
@@ -228,6 +233,98 @@ std::string clockText(double seconds) {
   return text;
 }
 
+/// Class labels of the training data must lie in [0, classes), checked
+/// before step 1 (a bad label would otherwise stop the run at its batch). The
+/// ABI carries no class count: the label is the step input before the
+/// sample weights that is not a model input (a model's own loss takes its
+/// labels as a model input and may have an ignore_index, so those are not
+/// checked), int64, and its class count is that of the first output, f32
+/// scores with one more axis than the label: axis 1 (--class-axis=1) or the
+/// last axis (--class-axis=-1), as evaluation reads them.
+Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
+                           const std::vector<NpyArray> &arrays, int64_t samples) {
+  const TrainStep &train = *program.train;
+  int label = -1;
+  for (int i = 0; i + 1 < train.numInputs; ++i)
+    if (std::string(train.inputs[i + 1].name) == "sample_weights")
+      label = i;
+  if (label < 0 || program.numOutputs < 1)
+    return Status();
+  const TensorInfo &info = train.inputs[label];
+  for (int i = 0; i < program.numInputs; ++i)
+    if (std::string(program.inputs[i].name) == info.name)
+      return Status();
+  const TensorInfo &out = program.outputs[0];
+  if (info.dtype != DType::I64 || out.dtype != DType::F32 || out.rank != info.rank + 1)
+    return Status();
+  auto sameExcept = [&](int axis) {
+    for (int d = 0, k = 0; d < out.rank; ++d)
+      if (d != axis && out.shape[d] != info.shape[k++])
+        return false;
+    return true;
+  };
+  int64_t classes = 0;
+  int axis = -1;
+  for (int a : {1, out.rank - 1})
+    if (a >= 1 && sameExcept(a) && out.shape[a] > classes) {
+      classes = out.shape[a]; // both fit: the larger count, never a false refusal
+      axis = a;
+    }
+  if (axis < 0)
+    return Status();
+  const NpyArray *array = nullptr;
+  for (size_t f = 0; f < fileInputs.size(); ++f)
+    if (std::string(fileInputs[f].name) == info.name)
+      array = &arrays[f];
+  if (!array)
+    return Status();
+  const int64_t perSample = static_cast<int64_t>(tensorBytes(info, 1) / 8);
+  const int64_t chunkRows = std::max<int64_t>(1, (1 << 19) / std::max<int64_t>(perSample, 1));
+  std::vector<int64_t> values;
+  for (int64_t first = 0; first < samples; first += chunkRows) {
+    const int64_t rows = std::min(chunkRows, samples - first);
+    values.resize(rows * perSample);
+    TRAINC_RETURN_IF_ERROR(array->readRows(first, rows, values.data()));
+    for (int64_t k = 0; k < rows * perSample; ++k)
+      if (values[k] < 0 || values[k] >= classes)
+        return Status::error("training label " + std::to_string(values[k]) + " of sample " +
+                             std::to_string(first + k / perSample) + " in " + array->path() +
+                             " is outside [0, " + std::to_string(classes) +
+                             ") (the classes of output " + out.name + " " + shapeText(out) +
+                             ")");
+  }
+  return Status();
+}
+
+/// The outputs a run writes (--export, --log, the checkpoint files) must be
+/// absent or regular files, and --export's folder must exist: checked before
+/// anything is read or trained, so a bad target costs no training.
+Status checkOutputTargets(const Program &program, const TrainOptions &options) {
+  if (!options.exportPath.empty()) {
+    if (!program.exportInfo)
+      return Status::error("this program cannot export: compile it with --optimizer");
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(options.exportPath, "--export"));
+    std::string folder = std::filesystem::path(options.exportPath).parent_path().string();
+    std::error_code error;
+    if (!std::filesystem::is_directory(folder.empty() ? "." : folder, error))
+      return Status::error("--export: " + folder + " is not a folder");
+  }
+  if (!options.logPath.empty())
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(options.logPath, "--log"));
+  // (A folder that cannot be created is reported by the write probe; with
+  // --resume, reading the checkpoint refuses what is not a regular file.)
+  std::error_code error;
+  if (!options.checkpointDir.empty() &&
+      std::filesystem::is_directory(options.checkpointDir, error)) {
+    if (!options.resume)
+      TRAINC_RETURN_IF_ERROR(
+          checkReplaceable(options.checkpointDir + "/checkpoint.safetensors", "checkpoint"));
+    TRAINC_RETURN_IF_ERROR(
+        checkReplaceable(options.checkpointDir + "/checkpoint.json", "checkpoint"));
+  }
+  return Status();
+}
+
 } // namespace
 
 Status runTraining(const Program &program, const TrainOptions &options) {
@@ -250,6 +347,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");
+  TRAINC_RETURN_IF_ERROR(checkOutputTargets(program, options));
 
   // The step's inputs come from files, except the per-sample weights and
   // the dropout key [seed, step], which the trainer sets.
@@ -299,6 +397,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                              " holds NaN or infinity");
     }
   }
+
+  TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
 
   // Device state.
   std::unique_ptr<Context> context;
@@ -662,12 +762,11 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
 
-  // The original ONNX model with the trained parameters, written to a
-  // temporary file and renamed, so a reader never sees half a model.
+  // The original ONNX model with the trained parameters, written with
+  // AtomicFile (temporary file, fsync, rename), so a reader never sees half a
+  // model and a failed write leaves the previous file.
   if (!options.exportPath.empty()) {
     const ExportInfo *info = program.exportInfo;
-    if (!info)
-      return Status::error("this program cannot export: compile it with --optimizer");
     std::vector<char> bytes(info->model, info->model + info->modelBytes);
     for (int i = 0; i < program.numParams; ++i) {
       uint64_t at = info->offsets[i];
@@ -679,20 +778,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                              " lies outside the model");
       TRAINC_RETURN_IF_ERROR(context->copyToHost(bytes.data() + at, paramPtrs[i], p.bytes));
     }
-    std::string temporary = options.exportPath + ".tmp";
-    FILE *file = std::fopen(temporary.c_str(), "wb");
-    if (!file)
-      return Status::error("cannot write " + temporary);
-    bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-    written &= std::fflush(file) == 0;
-    written &= std::fclose(file) == 0;
-    std::error_code error;
-    if (written)
-      std::filesystem::rename(temporary, options.exportPath, error);
-    if (!written || error) {
-      std::filesystem::remove(temporary, error);
-      return Status::error("cannot write " + options.exportPath);
-    }
+    TRAINC_RETURN_IF_ERROR(
+        writeFileAtomically(options.exportPath, "--export", bytes.data(), bytes.size()));
     std::fprintf(stderr, "exported the trained model to %s\n", options.exportPath.c_str());
   }
 
