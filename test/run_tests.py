@@ -7,7 +7,9 @@ kernels, npy, the program main), zoo (every zoo model imports, predicts like
 PyTorch on the CPU target and compiles for CUDA), grad (gradients of every
 differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
 steps against PyTorch), nan (NaN and infinities through every forward op as
-in PyTorch), conformance (the ONNX backend node tests on the CPU target). Run from the repository root after building into build/.
+in PyTorch), conformance (the ONNX backend node tests on the CPU target),
+fuzz (every libFuzzer target, 60 s each: scripts/fuzz.sh; TRAINC_FUZZ_SECONDS
+overrides, 0 skips the suite). Run from the repository root after building into build/.
 """
 
 import os
@@ -97,6 +99,17 @@ def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
 
+def run_fuzz():
+    seconds = os.environ.get("TRAINC_FUZZ_SECONDS", "60")
+    if seconds == "0":
+        return 0, 0
+    run = subprocess.run(["bash", os.path.join(ROOT, "scripts", "fuzz.sh"), seconds, "all"],
+                         capture_output=True, text=True)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr)
+    return last_line_counts(run.stdout, "fuzz")
+
+
 def run_zoo():
     zoo = os.path.join(BUILD, "zoo")
     script = os.path.join(ROOT, "test", "zoo", "make_zoo.py")
@@ -120,7 +133,7 @@ def main():
     totals = {}
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train), ("nan", run_nan),
-                     ("conformance", run_conformance)):
+                     ("conformance", run_conformance), ("fuzz", run_fuzz)):
         print("== %s tests" % name, flush=True)
         try:
             totals[name] = fn()
