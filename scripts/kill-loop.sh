@@ -96,7 +96,7 @@ while [ "$i" -lt "$KILLS" ]; do
   sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
   kill -9 "$pid" 2> /dev/null || true
   status=0
-  wait "$pid" || status=$?
+  wait "$pid" 2> /dev/null || status=$?
   # 137: killed (128 + SIGKILL); 0: it finished before the kill.
   if [ "$status" -ne 137 ] && [ "$status" -ne 0 ]; then
     fail "run $i (killed after ${delay} ms) exited with $status: $(tail -n 1 "$WORK/killed.$i.err")"
