@@ -110,8 +110,14 @@ struct Parser {
         return error(name + what + ", got '" + value + "'");
       return std::string();
     };
-    return app.add_option(name, out, help)->type_name(valueName)->check(
-        CLI::Validator(check, "", "number"));
+    // Converted with strtod (CLI11 goes through long double, which can round
+    // twice), after the validator accepted the text.
+    return app
+        .add_option_function<std::string>(
+            name, [&out](const std::string &value) { out = std::strtod(value.c_str(), nullptr); },
+            help)
+        ->type_name(valueName)
+        ->check(CLI::Validator(check, "", "number"));
   }
 
   CLI::Option *flag(const std::string &name, bool &out, const std::string &help) {
