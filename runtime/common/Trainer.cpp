@@ -588,8 +588,12 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     TRAINC_RETURN_IF_ERROR(log.create(options.logPath));
   if (!options.logPath.empty() && options.resume) {
     LogCut cut{step, startEpoch, startBatch == batchesPerEpoch || step == totalSteps};
-    // A record is under 200 bytes; a log many times longer is not ours.
-    const uint64_t maxBytes = (static_cast<uint64_t>(step) + startEpoch + 1) * 1024;
+    // A record is under 200 bytes, one per step and per epoch of the whole
+    // run (a killed run may have logged past its checkpoint); a log many
+    // times longer is not ours. No overflow: totalSteps is at most 10^12.
+    const uint64_t maxBytes =
+        (static_cast<uint64_t>(totalSteps) + static_cast<uint64_t>(totalSteps / batchesPerEpoch) +
+         2) * 1024;
     TRAINC_RETURN_IF_ERROR(log.resume(options.logPath, cut, maxBytes, evalLogged));
   }
   for (int h = 0; h < train->numHypers; ++h)
