@@ -179,9 +179,16 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
 
 Status writeCheckpoint(const std::string &dir, const std::vector<CheckpointTensor> &tensors,
                        const std::map<std::string, std::string> &manifest) {
+  // JSON text is UTF-8: the model name (a file name, any bytes) is recorded
+  // with invalid bytes replaced; it is for people, never compared.
+  auto forJson = [](const std::string &key, const std::string &value) -> Json {
+    if (key != "model")
+      return value;
+    return Json::parse(Json(value).dump(-1, ' ', false, Json::error_handler_t::replace));
+  };
   Json metadata = Json::object();
   for (const auto &[key, value] : manifest)
-    metadata[key] = value;
+    metadata[key] = forJson(key, value);
   for (const CheckpointTensor &t : tensors)
     metadata[kCrcPrefix + t.name] = crcText(t.bytes);
   Json header = Json::object();
@@ -193,7 +200,13 @@ Status writeCheckpoint(const std::string &dir, const std::vector<CheckpointTenso
                       {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception &) {
+    return Status::error("checkpoint: a tensor name is not valid UTF-8, which the JSON header of "
+                         "a safetensors file cannot hold");
+  }
   text.append((8 - text.size() % 8) % 8, ' '); // data starts 8-byte aligned
   char length[8];
   uint64_t size = text.size();
@@ -210,7 +223,7 @@ Status writeCheckpoint(const std::string &dir, const std::vector<CheckpointTenso
 
   Json json = Json::object();
   for (const auto &[key, value] : manifest)
-    json[key] = value;
+    json[key] = forJson(key, value);
   std::string readable = json.dump(2) + "\n";
   return writeFileAtomically(dir + "/checkpoint.json", "checkpoint", readable.data(),
                              readable.size());
