@@ -509,12 +509,18 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   if (!options.checkpointDir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.checkpointDir, error);
-    std::string probe = options.checkpointDir + "/.write-test";
-    FILE *f = error ? nullptr : std::fopen(probe.c_str(), "w");
-    if (!f)
-      return Status::error("cannot write checkpoints to " + options.checkpointDir);
-    std::fclose(f);
-    std::remove(probe.c_str());
+    if (error)
+      return Status::error("cannot write checkpoints to " + options.checkpointDir + ": " +
+                           error.message());
+    // A temporary file next to the checkpoint, as writing one makes (never
+    // an open() of an existing name, which could block on a FIFO), removed
+    // again.
+    AtomicFile probe;
+    Status writable = probe.open(options.checkpointDir + "/checkpoint.probe", "checkpoint");
+    if (!writable.ok())
+      return Status::error("cannot write checkpoints to " + options.checkpointDir + " (" +
+                           writable.message() + ")");
+    probe.abandon();
   }
   std::string epochRng; // the RNG state before the current epoch's shuffle
   if (options.resume) {
