@@ -1,0 +1,105 @@
+//===- TrainChecks.cpp - what a training run checks before step 1 ---------===//
+
+#include "TrainChecks.h"
+
+#include "FileIO.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+namespace trainc::rt::detail {
+
+/// Class labels of the training data must lie in [0, classes), checked
+/// before step 1 (a bad label would otherwise stop the run at its batch). The
+/// ABI carries no class count: the label is the step input before the
+/// sample weights that is not a model input (a model's own loss takes its
+/// labels as a model input and may have an ignore_index, so those are not
+/// checked), int64, and its class count is that of the first output, f32
+/// scores with one more axis than the label: axis 1 (--class-axis=1) or the
+/// last axis (--class-axis=-1), as evaluation reads them.
+Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
+                           const std::vector<NpyArray> &arrays, int64_t samples) {
+  const TrainStep &train = *program.train;
+  int label = -1;
+  for (int i = 0; i + 1 < train.numInputs; ++i)
+    if (std::string(train.inputs[i + 1].name) == "sample_weights")
+      label = i;
+  if (label < 0 || program.numOutputs < 1)
+    return Status();
+  const TensorInfo &info = train.inputs[label];
+  for (int i = 0; i < program.numInputs; ++i)
+    if (std::string(program.inputs[i].name) == info.name)
+      return Status();
+  const TensorInfo &out = program.outputs[0];
+  if (info.dtype != DType::I64 || out.dtype != DType::F32 || out.rank != info.rank + 1)
+    return Status();
+  auto sameExcept = [&](int axis) {
+    for (int d = 0, k = 0; d < out.rank; ++d)
+      if (d != axis && out.shape[d] != info.shape[k++])
+        return false;
+    return true;
+  };
+  int64_t classes = 0;
+  int axis = -1;
+  for (int a : {1, out.rank - 1})
+    if (a >= 1 && sameExcept(a) && out.shape[a] > classes) {
+      classes = out.shape[a]; // both fit: the larger count, never a false refusal
+      axis = a;
+    }
+  if (axis < 0)
+    return Status();
+  const NpyArray *array = nullptr;
+  for (size_t f = 0; f < fileInputs.size(); ++f)
+    if (std::string(fileInputs[f].name) == info.name)
+      array = &arrays[f];
+  if (!array)
+    return Status();
+  const int64_t perSample = static_cast<int64_t>(tensorBytes(info, 1) / 8);
+  const int64_t chunkRows = std::max<int64_t>(1, (1 << 19) / std::max<int64_t>(perSample, 1));
+  std::vector<int64_t> values;
+  for (int64_t first = 0; first < samples; first += chunkRows) {
+    const int64_t rows = std::min(chunkRows, samples - first);
+    values.resize(rows * perSample);
+    TRAINC_RETURN_IF_ERROR(array->readRows(first, rows, values.data()));
+    for (int64_t k = 0; k < rows * perSample; ++k)
+      if (values[k] < 0 || values[k] >= classes)
+        return Status::error("training label " + std::to_string(values[k]) + " of sample " +
+                             std::to_string(first + k / perSample) + " in " + array->path() +
+                             " is outside [0, " + std::to_string(classes) +
+                             ") (the classes of output " + out.name + " " + shapeText(out) +
+                             ")");
+  }
+  return Status();
+}
+
+/// The outputs a run writes (--export, --log, the checkpoint files) must be
+/// absent or regular files, and --export's folder must exist: checked before
+/// anything is read or trained, so a bad target costs no training.
+Status checkOutputTargets(const Program &program, const TrainOptions &options) {
+  if (!options.exportPath.empty()) {
+    if (!program.exportInfo)
+      return Status::error("this program cannot export: compile it with --optimizer");
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(options.exportPath, "--export"));
+    std::string folder = std::filesystem::path(options.exportPath).parent_path().string();
+    std::error_code error;
+    if (!std::filesystem::is_directory(folder.empty() ? "." : folder, error))
+      return Status::error("--export: " + folder + " is not a folder");
+  }
+  if (!options.logPath.empty())
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(options.logPath, "--log"));
+  // (A folder that cannot be created is reported by the write probe; with
+  // --resume, reading the checkpoint refuses what is not a regular file.)
+  std::error_code error;
+  if (!options.checkpointDir.empty() &&
+      std::filesystem::is_directory(options.checkpointDir, error)) {
+    if (!options.resume)
+      TRAINC_RETURN_IF_ERROR(
+          checkReplaceable(options.checkpointDir + "/checkpoint.safetensors", "checkpoint"));
+    TRAINC_RETURN_IF_ERROR(
+        checkReplaceable(options.checkpointDir + "/checkpoint.json", "checkpoint"));
+  }
+  return Status();
+}
+
+} // namespace trainc::rt::detail

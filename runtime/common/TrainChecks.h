@@ -1,0 +1,36 @@
+//===- TrainChecks.h - what a training run checks before step 1 -*- C++ -*-===//
+//
+// Internal to the runtime: checks of the training data and the output
+// targets that run before anything is trained, so that a bad label or an
+// unwritable target costs no training time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_COMMON_TRAINCHECKS_H
+#define TRAINC_RT_COMMON_TRAINCHECKS_H
+
+#include "ProgramSupport.h"
+
+#include <vector>
+
+namespace trainc::rt::detail {
+
+/// Class labels of the training data must lie in [0, classes), checked
+/// before step 1 (a bad label would otherwise stop the run at its batch). The
+/// ABI carries no class count: the label is the step input before the
+/// sample weights that is not a model input (a model's own loss takes its
+/// labels as a model input and may have an ignore_index, so those are not
+/// checked), int64, and its class count is that of the first output, f32
+/// scores with one more axis than the label: axis 1 (--class-axis=1) or the
+/// last axis (--class-axis=-1), as evaluation reads them.
+Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
+                           const std::vector<NpyArray> &arrays, int64_t samples);
+
+/// The outputs a run writes (--export, --log, the checkpoint files) must be
+/// absent or regular files, and --export's folder must exist: checked before
+/// anything is read or trained, so a bad target costs no training.
+Status checkOutputTargets(const Program &program, const TrainOptions &options);
+
+} // namespace trainc::rt::detail
+
+#endif // TRAINC_RT_COMMON_TRAINCHECKS_H
