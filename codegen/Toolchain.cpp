@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
@@ -38,6 +39,14 @@ bool trainc::codegen::buildProgram(const BuildOptions &options, llvm::raw_ostrea
   llvm::SmallVector<llvm::StringRef> args(cmd.begin(), cmd.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(options.logPath),
                                                 llvm::StringRef(options.logPath)};
+  // The child's output is redirected without truncation: a log left by an
+  // earlier build (or whatever else has the name) goes first, so that only
+  // this build's messages are reported.
+  if (std::error_code ec = llvm::sys::fs::remove(options.logPath)) {
+    errs << "error: cannot replace the compiler log " << options.logPath << ": "
+         << ec.message() << "\n";
+    return false;
+  }
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, redirects, 0, 0, &message);
   auto log = llvm::MemoryBuffer::getFile(options.logPath);
