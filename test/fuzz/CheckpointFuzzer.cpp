@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzSupport.h"
 #include "runtime/common/Checkpoint.h"
 
 #include <cstddef>
@@ -31,21 +32,11 @@ namespace {
 /// A folder of this process's own for the input (the loader takes a folder).
 const std::string &scratchDir() {
   static const std::string dir = [] {
-    const char *tmp = std::getenv("TMPDIR");
-    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/trainc-checkpoint-fuzz-" +
-                       std::to_string(getpid());
+    std::string path = trainc::fuzz::scratchName("checkpoint", "");
     mkdir(path.c_str(), 0700);
     return path;
   }();
   return dir;
-}
-
-bool writeFile(const std::string &path, const uint8_t *data, size_t size) {
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return false;
-  bool ok = std::fwrite(data, 1, size, f) == size;
-  return std::fclose(f) == 0 && ok;
 }
 
 /// The digits MLP's parameters and SGD momentum buffers.
@@ -64,7 +55,7 @@ std::vector<CheckpointTensor> expectedTensors() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string &dir = scratchDir();
-  if (!writeFile(dir + "/checkpoint.safetensors", data, size))
+  if (!trainc::fuzz::writeInput(dir + "/checkpoint.safetensors", data, size))
     return 0;
   ResumeExpectation expect;
   expect.optimizer = "sgd";

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzSupport.h"
 #include "runtime/common/Npy.h"
 
 #include <cstddef>
@@ -24,27 +25,15 @@ namespace {
 
 /// A file of this process's own for the input (the reader takes a path).
 const std::string &scratchPath() {
-  static const std::string path = [] {
-    const char *dir = std::getenv("TMPDIR");
-    return std::string(dir && *dir ? dir : "/tmp") + "/trainc-npy-fuzz-" +
-           std::to_string(getpid()) + ".npy";
-  }();
+  static const std::string path = trainc::fuzz::scratchName("npy", ".npy");
   return path;
-}
-
-bool writeFile(const std::string &path, const uint8_t *data, size_t size) {
-  FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return false;
-  bool ok = std::fwrite(data, 1, size, f) == size;
-  return std::fclose(f) == 0 && ok;
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string &path = scratchPath();
-  if (!writeFile(path, data, size))
+  if (!trainc::fuzz::writeInput(path, data, size))
     return 0;
   using trainc::rt::NpyArray;
   NpyArray array;
