@@ -570,13 +570,46 @@ def check_mlp_training(trainc, work, check, model_path, init, layer_names, data,
         err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
         check(ok, "%s: loss of each of %d steps matches PyTorch (max abs error %.3g)"
               % (name, len(theirs), err))
-        state = dict(net.named_parameters())
+        # The same loop in float64 is the reference for the final weights.
+        # Adam steps an element by about lr * g / (|g| + eps): where a step's
+        # gradient is within a few eps of zero (a sum that cancels), the
+        # float32 rounding of g moves the update by up to lr * dg / eps, and
+        # which way depends on the CPU's GEMM kernels (measured here: 2e-5
+        # between OpenBLAS's Prescott and SkylakeX kernels on one element
+        # whose first gradient was -8e-8). Such elements are compared only
+        # within 2.5 lr; every other element (each step's float64 gradient
+        # exactly 0 or at least 1e-6) element-wise within rtol 1e-4 / atol 1e-5,
+        # and they must be at least 99% of the tensor. SGD is linear in the
+        # gradient: every element is compared.
+        net64 = torch_mlp(init, layer_names).double()
+        net64.train()
+        optimizer64 = make_optimizer(net64.parameters())
+        grads = {n: [] for n, _ in net64.named_parameters()}
+        for _ in range(EPOCHS):
+            for first in range(0, SAMPLES, BATCH):
+                optimizer64.zero_grad()
+                torch.nn.functional.cross_entropy(
+                    net64(torch.tensor(x[first:first + BATCH]).double()),
+                    torch.tensor(y[first:first + BATCH])).backward()
+                for n, p in net64.named_parameters():
+                    grads[n].append(p.grad.detach().abs().numpy().copy())
+                optimizer64.step()
+        state64 = dict(net64.named_parameters())
         for param in [p for pair in layer_names for p in pair]:
-            got = np.load(os.path.join(saved, param + ".npy"))
-            want = state[param].detach().numpy()
-            check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
-                  "%s: final %s matches PyTorch (max abs error %.3g)"
-                  % (name, param, float(np.abs(got - want).max())))
+            got = np.load(os.path.join(saved, param + ".npy")).astype(np.float64)
+            want = state64[param].detach().numpy()
+            steps = np.stack(grads[param])
+            conditioned = (((steps == 0) | (steps >= 1e-6)).all(axis=0) if kind.startswith("adam")
+                           else np.ones(got.shape, dtype=bool))
+            close = np.isclose(got, want, rtol=1e-4, atol=1e-5)
+            bounded = np.abs(got - want) <= 2.5 * hyper["lr"]
+            check(close[conditioned].all() and bounded.all() and conditioned.mean() >= 0.99,
+                  "%s: final %s matches PyTorch float64 on %d of %d elements (max abs error "
+                  "%.3g; the rest within 2.5 lr, max %.3g)"
+                  % (name, param, conditioned.sum(), got.size,
+                     float(np.abs(got - want)[conditioned].max()),
+                     float(np.abs(got - want)[~conditioned].max()) if (~conditioned).any()
+                     else 0.0))
     # Learning-rate schedules, plain SGD on the MLP against PyTorch's
     # schedulers stepped once per step (8 steps: 2 epochs of 4 batches).
     total = EPOCHS * ((SAMPLES + BATCH - 1) // BATCH)
