@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -249,18 +250,23 @@ Status AtomicFile::open(const std::string &path, const std::string &what) {
   target = path;
   label = what;
   TRAINC_RETURN_IF_ERROR(checkReplaceable(path, what));
-  std::vector<char> name(path.begin(), path.end());
-  const char suffix[] = ".tmp.XXXXXX";
-  name.insert(name.end(), suffix, suffix + sizeof(suffix));
+  // A name of fixed length in the target's folder (rename() stays within one
+  // file system): a target name near the 255-byte limit still leaves room.
+  std::string pattern = parentFolder(path) + "/" + kTemporaryPrefix + "XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
   int fd = ::mkostemp(name.data(), O_CLOEXEC);
   if (fd < 0)
     return Status::error(prefix(what) + "cannot create a temporary file next to " + path +
                          ": " + errnoText());
   file = FileHandle(fd);
   temporary = name.data();
-  // mkostemp creates the file 0600; the result gets what open(O_CREAT, 0666)
-  // would have given it under the user's umask.
-  (void)::fchmod(fd, 0666 & ~currentUmask());
+  // mkostemp creates the file 0600. A replaced file keeps its permissions;
+  // a new one gets what open(O_CREAT, 0666) would give it under the umask.
+  struct stat existing;
+  mode_t mode = ::lstat(path.c_str(), &existing) == 0 ? existing.st_mode & 0777
+                                                      : 0666 & ~currentUmask();
+  (void)::fchmod(fd, mode);
   return Status();
 }
 
@@ -305,6 +311,25 @@ void AtomicFile::abandon() {
   if (!temporary.empty())
     ::unlink(temporary.c_str());
   temporary.clear();
+}
+
+Status removeStaleTemporaries(const std::string &dir) {
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error), end;
+  const std::string prefix = kTemporaryPrefix;
+  for (; !error && it != end; it.increment(error)) {
+    std::string name = it->path().filename().string();
+    struct stat info;
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0 ||
+        ::lstat(it->path().c_str(), &info) != 0 || !S_ISREG(info.st_mode))
+      continue;
+    if (::unlink(it->path().c_str()) != 0 && errno != ENOENT)
+      return Status::error("cannot remove the stale temporary file " + it->path().string() +
+                           ": " + errnoText());
+  }
+  if (error)
+    return Status::error("cannot list " + dir + ": " + error.message());
+  return Status();
 }
 
 Status writeFileAtomically(const std::string &path, const std::string &what, const void *data,

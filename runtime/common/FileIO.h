@@ -87,8 +87,16 @@ Status writeAll(const FileHandle &file, const std::string &path, const void *dat
 Status syncFile(const FileHandle &file, const std::string &path);
 Status syncParentFolder(const std::string &path);
 
-/// A file written whole or not at all: open() creates a temporary file next
-/// to `path`, write() appends, commit() fsyncs it and renames it over
+/// Temporary files of AtomicFile are named `<folder>/.trainc-tmp-XXXXXX`.
+inline constexpr char kTemporaryPrefix[] = ".trainc-tmp-";
+
+/// Removes the temporary files a killed writer left in `dir` (regular files
+/// named kTemporaryPrefix + 6 characters). Only for a folder no other
+/// program writes into at the same time (the checkpoint folder).
+Status removeStaleTemporaries(const std::string &dir);
+
+/// A file written whole or not at all: open() creates a temporary file in the
+/// folder of `path`, write() appends, commit() fsyncs it and renames it over
 /// `path`. Destroying an uncommitted AtomicFile removes the temporary file,
 /// leaving `path` as it was.
 class AtomicFile {

@@ -88,14 +88,14 @@ Status checkOutputTargets(const Program &program, const TrainOptions &options) {
   }
   if (!options.logPath.empty())
     TRAINC_RETURN_IF_ERROR(checkReplaceable(options.logPath, "--log"));
-  // (A folder that cannot be created is reported by the write probe; with
-  // --resume, reading the checkpoint refuses what is not a regular file.)
+  // (A folder that cannot be created is reported by the write probe.) A
+  // resumed run replaces the checkpoint it read, so a symlink is refused
+  // before training, not at the first checkpoint.
   std::error_code error;
   if (!options.checkpointDir.empty() &&
       std::filesystem::is_directory(options.checkpointDir, error)) {
-    if (!options.resume)
-      TRAINC_RETURN_IF_ERROR(
-          checkReplaceable(options.checkpointDir + "/checkpoint.safetensors", "checkpoint"));
+    TRAINC_RETURN_IF_ERROR(
+        checkReplaceable(options.checkpointDir + "/checkpoint.safetensors", "checkpoint"));
     TRAINC_RETURN_IF_ERROR(
         checkReplaceable(options.checkpointDir + "/checkpoint.json", "checkpoint"));
   }

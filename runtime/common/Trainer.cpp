@@ -430,6 +430,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       return Status::error("cannot write checkpoints to " + options.checkpointDir + " (" +
                            writable.message() + ")");
     probe.abandon();
+    // What writes cut short by a kill left behind (model-sized files).
+    TRAINC_RETURN_IF_ERROR(removeStaleTemporaries(options.checkpointDir));
   }
   std::string epochRng; // the RNG state before the current epoch's shuffle
   if (options.resume) {
