@@ -216,6 +216,36 @@ TEST_F(FileIOTest, AtomicFileHonoursTheUmask) {
   EXPECT_EQ(info.st_mode & 0777, 0644u);
 }
 
+TEST_F(FileIOTest, AtomicFileKeepsTheModeOfWhatItReplaces) {
+  writeFile(dir / "secret", "old");
+  ASSERT_EQ(::chmod((dir / "secret").c_str(), 0600), 0);
+  EXPECT_OK(rt::writeFileAtomically(dir / "secret", "--export", "new", 3));
+  struct stat info;
+  ASSERT_EQ(::stat((dir / "secret").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(readFile(dir / "secret"), "new");
+}
+
+// The temporary name does not grow with the target's: a 255-byte file name
+// (the limit of most file systems) can still be replaced.
+TEST_F(FileIOTest, AtomicFileTakesTargetsOfTheLongestName) {
+  std::string name(251, 'p');
+  name += ".npy";
+  EXPECT_OK(rt::writeFileAtomically(dir / name, "--save-params", "x", 1));
+  EXPECT_EQ(listFolder(dir), (std::vector<std::string>{name}));
+}
+
+TEST_F(FileIOTest, StaleTemporariesAreRemoved) {
+  writeFile(dir / ".trainc-tmp-Ab12Cd", "left by a kill");
+  writeFile(dir / ".trainc-tmp-toolong", "not ours");
+  writeFile(dir / "checkpoint.json", "{}");
+  ASSERT_EQ(::mkfifo((dir / ".trainc-tmp-fifo00").c_str(), 0600), 0);
+  EXPECT_OK(rt::removeStaleTemporaries(dir));
+  EXPECT_EQ(listFolder(dir), (std::vector<std::string>{".trainc-tmp-fifo00",
+                                                       ".trainc-tmp-toolong",
+                                                       "checkpoint.json"}));
+}
+
 // The helper every runtime test uses for its files removes them.
 TEST(TempDir, IsRemovedWithWhatItHolds) {
   std::string path;
