@@ -42,12 +42,26 @@ struct ReadFile {
   }
 };
 
+const char *fileKind(mode_t mode) {
+  return S_ISDIR(mode)                    ? "a folder"
+         : S_ISFIFO(mode)                 ? "a FIFO (named pipe)"
+         : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
+         : S_ISSOCK(mode)                 ? "a socket"
+                                          : "not a regular file";
+}
+
 /// Opens `path` without blocking and refuses anything but a regular file: a
 /// FIFO would block the open or the read forever, a device never end.
 /// `label` names the file in messages (the model's path, "external data
 /// 'w.bin'").
 llvm::Expected<ReadFile> openRegularFile(const std::string &path, const llvm::Twine &label) {
   ReadFile file;
+  // stat() first: opening a device can have effects of its own (a watchdog,
+  // a tape), so only a regular file is ever opened; fstat() below catches a
+  // swap of the name in between.
+  struct stat before;
+  if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode))
+    return fail(label + " is " + fileKind(before.st_mode) + ", not a regular file");
   do
     file.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   while (file.fd < 0 && errno == EINTR);
@@ -56,14 +70,8 @@ llvm::Expected<ReadFile> openRegularFile(const std::string &path, const llvm::Tw
   struct stat st;
   if (::fstat(file.fd, &st) != 0)
     return fail(label + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    const char *kind = S_ISDIR(st.st_mode)    ? "a folder"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "not a regular file";
-    return fail(label + " is " + kind + ", not a regular file");
-  }
+  if (!S_ISREG(st.st_mode))
+    return fail(label + " is " + fileKind(st.st_mode) + ", not a regular file");
   file.size = static_cast<uint64_t>(st.st_size);
   return std::move(file);
 }

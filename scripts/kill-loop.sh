@@ -10,7 +10,7 @@
 # every epoch), then runs the same training KILLS times, each killed with
 # SIGKILL after a random delay (up to the uninterrupted run's duration) and
 # continued with --resume (or started afresh when no checkpoint was written
-# yet), and once more to the end. The verdict does not depend on where the
+# yet; the last kill waits for a checkpoint first), and once more to the end. The verdict does not depend on where the
 # kills land: every kill point must resume to the same result. Prints PASS
 # or FAIL; exits 0 on PASS.
 #
@@ -81,6 +81,7 @@ rm -rf "$WORK/killed.ck" "$WORK/killed.jsonl" "$WORK/killed.params"
 i=0
 resumed=0
 fresh=0
+after=0 # kills that landed when a checkpoint existed
 while [ "$i" -lt "$KILLS" ]; do
   i=$((i + 1))
   # A delay in [0, duration] ms, from /dev/urandom.
@@ -93,7 +94,15 @@ while [ "$i" -lt "$KILLS" ]; do
   fi
   run_once > /dev/null 2> "$WORK/killed.$i.err" &
   pid=$!
+  # The last kill lands after a checkpoint exists, so that every loop kills
+  # at least one run mid-training and continues it with --resume.
+  if [ "$i" -eq "$KILLS" ]; then
+    while [ ! -f "$WORK/killed.ck/checkpoint.safetensors" ] && kill -0 "$pid" 2> /dev/null; do
+      sleep 0.01
+    done
+  fi
   sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+  [ -f "$WORK/killed.ck/checkpoint.safetensors" ] && after=$((after + 1))
   kill -9 "$pid" 2> /dev/null || true
   status=0
   wait "$pid" 2> /dev/null || status=$?
@@ -114,6 +123,6 @@ done
 cmp -s "$WORK/full.jsonl" "$WORK/killed.jsonl" ||
   fail "the log differs from the uninterrupted run's ($(diff "$WORK/full.jsonl" "$WORK/killed.jsonl" | head -n 3 | tr '\n' ' '))"
 
-echo "PASS: $KILLS kills ($fresh before the first checkpoint was written, $resumed resumed), $STEPS steps: parameters and log identical to the uninterrupted run"
+echo "PASS: $KILLS kills ($fresh in fresh runs, $resumed in resumed runs, $after after a checkpoint existed), $STEPS steps: parameters and log identical to the uninterrupted run"
 [ "$KEEP" -eq 1 ] || rm -rf "$WORK"
 exit 0

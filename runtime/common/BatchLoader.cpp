@@ -28,11 +28,21 @@ Status fillBatch(const std::vector<BatchField> &fields, int64_t batch, const int
 
 BatchLoader::BatchLoader(std::vector<BatchField> fields, int64_t batch, int workers)
     : fields(std::move(fields)), batch(batch) {
-  for (int i = 0; i < workers; ++i)
-    threads.emplace_back([this] { work(); });
+  try {
+    for (int i = 0; i < workers; ++i)
+      threads.emplace_back([this] { work(); });
+  } catch (...) {
+    // A thread that cannot start (a process or cgroup thread limit) throws
+    // std::system_error; the ones already running are joined first, or
+    // their destruction would terminate the process.
+    stop();
+    throw;
+  }
 }
 
-BatchLoader::~BatchLoader() {
+BatchLoader::~BatchLoader() { stop(); }
+
+void BatchLoader::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex);
     stopping = true;
@@ -41,6 +51,7 @@ BatchLoader::~BatchLoader() {
   jobReady.notify_all();
   for (std::thread &t : threads)
     t.join();
+  threads.clear();
 }
 
 void BatchLoader::grow(int slot) {

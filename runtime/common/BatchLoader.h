@@ -62,6 +62,8 @@ private:
     int64_t first, count;
   };
   void work();
+  /// Drops the queued jobs and joins the workers.
+  void stop();
   void grow(int slot);
 
   std::vector<BatchField> fields;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -52,24 +53,21 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
-/// The first non-finite element of a float tensor, or -1.
-int64_t firstNonFinite(const CheckpointTensor &t) {
-  if (t.dtype == DType::F32) {
-    for (size_t i = 0; i + 4 <= t.bytes.size(); i += 4) {
-      float v;
-      std::memcpy(&v, t.bytes.data() + i, 4);
-      if (!std::isfinite(v))
-        return static_cast<int64_t>(i / 4);
-    }
-  } else if (t.dtype == DType::F64) {
-    for (size_t i = 0; i + 8 <= t.bytes.size(); i += 8) {
-      double v;
-      std::memcpy(&v, t.bytes.data() + i, 8);
-      if (!std::isfinite(v))
-        return static_cast<int64_t>(i / 8);
-    }
+/// A JSON value from the file for a message: strings and numbers as
+/// written, anything else by its kind (never a recursive dump of input).
+std::string describe(const nlohmann::json &value) {
+  if (value.is_string())
+    return "\"" + value.get<std::string>().substr(0, 64) + "\"";
+  if (value.is_number())
+    return value.dump();
+  if (value.is_array()) {
+    std::string text = "[";
+    for (size_t i = 0; i < value.size() && i < 16; ++i)
+      text += (i ? ", " : "") + (value[i].is_number() ? value[i].dump()
+                                                       : std::string(value[i].type_name()));
+    return text + (value.size() > 16 ? ", ...]" : "]");
   }
-  return -1;
+  return std::string("a JSON ") + value.type_name();
 }
 
 /// Strict decimal integer: an optional '-' and digits, nothing else.
@@ -297,6 +295,8 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
     if (key != "__metadata__" && !expected.count(key))
       return corrupt("holds a tensor '" + key + "' that this program does not have");
 
+  // Byte ranges of the tensors read, to check that they tile the data.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (CheckpointTensor &t : tensors) {
     auto it = header.find(t.name);
     if (it == header.end())
@@ -310,7 +310,7 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
                          &offsets = entry["data_offsets"];
     if (!dtype.is_string() || dtype.get<std::string>() != safetensorsDtype(t.dtype))
       return Status::error("checkpoint tensor " + t.name + " in " + path + " has dtype " +
-                           dtype.dump() + ", the program's is " + safetensorsDtype(t.dtype));
+                           describe(dtype) + ", the program's is " + safetensorsDtype(t.dtype));
     // Dimensions are compared as unsigned JSON numbers (a negative or
     // fractional one never matches), so nothing is multiplied.
     bool shapeOk = shape.is_array() && shape.size() == t.shape.size();
@@ -319,7 +319,7 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
                 shape[d].get<uint64_t>() == static_cast<uint64_t>(t.shape[d]);
     if (!shapeOk)
       return Status::error("checkpoint tensor " + t.name + " in " + path + " has shape " +
-                           shape.dump() + ", the program's is " + shapeString(t.shape));
+                           describe(shape) + ", the program's is " + shapeString(t.shape));
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned())
       return bad("data_offsets must be two non-negative integers");
@@ -331,6 +331,7 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
       return bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
                  "] do not hold its " + std::to_string(bytes) + " bytes within the " +
                  std::to_string(dataBytes) + " bytes of data");
+    ranges.push_back({begin, end});
     t.bytes.assign(bytes, '\0');
     TRAINC_RETURN_IF_ERROR(readAt(file, path, dataStart + begin, t.bytes.data(), bytes));
     auto crc = crcs.find(t.name);
@@ -339,10 +340,25 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
     if (crc->second != crcText(t.bytes))
       return bad("crc32 " + crcText(t.bytes) + " of its bytes does not match the recorded " +
                  crc->second + " (the file is damaged)");
-    if (int64_t at = firstNonFinite(t); at >= 0)
+    if (int64_t at = firstNonFinite(t.dtype, t.bytes.data(),
+                                    static_cast<int64_t>(t.bytes.size() / dtypeSize(t.dtype)));
+        at >= 0)
       return Status::error("checkpoint " + path + ": tensor " + t.name +
                            " holds NaN or infinity (element " + std::to_string(at) + ")");
   }
+  // As safetensors requires: the ranges cover the data exactly, without
+  // overlaps (two tensors sharing bytes) or holes.
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (const auto &[begin, end] : ranges) {
+    if (begin != covered)
+      return corrupt("tensor data_offsets overlap or leave a hole at byte " +
+                     std::to_string(std::min(begin, covered)));
+    covered = end;
+  }
+  if (covered != dataBytes)
+    return corrupt("tensor data_offsets leave bytes " + std::to_string(covered) + " to " +
+                   std::to_string(dataBytes) + " unused");
   return Status();
 }
 

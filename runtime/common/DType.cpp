@@ -2,6 +2,9 @@
 
 #include "trainc_rt/program.h"
 
+#include <cmath>
+#include <cstring>
+
 namespace trainc::rt {
 
 size_t dtypeSize(DType type) {
@@ -41,6 +44,33 @@ const char *dtypeName(DType type) {
     return "i1";
   }
   return "<invalid dtype>";
+}
+
+int64_t firstNonFinite(DType type, const void *data, int64_t count) {
+  const char *bytes = static_cast<const char *>(data);
+  for (int64_t k = 0; k < count; ++k) {
+    bool finite = true;
+    if (type == DType::F32) {
+      float v;
+      std::memcpy(&v, bytes + 4 * k, 4);
+      finite = std::isfinite(v);
+    } else if (type == DType::F64) {
+      double v;
+      std::memcpy(&v, bytes + 8 * k, 8);
+      finite = std::isfinite(v);
+    } else if (type == DType::F16 || type == DType::BF16) {
+      uint16_t v;
+      std::memcpy(&v, bytes + 2 * k, 2);
+      // All-ones exponent: infinity or NaN.
+      uint16_t exponent = type == DType::F16 ? 0x7c00 : 0x7f80;
+      finite = (v & exponent) != exponent;
+    } else {
+      return -1;
+    }
+    if (!finite)
+      return k;
+  }
+  return -1;
 }
 
 } // namespace trainc::rt

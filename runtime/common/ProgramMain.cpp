@@ -188,23 +188,6 @@ Status checkFileName(const char *kind, const char *name) {
   return Status();
 }
 
-/// The index of the first element of `count` floats of `type` (f32, f64 or
-/// f16) at `data` that is NaN or infinite, or -1.
-int64_t firstNonFinite(DType type, const void *data, int64_t count) {
-  for (int64_t k = 0; k < count; ++k) {
-    bool finite = true;
-    if (type == DType::F32)
-      finite = std::isfinite(static_cast<const float *>(data)[k]);
-    else if (type == DType::F64)
-      finite = std::isfinite(static_cast<const double *>(data)[k]);
-    else if (type == DType::F16)
-      finite = (static_cast<const uint16_t *>(data)[k] & 0x7c00) != 0x7c00;
-    if (!finite)
-      return k;
-  }
-  return -1;
-}
-
 /// Reads a parameter saved by --save-params: a regular file no larger than
 /// the parameter's .npy can be (a huge or endless file is refused unread),
 /// of its dtype and shape, and finite.

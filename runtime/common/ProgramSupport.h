@@ -59,9 +59,6 @@ Status uploadParams(Context &context, const Program &program, const std::string 
 Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int count,
                         std::vector<NpyArray> &arrays, int64_t &samples);
 
-/// The index of the first element of `count` at `data` that is NaN or
-/// infinite, for f32, f64 and f16 (other types: -1, as when all are finite).
-int64_t firstNonFinite(DType type, const void *data, int64_t count);
 
 struct TrainOptions {
   std::string dataDir, evalDir, saveDir, logPath, exportPath, paramsDir;

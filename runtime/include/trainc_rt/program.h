@@ -23,6 +23,10 @@ enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, F64 = 3, I64 = 4, I32 =
 size_t dtypeSize(DType type);
 const char *dtypeName(DType type);
 
+/// The index of the first of `count` elements of `type` at `data` that is
+/// NaN or infinite (f32, f64, f16, bf16), or -1 (also for integer types).
+int64_t firstNonFinite(DType type, const void *data, int64_t count);
+
 inline constexpr int kMaxRank = 8;
 
 struct TensorInfo {
