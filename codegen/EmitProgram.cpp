@@ -753,12 +753,14 @@ LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
 /// so; the body reads every element before it writes it).
 LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
   bool sgd = isa<tc::SgdUpdateOp>(op);
+  bool decoupled = !sgd && cast<tc::AdamUpdateOp>(op).getDecoupled();
   std::vector<std::string> tensors =
       sgd ? std::vector<std::string>{"param", "grad", "buf"}
           : std::vector<std::string>{"param", "grad", "m", "v"};
   std::vector<std::string> scalars =
       sgd ? std::vector<std::string>{"lr", "momentum", "wd"}
-          : std::vector<std::string>{"lr", "beta1", "beta2", "eps", "wd", "bc1", "bc2"};
+          : std::vector<std::string>{"lr",  "beta1", "beta2", "omb1",   "omb2",
+                                     "eps", "wd",    "step",  "bc2sqrt"};
   if (op->getNumOperands() > tensors.size() + scalars.size())
     scalars.push_back("scale");
   std::vector<KernelParam> kparams;
@@ -780,12 +782,15 @@ LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
            "  param_out[i] = p - lr[0] * " + (nesterov ? "(d + momentum[0] * b)" : "b") + ";\n"
            "  buf_out[i] = b;\n";
   } else {
-    bool decoupled = cast<tc::AdamUpdateOp>(op).getDecoupled();
+    // PyTorch's order (torch.optim.Adam, _single_tensor_adam): omb1/omb2
+    // are 1 - beta1/2, step is lr / bias_correction1 and bc2sqrt is
+    // sqrt(bias_correction2), each computed in double by the trainer.
     code = std::string("  float p = param[i], g = ") + g + ";\n" +
-           (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n" : "  g = g + wd[0] * p;\n") +
-           "  const float m1 = beta1[0] * m[i] + (1.0f - beta1[0]) * g;\n"
-           "  const float v1 = beta2[0] * v[i] + (1.0f - beta2[0]) * (g * g);\n"
-           "  param_out[i] = p - lr[0] * ((m1 / bc1[0]) / (sqrtf(v1 / bc2[0]) + eps[0]));\n"
+           (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n"
+                      : "  (void)lr; // in step\n  g = g + wd[0] * p;\n") +
+           "  const float m1 = beta1[0] * m[i] + omb1[0] * g;\n"
+           "  const float v1 = beta2[0] * v[i] + (omb2[0] * g) * g;\n"
+           "  param_out[i] = p - (step[0] * m1) / (sqrtf(v1) / bc2sqrt[0] + eps[0]);\n"
            "  m_out[i] = m1;\n"
            "  v_out[i] = v1;\n";
   }
@@ -793,11 +798,9 @@ LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
   bool anyInPlace = llvm::any_of(op->getResults(), [&](Value r) { return inPlace.contains(r); });
   if (anyInPlace)
     comment.push_back("in place: the results overwrite the parameter and its state");
-  std::string name =
-      kernels.addKernel(sgd ? "sgd_update" : (cast<tc::AdamUpdateOp>(op).getDecoupled()
-                                                  ? "adamw_update"
-                                                  : "adam_update"),
-                        comment, kparams, countOf(op->getResult(0)), code, /*mayAlias=*/true);
+  std::string name = kernels.addKernel(
+      sgd ? "sgd_update" : (decoupled ? "adamw_update" : "adam_update"), comment, kparams,
+      countOf(op->getResult(0)), code, /*mayAlias=*/true);
   std::string args = "ctx";
   for (Value v : op->getOperands())
     args += ", " + ptr(v);

@@ -934,9 +934,10 @@ LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   return inferUpdate(location,
                      {adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
                       adaptor.getExpAvgSq()},
-                     {adaptor.getLr(), adaptor.getBeta1(), adaptor.getBeta2(), adaptor.getEps(),
-                      adaptor.getWeightDecay(), adaptor.getBiasCorrection1(),
-                      adaptor.getBiasCorrection2(), adaptor.getGradScale()},
+                     {adaptor.getLr(), adaptor.getBeta1(), adaptor.getBeta2(),
+                      adaptor.getOneMinusBeta1(), adaptor.getOneMinusBeta2(), adaptor.getEps(),
+                      adaptor.getWeightDecay(), adaptor.getStepSize(),
+                      adaptor.getBiasCorrection2Sqrt(), adaptor.getGradScale()},
                      3, inferred);
 }
 

@@ -796,27 +796,36 @@ def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure]> {
   let summary = "one fused Adam / AdamW step of a parameter (torch.optim.Adam, AdamW)";
   let description = [{
     Elementwise, with the hyperparameters as f32 scalar tensors (runtime
-    values; bias_correction1/2 are 1 - beta1^t and 1 - beta2^t of step t)
-    and g = grad * grad_scale (1 when absent):
+    values the trainer computes in double and then rounds, as PyTorch's
+    Python floats are: one_minus_beta1/2 are 1 - beta1 and 1 - beta2,
+    step_size is lr / (1 - beta1^t) and bias_correction2_sqrt is
+    sqrt(1 - beta2^t) of step t) and g = grad * grad_scale (1 when absent),
+    in PyTorch's order of operations:
 
         decoupled (AdamW): p = param * (1 - lr * weight_decay)
         else (Adam):       g = g + weight_decay * param
-        new_exp_avg = beta1 * exp_avg + (1 - beta1) * g
-        new_exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g * g
-        new_param = p - lr * (new_exp_avg / bias_correction1)
-                            / (sqrt(new_exp_avg_sq / bias_correction2) + eps)
+        new_exp_avg = beta1 * exp_avg + one_minus_beta1 * g
+        new_exp_avg_sq = beta2 * exp_avg_sq + (one_minus_beta2 * g) * g
+        new_param = p - (step_size * new_exp_avg)
+                        / (sqrt(new_exp_avg_sq) / bias_correction2_sqrt + eps)
+
+    (1 - beta2 from float32 beta2 would be 1.3e-5 off for beta2 = 0.999.)
+    Adam reads lr only through step_size.
 
     ```mlir
-    %p1, %m1, %v1 = tc.adam_update %p, %g, %m, %v, %lr, %b1, %b2, %eps, %wd, %bc1, %bc2 {decoupled}
+    %p1, %m1, %v1 = tc.adam_update %p, %g, %m, %v, %lr, %b1, %b2, %omb1, %omb2, %eps, %wd,
+                                   %step, %bc2sqrt {decoupled}
         : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>,
-           tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+           tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>,
+           tensor<f32>)
         -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
     ```
   }];
   let arguments = (ins Tc_FloatTensor:$param, Tc_FloatTensor:$grad, Tc_FloatTensor:$exp_avg,
       Tc_FloatTensor:$exp_avg_sq, Tc_FloatTensor:$lr, Tc_FloatTensor:$beta1,
-      Tc_FloatTensor:$beta2, Tc_FloatTensor:$eps, Tc_FloatTensor:$weight_decay,
-      Tc_FloatTensor:$bias_correction1, Tc_FloatTensor:$bias_correction2,
+      Tc_FloatTensor:$beta2, Tc_FloatTensor:$one_minus_beta1, Tc_FloatTensor:$one_minus_beta2,
+      Tc_FloatTensor:$eps, Tc_FloatTensor:$weight_decay, Tc_FloatTensor:$step_size,
+      Tc_FloatTensor:$bias_correction2_sqrt,
       Optional<Tc_FloatTensor>:$grad_scale, UnitAttr:$decoupled);
   let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_exp_avg,
                       Tc_FloatTensor:$new_exp_avg_sq);

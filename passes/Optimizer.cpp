@@ -118,11 +118,15 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         keepState(update.getNewMomentumBuffer(), "momentum." + name);
       } else {
         Value beta1 = hyper(step, b, "beta1"), beta2 = hyper(step, b, "beta2");
+        Value oneMinusBeta1 = hyper(step, b, "one_minus_beta1");
+        Value oneMinusBeta2 = hyper(step, b, "one_minus_beta2");
         Value eps = hyper(step, b, "eps");
-        Value bc1 = hyper(step, b, "bias_correction1"), bc2 = hyper(step, b, "bias_correction2");
+        Value stepSize = hyper(step, b, "step_size");
+        Value bc2Sqrt = hyper(step, b, "bias_correction2_sqrt");
         Value m = state(step, b, p.getType(), "exp_avg." + name);
         Value v = state(step, b, p.getType(), "exp_avg_sq." + name);
-        SmallVector<Value> operands = {p, g, m, v, lr, beta1, beta2, eps, wd, bc1, bc2};
+        SmallVector<Value> operands = {p,  g,     m,  v,        lr,     beta1,  beta2,
+                                       oneMinusBeta1, oneMinusBeta2, eps, wd, stepSize, bc2Sqrt};
         if (gradScale)
           operands.push_back(gradScale);
         SmallVector<NamedAttribute> flags;

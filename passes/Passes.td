@@ -163,10 +163,13 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       b = momentum b + g; g = nesterov ? g + momentum b : b; p -= lr g.
       With zero momentum the buffer stays zero and costs nothing but memory.
     - `adam` / `adamw` (torch.optim.Adam / AdamW): m = b1 m + (1-b1) g;
-      v = b2 v + (1-b2) g^2; p -= lr (m / bc1) / (sqrt(v / bc2) + eps), where
-      bc1 = 1 - b1^t and bc2 = 1 - b2^t are hyperparameters the trainer
-      computes each step. Adam adds wd p to g; AdamW scales p by (1 - lr wd)
-      first (decoupled weight decay).
+      v = b2 v + ((1-b2) g) g; p -= (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps),
+      PyTorch's order, where bc1 = 1 - b1^t and bc2 = 1 - b2^t. 1 - b1, 1 - b2,
+      lr / bc1 and sqrt(bc2) are hyperparameters (`one_minus_beta1`,
+      `one_minus_beta2`, `step_size`, `bias_correction2_sqrt`) the trainer
+      computes in double each step, as PyTorch does in Python floats.
+      Adam adds wd p to g; AdamW scales p by (1 - lr wd) first (decoupled
+      weight decay).
 
     With `clip-grad-norm` the gradients are scaled as
     torch.nn.utils.clip_grad_norm_ does: by min(1, max_norm / (norm + 1e-6))

@@ -83,8 +83,13 @@ struct Hyper {
     if (name == "beta2") return beta2;
     if (name == "eps") return eps;
     if (name == "max_grad_norm") return maxGradNorm;
-    if (name == "bias_correction1") return 1.0 - std::pow(beta1, static_cast<double>(step));
-    if (name == "bias_correction2") return 1.0 - std::pow(beta2, static_cast<double>(step));
+    // Adam's step constants in double, rounded to float32 only as a whole
+    // (PyTorch's Python floats): 1 - beta2 from float32 beta2 is 1.3e-5 off.
+    if (name == "one_minus_beta1") return 1.0 - beta1;
+    if (name == "one_minus_beta2") return 1.0 - beta2;
+    if (name == "step_size") return lr / (1.0 - std::pow(beta1, static_cast<double>(step)));
+    if (name == "bias_correction2_sqrt")
+      return std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step)));
     return std::nan("");
   }
 };

@@ -20,14 +20,20 @@
 //   Nesterov: a flag of the update.
 // NESTEROV: tc.sgd_update {{.*}} {nesterov}
 //
-//   AdamW: decoupled decay, two moments, bias corrections as hyperparameters.
+//   AdamW: decoupled decay, two moments, 1 - beta1/2, the step size and the
+//   square root of the second bias correction as hyperparameters.
 // ADAMW-LABEL: func.func @train_step(
 // ADAMW-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
-// ADAMW-SAME: {tc.hyper = "bias_correction1"}
-// ADAMW-SAME: {tc.hyper = "bias_correction2"}
+// ADAMW-SAME: {tc.hyper = "beta1"}
+// ADAMW-SAME: {tc.hyper = "beta2"}
+// ADAMW-SAME: {tc.hyper = "one_minus_beta1"}
+// ADAMW-SAME: {tc.hyper = "one_minus_beta2"}
+// ADAMW-SAME: {tc.hyper = "eps"}
+// ADAMW-SAME: {tc.hyper = "step_size"}
+// ADAMW-SAME: {tc.hyper = "bias_correction2_sqrt"}
 // ADAMW-SAME: %[[M:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg.w"}
 // ADAMW-SAME: %[[V:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg_sq.w"}
-// ADAMW: %[[NP:[^,]*]], %[[NM:[^,]*]], %[[NV:[^ ]*]] = tc.adam_update %[[P]], %{{[^,]*}}, %[[M]], %[[V]], {{.*}} {decoupled}
+// ADAMW: %[[NP:[^,]*]], %[[NM:[^,]*]], %[[NV:[^ ]*]] = tc.adam_update %[[P]], %{{[^,]*}}, %[[M]], %[[V]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}} {decoupled}
 // ADAMW: return %{{.*}}, %[[NP]], %[[NM]], %[[NV]]
 //   Adam: L2 weight decay in the gradient (no decoupled flag).
 // ADAM: tc.adam_update
