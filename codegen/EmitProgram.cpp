@@ -407,7 +407,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "namespace tk = trainc::" << (cuda ? "cuda" : "cpu") << ";\n"
      << "using trainc::rt::Context;\nusing trainc::rt::Status;\n\n"
      << kernels.text()
-     << "/// @" << options.entry << " on one batch of " << batch << ".\n"
+     << "/// @" << commentText(options.entry) << " on one batch of " << batch << ".\n"
      << "Status forward(Context &ctx, const trainc::rt::ForwardArgs &args) {\n"
      << "  (void)ctx;\n"
      << forwardFn->body << "  return Status();\n}\n\n";
