@@ -148,6 +148,22 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
                          "; resume with the same --seed (this run has " +
                          std::to_string(expect.seed) + ")");
 
+  int64_t samples = 0;
+  TRAINC_RETURN_IF_ERROR(integer("samples", samples, 1, std::numeric_limits<int64_t>::max(),
+                                 "a sample count"));
+  if (samples != expect.samples)
+    return Status::error("the checkpoint " + path + " was written for " +
+                         std::to_string(samples) + " training samples; this run's data has " +
+                         std::to_string(expect.samples) + " (resume with the same --data)");
+  std::string shuffle;
+  TRAINC_RETURN_IF_ERROR(text("shuffle", shuffle));
+  if (shuffle != "true" && shuffle != "false")
+    return corrupt("manifest field 'shuffle' is '" + shuffle + "', not true or false");
+  if ((shuffle == "true") != expect.shuffle)
+    return Status::error("the checkpoint " + path + " was written " +
+                         (shuffle == "true" ? "with shuffled epochs; resume without --no-shuffle"
+                                            : "with --no-shuffle; resume with it"));
+
   const int64_t perEpoch = expect.batchesPerEpoch, total = expect.totalSteps;
   TRAINC_RETURN_IF_ERROR(integer("step", point.step, 0, total,
                                  "this run has " + std::to_string(total) + " steps"));

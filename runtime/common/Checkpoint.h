@@ -47,6 +47,10 @@ struct ResumeExpectation {
   const char *fingerprint = nullptr;
   int64_t batchesPerEpoch = 0, totalSteps = 0;
   uint64_t seed = 0;
+  /// The training data's sample count and whether epochs are shuffled: a
+  /// resumed run with others would not continue the same run.
+  int64_t samples = 0;
+  bool shuffle = true;
 };
 
 /// The position a checkpoint continues from.

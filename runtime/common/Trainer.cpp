@@ -468,6 +468,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     expect.batchesPerEpoch = batchesPerEpoch;
     expect.totalSteps = totalSteps;
     expect.seed = options.seed;
+    expect.samples = samples;
+    expect.shuffle = options.shuffle;
     ResumePoint point;
     TRAINC_RETURN_IF_ERROR(readCheckpoint(options.checkpointDir, expect, tensors, point));
     step = point.step;
@@ -497,6 +499,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         {"epoch", std::to_string(epoch)},
         {"batch", std::to_string(nextBatch)},
         {"seed", std::to_string(options.seed)},
+        {"samples", std::to_string(samples)},
+        {"shuffle", options.shuffle ? "true" : "false"},
         {"rng", epochRng}};
     if (program.fingerprint)
       manifest["fingerprint"] = program.fingerprint;

@@ -3,9 +3,10 @@
 // The input is a checkpoint.safetensors: written into a private folder and
 // read with readCheckpoint as `--resume` does, expecting the tensors and the
 // run of the seed corpus's checkpoint (the digits MLP of examples/, SGD with
-// momentum, batch 32: 45 batches per epoch). Any crash, sanitizer report or
-// hang is a bug: a bad checkpoint must end in a Status naming the file; an
-// accepted one must hold every expected tensor with its full size.
+// momentum, batch 32: 1437 samples in 45 batches per epoch, shuffled). Any
+// crash, sanitizer report or hang is a bug: a bad checkpoint must end in a
+// Status naming the file; an accepted one must hold every expected tensor
+// with its full size.
 //
 // Built by test/fuzz/build_runtime_fuzzers.sh with clang++
 // -fsanitize=fuzzer,address straight from the runtime sources.
@@ -64,6 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   expect.batchesPerEpoch = 45;
   expect.totalSteps = 1000;
   expect.seed = 0;
+  expect.samples = 1437;
+  expect.shuffle = true;
   std::vector<CheckpointTensor> tensors = expectedTensors();
   ResumePoint point;
   if (!readCheckpoint(dir, expect, tensors, point).ok())
