@@ -278,23 +278,19 @@ llvm::Expected<Tensor> trainc::frontend::readTensor(const onnx::TensorProto &pro
 
   // One value field, as the ONNX checker requires: raw_data or external data
   // next to a typed *_data field is ambiguous, so refuse it.
+  const std::pair<bool, const char *> present[] = {
+      {proto.data_location() == onnx::TensorProto::EXTERNAL, "external data"},
+      {proto.has_raw_data(), "raw_data"},
+      {proto.float_data_size() > 0, "float_data"},
+      {proto.double_data_size() > 0, "double_data"},
+      {proto.int32_data_size() > 0, "int32_data"},
+      {proto.int64_data_size() > 0, "int64_data"},
+      {proto.uint64_data_size() > 0, "uint64_data"},
+      {proto.string_data_size() > 0, "string_data"}};
   llvm::SmallVector<const char *> fields;
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
-    fields.push_back("external data");
-  if (proto.has_raw_data())
-    fields.push_back("raw_data");
-  if (proto.float_data_size())
-    fields.push_back("float_data");
-  if (proto.double_data_size())
-    fields.push_back("double_data");
-  if (proto.int32_data_size())
-    fields.push_back("int32_data");
-  if (proto.int64_data_size())
-    fields.push_back("int64_data");
-  if (proto.uint64_data_size())
-    fields.push_back("uint64_data");
-  if (proto.string_data_size())
-    fields.push_back("string_data");
+  for (const auto &[has, name] : present)
+    if (has)
+      fields.push_back(name);
   if (fields.size() > 1)
     return fail(llvm::Twine("has both ") + fields[0] + " and " + fields[1] +
                 "; a tensor holds its values in one field only");
