@@ -88,6 +88,8 @@ Status TrainLog::append(const std::string &line) {
 }
 
 Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr) {
+  if (!file.valid())
+    return Status(); // no --log: nothing to format
   Json record;
   record["step"] = step;
   record["epoch"] = epoch;
@@ -97,6 +99,8 @@ Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr) {
 }
 
 Status TrainLog::eval(int64_t epoch, double loss, double accuracy) {
+  if (!file.valid())
+    return Status();
   Json record;
   record["epoch"] = epoch;
   record["eval_loss"] = loss;
