@@ -398,28 +398,37 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * batchesPerEpoch;
   int64_t step = 0, startEpoch = 1, startBatch = 0;
 
-  // Checkpoints: a folder we can write, checked before the first step.
+  // Every tensor a checkpoint holds (the parameters but constants, then the
+  // optimizer state), by name, dtype and shape, with the device buffer it is
+  // saved from and restored to.
+  struct CheckpointSlot {
+    void *buffer;
+    uint64_t bytes;
+  };
+  std::vector<CheckpointTensor> checkpointSpecs;
+  std::vector<CheckpointSlot> checkpointSlots;
+  auto addCheckpointTensor = [&](const std::string &name, const TensorInfo &t, void *buffer) {
+    checkpointSpecs.push_back(
+        {name, t.dtype, std::vector<int64_t>(t.shape, t.shape + t.rank), {}});
+    checkpointSlots.push_back({buffer, tensorBytes(t)});
+  };
+  for (int i = 0; i < program.numParams; ++i)
+    if (!program.params[i].constant)
+      addCheckpointTensor(std::string("param/") + program.params[i].tensor.name,
+                          program.params[i].tensor, paramPtrs[i]);
+  for (int i = 0; i < train->numStates; ++i)
+    addCheckpointTensor(std::string("state/") + train->states[i].name, train->states[i],
+                        statePtrs[i]);
   auto deviceTensors = [&](std::vector<CheckpointTensor> &out) -> Status {
-    for (int i = 0; i < program.numParams; ++i) {
-      const ParamInfo &p = program.params[i];
-      if (p.constant)
-        continue;
-      CheckpointTensor t{std::string("param/") + p.tensor.name, p.tensor.dtype,
-                         std::vector<int64_t>(p.tensor.shape, p.tensor.shape + p.tensor.rank),
-                         std::vector<char>(p.bytes)};
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(t.bytes.data(), paramPtrs[i], p.bytes));
-      out.push_back(std::move(t));
-    }
-    for (int i = 0; i < train->numStates; ++i) {
-      const TensorInfo &s = train->states[i];
-      CheckpointTensor t{std::string("state/") + s.name, s.dtype,
-                         std::vector<int64_t>(s.shape, s.shape + s.rank),
-                         std::vector<char>(tensorBytes(s))};
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(t.bytes.data(), statePtrs[i], t.bytes.size()));
-      out.push_back(std::move(t));
+    out = checkpointSpecs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].bytes.resize(checkpointSlots[i].bytes);
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(out[i].bytes.data(), checkpointSlots[i].buffer,
+                                                 checkpointSlots[i].bytes));
     }
     return Status();
   };
+  // Checkpoints: a folder we can write, checked before the first step.
   if (!options.checkpointDir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(options.checkpointDir, error);
@@ -442,25 +451,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   if (options.resume) {
     if (options.checkpointDir.empty())
       return Status::error("--resume needs --checkpoint-dir");
-    // Every tensor the program has, by name, dtype and shape; the reader
-    // checks each against the file and fills its bytes.
-    std::vector<CheckpointTensor> tensors;
-    std::vector<std::pair<void *, uint64_t>> targets;
-    for (int i = 0; i < program.numParams; ++i) {
-      const ParamInfo &p = program.params[i];
-      if (p.constant)
-        continue;
-      tensors.push_back({std::string("param/") + p.tensor.name, p.tensor.dtype,
-                         std::vector<int64_t>(p.tensor.shape, p.tensor.shape + p.tensor.rank),
-                         {}});
-      targets.push_back({paramPtrs[i], p.bytes});
-    }
-    for (int i = 0; i < train->numStates; ++i) {
-      const TensorInfo &s = train->states[i];
-      tensors.push_back({std::string("state/") + s.name, s.dtype,
-                         std::vector<int64_t>(s.shape, s.shape + s.rank), {}});
-      targets.push_back({statePtrs[i], tensorBytes(s)});
-    }
+    // The reader checks every tensor against the file and fills its bytes.
+    std::vector<CheckpointTensor> tensors = checkpointSpecs;
     ResumeExpectation expect;
     expect.optimizer = optimizer;
     expect.batchSize = batch;
@@ -476,11 +468,12 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     startEpoch = point.epoch;
     startBatch = point.batch;
     epochRng = point.rng;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      TRAINC_RETURN_IF_ERROR(
-          context->copyToDevice(targets[i].first, tensors[i].bytes.data(), targets[i].second));
-      TRAINC_RETURN_IF_ERROR(context->synchronize());
-    }
+    for (size_t i = 0; i < tensors.size(); ++i)
+      TRAINC_RETURN_IF_ERROR(context->copyToDevice(checkpointSlots[i].buffer,
+                                                   tensors[i].bytes.data(),
+                                                   checkpointSlots[i].bytes));
+    // `tensors` holds the host bytes until the copies are done.
+    TRAINC_RETURN_IF_ERROR(context->synchronize());
     std::istringstream state(epochRng);
     state >> rng; // checked by readCheckpoint
     std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
