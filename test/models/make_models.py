@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Builds the real-model suite: torchvision and Hugging Face models at small size.
+
+Usage:  build/models-venv/bin/python test/models/make_models.py OUTDIR [--only REGEX]
+
+Run with build/models-venv/bin/python (scripts/models-venv.sh: Debian's torch
+1.13, torchvision 0.14 and onnx 1.12 plus transformers 4.36.2). No weights are
+downloaded: every model is built from its constructor or a tiny config, seeded,
+with every dropout probability 0 so that one training step is deterministic.
+
+For every model NAME it writes OUTDIR/NAME/:
+  model.onnx        python/trainc_torch.py's export_for_training (training
+                    mode, no constant folding, dynamic batch axis, the
+                    trainable-parameter metadata)
+  data/             one .npy per model input, label.npy (the label of
+                    --loss=cross-entropy|mse; none for --loss=output) and
+                    sample_weights.npy (ones): the inputs of `PROG --run`
+  grads32.npz       PyTorch float32 gradients of the loss of one step
+                    (model.train()), keyed by ONNX initializer name
+  grads64.npz       the same on module.double() of a deep copy, inputs in
+                    float64: the reference both are measured against
+  eval_OUTPUT.npy   model.eval() outputs on the same inputs (initial weights)
+  meta.json         loss kind, class axis, inputs, outputs, trainable
+                    initializers, the float32 and float64 loss, ONNX op counts
+and OUTDIR/models.json listing them. check_models.py rebuilds each module with
+build_module(NAME) to compare an exported, trained model with PyTorch.
+"""
+
+import argparse
+import collections
+import copy
+import json
+import os
+import re
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from trainc_torch import export_for_training  # noqa: E402
+
+warnings.filterwarnings("ignore")
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------------------
+# Models. Each spec builds a module whose forward takes the inputs in order and
+# returns one tensor or a tuple (the outputs, in order).
+# ---------------------------------------------------------------------------
+
+def no_dropout(module):
+    """Every dropout and stochastic-depth probability 0 (deterministic step)."""
+    for m in module.modules():
+        if isinstance(m, nn.Dropout) or type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+        if isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+    return module
+
+
+def torchvision_model(fn, **kwargs):
+    def build():
+        import torchvision
+        return no_dropout(getattr(torchvision.models, fn)(weights=None, **kwargs))
+    return build
+
+
+def vit():
+    # vit_b_16's architecture (torchvision's VisionTransformer) at 32x32
+    # pixels, patch 8, 2 layers, hidden 64: vit_b_16() itself fixes 12 layers
+    # of width 768.
+    from torchvision.models import VisionTransformer
+    return no_dropout(VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+                                        hidden_dim=64, mlp_dim=128, num_classes=10))
+
+
+class HFOutputs(nn.Module):
+    """A Hugging Face model called with keyword inputs; returns the chosen outputs."""
+
+    def __init__(self, model, input_keys, outputs):
+        super().__init__()
+        self.m = model
+        self.input_keys = input_keys
+        self.outputs = outputs
+
+    def forward(self, *inputs):
+        out = self.m(**dict(zip(self.input_keys, inputs)), return_dict=True)
+        values = tuple(getattr(out, k) for k in self.outputs)
+        return values[0] if len(values) == 1 else values
+
+
+def hf(config_fn, model_cls, input_keys, outputs):
+    def build():
+        import transformers
+        config = config_fn(transformers)
+        model = getattr(transformers, model_cls)(config)
+        return no_dropout(HFOutputs(model, input_keys, outputs))
+    return build
+
+
+def gpt2_config(t):
+    return t.GPT2Config(vocab_size=200, n_positions=32, n_embd=32, n_layer=2, n_head=2,
+                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False)
+
+
+def bert_config(t):
+    return t.BertConfig(vocab_size=200, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        classifier_dropout=0.0, num_labels=3)
+
+
+def t5_config(t):
+    return t.T5Config(vocab_size=200, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
+                      relative_attention_num_buckets=8, relative_attention_max_distance=16,
+                      dropout_rate=0.0, use_cache=False)
+
+
+def llama_config(t):
+    return t.LlamaConfig(vocab_size=200, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=32, attention_dropout=0.0, use_cache=False)
+
+
+def whisper_config(t):
+    # Whisper's encoder expects 2 * max_source_positions input frames.
+    return t.WhisperConfig(vocab_size=100, num_mel_bins=16, encoder_layers=2,
+                           encoder_attention_heads=2, encoder_ffn_dim=64, d_model=32,
+                           decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=64,
+                           max_source_positions=16, max_target_positions=16,
+                           dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+                           encoder_layerdrop=0.0, decoder_layerdrop=0.0, num_labels=4,
+                           classifier_proj_size=16, use_weighted_layer_sum=False)
+
+
+Spec = collections.namedtuple("Spec", "name build inputs outputs loss class_axis cuda")
+
+
+def images(batch, size):
+    return lambda g: {"x": torch.randn(batch, 3, size, size, generator=g)}
+
+
+def tokens(batch, seq, vocab, *names):
+    def make(g):
+        ids = torch.randint(0, vocab, (batch, seq), generator=g)
+        return {n: ids.clone() for n in names}
+    return make
+
+
+B, PX = 4, 32
+SPECS = [
+    Spec("resnet18", torchvision_model("resnet18", num_classes=10), images(B, PX), ["logits"],
+         "cross-entropy", 1, True),
+    Spec("resnet50", torchvision_model("resnet50", num_classes=10), images(B, PX), ["logits"],
+         "cross-entropy", 1, False),
+    Spec("mobilenet_v2", torchvision_model("mobilenet_v2", num_classes=10), images(B, PX),
+         ["logits"], "cross-entropy", 1, True),
+    Spec("mobilenet_v3_small", torchvision_model("mobilenet_v3_small", num_classes=10),
+         images(B, PX), ["logits"], "cross-entropy", 1, False),
+    Spec("efficientnet_b0", torchvision_model("efficientnet_b0", num_classes=10), images(B, PX),
+         ["logits"], "cross-entropy", 1, False),
+    Spec("convnext_tiny", torchvision_model("convnext_tiny", num_classes=10), images(B, PX),
+         ["logits"], "cross-entropy", 1, False),
+    Spec("densenet121", torchvision_model("densenet121", num_classes=10), images(B, PX),
+         ["logits"], "cross-entropy", 1, False),
+    Spec("shufflenet_v2_x0_5", torchvision_model("shufflenet_v2_x0_5", num_classes=10),
+         images(B, PX), ["logits"], "cross-entropy", 1, False),
+    Spec("vit_b_16", vit, images(B, PX), ["logits"], "cross-entropy", 1, True),
+    Spec("gpt2", hf(gpt2_config, "GPT2LMHeadModel", ["input_ids"], ["logits"]),
+         tokens(2, 16, 200, "input_ids"), ["logits"], "cross-entropy", -1, True),
+    Spec("gpt2_loss", hf(gpt2_config, "GPT2LMHeadModel", ["input_ids", "labels"],
+                         ["loss", "logits"]),
+         tokens(2, 16, 200, "input_ids", "labels"), ["loss", "logits"], "output", None, False),
+    Spec("bert", hf(bert_config, "BertForSequenceClassification", ["input_ids"], ["logits"]),
+         tokens(2, 16, 200, "input_ids"), ["logits"], "cross-entropy", 1, False),
+    Spec("t5_encoder", hf(t5_config, "T5EncoderModel", ["input_ids"], ["last_hidden_state"]),
+         tokens(2, 16, 200, "input_ids"), ["hidden"], "mse", None, False),
+    Spec("llama", hf(llama_config, "LlamaForCausalLM", ["input_ids"], ["logits"]),
+         tokens(2, 16, 200, "input_ids"), ["logits"], "cross-entropy", -1, False),
+    Spec("whisper_classifier", hf(whisper_config, "WhisperForAudioClassification",
+                                  ["input_features"], ["logits"]),
+         lambda g: {"input_features": torch.randn(2, 16, 32, generator=g)}, ["logits"],
+         "cross-entropy", 1, False),
+]
+SPEC_BY_NAME = {s.name: s for s in SPECS}
+
+
+def seed_for(name):
+    return sum(ord(c) * (i + 1) for i, c in enumerate(name)) % 10007
+
+
+def build_module(name):
+    """The module of spec NAME with its initial (seeded) weights, in train mode."""
+    torch.manual_seed(seed_for(name))
+    module = SPEC_BY_NAME[name].build().float()
+    module.train()
+    return module
+
+
+def make_inputs(name):
+    g = torch.Generator().manual_seed(seed_for(name) + 1)
+    return SPEC_BY_NAME[name].inputs(g)
+
+
+# ---------------------------------------------------------------------------
+# The PyTorch reference.
+# ---------------------------------------------------------------------------
+
+def torch_loss(spec, outputs, label):
+    y = outputs[0] if isinstance(outputs, tuple) else outputs
+    if spec.loss == "output":
+        return y
+    if spec.loss == "mse":
+        return F.mse_loss(y, label)
+    if spec.class_axis == -1:  # [N, T, V] logits, [N, T] labels
+        return F.cross_entropy(y.reshape(-1, y.shape[-1]), label.reshape(-1))
+    return F.cross_entropy(y, label)
+
+
+def as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+def make_label(spec, outputs, g):
+    y = as_tuple(outputs)[0]
+    if spec.loss == "output":
+        return None
+    if spec.loss == "mse":
+        return torch.randn(y.shape, generator=g)
+    if spec.class_axis == -1:
+        return torch.randint(0, y.shape[-1], tuple(y.shape[:-1]), generator=g)
+    return torch.randint(0, y.shape[1], (y.shape[0],), generator=g)
+
+
+def gradients(module, inputs, label, spec, init_of_param, dtype):
+    """(loss, {initializer: gradient}) of one model.train() step in `dtype`."""
+    m = copy.deepcopy(module).to(dtype)
+    m.train()
+    args = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+    lab = None
+    if label is not None:
+        lab = label.to(dtype) if label.is_floating_point() else label
+    # Tensors the forward creates (transformers' masks: torch.full without a
+    # dtype) take the reference's precision too.
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        loss = torch_loss(spec, m(*args), lab)
+        loss.backward()
+    finally:
+        torch.set_default_dtype(default)
+    params = dict(m.named_parameters())
+    grads = {}
+    for init, pname in init_of_param.items():
+        g = params[pname].grad
+        grads[init] = (np.zeros(params[pname].shape) if g is None
+                       else g.detach().numpy()).astype(np.float32 if dtype == torch.float32
+                                                        else np.float64)
+    return float(loss), grads
+
+
+def initializer_names(proto, module, trainable):
+    """ONNX initializer -> module parameter name, for every trainable initializer."""
+    params = dict(module.named_parameters())
+    inits = {t.name: t for t in proto.graph.initializer}
+    mapping = {}
+    for name in trainable:
+        if name in params:
+            mapping[name] = name
+            continue
+        value = numpy_helper.to_array(inits[name])
+        same = [p for p, t in params.items()
+                if tuple(t.shape) == value.shape and np.array_equal(t.detach().numpy(), value)]
+        if len(same) != 1:
+            raise RuntimeError("initializer %s matches parameters %s by value" % (name, same))
+        mapping[name] = same[0]
+    return mapping
+
+
+def load_initializers(module, proto):
+    """Copies every initializer named like a state_dict entry into the module
+    (the export's forward pass may have moved batch-norm running statistics)."""
+    state = module.state_dict()
+    with torch.no_grad():
+        for t in proto.graph.initializer:
+            if t.name in state:
+                state[t.name].copy_(torch.from_numpy(numpy_helper.to_array(t).copy()))
+
+
+def make_model(name, outdir):
+    spec = SPEC_BY_NAME[name]
+    mdir = os.path.join(outdir, name)
+    shutil.rmtree(mdir, ignore_errors=True)
+    data = os.path.join(mdir, "data")
+    os.makedirs(data)
+    module = build_module(name)
+    feed = make_inputs(name)
+    input_names = list(feed)
+    inputs = [feed[n] for n in input_names]
+    saved = copy.deepcopy(module.state_dict())
+    path = os.path.join(mdir, "model.onnx")
+    trainable, _ = export_for_training(module, tuple(inputs), path, input_names, spec.outputs)
+    module.load_state_dict(saved)
+    proto = onnx.load(path)
+    load_initializers(module, proto)
+    init_of_param = initializer_names(proto, module, trainable)
+    missing = sorted(set(p for p, t in module.named_parameters()) - set(init_of_param.values()))
+
+    with torch.no_grad():
+        evalm = copy.deepcopy(module).eval()
+        eval_out = as_tuple(evalm(*inputs))
+        train_out = copy.deepcopy(module)(*inputs)
+    label = make_label(spec, train_out, torch.Generator().manual_seed(seed_for(name) + 2))
+    loss32, g32 = gradients(module, inputs, label, spec, init_of_param, torch.float32)
+    loss64, g64 = gradients(module, inputs, label, spec, init_of_param, torch.float64)
+
+    for n, x in feed.items():
+        np.save(os.path.join(data, n + ".npy"), x.numpy())
+    if label is not None:
+        np.save(os.path.join(data, "label.npy"), label.numpy())
+    batch = inputs[0].shape[0]
+    np.save(os.path.join(data, "sample_weights.npy"), np.ones(batch, np.float32))
+    np.savez(os.path.join(mdir, "grads32.npz"), **g32)
+    np.savez(os.path.join(mdir, "grads64.npz"), **g64)
+    for n, y in zip(spec.outputs, eval_out):
+        np.save(os.path.join(mdir, "eval_%s.npy" % n), y.numpy())
+    ops = collections.Counter(n.op_type for n in proto.graph.node)
+    meta = dict(name=name, batch=batch, loss=spec.loss, class_axis=spec.class_axis,
+                inputs=input_names, outputs=spec.outputs, cuda=spec.cuda,
+                trainable=sorted(init_of_param), param_of_initializer=init_of_param,
+                unexported_params=missing, loss32=loss32, loss64=loss64,
+                parameters=int(sum(p.numel() for p in module.parameters())),
+                onnx_ops=dict(sorted(ops.items())))
+    with open(os.path.join(mdir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    return meta
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--only", help="only the models whose name matches REGEX (re.search)")
+    args = ap.parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    names = [s.name for s in SPECS if not args.only or re.search(args.only, s.name)]
+    if not names:
+        print("no model matches --only %r" % args.only)
+        return 1
+    made, failed = [], []
+    for name in names:
+        try:
+            meta = make_model(name, args.outdir)
+            made.append(name)
+            print("%s: %d parameters, %d ONNX nodes, loss %.6g" %
+                  (name, meta["parameters"], sum(meta["onnx_ops"].values()), meta["loss32"]),
+                  flush=True)
+        except Exception as e:  # one broken model does not stop the others
+            failed.append(name)
+            print("%s: export failed: %s: %s" % (name, type(e).__name__,
+                                                str(e).strip().splitlines()[0] if str(e)
+                                                else ""), flush=True)
+    listing = os.path.join(args.outdir, "models.json")
+    known = json.load(open(listing)) if os.path.exists(listing) else {}
+    for name in made:
+        known[name] = "ok"
+    for name in failed:
+        known[name] = "export failed"
+    with open(listing, "w") as f:
+        json.dump(known, f, indent=1, sort_keys=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
