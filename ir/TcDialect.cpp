@@ -34,7 +34,8 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
     return success();
   }
   if (attr.getName() == trainc::tc::kSampleWeightsAttrName ||
-      attr.getName() == trainc::tc::kDropoutKeyAttrName) {
+      attr.getName() == trainc::tc::kDropoutKeyAttrName ||
+      attr.getName() == trainc::tc::kFoldedBiasAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' is a unit attribute";
     return success();

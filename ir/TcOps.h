@@ -51,6 +51,9 @@ inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights
 /// kDropoutKeyInputName.
 inline constexpr llvm::StringLiteral kDropoutKeyAttrName = "tc.dropout_key";
 inline constexpr llvm::StringLiteral kDropoutKeyInputName = "dropout_key";
+/// Argument attribute (unit) of a parameter whose only use trainc-fold-bias-bn
+/// removed: autodiff gives it the gradient 0 (its exact value).
+inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
 
 } // namespace trainc::tc
 

@@ -145,6 +145,15 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
     for (unsigned index : params) {
       Value g = grads.lookup(step.getArgument(index));
+      // A bias that trainc-fold-bias-bn removed has the gradient 0 exactly
+      // (batch norm cancels it): it still gets one, so that momentum and
+      // weight decay treat it as PyTorch does.
+      if (!g && step.getArgAttr(index, tc::kFoldedBiasAttrName)) {
+        auto type = cast<RankedTensorType>(step.getArgument(index).getType());
+        g = b.create<tc::ConstantOp>(step.getArgument(index).getLoc(),
+                                     DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())))
+                .getResult();
+      }
       if (!g)
         continue; // no path to the loss: no gradient code
       auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(index, tc::kParamAttrName);

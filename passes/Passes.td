@@ -14,7 +14,14 @@ def FoldBiasBeforeBatchNorm : Pass<"trainc-fold-bias-bn", "mlir::ModuleOp"> {
     `tc.conv` (and the `C` operand of `tc.gemm` when it is a per-column vector
     feeding a batch_norm over [N, C]) when the op's only user is a
     `tc.batch_norm {training = true}` on the same channel axis. The parameter
-    stays in the module, so the exported model keeps it unchanged.
+    stays in the module, so the exported model and the inference forward keep
+    it. Two things keep the result PyTorch's:
+    - PyTorch's running mean still contains the bias, so the pass adds
+      `(1 - momentum) * beta * bias` to the updated running mean;
+    - the bias argument is marked `tc.folded_bias`, and autodiff gives it the
+      gradient 0 (its exact value), so momentum and weight decay still move it
+      as in PyTorch.
+    In `trainc compile` it is the phase `fold-bias-bn`, after `loss`.
 
     Before:
     ```mlir
@@ -25,6 +32,9 @@ def FoldBiasBeforeBatchNorm : Pass<"trainc-fold-bias-bn", "mlir::ModuleOp"> {
     ```mlir
     %y = tc.conv %x, %w {...} : (...) -> tensor<2x64x8x8xf32>
     %z, %m, %v = tc.batch_norm %y, %g, %beta, %rm, %rv {training = true} : ...
+    %share = tc.constant dense<1.000000e-01> : tensor<f32>
+    %t = tc.mul %b, %share : ...
+    %m2 = tc.add %m, %t : ...   // the running mean PyTorch computes
     ```
     It must not fire for inference-mode batch_norm (the running mean does not
     cancel the bias) or when the conv result has other users.

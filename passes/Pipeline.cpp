@@ -38,6 +38,10 @@ const std::vector<Phase> &phases() {
          loss.classAxis = o.classAxis;
          pm.addPass(trainc::createAttachLoss(loss));
        }},
+      {"fold-bias-bn", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &) {
+         pm.addPass(trainc::createFoldBiasBeforeBatchNorm());
+       }},
       {"autodiff", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          trainc::AutodiffOptions autodiff;

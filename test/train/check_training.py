@@ -3,7 +3,8 @@
 
 Usage: check_training.py TRAINC WORKDIR [--gpu-prepare DIR] [--only PART,...]
 
-PART: mlp (optimizers, schedules, LeNet, clipping, freezing), dropout, zoo
+PART: mlp (optimizers, schedules, LeNet, clipping, freezing), dropout, foldbias
+(a Conv bias before BatchNorm, folded), zoo
 (or zoo:resnet18+gpt for some zoo models), cuda (the CUDA compiles).
 TRAINC_SHOW_UPDATE_ERRORS=1 prints ResNet's per-tensor update errors.
 
@@ -523,6 +524,82 @@ def check_dropout_training(trainc, work, check, data, x, y):
                 "one (%s)" % ("identical" if same else "DIFFERENT"))
 
 
+class ConvBnNet(torch.nn.Module):
+    """Conv with a bias straight into BatchNorm (trainc-fold-bias-bn drops the
+    bias in the step), then ReLU, Flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3, bias=True)
+        self.bn = torch.nn.BatchNorm2d(4)
+        self.fc = torch.nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x.view(-1, 1, 8, 8)))).flatten(1))
+
+
+def check_fold_bias_training(trainc, work, check, data, x, y):
+    """With the bias of a Conv before a BatchNorm folded away, SGD with
+    momentum and weight decay still matches PyTorch step for step: the loss,
+    the final weights (the conv bias too, which only weight decay moves) and
+    the running statistics (the running mean still contains the bias)."""
+    torch.manual_seed(5)
+    net = ConvBnNet()
+    with torch.no_grad():
+        net.conv.bias.uniform_(-2, 2)  # large enough to matter in the running mean
+    path = os.path.join(work, "conv_bn.onnx")
+    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    prog = os.path.join(work, "conv_bn")
+    flags = ["--target=cpu", "--batch-size=%d" % BATCH, "--loss=cross-entropy", "--optimizer=sgd"]
+    folded = subprocess.run([trainc, "compile", path] + flags + ["--compile-to=fold-bias-bn"],
+                            capture_output=True, text=True)
+    check(folded.returncode == 0 and "tc.folded_bias" in folded.stdout,
+          "conv+bn: the fold-bias-bn phase drops the conv bias in the step")
+    build = subprocess.run([trainc, "compile", path] + flags + ["-o", prog],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "conv+bn compiles: %s" % build.stderr.strip()[:300])
+        return
+    log, saved = os.path.join(work, "conv_bn.jsonl"), os.path.join(work, "conv_bn.params")
+    run = subprocess.run([prog, "--data", data, "--lr", "0.1", "--momentum", "0.9",
+                          "--weight-decay", "0.05", "--epochs", str(EPOCHS), "--no-shuffle",
+                          "--log", log, "--save-params", saved], capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "conv+bn trains: %s" % run.stderr.strip()[:300])
+        return
+    ours = [json.loads(line)["loss"] for line in open(log)]
+    net.load_state_dict({k: torch.tensor(init[k]) if k in init else v
+                         for k, v in net.state_dict().items()})
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=0.05)
+    theirs = []
+    for _ in range(EPOCHS):
+        for first in range(0, SAMPLES, BATCH):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(
+                net(torch.tensor(x[first:first + BATCH])), torch.tensor(y[first:first + BATCH]))
+            loss.backward()
+            optimizer.step()
+            theirs.append(float(loss))
+    err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
+    check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5),
+          "conv+bn sgd (momentum, weight decay): loss of each of %d steps matches PyTorch "
+          "(max abs error %.3g)" % (len(theirs), err))
+    for name, want in net.state_dict().items():
+        if name.endswith("num_batches_tracked"):
+            continue
+        got = np.load(os.path.join(saved, name + ".npy"))
+        want = want.detach().numpy()
+        moved = float(np.abs(want - init[name]).max())
+        werr = float(np.abs(got - want).max())
+        check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
+              "conv+bn %s after %d steps matches PyTorch (max abs error %.3g; it moved by %.3g)"
+              % (name, len(theirs), werr, moved))
+
+
 def check_mlp_training(trainc, work, check, model_path, init, layer_names, data, x, y):
     """The MLP with every optimizer, the learning-rate schedules, the zoo's
     LeNet, gradient clipping and freezing, each against PyTorch."""
@@ -801,7 +878,7 @@ def main():
             GPU_DIR = os.path.abspath(args[1])
             os.makedirs(GPU_DIR, exist_ok=True)
         elif args[0] == "--only" and len(args) > 1:
-            # mlp, dropout, zoo or zoo:MODEL[+MODEL], cuda (comma-separated)
+            # mlp, dropout, foldbias, zoo or zoo:MODEL[+MODEL], cuda (comma-separated)
             parts = set()
             for part in args[1].split(","):
                 head, _, models = part.partition(":")
@@ -843,6 +920,8 @@ def main():
         check_mlp_training(trainc, work, check, model_path, init, layer_names, data, x, y)
     if want("dropout"):
         check_dropout_training(trainc, work, check, data, x, y)
+    if want("foldbias"):
+        check_fold_bias_training(trainc, work, check, data, x, y)
     if want("zoo"):
         check_zoo_training(trainc, work, check, zoo_models)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
