@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace mlir;
 using namespace trainc;
@@ -361,6 +362,111 @@ LogicalResult convertDropout(NodeContext &ctx) {
   // training step.
   return ctx.emit<tc::DropoutOp>(
       *x, {ctx.namedF32("ratio", ratio), ctx.namedI64("stream", ctx.nodeIndex())});
+}
+
+} // namespace trainc::frontend
+
+//===----------------------------------------------------------------------===//
+// HardSigmoid and HardSwish, decomposed into tc ops with gradient rules
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Builds single-result tc ops for one node, stopping at the first failure
+/// (each call after a failure returns failure too).
+class OpChain {
+public:
+  explicit OpChain(NodeContext &ctx) : ctx(ctx) {}
+
+  template <typename OpTy> FailureOr<Value> op(llvm::ArrayRef<FailureOr<Value>> operands) {
+    SmallVector<Value> values;
+    for (const FailureOr<Value> &v : operands) {
+      if (failed(v))
+        return failure();
+      values.push_back(*v);
+    }
+    return emitOp<OpTy>(ctx, values);
+  }
+
+  /// A rank-0 constant of `like`'s element type.
+  Value scalar(Value like, double value) {
+    Type element = cast<RankedTensorType>(like.getType()).getElementType();
+    Tensor t = Tensor::scalarReal(fromMlirType(element).value_or(DType::F32), value);
+    return ctx.builder().create<tc::ConstantOp>(ctx.loc(), toAttribute(ctx.context(), t));
+  }
+
+private:
+  NodeContext &ctx;
+};
+
+FailureOr<Value> floatInput(NodeContext &ctx) {
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return ctx.error("expects a floating-point input");
+  return x;
+}
+
+} // namespace
+
+namespace trainc::frontend {
+
+/// HardSigmoid max(0, min(1, alpha * x + beta)). With PyTorch's constants
+/// (alpha 1/6, beta 1/2, how F.hardsigmoid exports) it is computed as PyTorch
+/// does, (x + 3) / 6 between -3 and 3, and tested on x. The gradient is
+/// PyTorch's hardsigmoid_backward: alpha strictly inside the bounds, 0 at and
+/// outside them and at NaN. A clip would pass it at the bounds, so the value
+/// outside the open interval is a constant picked by tc.where (1 above, 0
+/// below, NaN for NaN), which carries no gradient.
+LogicalResult convertHardSigmoid(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  float alpha = ctx.attrFloat("alpha", 0.2f), beta = ctx.attrFloat("beta", 0.5f);
+  bool torchForm = alpha == 1.0f / 6.0f && beta == 0.5f;
+  OpChain b(ctx);
+  // v is compared with [lo, hi]; t is the value inside.
+  FailureOr<Value> v = *x, t;
+  double lo = -3.0, hi = 3.0;
+  if (torchForm) {
+    t = b.op<tc::DivOp>({b.op<tc::AddOp>({*x, b.scalar(*x, 3.0)}), b.scalar(*x, 6.0)});
+  } else {
+    v = b.op<tc::AddOp>({b.op<tc::MulOp>({*x, b.scalar(*x, alpha)}), b.scalar(*x, beta)});
+    t = v;
+    lo = 0.0;
+    hi = 1.0;
+  }
+  if (failed(v) || failed(t))
+    return failure();
+  FailureOr<Value> inside = b.op<tc::AndOp>(
+      {b.op<tc::GreaterOp>({*v, b.scalar(*x, lo)}), b.op<tc::LessOp>({*v, b.scalar(*x, hi)})});
+  FailureOr<Value> below =
+      b.op<tc::WhereOp>({b.op<tc::LessEqualOp>({*v, b.scalar(*x, lo)}), b.scalar(*x, 0.0),
+                         b.scalar(*x, std::numeric_limits<double>::quiet_NaN())});
+  FailureOr<Value> outside =
+      b.op<tc::WhereOp>({b.op<tc::GreaterEqualOp>({*v, b.scalar(*x, hi)}), b.scalar(*x, 1.0),
+                         below});
+  return bind(ctx, b.op<tc::WhereOp>({inside, t, outside}));
+}
+
+/// HardSwish x * max(0, min(1, x / 6 + 1/2)), as PyTorch computes it:
+/// x * c / 6 with c = x + 3 clamped to [0, 6]. c is chosen by tc.where on x
+/// (0 below -3, x + 3 up to 3, 6 above and at NaN), so the gradient is
+/// PyTorch's hardswish_backward: 0 below -3, x / 3 + 1/2 on [-3, 3]
+/// (-1/2 and 3/2 at the bounds), 1 above 3 and at NaN. A clip of x + 3 would
+/// round x + 3 to 6 for x just above 3 and pass NaN into the gradient.
+LogicalResult convertHardSwish(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  FailureOr<Value> ramp =
+      b.op<tc::WhereOp>({b.op<tc::LessOp>({*x, b.scalar(*x, -3.0)}), b.scalar(*x, 0.0),
+                         b.op<tc::AddOp>({*x, b.scalar(*x, 3.0)})});
+  FailureOr<Value> c = b.op<tc::WhereOp>(
+      {b.op<tc::LessEqualOp>({*x, b.scalar(*x, 3.0)}), ramp, b.scalar(*x, 6.0)});
+  return bind(ctx, b.op<tc::DivOp>({b.op<tc::MulOp>({*x, c}), b.scalar(*x, 6.0)}));
 }
 
 } // namespace trainc::frontend

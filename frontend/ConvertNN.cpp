@@ -7,6 +7,7 @@
 #include "ir/TcOps.h"
 
 #include <algorithm>
+#include <limits>
 
 using namespace mlir;
 using namespace trainc;
@@ -69,6 +70,76 @@ FailureOr<RankedTensorType> spatialInput(NodeContext &ctx) {
   return type;
 }
 
+/// The single result of a new tc op.
+template <typename OpTy>
+FailureOr<Value> build(NodeContext &ctx, ValueRange operands,
+                       ArrayRef<NamedAttribute> attrs = {}) {
+  FailureOr<Operation *> op = ctx.create<OpTy>(operands, attrs);
+  if (failed(op))
+    return failure();
+  return (*op)->getResult(0);
+}
+
+FailureOr<Value> reshapeTo(NodeContext &ctx, Value v, ArrayRef<int64_t> shape) {
+  return build<tc::ReshapeOp>(ctx, v, {ctx.namedArray("shape", shape)});
+}
+
+/// A rank-0 constant of `like`'s element type.
+Value scalarLike(NodeContext &ctx, Value like, double value) {
+  Type element = cast<RankedTensorType>(like.getType()).getElementType();
+  Tensor t = Tensor::scalarReal(fromMlirType(element).value_or(DType::F32), value);
+  return ctx.builder().create<tc::ConstantOp>(ctx.loc(), toAttribute(ctx.context(), t));
+}
+
+/// Refuses at import what the code generator cannot emit for a window op
+/// (convolution, pooling) or a normalization that calls the runtime: more
+/// than two spatial axes, element types other than f32. `what` names the op
+/// family in the message.
+LogicalResult checkRuntimeKernel(NodeContext &ctx, RankedTensorType type,
+                                 llvm::StringRef what, bool windowed) {
+  if (windowed && type.getRank() > 4)
+    return ctx.error(llvm::Twine(type.getRank() - 2) + "-D " + what +
+                     " is not supported (code generation has 1-D and 2-D " + what +
+                     "); input " + shape::format(type.getShape()));
+  if (!type.getElementType().isF32()) {
+    auto dtype = fromMlirType(type.getElementType());
+    return ctx.error("code generation supports float32 " + what + " only, got " +
+                     (dtype ? dtypeName(*dtype) : llvm::StringRef("another type")));
+  }
+  return success();
+}
+
+/// A 1-D window [k] as the 2-D window [1, k] over [N, C, 1, L]: no padding,
+/// stride and dilation 1 on the added axis.
+Window liftTo2d(const Window &w) {
+  Window lifted;
+  lifted.kernel = {1, w.kernel[0]};
+  lifted.strides = {1, w.strides[0]};
+  lifted.dilations = {1, w.dilations[0]};
+  lifted.pads = {0, w.pads[0], 0, w.pads[1]};
+  return lifted;
+}
+
+/// [d0, d1, rest...] -> [d0, d1, 1, rest...].
+SmallVector<int64_t> withUnitAxis2(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> lifted(shape.begin(), shape.begin() + 2);
+  lifted.push_back(1);
+  lifted.append(shape.begin() + 2, shape.end());
+  return lifted;
+}
+
+/// Reshapes the [N, C, 1, L] result of a lifted 1-D op back to [N, C, L].
+LogicalResult bindDroppingAxis2(NodeContext &ctx, FailureOr<Value> lifted) {
+  if (failed(lifted))
+    return failure();
+  ArrayRef<int64_t> s = cast<RankedTensorType>(lifted->getType()).getShape();
+  FailureOr<Value> out = reshapeTo(ctx, *lifted, {s[0], s[1], s[3]});
+  if (failed(out))
+    return failure();
+  ctx.setOutput(0, *out);
+  return success();
+}
+
 } // namespace
 
 LogicalResult trainc::frontend::convertMatMul(NodeContext &ctx) {
@@ -96,10 +167,15 @@ LogicalResult trainc::frontend::convertGemm(NodeContext &ctx) {
                  ctx.namedBool("trans_b", ctx.attrInt("transB", 0) != 0)});
 }
 
+/// Conv over 1 or 2 spatial axes. A 1-D Conv [N, C, L] (audio models'
+/// Conv1d) becomes the 2-D tc.conv of [N, C, 1, L] with weights [M, C/g, 1, k]
+/// and the result reshaped back, so it trains through the 2-D kernels.
 LogicalResult trainc::frontend::convertConv(NodeContext &ctx) {
   FailureOr<RankedTensorType> inType = spatialInput(ctx);
   FailureOr<RankedTensorType> wType = ctx.inputType(1);
   if (failed(inType) || failed(wType))
+    return failure();
+  if (failed(checkRuntimeKernel(ctx, *inType, "convolution", /*windowed=*/true)))
     return failure();
   if (wType->getRank() != inType->getRank())
     return ctx.error("weight rank " + llvm::Twine(wType->getRank()) +
@@ -113,10 +189,28 @@ LogicalResult trainc::frontend::convertConv(NodeContext &ctx) {
   FailureOr<SmallVector<Value>> operands = ctx.inputs(2, 3);
   if (failed(w) || failed(operands))
     return failure();
-  return ctx.emit<tc::ConvOp>(*operands, {ctx.namedArray("strides", w->strides),
-                                         ctx.namedArray("pads", w->pads),
-                                         ctx.namedArray("dilations", w->dilations),
-                                         ctx.namedI64("group", ctx.attrInt("group", 1))});
+  bool oneD = inType->getRank() == 3;
+  if (oneD) {
+    *w = liftTo2d(*w);
+    for (unsigned i = 0; i < 2; ++i) {
+      auto type = cast<RankedTensorType>((*operands)[i].getType());
+      FailureOr<Value> lifted = reshapeTo(ctx, (*operands)[i], withUnitAxis2(type.getShape()));
+      if (failed(lifted))
+        return failure();
+      (*operands)[i] = *lifted;
+    }
+  }
+  FailureOr<Value> y = build<tc::ConvOp>(ctx, *operands,
+                                         {ctx.namedArray("strides", w->strides),
+                                          ctx.namedArray("pads", w->pads),
+                                          ctx.namedArray("dilations", w->dilations),
+                                          ctx.namedI64("group", ctx.attrInt("group", 1))});
+  if (oneD)
+    return bindDroppingAxis2(ctx, y);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
 }
 
 LogicalResult trainc::frontend::convertBatchNorm(NodeContext &ctx) {
@@ -207,12 +301,92 @@ LogicalResult trainc::frontend::convertLayerNorm(NodeContext &ctx) {
   return success();
 }
 
+/// Whether input `i` is a host constant whose every element is `value`.
+static bool isConstantFill(NodeContext &ctx, unsigned i, double value) {
+  const Tensor *t = ctx.constant(i);
+  if (!t)
+    return false;
+  for (int64_t k = 0; k < t->numElements(); ++k)
+    if (t->real(k) != value)
+      return false;
+  return true;
+}
+
+/// InstanceNormalization (also how PyTorch exports GroupNorm: Reshape to
+/// [N, G, -1], InstanceNormalization with constant ones and zeros, Reshape
+/// back, then the affine Mul and Add). Decomposed as tc.layer_norm over the
+/// last axis of x reshaped to [N, C, prod(spatial)], with a scale of ones,
+/// then scale and bias [C] broadcast over [C, 1, ...] (skipped when they are
+/// constant ones and zeros).
+LogicalResult trainc::frontend::convertInstanceNorm(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = spatialInput(ctx);
+  if (failed(type) ||
+      failed(checkRuntimeKernel(ctx, *type, "InstanceNormalization", /*windowed=*/false)))
+    return failure();
+  if (ctx.numInputs() != 3 || !ctx.hasInput(1) || !ctx.hasInput(2))
+    return ctx.error("expects inputs input, scale and B");
+  ArrayRef<int64_t> shape = type->getShape();
+  int64_t channels = shape[1];
+  for (unsigned i = 1; i <= 2; ++i) {
+    FailureOr<RankedTensorType> t = ctx.inputType(i);
+    if (failed(t))
+      return failure();
+    if (t->getShape() != ArrayRef<int64_t>{channels})
+      return ctx.error(llvm::Twine(i == 1 ? "scale" : "B") + " must have shape [" +
+                       llvm::Twine(channels) + "], got " + shape::format(t->getShape()));
+  }
+  int64_t spatial = 1;
+  for (int64_t d : shape.drop_front(2))
+    spatial *= d;
+  FailureOr<Value> input = ctx.input(0);
+  if (failed(input))
+    return failure();
+  Value x = *input;
+  FailureOr<Value> rows = x;
+  if (type->getRank() != 3)
+    rows = reshapeTo(ctx, x, {shape[0], channels, spatial});
+  if (failed(rows))
+    return failure();
+  // The layer norm's own scale: ones broadcast to [spatial] at run time (no
+  // constant of that size in the program).
+  FailureOr<Value> ones =
+      build<tc::ExpandOp>(ctx, scalarLike(ctx, x, 1.0), {ctx.namedArray("shape", {spatial})});
+  if (failed(ones))
+    return failure();
+  FailureOr<Value> y = build<tc::LayerNormOp>(
+      ctx, {*rows, *ones},
+      {ctx.namedI64("axis", 2), ctx.namedF32("epsilon", ctx.attrFloat("epsilon", 1e-5f))});
+  if (succeeded(y) && type->getRank() != 3)
+    y = reshapeTo(ctx, *y, shape);
+  if (failed(y))
+    return failure();
+  // scale and B as [C, 1, ...] against [N, C, spatial...].
+  SmallVector<int64_t> perChannel(type->getRank() - 1, 1);
+  perChannel[0] = channels;
+  for (unsigned i = 1; i <= 2; ++i) {
+    if (isConstantFill(ctx, i, i == 1 ? 1.0 : 0.0))
+      continue;
+    FailureOr<Value> v = ctx.input(i);
+    if (succeeded(v))
+      v = reshapeTo(ctx, *v, perChannel);
+    if (failed(v))
+      return failure();
+    y = i == 1 ? build<tc::MulOp>(ctx, {*y, *v}) : build<tc::AddOp>(ctx, {*y, *v});
+    if (failed(y))
+      return failure();
+  }
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+/// MaxPool and AveragePool over 1 or 2 spatial axes; a 1-D pool is the 2-D
+/// pool of [N, C, 1, L] with window [1, k], as for Conv.
 LogicalResult trainc::frontend::convertPool(NodeContext &ctx) {
   bool isMax = ctx.opType() == "MaxPool";
   if (isMax && ctx.outputUsed(1))
     return ctx.error("the Indices output of MaxPool is not supported");
   FailureOr<RankedTensorType> type = spatialInput(ctx);
-  if (failed(type))
+  if (failed(type) || failed(checkRuntimeKernel(ctx, *type, "pooling", /*windowed=*/true)))
     return failure();
   auto kernel = ctx.attrInts("kernel_shape");
   if (!kernel)
@@ -221,20 +395,35 @@ LogicalResult trainc::frontend::convertPool(NodeContext &ctx) {
   FailureOr<Value> x = ctx.input(0);
   if (failed(w) || failed(x))
     return failure();
-  bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
-  if (isMax)
-    return ctx.emit<tc::MaxPoolOp>(*x, {ctx.namedArray("kernel_shape", w->kernel),
-                                        ctx.namedArray("strides", w->strides),
-                                        ctx.namedArray("pads", w->pads),
-                                        ctx.namedArray("dilations", w->dilations),
-                                        ctx.namedBool("ceil_mode", ceil)});
-  if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
+  if (!isMax && llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
     return ctx.error("dilated AveragePool is not supported");
-  return ctx.emit<tc::AvgPoolOp>(
-      *x, {ctx.namedArray("kernel_shape", w->kernel), ctx.namedArray("strides", w->strides),
-           ctx.namedArray("pads", w->pads),
-           ctx.namedBool("count_include_pad", ctx.attrInt("count_include_pad", 0) != 0),
-           ctx.namedBool("ceil_mode", ceil)});
+  bool oneD = type->getRank() == 3;
+  if (oneD) {
+    *w = liftTo2d(*w);
+    x = reshapeTo(ctx, *x, withUnitAxis2(type->getShape()));
+    if (failed(x))
+      return failure();
+  }
+  bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
+  FailureOr<Value> y =
+      isMax ? build<tc::MaxPoolOp>(ctx, *x,
+                                   {ctx.namedArray("kernel_shape", w->kernel),
+                                    ctx.namedArray("strides", w->strides),
+                                    ctx.namedArray("pads", w->pads),
+                                    ctx.namedArray("dilations", w->dilations),
+                                    ctx.namedBool("ceil_mode", ceil)})
+            : build<tc::AvgPoolOp>(
+                  ctx, *x,
+                  {ctx.namedArray("kernel_shape", w->kernel),
+                   ctx.namedArray("strides", w->strides), ctx.namedArray("pads", w->pads),
+                   ctx.namedBool("count_include_pad", ctx.attrInt("count_include_pad", 0) != 0),
+                   ctx.namedBool("ceil_mode", ceil)});
+  if (oneD)
+    return bindDroppingAxis2(ctx, y);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
 }
 
 LogicalResult trainc::frontend::convertGlobalPool(NodeContext &ctx) {
@@ -242,8 +431,13 @@ LogicalResult trainc::frontend::convertGlobalPool(NodeContext &ctx) {
   FailureOr<Value> x = ctx.input(0);
   if (failed(type) || failed(x))
     return failure();
-  if (ctx.opType() == "GlobalAveragePool")
+  // Both are reductions over every spatial axis (any number of them);
+  // the mean calls the runtime's float32 reduction.
+  if (ctx.opType() == "GlobalAveragePool") {
+    if (failed(checkRuntimeKernel(ctx, *type, "GlobalAveragePool", /*windowed=*/false)))
+      return failure();
     return ctx.emit<tc::GlobalAvgPoolOp>(*x);
+  }
   SmallVector<int64_t> axes;
   for (int64_t i = 2; i < type->getRank(); ++i)
     axes.push_back(i);
@@ -264,11 +458,17 @@ LogicalResult trainc::frontend::convertSoftmax(NodeContext &ctx) {
   return ctx.emit<tc::LogSoftmaxOp>(*x, {ctx.namedI64("axis", *axis)});
 }
 
-LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
-  FailureOr<RankedTensorType> type = ctx.inputType(0);
-  FailureOr<Value> x = ctx.input(0);
-  if (failed(type) || failed(x))
-    return failure();
+namespace {
+
+/// The reduced axes of a Reduce* node (sorted, non-negative) and whether it is
+/// a no-op (no axes and noop_with_empty_axes).
+struct ReduceAxes {
+  std::vector<int64_t> axes;
+  bool keepdims = true;
+  bool noop = false;
+};
+
+FailureOr<ReduceAxes> reduceAxes(NodeContext &ctx, RankedTensorType type) {
   // ReduceSum takes axes as an input from opset 13, the others from 18.
   bool axesAsInput = ctx.opType() == "ReduceSum" || ctx.opset() >= 18;
   if (axesAsInput && ctx.attr("axes"))
@@ -277,37 +477,146 @@ LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
   if (!axesAsInput && ctx.hasInput(1))
     return ctx.error("axes are an attribute at opset " + llvm::Twine(ctx.opset()) +
                      ", not an input (an input from opset 18)");
-  std::vector<int64_t> axes;
+  ReduceAxes r;
+  r.keepdims = ctx.attrInt("keepdims", 1) != 0;
   if (axesAsInput) {
     if (ctx.hasInput(1)) {
       FailureOr<std::vector<int64_t>> v = ctx.constantInts(1, "axes");
       if (failed(v))
         return failure();
-      axes = *v;
+      r.axes = *v;
     }
   } else if (auto v = ctx.attrInts("axes")) {
-    axes = *v;
+    r.axes = *v;
   }
-  if (axes.empty() && ctx.attrInt("noop_with_empty_axes", 0) != 0) {
-    ctx.setOutput(0, *x);
-    return success();
+  if (r.axes.empty() && ctx.attrInt("noop_with_empty_axes", 0) != 0) {
+    r.noop = true;
+    return r;
   }
-  for (int64_t &axis : axes) {
-    FailureOr<int64_t> a = ctx.normalizeAxis(axis, type->getRank());
+  for (int64_t &axis : r.axes) {
+    FailureOr<int64_t> a = ctx.normalizeAxis(axis, type.getRank());
     if (failed(a))
       return failure();
     axis = *a;
   }
-  std::sort(axes.begin(), axes.end());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+  std::sort(r.axes.begin(), r.axes.end());
+  if (std::adjacent_find(r.axes.begin(), r.axes.end()) != r.axes.end())
     return ctx.error("axes name an axis twice");
-  SmallVector<NamedAttribute> attrs = {ctx.namedArray("axes", axes),
-                                       ctx.namedBool("keepdims", ctx.attrInt("keepdims", 1) != 0)};
-  if (ctx.opType() == "ReduceSum")
+  return r;
+}
+
+/// ReduceL2: sqrt(sum(x^2)). Where the sum is 0 the square root is taken of 1
+/// and the result replaced by 0 (both through tc.where), so the gradient there
+/// is 0 as PyTorch's norm backward, not 0 * inf.
+FailureOr<Value> emitL2(NodeContext &ctx, Value x, ArrayRef<NamedAttribute> attrs) {
+  FailureOr<Value> squares = build<tc::MulOp>(ctx, {x, x});
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> sum = build<tc::ReduceSumOp>(ctx, *squares, attrs);
+  if (failed(sum))
+    return failure();
+  FailureOr<Value> zero = build<tc::EqualOp>(ctx, {*sum, scalarLike(ctx, x, 0.0)});
+  if (failed(zero))
+    return failure();
+  FailureOr<Value> safe = build<tc::WhereOp>(ctx, {*zero, scalarLike(ctx, x, 1.0), *sum});
+  if (failed(safe))
+    return failure();
+  FailureOr<Value> root = build<tc::SqrtOp>(ctx, *safe);
+  if (failed(root))
+    return failure();
+  return build<tc::WhereOp>(ctx, {*zero, scalarLike(ctx, x, 0.0), *root});
+}
+
+/// ReduceLogSumExp as torch.logsumexp: m = max over the axes (0 where it is
+/// infinite), log(sum(exp(x - m))) + m.
+FailureOr<Value> emitLogSumExp(NodeContext &ctx, Value x, ArrayRef<int64_t> axes,
+                               bool keepdims) {
+  FailureOr<Value> max = build<tc::ReduceMaxOp>(
+      ctx, x, {ctx.namedArray("axes", axes), ctx.namedBool("keepdims", true)});
+  if (failed(max))
+    return failure();
+  FailureOr<Value> magnitude = build<tc::AbsOp>(ctx, *max);
+  if (failed(magnitude))
+    return failure();
+  FailureOr<Value> infinite = build<tc::EqualOp>(
+      ctx, {*magnitude, scalarLike(ctx, x, std::numeric_limits<double>::infinity())});
+  if (failed(infinite))
+    return failure();
+  FailureOr<Value> shift = build<tc::WhereOp>(ctx, {*infinite, scalarLike(ctx, x, 0.0), *max});
+  if (failed(shift))
+    return failure();
+  FailureOr<Value> centered = build<tc::SubOp>(ctx, {x, *shift});
+  if (failed(centered))
+    return failure();
+  FailureOr<Value> exps = build<tc::ExpOp>(ctx, *centered);
+  if (failed(exps))
+    return failure();
+  FailureOr<Value> sum = build<tc::ReduceSumOp>(
+      ctx, *exps, {ctx.namedArray("axes", axes), ctx.namedBool("keepdims", keepdims)});
+  if (failed(sum))
+    return failure();
+  FailureOr<Value> log = build<tc::LogOp>(ctx, *sum);
+  if (failed(log))
+    return failure();
+  if (!keepdims) {
+    shift = reshapeTo(ctx, *shift, cast<RankedTensorType>(log->getType()).getShape());
+    if (failed(shift))
+      return failure();
+  }
+  return build<tc::AddOp>(ctx, {*log, *shift});
+}
+
+} // namespace
+
+LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(type) || failed(x))
+    return failure();
+  FailureOr<ReduceAxes> r = reduceAxes(ctx, *type);
+  if (failed(r))
+    return failure();
+  llvm::StringRef op = ctx.opType();
+  bool direct = op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax";
+  if (r->noop) {
+    // The ONNX reference returns the input unchanged for some of the
+    // decomposed reductions and its square for ReduceSumSquare; PyTorch
+    // never exports this form.
+    if (!direct)
+      return ctx.error("noop_with_empty_axes with no axes is not supported for " + op);
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  if (!direct && !isa<FloatType>(type->getElementType()))
+    return ctx.error(op + " is supported on floating-point tensors only");
+  SmallVector<NamedAttribute> attrs = {ctx.namedArray("axes", r->axes),
+                                       ctx.namedBool("keepdims", r->keepdims)};
+  if (op == "ReduceSum")
     return ctx.emit<tc::ReduceSumOp>(*x, attrs);
-  if (ctx.opType() == "ReduceMean")
+  if (op == "ReduceMean")
     return ctx.emit<tc::ReduceMeanOp>(*x, attrs);
-  return ctx.emit<tc::ReduceMaxOp>(*x, attrs);
+  if (op == "ReduceMax")
+    return ctx.emit<tc::ReduceMaxOp>(*x, attrs);
+  // Decomposed into tc ops with gradient rules.
+  FailureOr<Value> y = failure();
+  if (op == "ReduceL2") {
+    y = emitL2(ctx, *x, attrs);
+  } else if (op == "ReduceLogSumExp") {
+    y = emitLogSumExp(ctx, *x, r->axes, r->keepdims);
+  } else {
+    // ReduceL1: sum(|x|); ReduceSumSquare: sum(x^2); ReduceLogSum: log(sum(x)).
+    FailureOr<Value> terms = op == "ReduceL1"          ? build<tc::AbsOp>(ctx, *x)
+                             : op == "ReduceSumSquare" ? build<tc::MulOp>(ctx, {*x, *x})
+                                                       : FailureOr<Value>(*x);
+    if (succeeded(terms))
+      y = build<tc::ReduceSumOp>(ctx, *terms, attrs);
+    if (succeeded(y) && op == "ReduceLogSum")
+      y = build<tc::LogOp>(ctx, *y);
+  }
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
 }
 
 LogicalResult trainc::frontend::convertClassLoss(NodeContext &ctx) {

@@ -68,7 +68,9 @@ COMPILE_TIME_INPUTS = {
     "Reshape": {1}, "Expand": {1}, "Unsqueeze": {1}, "Squeeze": {1}, "Split": {1},
     "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
     "Clip": {1, 2}, "Dropout": {1, 2}, "ReduceSum": {1}, "ReduceMean": {1},
-    "ReduceMax": {1}, "Tile": {1}, "TopK": {1},
+    "ReduceMax": {1}, "Tile": {1}, "TopK": {1}, "CumSum": {1}, "Trilu": {1},
+    "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1}, "ReduceLogSum": {1},
+    "ReduceLogSumExp": {1},
 }
 SUPPORTED_ONNX_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.INT64,
                         onnx.TensorProto.INT32, onnx.TensorProto.BOOL}

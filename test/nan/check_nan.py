@@ -161,7 +161,50 @@ def pointwise_model(rng):
     return nodes, inits, ["x", "y"], refs
 
 
-MODELS = {"library": library_model, "pointwise": pointwise_model}
+def decomposed_model(rng):
+    """Ops the importer decomposes into other tc ops (1-D conv and pooling,
+    instance norm, HardSigmoid/HardSwish, the norm reductions)."""
+    conv1d_w = rng.standard_normal((2, C * H, 3)).astype(np.float32) * 0.3
+    in_scale = rng.uniform(0.5, 1.5, C).astype(np.float32)
+    in_bias = rng.standard_normal(C).astype(np.float32)
+    nodes = [
+        node("Reshape", ["x", "rows_shape"], ["rows"]),
+        node("Conv", ["rows", "conv1d_w"], ["conv1d"], pads=[1, 1]),
+        node("MaxPool", ["rows"], ["maxpool1d"], kernel_shape=[2], strides=[2]),
+        node("AveragePool", ["rows"], ["avgpool1d"], kernel_shape=[3], pads=[1, 1],
+             count_include_pad=1),
+        node("InstanceNormalization", ["x", "in_scale", "in_bias"], ["instancenorm"]),
+        node("HardSigmoid", ["x"], ["hardsigmoid"], alpha=1.0 / 6),
+        node("HardSigmoid", ["x"], ["hardsigmoid_onnx"], alpha=0.2, beta=0.5),
+        node("HardSwish", ["x"], ["hardswish"]),
+        node("ReduceL2", ["x"], ["reduce_l2_w"], axes=[3], keepdims=0),
+        node("ReduceL1", ["x"], ["reduce_l1_w"], axes=[3], keepdims=0),
+        node("ReduceLogSumExp", ["x"], ["logsumexp_w"], axes=[3], keepdims=0),
+        node("ReduceLogSumExp", ["x"], ["logsumexp_c"], axes=[1], keepdims=1),
+    ]
+    inits = [init("conv1d_w", conv1d_w), init("in_scale", in_scale), init("in_bias", in_bias),
+             numpy_helper.from_array(np.array([-1, C * H, W], np.int64), "rows_shape")]
+    t = lambda a: torch.tensor(np.asarray(a, np.float32))  # noqa: E731
+    rows = lambda x: x.reshape(-1, C * H, W)  # noqa: E731
+    refs = {
+        "conv1d": lambda x, y: F.conv1d(rows(x), t(conv1d_w), padding=1),
+        "maxpool1d": lambda x, y: F.max_pool1d(rows(x), 2, 2),
+        "avgpool1d": lambda x, y: F.avg_pool1d(rows(x), 3, 1, padding=1),
+        "instancenorm": lambda x, y: F.instance_norm(x, weight=t(in_scale), bias=t(in_bias),
+                                                     eps=1e-5),
+        "hardsigmoid": lambda x, y: F.hardsigmoid(x),
+        "hardsigmoid_onnx": lambda x, y: torch.clamp(x * 0.2 + 0.5, 0, 1),
+        "hardswish": lambda x, y: F.hardswish(x),
+        "reduce_l2_w": lambda x, y: torch.norm(x, p=2, dim=3),
+        "reduce_l1_w": lambda x, y: torch.norm(x, p=1, dim=3),
+        "logsumexp_w": lambda x, y: torch.logsumexp(x, dim=3),
+        "logsumexp_c": lambda x, y: torch.logsumexp(x, dim=1, keepdim=True),
+    }
+    return nodes, inits, ["x"], refs
+
+
+MODELS = {"library": library_model, "pointwise": pointwise_model,
+          "decomposed": decomposed_model}
 
 
 def build(name, maker, workdir):
