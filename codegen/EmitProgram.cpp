@@ -11,6 +11,7 @@
 
 #include "codegen/Emitter.h"
 #include "codegen/Escape.h"
+#include "codegen/IndexKernels.h"
 
 #include "ir/TcOps.h"
 
@@ -182,6 +183,7 @@ private:
   LogicalResult emitPointwise(Operation *op);
   LogicalResult emitDropout(tc::DropoutOp op);
   LogicalResult emitUpdate(Operation *op);
+  LogicalResult emitIndexing(Operation *op);
   LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
                                 ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
                                 int64_t inBase, ArrayRef<int64_t> outStrides,
@@ -746,6 +748,8 @@ LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
   call(name + "(ctx, " + ptr(op.getInput()) + ", " + ptr(op.getKey()) + ", " +
        ptr(op.getResult()) + ")");
   return success();
+      .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp>(
+          [&](Operation *o) { return emitIndexing(o); })
 }
 
 /// A fused optimizer update: one kernel reads the parameter, its gradient
@@ -927,6 +931,8 @@ LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Val
   SmallVector<bool> used(shape.size(), false);
   for (size_t d = 0; d < shape.size(); ++d)
     used[d] = (!denseIn && inStrides[d] != 0) || (!denseOut && outStrides[d] != 0);
+  else if (auto mod = dyn_cast<tc::ModOp>(op))
+    expr = modExpr(a[0], a[1], isa<FloatType>(inElem), f32, mod.getFmod(), t);
   std::string code = decomposeIndex(shape, "i", "c", "  ", used);
   code += "  out[" + (denseOut ? std::string("i") : linearIndex(outStrides, outBase, "c")) +
           "] = in[" + (denseIn ? std::string("i") : linearIndex(inStrides, inBase, "c")) +
@@ -942,6 +948,43 @@ LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Val
 }
 
 LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
+/// Cumulative sums, tiles, triangles and pads: generated kernels whose
+/// bodies come from IndexKernels.cpp.
+LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  Type elem = cast<ShapedType>(in.getType()).getElementType();
+  std::string t = cType(elem), what, code;
+  int64_t count = countOf(out);
+  if (auto cumsum = dyn_cast<tc::CumSumOp>(op)) {
+    what = "cumsum";
+    code = cumsumBody(shapeOf(in), cumsum.getAxis(), cumsum.getExclusive(), cumsum.getReverse(),
+                      t);
+    count = cumsumLines(shapeOf(in), cumsum.getAxis());
+  } else if (isa<tc::TileOp>(op)) {
+    what = "tile";
+    code = tileBody(shapeOf(in), shapeOf(out));
+  } else if (auto trilu = dyn_cast<tc::TriluOp>(op)) {
+    what = trilu.getUpper() ? "triu" : "tril";
+    code = triluBody(shapeOf(in), trilu.getUpper(), trilu.getK(), t);
+  } else if (auto pad = dyn_cast<tc::PadOp>(op)) {
+    what = "pad_" + pad.getMode().str();
+    double v = pad.getValue().convertToDouble();
+    std::string value = isa<FloatType>(elem) ? literal(v, elem.isF32())
+                        : elem.isInteger(1)  ? std::string(v != 0 ? "true" : "false")
+                                             : t + "(" + std::to_string(static_cast<int64_t>(v)) + ")";
+    code = padBody(shapeOf(in), shapeOf(out), pad.getPads(), pad.getMode(), value);
+  } else {
+    auto back = cast<tc::PadBackwardOp>(op);
+    what = "pad_" + back.getMode().str() + "_backward";
+    code = padBackwardBody(shapeOf(out), shapeOf(in), back.getPads(), back.getMode(), t);
+  }
+  std::vector<std::string> comment = {opComment(op)};
+  std::string name = kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}}, count,
+                                       code);
+  call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+  return success();
+}
+
   ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs());
   if (!cast<ShapedType>(op.getLhs().getType()).getElementType().isF32())
     return op.emitError("codegen supports f32 matmul only");

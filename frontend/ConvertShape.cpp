@@ -631,15 +631,4 @@ LogicalResult convertRange(NodeContext &ctx) {
   return success();
 }
 
-LogicalResult convertPad(NodeContext &ctx) {
-  std::string mode = ctx.attrString("mode", "constant");
-  FailureOr<std::vector<int64_t>> pads = ctx.constantInts(1, "pads");
-  if (failed(pads))
-    return failure();
-  if (llvm::any_of(*pads, [](int64_t p) { return p != 0; }))
-    return ctx.error("non-zero padding (mode '" + mode +
-                     "') is not supported yet; only all-zero pads are");
-  return ctx.forwardInput(0);
-}
-
 } // namespace trainc::frontend

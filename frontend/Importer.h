@@ -207,6 +207,13 @@ mlir::LogicalResult convertConstant(NodeContext &ctx);
 mlir::LogicalResult convertConstantOfShape(NodeContext &ctx);
 mlir::LogicalResult convertRange(NodeContext &ctx);
 mlir::LogicalResult convertPad(NodeContext &ctx);
+// ConvertIndexing.cpp
+mlir::LogicalResult convertCumSum(NodeContext &ctx);
+mlir::LogicalResult convertMod(NodeContext &ctx);
+mlir::LogicalResult convertTile(NodeContext &ctx);
+mlir::LogicalResult convertTrilu(NodeContext &ctx);
+mlir::LogicalResult convertScatterND(NodeContext &ctx);
+mlir::LogicalResult convertNonZero(NodeContext &ctx);
 
 } // namespace trainc::frontend
 

@@ -90,7 +90,14 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Constant", {convertConstant, "folded; tc.constant where read at run time", 1, Gradient::NotApplicable}},
       {"ConstantOfShape", {convertConstantOfShape, "folded to a constant", 1, Gradient::NotApplicable}},
       {"Range", {convertRange, "folded to a constant", 1, Gradient::NotApplicable}},
-      {"Pad", {convertPad, "all-zero pads only (removed)", 1, Gradient::Yes}},
+      {"Pad", {convertPad, "tc.pad (constant, reflect, edge; folded on constants)", 1, Gradient::Yes}},
+      // Indexing along axes (ConvertIndexing.cpp)
+      {"CumSum", {convertCumSum, "tc.cumsum (folded on constants)", 11, Gradient::Yes}},
+      {"Mod", {convertMod, "tc.mod (folded on constants)", 10, Gradient::Yes}},
+      {"Tile", {convertTile, "tc.tile (folded on constants)", 1, Gradient::Yes}},
+      {"Trilu", {convertTrilu, "tc.trilu (folded on constants)", 14, Gradient::Yes}},
+      {"ScatterND", {convertScatterND, "folded on constants only", 11, Gradient::NotApplicable}},
+      {"NonZero", {convertNonZero, "folded on constants only", 9, Gradient::NotApplicable}},
   };
   return entries;
 }

@@ -691,3 +691,112 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   dxs.push_back(nullptr); // indices
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Cumulative sums, remainders, tiles, triangles and pads
+//===----------------------------------------------------------------------===//
+
+namespace {
+bool isFloatTensor(Value v) { return isa<FloatType>(typeOf(v).getElementType()); }
+} // namespace
+
+// y_j = sum of x_i over i <= j (or i < j): dx_i = sum of dy_j over j >= i (or
+// j > i), the cumsum of dy in the other direction with the same exclusivity.
+LogicalResult CumSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getInput())) {
+    dxs.push_back(nullptr);
+    return success();
+  }
+  dxs.push_back(make<CumSumOp>(b, getLoc(), dys[0],
+                               {b.getNamedAttr("axis", getAxisAttr()),
+                                b.getNamedAttr("exclusive", b.getBoolAttr(getExclusive())),
+                                b.getNamedAttr("reverse", b.getBoolAttr(!getReverse()))}));
+  return success();
+}
+
+// fmod(a, b) = a - trunc(a / b) * b: d/da = 1, d/db = -trunc(a / b), with
+// trunc(t) = t - fmod(t, 1) (exact in floating point), as torch.fmod's
+// backward computes a.div(b, rounding_mode="trunc").
+LogicalResult ModOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getLhs())) {
+    dxs.push_back(nullptr);
+    dxs.push_back(nullptr);
+    return success();
+  }
+  Location loc = getLoc();
+  Value dy = dys[0], q = div(b, loc, getLhs(), getRhs());
+  Value frac = make<ModOp>(b, loc, {q, scalar(b, loc, q, 1.0)},
+                           {b.getNamedAttr("fmod", b.getBoolAttr(true))});
+  Value trunc = sub(b, loc, q, frac);
+  dxs.push_back(sumToShape(b, loc, dy, getLhs().getType()));
+  dxs.push_back(sumToShape(b, loc, neg(b, loc, mul(b, loc, dy, trunc)), getRhs().getType()));
+  return success();
+}
+
+// The result is [r0 * d0, r1 * d1, ...] with the tile index outermost on
+// each axis: viewed as [r0, d0, r1, d1, ...], the gradient sums the r axes.
+LogicalResult TileOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                     SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getInput())) {
+    dxs.push_back(nullptr);
+    return success();
+  }
+  Location loc = getLoc();
+  ArrayRef<int64_t> in = typeOf(getInput()).getShape();
+  SmallVector<int64_t> split, axes;
+  for (auto [d, r] : llvm::enumerate(getRepeats())) {
+    if (r != 1) {
+      axes.push_back(static_cast<int64_t>(split.size()));
+      split.push_back(r);
+    }
+    split.push_back(in[d]);
+  }
+  if (axes.empty()) {
+    dxs.push_back(dys[0]);
+    return success();
+  }
+  Value summed = make<ReduceSumOp>(b, loc, reshapeTo(b, loc, dys[0], split),
+                                   {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                                    b.getNamedAttr("keepdims", b.getBoolAttr(false))});
+  dxs.push_back(reshapeTo(b, loc, summed, in));
+  return success();
+}
+
+LogicalResult TriluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getInput())) {
+    dxs.push_back(nullptr);
+    return success();
+  }
+  dxs.push_back(make<TriluOp>(b, getLoc(), dys[0],
+                              {b.getNamedAttr("upper", b.getBoolAttr(getUpper())),
+                               b.getNamedAttr("k", getKAttr())}));
+  return success();
+}
+
+// A constant pad's adjoint is the pad with negated pads: it crops what the
+// forward added and puts zeros where the forward cropped. Reflect and edge
+// pads copy some input elements more than once: pad_backward adds them up.
+LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getInput())) {
+    dxs.push_back(nullptr);
+    return success();
+  }
+  Location loc = getLoc();
+  if (getMode() == "constant") {
+    SmallVector<int64_t> negated;
+    for (int64_t p : getPads())
+      negated.push_back(-p);
+    dxs.push_back(make<PadOp>(b, loc, dys[0],
+                              {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(negated))}));
+    return success();
+  }
+  dxs.push_back(make<PadBackwardOp>(
+      b, loc, dys[0],
+      {b.getNamedAttr("input_shape", b.getDenseI64ArrayAttr(typeOf(getInput()).getShape())),
+       b.getNamedAttr("pads", getPadsAttr()), b.getNamedAttr("mode", getModeAttr())}));
+  return success();
+}

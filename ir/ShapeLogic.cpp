@@ -131,4 +131,73 @@ std::string format(llvm::ArrayRef<int64_t> shape) {
   return s;
 }
 
+std::optional<llvm::SmallVector<int64_t>> pad(llvm::ArrayRef<int64_t> in,
+                                              llvm::ArrayRef<int64_t> pads,
+                                              std::string &error) {
+  size_t rank = in.size();
+  if (pads.size() != 2 * rank) {
+    error = "expects " + std::to_string(2 * rank) + " pads for rank " +
+            std::to_string(rank) + ", got " + std::to_string(pads.size());
+    return std::nullopt;
+  }
+  constexpr int64_t limit = int64_t(1) << 62;
+  llvm::SmallVector<int64_t> out;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t b = pads[d], e = pads[rank + d];
+    // |pads| below 2^62 keeps the sum from overflowing.
+    if (b <= -limit || b >= limit || e <= -limit || e >= limit ||
+        in[d] + b + e < 0 || in[d] + b + e >= limit) {
+      error = "pads " + std::to_string(b) + " and " + std::to_string(e) +
+              " of axis " + std::to_string(d) + " (size " + std::to_string(in[d]) +
+              ") give a negative or huge size";
+      return std::nullopt;
+    }
+    out.push_back(in[d] + b + e);
+  }
+  if (!numElements(out)) {
+    error = "the padded shape is too large";
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<llvm::SmallVector<int64_t>> tile(llvm::ArrayRef<int64_t> in,
+                                               llvm::ArrayRef<int64_t> repeats,
+                                               std::string &error) {
+  if (repeats.size() != in.size()) {
+    error = "expects " + std::to_string(in.size()) + " repeats for rank " +
+            std::to_string(in.size()) + ", got " + std::to_string(repeats.size());
+    return std::nullopt;
+  }
+  llvm::SmallVector<int64_t> out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (repeats[d] < 0) {
+      error = "repeat " + std::to_string(repeats[d]) + " of axis " + std::to_string(d) +
+              " is negative";
+      return std::nullopt;
+    }
+    if (repeats[d] != 0 && in[d] > (int64_t(1) << 62) / repeats[d]) {
+      error = "the tiled shape is too large";
+      return std::nullopt;
+    }
+    out.push_back(in[d] * repeats[d]);
+  }
+  if (!numElements(out)) {
+    error = "the tiled shape is too large";
+    return std::nullopt;
+  }
+  return out;
+}
+
+int64_t padSource(int64_t at, int64_t size, int64_t begin, int mode) {
+  int64_t j = at - begin;
+  if (j >= 0 && j < size)
+    return j;
+  if (mode == 0)
+    return -1;
+  if (mode == 2)
+    return j < 0 ? 0 : size - 1;
+  return j < 0 ? -j : 2 * (size - 1) - j;
+}
+
 } // namespace trainc::shape

@@ -49,6 +49,25 @@ int64_t sliceLength(int64_t start, int64_t end, int64_t step);
 /// the end to [-1, dim-1]).
 void clampSliceBounds(int64_t dim, int64_t step, int64_t &start, int64_t &end);
 
+/// Result shape of a pad (ONNX Pad, `pads` = begin pads of every axis then
+/// end pads; a negative pad crops). On failure returns std::nullopt and sets
+/// `error` to a sentence naming the axis.
+std::optional<llvm::SmallVector<int64_t>> pad(llvm::ArrayRef<int64_t> in,
+                                              llvm::ArrayRef<int64_t> pads,
+                                              std::string &error);
+
+/// Result shape of a tile (ONNX Tile): dimension d times repeats[d]. On
+/// failure returns std::nullopt and sets `error`.
+std::optional<llvm::SmallVector<int64_t>> tile(llvm::ArrayRef<int64_t> in,
+                                               llvm::ArrayRef<int64_t> repeats,
+                                               std::string &error);
+
+/// The input index that position `at` of a padded axis reads (`size` the
+/// input axis, `begin` its begin pad), or -1 where a constant pad writes its
+/// value. `mode` is 0 constant, 1 reflect, 2 edge; reflect needs
+/// begin, end < size.
+int64_t padSource(int64_t at, int64_t size, int64_t begin, int mode);
+
 /// Formats a shape as "2x3x4" (or "scalar" for rank 0).
 std::string format(llvm::ArrayRef<int64_t> shape);
 

@@ -1,0 +1,206 @@
+//===- IndexKernels.cpp - element functions of the indexing ops -----------===//
+
+#include "codegen/IndexKernels.h"
+
+#include "codegen/KernelWriter.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+using namespace trainc::codegen;
+
+int64_t trainc::codegen::cumsumLines(llvm::ArrayRef<int64_t> shape, int64_t axis) {
+  int64_t lines = 1;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis)
+      lines *= shape[d];
+  return lines;
+}
+
+std::string trainc::codegen::cumsumBody(llvm::ArrayRef<int64_t> shape, int64_t axis,
+                                        bool exclusive, bool reverse, llvm::StringRef type) {
+  int64_t dim = shape[axis], inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  // Element i is the line (outer i / inner, inner i % inner); its elements
+  // lie `inner` apart. A line is one thread's sequential sum, so the result
+  // is the same on every target and thread count.
+  os << "  const int64_t base = (i / " << inner << ") * " << dim * inner << " + i % " << inner
+     << ";\n"
+     << "  " << type << " acc = " << type << "(0);\n"
+     << "  for (int64_t s = 0; s < " << dim << "; ++s) {\n"
+     << "    const int64_t at = base + "
+     << (reverse ? "(" + std::to_string(dim - 1) + " - s)" : std::string("s")) << " * " << inner
+     << ";\n";
+  if (exclusive)
+    os << "    out[at] = acc;\n    acc += in[at];\n";
+  else
+    os << "    acc += in[at];\n    out[at] = acc;\n";
+  os << "  }\n";
+  return s;
+}
+
+std::string trainc::codegen::tileBody(llvm::ArrayRef<int64_t> inShape,
+                                      llvm::ArrayRef<int64_t> outShape) {
+  std::string s = decomposeIndex(outShape, "i", "c", "  ");
+  std::vector<int64_t> strides = rowMajorStrides(inShape);
+  std::string index;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    if (inShape[d] == 1)
+      continue; // coordinate 0 on a tiled axis of size 1
+    std::string coord = "c" + std::to_string(d);
+    if (outShape[d] != inShape[d])
+      coord = "(" + coord + " % " + std::to_string(inShape[d]) + ")";
+    if (strides[d] != 1)
+      coord += " * " + std::to_string(strides[d]);
+    index += (index.empty() ? "" : " + ") + coord;
+  }
+  return s + "  out[i] = in[" + (index.empty() ? "0" : index) + "];\n";
+}
+
+std::string trainc::codegen::triluBody(llvm::ArrayRef<int64_t> shape, bool upper, int64_t k,
+                                       llvm::StringRef type) {
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "  const int64_t col = i % " << cols << ", row = (i / " << cols << ") % " << rows
+     << ";\n"
+     << "  out[i] = col - row " << (upper ? ">=" : "<=") << " " << k << " ? in[i] : " << type
+     << "(0);\n";
+  return s;
+}
+
+std::string trainc::codegen::padBody(llvm::ArrayRef<int64_t> inShape,
+                                     llvm::ArrayRef<int64_t> outShape,
+                                     llvm::ArrayRef<int64_t> pads, llvm::StringRef mode,
+                                     llvm::StringRef value) {
+  size_t rank = inShape.size();
+  std::string s = decomposeIndex(outShape, "i", "c", "  ");
+  llvm::raw_string_ostream os(s);
+  std::vector<int64_t> strides = rowMajorStrides(inShape);
+  std::string inside, index;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t b = pads[d], e = pads[rank + d], n = inShape[d];
+    std::string j = "j" + std::to_string(d);
+    os << "  " << (mode == "constant" || (!b && !e) ? "const " : "") << "int64_t " << j
+       << " = c" << d;
+    if (b > 0)
+      os << " - " << b;
+    else if (b < 0)
+      os << " + " << -b;
+    os << ";\n";
+    if (b > 0 || e > 0) {
+      if (mode == "constant") {
+        inside += (inside.empty() ? "" : " && ") +
+                  (b > 0 ? j + " >= 0" : "") + (b > 0 && e > 0 ? " && " : "") +
+                  (e > 0 ? j + " < " + std::to_string(n) : "");
+      } else if (mode == "reflect") {
+        // The mirror image without repeating the edge (pads < n).
+        if (b > 0)
+          os << "  if (" << j << " < 0) " << j << " = -" << j << ";\n";
+        if (e > 0)
+          os << "  if (" << j << " >= " << n << ") " << j << " = " << 2 * (n - 1) << " - " << j
+             << ";\n";
+      } else {
+        if (b > 0)
+          os << "  if (" << j << " < 0) " << j << " = 0;\n";
+        if (e > 0)
+          os << "  if (" << j << " >= " << n << ") " << j << " = " << n - 1 << ";\n";
+      }
+    }
+    if (n != 1 && strides[d] != 0) {
+      std::string term = j + (strides[d] != 1 ? " * " + std::to_string(strides[d]) : "");
+      index += (index.empty() ? "" : " + ") + term;
+    } else if (!(mode == "constant" && (b > 0 || e > 0))) {
+      // An axis of size 1 reads offset 0 (the constant test still uses j).
+      os << "  (void)" << j << ";\n";
+    }
+  }
+  if (index.empty())
+    index = "0";
+  if (inside.empty())
+    os << "  out[i] = in[" << index << "];\n";
+  else
+    os << "  out[i] = " << inside << " ? in[" << index << "] : " << value << ";\n";
+  return s;
+}
+
+std::string trainc::codegen::padBackwardBody(llvm::ArrayRef<int64_t> inShape,
+                                             llvm::ArrayRef<int64_t> outShape,
+                                             llvm::ArrayRef<int64_t> pads,
+                                             llvm::StringRef mode, llvm::StringRef type) {
+  size_t rank = inShape.size();
+  std::string s = decomposeIndex(inShape, "i", "j", "  ");
+  llvm::raw_string_ostream os(s);
+  std::vector<int64_t> strides = rowMajorStrides(outShape);
+  // Per padded axis, the output positions that read input coordinate j form
+  // up to three ranges [lo, hi), in increasing order: the left pad, the copy
+  // itself, the right pad.
+  std::string loops, indent = "  ", index;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t b = pads[d], e = pads[rank + d], n = inShape[d];
+    std::string ds = std::to_string(d), j = "j" + ds, o = "o" + ds;
+    if (!b && !e) {
+      os << "  const int64_t " << o << " = " << j << ";\n";
+    } else {
+      std::string lo = "lo" + ds, hi = "hi" + ds, cnt = "n" + ds;
+      os << "  int64_t " << lo << "[3], " << hi << "[3];\n  int " << cnt << " = 0;\n";
+      auto range = [&](const std::string &cond, const std::string &from,
+                       const std::string &to) {
+        os << "  if (" << cond << ") { " << lo << "[" << cnt << "] = " << from << "; " << hi
+           << "[" << cnt << "++] = " << to << "; }\n";
+      };
+      if (mode == "edge") {
+        if (b > 0)
+          range(j + " == 0", "0", std::to_string(b));
+        range("true", j + " + " + std::to_string(b), j + " + " + std::to_string(b + 1));
+        if (e > 0)
+          range(j + " == " + std::to_string(n - 1), std::to_string(n + b),
+                std::to_string(outShape[d]));
+      } else {
+        // Output b - j mirrors j in [1, b]; output b + 2(n-1) - j mirrors j
+        // in [n-1-e, n-2].
+        if (b > 0)
+          range(j + " >= 1 && " + j + " <= " + std::to_string(b), std::to_string(b) + " - " + j,
+                std::to_string(b + 1) + " - " + j);
+        range("true", j + " + " + std::to_string(b), j + " + " + std::to_string(b + 1));
+        if (e > 0)
+          range(j + " >= " + std::to_string(n - 1 - e) + " && " + j + " <= " +
+                    std::to_string(n - 2),
+                std::to_string(b + 2 * (n - 1)) + " - " + j,
+                std::to_string(b + 2 * (n - 1) + 1) + " - " + j);
+      }
+      loops += indent + "for (int s" + ds + " = 0; s" + ds + " < " + cnt + "; ++s" + ds + ")\n";
+      loops += indent + "  for (int64_t " + o + " = " + lo + "[s" + ds + "]; " + o + " < " + hi +
+               "[s" + ds + "]; ++" + o + ")\n";
+      indent += "    ";
+    }
+    bool padded = b || e;
+    if (padded || (strides[d] != 0 && outShape[d] != 1))
+      index += (index.empty() ? "" : " + ") + o +
+               (strides[d] != 1 ? " * " + std::to_string(strides[d]) : "");
+    else
+      os << "  (void)" << o << ";\n";
+  }
+  os << "  " << type << " acc = " << type << "(0);\n"
+     << loops << indent << "acc += in[" << (index.empty() ? "0" : index) << "];\n"
+     << "  out[i] = acc;\n";
+  return s;
+}
+
+std::string trainc::codegen::modExpr(llvm::StringRef a, llvm::StringRef b, bool isFloat,
+                                     bool f32, bool fmod, llvm::StringRef type) {
+  std::string x = a.str(), y = b.str(), t = type.str();
+  if (isFloat)
+    return (f32 ? "fmodf(" : "fmod(") + x + ", " + y + ")";
+  std::string guard = "(" + y + " == 0 || " + y + " == -1) ? " + t + "(0) : ";
+  if (fmod)
+    return "(" + guard + x + " % " + y + ")";
+  // The C remainder has the dividend's sign; move it to the divisor's.
+  std::string r = "(" + x + " % " + y + ")";
+  return "(" + guard + "(" + r + " != 0 && ((" + r + " < 0) != (" + y + " < 0)) ? " + r +
+         " + " + y + " : " + r + "))";
+}

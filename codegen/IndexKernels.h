@@ -1,0 +1,59 @@
+//===- IndexKernels.h - element functions of the indexing ops --*- C++ -*-===//
+//
+// The bodies of the generated kernels of tc.cumsum, tc.tile, tc.trilu,
+// tc.pad and tc.pad_backward: plain shape arithmetic turned into C++ text
+// that reads the element index as `i`, the operand as `in` and writes `out`
+// (KernelWriter wraps them for both targets). No MLIR here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_CODEGEN_INDEXKERNELS_H
+#define TRAINC_CODEGEN_INDEXKERNELS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace trainc::codegen {
+
+/// The number of lines a cumsum over `axis` of `shape` runs along: one
+/// kernel element per line.
+int64_t cumsumLines(llvm::ArrayRef<int64_t> shape, int64_t axis);
+
+/// One line of a cumsum per element `i`, summed in order from its first
+/// element (its last with `reverse`) in the element type `type`.
+std::string cumsumBody(llvm::ArrayRef<int64_t> shape, int64_t axis, bool exclusive,
+                       bool reverse, llvm::StringRef type);
+
+/// out[c] = in[c mod inShape] over the tiled shape `outShape`.
+std::string tileBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> outShape);
+
+/// in[i] where (col - row >= k) (upper) or (col - row <= k), else 0.
+std::string triluBody(llvm::ArrayRef<int64_t> shape, bool upper, int64_t k,
+                      llvm::StringRef type);
+
+/// One element of the padded `outShape`: the input element it copies, or
+/// `value` (a literal of the element type) outside a constant pad. `mode`
+/// is "constant", "reflect" or "edge".
+std::string padBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> outShape,
+                    llvm::ArrayRef<int64_t> pads, llvm::StringRef mode,
+                    llvm::StringRef value);
+
+/// One element of the input gradient of a reflect or edge pad: the sum of
+/// the result-gradient elements (`in`, of `outShape`) copied from it, in
+/// increasing order of their position.
+std::string padBackwardBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> outShape,
+                            llvm::ArrayRef<int64_t> pads, llvm::StringRef mode,
+                            llvm::StringRef type);
+
+/// The expression of ONNX Mod of `a` by `b`: C fmod for floats (`f32`
+/// picks fmodf); for integers the dividend's sign (`fmod`) or the divisor's,
+/// and 0 for a divisor of 0 or -1 (numpy; INT_MIN % -1 would trap).
+std::string modExpr(llvm::StringRef a, llvm::StringRef b, bool isFloat, bool f32, bool fmod,
+                    llvm::StringRef type);
+
+} // namespace trainc::codegen
+
+#endif // TRAINC_CODEGEN_INDEXKERNELS_H

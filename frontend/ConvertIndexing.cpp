@@ -1,0 +1,384 @@
+//===- ConvertIndexing.cpp - CumSum, Mod, Tile, Trilu, Pad, ScatterND ... -===//
+//
+// ONNX ops that index along axes. Each folds on the host when its inputs are
+// constants (position ids, masks and shape arithmetic that PyTorch exports),
+// and otherwise becomes its tc op, except ScatterND and NonZero: NonZero's
+// result shape depends on its data, and ScatterND has no run-time kernel, so
+// both fold or are refused with an error naming the node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Importer.h"
+
+#include "ir/ShapeLogic.h"
+#include "ir/TcOps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <numeric>
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::frontend;
+
+namespace {
+
+/// Calls fn(n, index) for every element n of a row-major `shape`, with its
+/// coordinates.
+void forEachIndex(ArrayRef<int64_t> shape,
+                  const std::function<void(int64_t, ArrayRef<int64_t>)> &fn) {
+  auto count = shape::numElements(shape);
+  SmallVector<int64_t> index(shape.size(), 0);
+  for (int64_t n = 0; n < *count; ++n) {
+    fn(n, index);
+    for (int64_t axis = static_cast<int64_t>(shape.size()) - 1; axis >= 0; --axis) {
+      if (++index[axis] < shape[axis])
+        break;
+      index[axis] = 0;
+    }
+  }
+}
+
+/// Fails unless a result of `shape` is small enough to compute on the host.
+LogicalResult checkFoldSize(NodeContext &ctx, ArrayRef<int64_t> shape) {
+  auto n = shape::numElements(shape);
+  if (!n || *n > kMaxFoldElements)
+    return ctx.error("constant result " + shape::format(shape) + " is too large to fold");
+  return success();
+}
+
+void copyElement(Tensor &out, int64_t to, const Tensor &src, int64_t from) {
+  size_t size = dtypeSize(src.dtype());
+  std::memcpy(out.mutableBytes() + to * size, src.bytes().data() + from * size, size);
+}
+
+/// The integer remainder of ONNX Mod: the divisor's sign (fmod = 0, Python's
+/// %) or the dividend's (fmod = 1, C's %); 0 for a divisor of 0 (numpy) and
+/// for INT_MIN % -1.
+int64_t integerMod(int64_t a, int64_t b, bool fmod) {
+  if (b == 0 || b == -1)
+    return 0;
+  int64_t r = a % b;
+  if (!fmod && r != 0 && ((r < 0) != (b < 0)))
+    r += b;
+  return r;
+}
+
+/// The scalar integer of optional input `i` (`fallback` when absent); it
+/// must be known at import time.
+FailureOr<int64_t> scalarInt(NodeContext &ctx, unsigned i, StringRef what, int64_t fallback) {
+  if (!ctx.hasInput(i))
+    return fallback;
+  FailureOr<std::vector<int64_t>> v = ctx.constantInts(i, what);
+  if (failed(v))
+    return failure();
+  if (v->size() != 1)
+    return ctx.error("input '" + what + "' must hold one integer, got " +
+                     llvm::Twine(v->size()));
+  return (*v)[0];
+}
+
+} // namespace
+
+namespace trainc::frontend {
+
+LogicalResult convertCumSum(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<int64_t> rawAxis = scalarInt(ctx, 1, "axis", 0);
+  if (failed(type) || failed(rawAxis))
+    return failure();
+  if (!ctx.hasInput(1))
+    return ctx.error("input 'axis' is required");
+  FailureOr<int64_t> axis = ctx.normalizeAxis(*rawAxis, type->getRank());
+  if (failed(axis))
+    return failure();
+  bool exclusive = ctx.attrInt("exclusive", 0) != 0, reverse = ctx.attrInt("reverse", 0) != 0;
+  if (const Tensor *c = ctx.constant(0)) {
+    if (c->dtype() == DType::I1)
+      return ctx.error("CumSum of booleans is not defined");
+    ArrayRef<int64_t> shape = c->shape();
+    int64_t dim = shape[*axis], inner = 1;
+    for (int64_t a = *axis + 1; a < c->rank(); ++a)
+      inner *= shape[a];
+    int64_t outer = dim * inner == 0 ? 0 : c->numElements() / (dim * inner);
+    Tensor out(c->dtype(), shape);
+    bool real = isFloat(c->dtype());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in) {
+        double accReal = 0;
+        int64_t accInt = 0;
+        for (int64_t s = 0; s < dim; ++s) {
+          int64_t j = reverse ? dim - 1 - s : s;
+          int64_t at = (o * dim + j) * inner + in;
+          if (!exclusive)
+            real ? (void)(accReal += c->real(at)) : (void)(accInt += c->integer(at));
+          real ? out.setReal(at, accReal) : out.setInteger(at, accInt);
+          if (exclusive)
+            real ? (void)(accReal += c->real(at)) : (void)(accInt += c->integer(at));
+        }
+      }
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  return ctx.emit<tc::CumSumOp>(*x, {ctx.namedI64("axis", *axis),
+                                     ctx.namedBool("exclusive", exclusive),
+                                     ctx.namedBool("reverse", reverse)});
+}
+
+LogicalResult convertMod(NodeContext &ctx) {
+  bool fmod = ctx.attrInt("fmod", 0) != 0;
+  FailureOr<RankedTensorType> a = ctx.inputType(0), b = ctx.inputType(1);
+  if (failed(a) || failed(b))
+    return failure();
+  if (isa<FloatType>(a->getElementType()) && !fmod)
+    return ctx.error("a float Mod needs fmod = 1 (ONNX: fmod = 0 is for integers)");
+  if (ctx.allInputsConstant()) {
+    const Tensor *x = ctx.constant(0), *y = ctx.constant(1);
+    if (x->dtype() != y->dtype())
+      return ctx.error("inputs have different element types");
+    if (x->dtype() == DType::I1)
+      return ctx.error("Mod of booleans is not defined");
+    auto shape = shape::broadcast(x->shape(), y->shape());
+    if (!shape)
+      return ctx.error("shapes " + shape::format(x->shape()) + " and " +
+                       shape::format(y->shape()) + " do not broadcast");
+    if (failed(checkFoldSize(ctx, *shape)))
+      return failure();
+    Tensor out(x->dtype(), *shape);
+    bool real = isFloat(x->dtype());
+    forEachBroadcast(*shape, {x->shape(), y->shape()}, [&](int64_t n, ArrayRef<int64_t> off) {
+      if (real)
+        out.setReal(n, std::fmod(x->real(off[0]), y->real(off[1])));
+      else
+        out.setInteger(n, integerMod(x->integer(off[0]), y->integer(off[1]), fmod));
+    });
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0), y = ctx.input(1);
+  if (failed(x) || failed(y))
+    return failure();
+  return ctx.emit<tc::ModOp>({*x, *y}, {ctx.namedBool("fmod", fmod)});
+}
+
+LogicalResult convertTile(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<std::vector<int64_t>> repeats = ctx.constantInts(1, "repeats");
+  if (failed(type) || failed(repeats))
+    return failure();
+  std::string error;
+  auto shape = shape::tile(type->getShape(), *repeats, error);
+  if (!shape)
+    return ctx.error(error);
+  if (const Tensor *c = ctx.constant(0)) {
+    if (failed(checkFoldSize(ctx, *shape)))
+      return failure();
+    Tensor out(c->dtype(), *shape);
+    SmallVector<int64_t> strides = stridesOf(c->shape());
+    forEachIndex(*shape, [&](int64_t n, ArrayRef<int64_t> idx) {
+      int64_t off = 0;
+      for (int64_t a = 0; a < c->rank(); ++a)
+        off += (idx[a] % c->shape()[a]) * strides[a];
+      copyElement(out, n, *c, off);
+    });
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  if (llvm::all_of(*repeats, [](int64_t r) { return r == 1; }))
+    return ctx.forwardInput(0);
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  return ctx.emit<tc::TileOp>(*x, {ctx.namedArray("repeats", *repeats)});
+}
+
+LogicalResult convertTrilu(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<int64_t> k = scalarInt(ctx, 1, "k", 0);
+  if (failed(type) || failed(k))
+    return failure();
+  if (type->getRank() < 2)
+    return ctx.error("input must have rank 2 or more, got rank " +
+                     llvm::Twine(type->getRank()));
+  bool upper = ctx.attrInt("upper", 1) != 0;
+  if (const Tensor *c = ctx.constant(0)) {
+    Tensor out(c->dtype(), c->shape());
+    std::memset(out.mutableBytes(), 0, out.bytes().size());
+    int64_t rank = c->rank();
+    forEachIndex(c->shape(), [&](int64_t n, ArrayRef<int64_t> idx) {
+      int64_t diff = idx[rank - 1] - idx[rank - 2];
+      if (upper ? diff >= *k : diff <= *k)
+        copyElement(out, n, *c, n);
+    });
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  return ctx.emit<tc::TriluOp>(*x, {ctx.namedBool("upper", upper), ctx.namedI64("k", *k)});
+}
+
+LogicalResult convertPad(NodeContext &ctx) {
+  std::string mode = ctx.attrString("mode", "constant");
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<std::vector<int64_t>> given = ctx.constantInts(1, "pads");
+  if (failed(type) || failed(given))
+    return failure();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return ctx.error("mode '" + mode + "' is not supported (constant, reflect and edge are)");
+  int64_t rank = type->getRank();
+  // Opset 18's `axes` names the axes that `pads` covers.
+  std::vector<int64_t> axes(rank);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (ctx.hasInput(3)) {
+    FailureOr<std::vector<int64_t>> v = ctx.constantInts(3, "axes");
+    if (failed(v))
+      return failure();
+    axes = *v;
+  }
+  if (given->size() != 2 * axes.size())
+    return ctx.error("pads has " + llvm::Twine(given->size()) + " entries for " +
+                     llvm::Twine(axes.size()) + " axes (2 per axis)");
+  SmallVector<int64_t> pads(2 * rank, 0);
+  SmallVector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    FailureOr<int64_t> axis = ctx.normalizeAxis(axes[i], rank);
+    if (failed(axis))
+      return failure();
+    if (seen[*axis])
+      return ctx.error("axes name axis " + llvm::Twine(*axis) + " twice");
+    seen[*axis] = true;
+    pads[*axis] = (*given)[i];
+    pads[rank + *axis] = (*given)[axes.size() + i];
+  }
+  double value = 0;
+  if (ctx.hasInput(2)) {
+    const Tensor *v = ctx.importTimeValue(2);
+    if (!v)
+      return ctx.error("input 'constant_value' must be a constant known at import time");
+    if (v->numElements() != 1)
+      return ctx.error("input 'constant_value' must hold one element");
+    value = isFloat(v->dtype()) ? v->real(0) : static_cast<double>(v->integer(0));
+  }
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return ctx.forwardInput(0);
+  std::string error;
+  auto shape = shape::pad(type->getShape(), pads, error);
+  if (!shape)
+    return ctx.error(error);
+  if (const Tensor *c = ctx.constant(0)) {
+    if (mode != "constant")
+      return ctx.error("folding a " + mode + " pad is not supported");
+    if (failed(checkFoldSize(ctx, *shape)))
+      return failure();
+    Tensor fill = Tensor::scalarReal(c->dtype(), value);
+    Tensor out(c->dtype(), *shape);
+    SmallVector<int64_t> strides = stridesOf(c->shape());
+    forEachIndex(*shape, [&](int64_t n, ArrayRef<int64_t> idx) {
+      int64_t off = 0;
+      for (int64_t a = 0; a < rank && off >= 0; ++a) {
+        int64_t j = shape::padSource(idx[a], c->shape()[a], pads[a], 0);
+        off = j < 0 ? -1 : off + j * strides[a];
+      }
+      if (off < 0)
+        copyElement(out, n, fill, 0);
+      else
+        copyElement(out, n, *c, off);
+    });
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  return ctx.emit<tc::PadOp>(*x, {ctx.namedArray("pads", pads), ctx.namedString("mode", mode),
+                                  ctx.named("value", ctx.builder().getF64FloatAttr(value))});
+}
+
+LogicalResult convertScatterND(NodeContext &ctx) {
+  if (!ctx.allInputsConstant())
+    return ctx.error("ScatterND is supported only where data, indices and updates are "
+                     "constants that fold at import; here they are computed at run time");
+  const Tensor *data = ctx.constant(0), *indices = ctx.constant(1), *updates = ctx.constant(2);
+  std::string reduction = ctx.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    return ctx.error("reduction '" + reduction + "' is not one of none, add, mul, max, min");
+  if (isFloat(indices->dtype()) || indices->rank() < 1)
+    return ctx.error("indices must be integers of rank 1 or more");
+  if (updates->dtype() != data->dtype())
+    return ctx.error("updates and data have different element types");
+  int64_t q = indices->shape().back();
+  if (q > data->rank())
+    return ctx.error("index tuples of length " + llvm::Twine(q) + " for data of rank " +
+                     llvm::Twine(data->rank()));
+  // updates.shape = indices.shape[:-1] + data.shape[q:]
+  SmallVector<int64_t> want(indices->shape().drop_back());
+  want.append(data->shape().begin() + q, data->shape().end());
+  if (ArrayRef<int64_t>(want) != updates->shape())
+    return ctx.error("updates have shape " + shape::format(updates->shape()) + ", expected " +
+                     shape::format(want));
+  int64_t slice = 1;
+  for (int64_t a = q; a < data->rank(); ++a)
+    slice *= data->shape()[a];
+  SmallVector<int64_t> strides = stridesOf(data->shape());
+  Tensor out = *data;
+  bool real = isFloat(data->dtype());
+  int64_t tuples = q == 0 ? updates->numElements() / std::max<int64_t>(slice, 1)
+                          : indices->numElements() / q;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t base = 0;
+    for (int64_t a = 0; a < q; ++a) {
+      int64_t dim = data->shape()[a], at = indices->integer(t * q + a);
+      if (at < -dim || at >= dim)
+        return ctx.error("index " + llvm::Twine(at) + " is out of range for axis " +
+                         llvm::Twine(a) + " of size " + llvm::Twine(dim));
+      base += (at < 0 ? at + dim : at) * strides[a];
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      int64_t to = base + e, from = t * slice + e;
+      if (reduction == "none") {
+        copyElement(out, to, *updates, from);
+      } else if (real) {
+        double x = out.real(to), u = updates->real(from);
+        out.setReal(to, reduction == "add" ? x + u : reduction == "mul" ? x * u
+                        : reduction == "max" ? std::max(x, u) : std::min(x, u));
+      } else {
+        int64_t x = out.integer(to), u = updates->integer(from);
+        out.setInteger(to, reduction == "add" ? x + u : reduction == "mul" ? x * u
+                           : reduction == "max" ? std::max(x, u) : std::min(x, u));
+      }
+    }
+  }
+  ctx.setOutput(0, std::move(out));
+  return success();
+}
+
+LogicalResult convertNonZero(NodeContext &ctx) {
+  const Tensor *c = ctx.constant(0);
+  if (!c)
+    return ctx.error("NonZero's result shape depends on its data, so it is supported only "
+                     "where its input is a constant that folds at import; input '" +
+                     ctx.node().input(0) + "' is computed at run time");
+  std::vector<int64_t> hits;
+  forEachIndex(c->shape(), [&](int64_t n, ArrayRef<int64_t>) {
+    if (isFloat(c->dtype()) ? c->real(n) != 0 : c->integer(n) != 0)
+      hits.push_back(n);
+  });
+  int64_t rank = c->rank(), count = static_cast<int64_t>(hits.size());
+  SmallVector<int64_t> strides = stridesOf(c->shape());
+  std::vector<int64_t> values(rank * count);
+  for (int64_t h = 0; h < count; ++h)
+    for (int64_t a = 0; a < rank; ++a)
+      values[a * count + h] = (hits[h] / strides[a]) % c->shape()[a];
+  ctx.setOutput(0, Tensor::fromIntegers(DType::I64, {rank, count}, values));
+  return success();
+}
+
+} // namespace trainc::frontend

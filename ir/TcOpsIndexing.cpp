@@ -1,0 +1,133 @@
+//===- TcOpsIndexing.cpp - shape functions of cumsum, tile, trilu, pad ----===//
+//
+// The shape functions and verifiers of the ops that index along axes: the
+// cumulative sum, the remainder's verifier, tiling, triangles and padding.
+// Like those of TcOps.cpp they never assume the op is valid.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/ShapeLogic.h"
+#include "ir/TcOps.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::tc;
+
+LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!type)
+    return emitOptionalError(location, "expects a ranked operand");
+  // Also called by the parser before the attributes are verified, so the
+  // attribute is read unchecked from the dictionary.
+  auto axisAttr = dyn_cast_or_null<IntegerAttr>(adaptor.getAttributes().get("axis"));
+  if (!axisAttr || !axisAttr.getType().isSignlessInteger(64))
+    return emitOptionalError(location, "expects an integer 'axis'");
+  int64_t axis = axisAttr.getInt();
+  if (axis < 0 || axis >= type.getRank())
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             type.getRank());
+  inferred.push_back(type);
+  return success();
+}
+
+LogicalResult ModOp::verify() {
+  if (isa<FloatType>(cast<ShapedType>(getLhs().getType()).getElementType()) && !getFmod())
+    return emitOpError("a float remainder needs fmod = true (ONNX Mod)");
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!type)
+    return emitOptionalError(location, "expects a ranked input");
+  std::string error;
+  auto shape = shape::tile(type.getShape(), adaptor.getRepeats(), error);
+  if (!shape)
+    return emitOptionalError(location, error);
+  inferred.push_back(RankedTensorType::get(*shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult TriluOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!type)
+    return emitOptionalError(location, "expects a ranked operand");
+  if (type.getRank() < 2)
+    return emitOptionalError(location, "expects an operand of rank 2 or more, got rank ",
+                             type.getRank());
+  inferred.push_back(type);
+  return success();
+}
+
+namespace {
+
+/// Checks a pad's mode against its pads and input shape; the result shape
+/// goes to `out`.
+LogicalResult padShape(std::optional<Location> location, ArrayRef<int64_t> in,
+                       ArrayRef<int64_t> pads, StringRef mode,
+                       SmallVectorImpl<int64_t> &out) {
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return emitOptionalError(location, "mode must be 'constant', 'reflect' or 'edge', got '",
+                             mode, "'");
+  std::string error;
+  auto shape = shape::pad(in, pads, error);
+  if (!shape)
+    return emitOptionalError(location, error);
+  size_t rank = in.size();
+  for (size_t d = 0; mode != "constant" && d < rank; ++d) {
+    int64_t b = pads[d], e = pads[rank + d];
+    if (b < 0 || e < 0)
+      return emitOptionalError(location, "a ", mode, " pad cannot crop (axis ", d,
+                               " has pads ", b, " and ", e, ")");
+    if ((b || e) && mode == "edge" && in[d] == 0)
+      return emitOptionalError(location, "an edge pad needs a non-empty axis (axis ", d, ")");
+    if ((b || e) && mode == "reflect" && (b >= in[d] || e >= in[d]))
+      return emitOptionalError(location, "reflect pads must be smaller than the axis (axis ",
+                               d, " of size ", in[d], " has pads ", b, " and ", e, ")");
+  }
+  out.assign(shape->begin(), shape->end());
+  return success();
+}
+
+} // namespace
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!type)
+    return emitOptionalError(location, "expects a ranked input");
+  SmallVector<int64_t> shape;
+  if (failed(padShape(location, type.getShape(), adaptor.getPads(), adaptor.getMode(), shape)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult PadBackwardOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto dy = dyn_cast<RankedTensorType>(adaptor.getResultGrad().getType());
+  if (!dy)
+    return emitOptionalError(location, "expects a ranked result gradient");
+  ArrayRef<int64_t> in = adaptor.getInputShape();
+  for (int64_t d : in)
+    if (d < 0)
+      return emitOptionalError(location, "input_shape has a negative dimension");
+  if (adaptor.getMode() == "constant")
+    return emitOptionalError(location, "a constant pad's gradient is a tc.pad, not "
+                                       "tc.pad_backward");
+  SmallVector<int64_t> shape;
+  if (failed(padShape(location, in, adaptor.getPads(), adaptor.getMode(), shape)))
+    return failure();
+  if (ArrayRef<int64_t>(shape) != dy.getShape())
+    return emitOptionalError(location, "the result gradient has shape ",
+                             shape::format(dy.getShape()), " but the pad gives ",
+                             shape::format(shape));
+  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
+  return success();
+}
