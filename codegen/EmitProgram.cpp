@@ -465,16 +465,40 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
          << (p.constant ? "true" : "false") << "},\n";
     os << "};\n";
   }
-  bool exporting = trainFn && !options.exportTemplatePath.empty();
+  bool exporting = trainFn && !options.exportSegmentsPath.empty();
   if (exporting) {
-    os << "const uint64_t kExportOffsets[] = {";
-    for (const ParamEntry &p : params) {
-      auto it = options.exportOffsets.find(p.name);
-      os << (p.constant || it == options.exportOffsets.end() ? std::string("UINT64_MAX")
-                                                              : std::to_string(it->second))
-         << ", ";
+    // The export interleaves the segments with the parameters' trained bytes:
+    // each model parameter once, with the size the model gives its data.
+    std::vector<bool> placed(params.size(), false);
+    uint64_t segmentSum = 0;
+    os << "// --export: segment bytes, then the parameter (index, bytes), in file order.\n"
+       << "const trainc::rt::ExportPiece kExportPieces[] = {\n";
+    for (const EmitOptions::ExportPiece &piece : options.exportPieces) {
+      segmentSum += piece.segmentBytes;
+      if (piece.param.empty()) {
+        os << "    {" << piece.segmentBytes << ", -1, 0},\n";
+        continue;
+      }
+      auto it = paramIndex.find(piece.param);
+      if (it == paramIndex.end() || placed[it->second])
+        return module.emitError("the export names parameter '")
+               << piece.param << "' " << (it == paramIndex.end() ? "unknown" : "twice");
+      const ParamEntry &p = params[it->second];
+      if (p.bytes != piece.paramBytes)
+        return module.emitError("parameter '")
+               << p.name << "' has " << piece.paramBytes << " bytes of data in the model but "
+               << p.bytes << " in the program";
+      placed[it->second] = true;
+      os << "    {" << piece.segmentBytes << ", " << it->second << ", " << p.bytes << "}, "
+         << commentLine(p.name);
     }
     os << "};\n";
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!params[i].constant && !placed[i])
+        return module.emitError("parameter '") << params[i].name << "' is not in the export";
+    if (options.exportPieces.empty() || !options.exportPieces.back().param.empty() ||
+        segmentSum != options.exportSegmentsBytes)
+      return module.emitError("the export's pieces do not cover its segments");
   }
   // The blob's path goes into an assembler string inside a C++ string.
   auto incbin = [](const std::string &path) {
@@ -489,17 +513,19 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "        \".previous\\n\");\n"
      << "extern \"C\" const unsigned char trainc_param_blob[];\n\n";
   if (exporting)
-    os << "// The ONNX model --export writes, with the trained parameters patched in.\n"
+    os << "// The ONNX model --export writes, between its parameters: "
+       << options.exportSegmentsBytes << " bytes.\n"
        << "__asm__(\".section .rodata\\n\"\n"
        << "        \".balign 64\\n\"\n"
-       << "        \"trainc_export_model:\\n\"\n"
-       << "        " << incbin(options.exportTemplatePath) << "\n"
+       << "        \"trainc_export_segments:\\n\"\n"
+       << "        " << incbin(options.exportSegmentsPath) << "\n"
        << "        \".previous\\n\");\n"
-       << "extern \"C\" const unsigned char trainc_export_model[];\n\n";
+       << "extern \"C\" const unsigned char trainc_export_segments[];\n\n";
   os << "namespace {\n";
   if (exporting)
-    os << "const trainc::rt::ExportInfo kExport = {trainc_export_model, "
-       << options.exportTemplateBytes << ", kExportOffsets};\n";
+    os << "const trainc::rt::ExportInfo kExport = {trainc_export_segments, "
+       << options.exportSegmentsBytes << ", " << options.exportPieces.size()
+       << ", kExportPieces};\n";
   os << "const trainc::rt::Program kProgram = {\n"
      << "    " << cStringLiteral(options.modelName) << ", " << cStringLiteral(cuda ? "cuda" : "cpu")
      << ", " << batch << ",\n"

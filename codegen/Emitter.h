@@ -24,11 +24,19 @@ struct EmitOptions {
   /// The function the program runs: forward (prediction) by default, or
   /// train_step / loss to inspect losses and gradients with --run.
   std::string entry = "forward";
-  /// For a trainer: the ONNX export template (absolute path) and the byte
-  /// offset of each parameter's data in it, by name.
-  std::string exportTemplatePath;
-  std::map<std::string, uint64_t> exportOffsets;
-  uint64_t exportTemplateBytes = 0;
+  /// For a trainer: the segments of the ONNX export (absolute path of the
+  /// file the source embeds; the model's bytes between parameters) and, in
+  /// file order, the segment bytes before each parameter, its name and its
+  /// data size in the model (checked against the parameter's size); an empty
+  /// name ends the file.
+  struct ExportPiece {
+    uint64_t segmentBytes;
+    std::string param;
+    uint64_t paramBytes;
+  };
+  std::string exportSegmentsPath;
+  uint64_t exportSegmentsBytes = 0;
+  std::vector<ExportPiece> exportPieces;
 };
 
 /// Emits the program of a planned module (`trainc-plan` has run): one source

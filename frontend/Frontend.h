@@ -67,12 +67,22 @@ std::optional<ModelSummary> summarizeModelFile(llvm::StringRef path,
 /// Every ONNX op type the importer knows, sorted.
 std::vector<std::string> supportedOpTypes();
 
-/// The original model serialized with the named parameters as raw data, and
-/// the byte range (offset, size) of each one's data, in `paramNames` order:
-/// what a trainer needs to export trained weights without protobuf.
+/// The model a trainer exports, serialized without the data of its
+/// parameters: the inference graph (BatchNormalization with its running
+/// statistics, Dropout inactive) with the named parameters as raw data, cut
+/// at each parameter's data. The file is, piece by piece in order,
+/// `segmentBytes` more bytes of `segments`, then the `paramBytes` bytes of
+/// parameter `param` (an index into `paramNames`; -1 in the last piece, the
+/// tail of the file): what a trainer needs to export trained weights without
+/// protobuf and without a second copy of them.
 struct ExportTemplate {
-  std::string bytes;
-  std::vector<std::pair<uint64_t, uint64_t>> regions;
+  struct Piece {
+    uint64_t segmentBytes;
+    int64_t param;
+    uint64_t paramBytes;
+  };
+  std::string segments;
+  std::vector<Piece> pieces;
 };
 llvm::Expected<ExportTemplate> buildExportTemplate(llvm::StringRef path,
                                                    llvm::ArrayRef<std::string> paramNames);

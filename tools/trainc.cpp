@@ -448,10 +448,12 @@ int runCompile() {
   SmallString<256> absoluteBlob(blobPath);
   sys::fs::make_absolute(absoluteBlob);
   emit.paramBlobPath = absoluteBlob.str().str();
-  // A trainer can export the trained model: the template is the original
-  // ONNX with every parameter as raw data, at offsets the program patches.
+  // A trainer can export the trained model (the inference graph): the source
+  // embeds only the bytes between its parameters, and the program writes its
+  // trained parameters between them, so the parameter data is stored once.
   SmallString<256> exportPath(buildDir);
-  sys::path::append(exportPath, stem + ".export.onnx");
+  sys::path::append(exportPath, stem + ".export-segments.bin");
+  sys::fs::remove(exportPath);
   if (!optimizerKind.empty()) {
     std::vector<std::string> names;
     for (auto param : module->getOps<trainc::tc::ParamOp>())
@@ -461,14 +463,20 @@ int runCompile() {
       errs() << "error: " << toString(exported.takeError()) << "\n";
       return 1;
     }
-    if (!writeFile(exportPath, [&](raw_ostream &os) { os << exported->bytes; }))
+    if (!writeFile(exportPath, [&](raw_ostream &os) { os << exported->segments; }))
       return 1;
     sys::fs::make_absolute(exportPath);
-    emit.exportTemplatePath = exportPath.str().str();
-    emit.exportTemplateBytes = exported->bytes.size();
-    for (size_t i = 0; i < names.size(); ++i)
-      emit.exportOffsets[names[i]] = exported->regions[i].first;
+    emit.exportSegmentsPath = exportPath.str().str();
+    emit.exportSegmentsBytes = exported->segments.size();
+    for (const auto &piece : exported->pieces)
+      emit.exportPieces.push_back(
+          {piece.segmentBytes, piece.param < 0 ? std::string() : names[piece.param],
+           piece.paramBytes});
   }
+  // Earlier trainc versions kept a full copy of the model for --export here.
+  SmallString<256> oldTemplate(buildDir);
+  sys::path::append(oldTemplate, stem + ".export.onnx");
+  sys::fs::remove(oldTemplate);
   std::string source;
   std::vector<char> blob;
   raw_string_ostream sourceStream(source);

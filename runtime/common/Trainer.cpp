@@ -685,24 +685,58 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
 
-  // The original ONNX model with the trained parameters, written with
-  // AtomicFile (temporary file, fsync, rename), so a reader never sees half a
-  // model and a failed write leaves the previous file.
+  // The inference model with the trained parameters: the segments of the
+  // model interleaved with each parameter's trained bytes, copied from the
+  // device one parameter at a time (the parameters are stored once, not in
+  // a template too). The layout is checked whole before anything is written,
+  // and the file is an AtomicFile (temporary file, fsync, rename), so a
+  // reader never sees half a model and a failed write leaves the previous
+  // file.
   if (!options.exportPath.empty()) {
     const ExportInfo *info = program.exportInfo;
-    std::vector<char> bytes(info->model, info->model + info->modelBytes);
-    for (int i = 0; i < program.numParams; ++i) {
-      uint64_t at = info->offsets[i];
-      const ParamInfo &p = program.params[i];
-      if (at == UINT64_MAX)
+    std::vector<bool> placed(program.numParams, false);
+    uint64_t segmentSum = 0, largest = 0;
+    for (int k = 0; k < info->numPieces; ++k) {
+      const ExportPiece &piece = info->pieces[k];
+      if (piece.segmentBytes > info->segmentsBytes - segmentSum)
+        return Status::error("the export's segments end before piece " + std::to_string(k));
+      segmentSum += piece.segmentBytes;
+      if (piece.param == -1 && k + 1 == info->numPieces)
         continue;
-      if (at > bytes.size() || p.bytes > bytes.size() - at)
+      if (piece.param < 0 || piece.param >= program.numParams || placed[piece.param] ||
+          program.params[piece.param].constant)
+        return Status::error("export piece " + std::to_string(k) +
+                             " names no parameter of the program");
+      const ParamInfo &p = program.params[piece.param];
+      if (piece.paramBytes != p.bytes)
         return Status::error("export table of parameter " + std::string(p.tensor.name) +
-                             " lies outside the model");
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(bytes.data() + at, paramPtrs[i], p.bytes));
+                             ": " + std::to_string(piece.paramBytes) + " bytes in the model, " +
+                             std::to_string(p.bytes) + " in the program");
+      placed[piece.param] = true;
+      largest = std::max(largest, p.bytes);
     }
-    TRAINC_RETURN_IF_ERROR(
-        writeFileAtomically(options.exportPath, "--export", bytes.data(), bytes.size()));
+    for (int i = 0; i < program.numParams; ++i)
+      if (!program.params[i].constant && !placed[i])
+        return Status::error("parameter " + std::string(program.params[i].tensor.name) +
+                             " is not in the export table");
+    if (info->numPieces == 0 || info->pieces[info->numPieces - 1].param != -1 ||
+        segmentSum != info->segmentsBytes)
+      return Status::error("the export's pieces do not cover its segments");
+    AtomicFile file;
+    TRAINC_RETURN_IF_ERROR(file.open(options.exportPath, "--export"));
+    std::vector<char> host(largest);
+    const unsigned char *segment = info->segments;
+    for (int k = 0; k < info->numPieces; ++k) {
+      const ExportPiece &piece = info->pieces[k];
+      TRAINC_RETURN_IF_ERROR(file.write(segment, piece.segmentBytes));
+      segment += piece.segmentBytes;
+      if (piece.param < 0)
+        continue;
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(host.data(), paramPtrs[piece.param],
+                                                 piece.paramBytes));
+      TRAINC_RETURN_IF_ERROR(file.write(host.data(), piece.paramBytes));
+    }
+    TRAINC_RETURN_IF_ERROR(file.commit());
     std::fprintf(stderr, "exported the trained model to %s\n", options.exportPath.c_str());
   }
 

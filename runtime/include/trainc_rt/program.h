@@ -92,13 +92,25 @@ struct TrainStep {
   Status (*step)(Context &context, const TrainArgs &args);
 };
 
-/// The original ONNX model, serialized with every parameter as raw data:
-/// exporting overwrites `offsets[i]` (one per Program::params entry; UINT64_MAX
-/// for constants) with the trained bytes of parameter i.
+/// One piece of the exported file: the next `segmentBytes` bytes of
+/// ExportInfo::segments, then the trained bytes of Program::params[param]
+/// (`paramBytes` of them, its ParamInfo::bytes); param is -1 in the last
+/// piece, which ends the file.
+struct ExportPiece {
+  uint64_t segmentBytes;
+  int32_t param;
+  uint64_t paramBytes;
+};
+
+/// The ONNX model --export writes (the inference graph), without its
+/// parameter data: the bytes between parameters, concatenated, and the
+/// pieces that interleave them with the parameters in file order. Every
+/// parameter that is not a constant appears in exactly one piece.
 struct ExportInfo {
-  const unsigned char *model;
-  uint64_t modelBytes;
-  const uint64_t *offsets;
+  const unsigned char *segments;
+  uint64_t segmentsBytes;
+  int numPieces;
+  const ExportPiece *pieces;
 };
 
 struct Program {
