@@ -741,11 +741,15 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
           return o.emitError("codegen supports i64 gather indices only");
         call("tk::gatherBackward(ctx, " + gatherDims(o.getDataShape(), o.getAxis()) + ", " +
              ptr(o.getResultGrad()) + ", " + ptr(o.getIndices()) + ", " +
-             std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
+             std::to_string(countOf(o.getIndices())) + ", " +
+             std::to_string(o.getPaddingIndex().value_or(-1)) + ", " + ptr(o.getResult()) +
+             ")");
         return success();
       })
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
           [&](Operation *o) { return emitLoss(o); })
+      .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp>(
+          [&](Operation *o) { return emitIndexing(o); })
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
       });
@@ -774,8 +778,6 @@ LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
   call(name + "(ctx, " + ptr(op.getInput()) + ", " + ptr(op.getKey()) + ", " +
        ptr(op.getResult()) + ")");
   return success();
-      .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp>(
-          [&](Operation *o) { return emitIndexing(o); })
 }
 
 /// A fused optimizer update: one kernel reads the parameter, its gradient
@@ -929,6 +931,8 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
   else if (mnemonic == "and") expr = a[0] + " && " + a[1];
   else if (mnemonic == "or") expr = a[0] + " || " + a[1];
   else if (mnemonic == "where") expr = a[0] + " ? " + a[1] + " : " + a[2];
+  else if (auto mod = dyn_cast<tc::ModOp>(op))
+    expr = modExpr(a[0], a[1], isa<FloatType>(inElem), f32, mod.getFmod(), t);
   else if (mnemonic == "cast")
     expr = outElem.isInteger(1) ? a[0] + " != 0" : "static_cast<" + cType(outElem) + ">(" + a[0] + ")";
   else
@@ -944,36 +948,6 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
   return success();
 }
 
-LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Value in,
-                                              ArrayRef<int64_t> shape,
-                                              ArrayRef<int64_t> inStrides, int64_t inBase,
-                                              ArrayRef<int64_t> outStrides, int64_t outBase,
-                                              StringRef outPtr) {
-  std::string t = cType(in.getType());
-  std::vector<int64_t> dense = rowMajorStrides(shape);
-  // A side that is walked densely is indexed by `i` itself.
-  bool denseOut = outBase == 0 && ArrayRef<int64_t>(dense) == outStrides;
-  bool denseIn = inBase == 0 && ArrayRef<int64_t>(dense) == inStrides;
-  SmallVector<bool> used(shape.size(), false);
-  for (size_t d = 0; d < shape.size(); ++d)
-    used[d] = (!denseIn && inStrides[d] != 0) || (!denseOut && outStrides[d] != 0);
-  else if (auto mod = dyn_cast<tc::ModOp>(op))
-    expr = modExpr(a[0], a[1], isa<FloatType>(inElem), f32, mod.getFmod(), t);
-  std::string code = decomposeIndex(shape, "i", "c", "  ", used);
-  code += "  out[" + (denseOut ? std::string("i") : linearIndex(outStrides, outBase, "c")) +
-          "] = in[" + (denseIn ? std::string("i") : linearIndex(inStrides, inBase, "c")) +
-          "];\n";
-  std::vector<std::string> comment = {opComment(op)};
-  int64_t count = 1;
-  for (int64_t d : shape)
-    count *= d;
-  std::string name = kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}},
-                                       count, code);
-  call(name + "(ctx, " + ptr(in) + ", " + outPtr.str() + ")");
-  return success();
-}
-
-LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
 /// Cumulative sums, tiles, triangles and pads: generated kernels whose
 /// bodies come from IndexKernels.cpp.
 LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
@@ -1011,6 +985,34 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
   return success();
 }
 
+LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Value in,
+                                              ArrayRef<int64_t> shape,
+                                              ArrayRef<int64_t> inStrides, int64_t inBase,
+                                              ArrayRef<int64_t> outStrides, int64_t outBase,
+                                              StringRef outPtr) {
+  std::string t = cType(in.getType());
+  std::vector<int64_t> dense = rowMajorStrides(shape);
+  // A side that is walked densely is indexed by `i` itself.
+  bool denseOut = outBase == 0 && ArrayRef<int64_t>(dense) == outStrides;
+  bool denseIn = inBase == 0 && ArrayRef<int64_t>(dense) == inStrides;
+  SmallVector<bool> used(shape.size(), false);
+  for (size_t d = 0; d < shape.size(); ++d)
+    used[d] = (!denseIn && inStrides[d] != 0) || (!denseOut && outStrides[d] != 0);
+  std::string code = decomposeIndex(shape, "i", "c", "  ", used);
+  code += "  out[" + (denseOut ? std::string("i") : linearIndex(outStrides, outBase, "c")) +
+          "] = in[" + (denseIn ? std::string("i") : linearIndex(inStrides, inBase, "c")) +
+          "];\n";
+  std::vector<std::string> comment = {opComment(op)};
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::string name = kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}},
+                                       count, code);
+  call(name + "(ctx, " + ptr(in) + ", " + outPtr.str() + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
   ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs());
   if (!cast<ShapedType>(op.getLhs().getType()).getElementType().isF32())
     return op.emitError("codegen supports f32 matmul only");

@@ -11,6 +11,7 @@
 #include "frontend/Frontend.h"
 #include "frontend/Importer.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/TrainingMetadata.h"
 
 #include "ir/ShapeLogic.h"
 #include "ir/TcOps.h"
@@ -85,6 +86,9 @@ private:
   void removeDeadCode(func::FuncOp func);
   void finishParams(ModuleOp module, func::FuncOp func,
                     llvm::ArrayRef<std::string> paramNames, unsigned firstParam);
+  LogicalResult markPaddingRows(const TrainingMetadata &meta, func::FuncOp func,
+                                llvm::ArrayRef<std::string> paramNames,
+                                unsigned firstParam);
 };
 
 } // namespace trainc::frontend
@@ -497,6 +501,33 @@ void GraphImporter::finishParams(ModuleOp module, func::FuncOp func,
   (void)func.eraseArguments(unused);
 }
 
+LogicalResult GraphImporter::markPaddingRows(const TrainingMetadata &meta,
+                                             func::FuncOp func,
+                                             llvm::ArrayRef<std::string> paramNames,
+                                             unsigned firstParam) {
+  // The embedding lookups of a table with a padding row: tc.gather on axis 0
+  // of the parameter itself (Identity nodes are gone by now).
+  for (unsigned i = 0; i < paramNames.size(); ++i) {
+    auto it = meta.paddingIndex.find(paramNames[i]);
+    BlockArgument arg = func.getArgument(firstParam + i);
+    if (it == meta.paddingIndex.end() || arg.use_empty())
+      continue;
+    bool marked = false;
+    for (Operation *user : arg.getUsers())
+      if (auto gather = dyn_cast<tc::GatherOp>(user);
+          gather && gather.getData() == arg && gather.getAxis() == 0) {
+        gather.setPaddingIndexAttr(builder.getI64IntegerAttr(it->second));
+        marked = true;
+      }
+    if (!marked) {
+      error("metadata '" + llvm::Twine(kPaddingIndexKey) + "' gives '" + paramNames[i] +
+            "' a padding row, but no Gather on axis 0 reads it");
+      return failure();
+    }
+  }
+  return success();
+}
+
 OwningOpRef<ModuleOp> GraphImporter::run() {
   if (!model.has_graph()) {
     error("not an ONNX model: it has no graph");
@@ -509,6 +540,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   }
   if (!checkSupport(*opset))
     return nullptr;
+  llvm::Expected<TrainingMetadata> meta = readTrainingMetadata(model);
+  if (!meta) {
+    error(llvm::toString(meta.takeError()));
+    return nullptr;
+  }
   const onnx::GraphProto &graph = model.graph();
 
   Location fileLoc = FileLineColLoc::get(&context, modelName, 0, 0);
@@ -518,9 +554,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     (*module)->setAttr("tc.producer", builder.getStringAttr(model.producer_name()));
   builder.setInsertionPointToStart(module->getBody());
 
-  // Initializers: float ones are parameters, the rest constants.
+  // Initializers: float ones are parameters, the rest constants. With
+  // trainc.trainable, only the float initializers it lists are trained.
   llvm::StringSet<> initializerNames;
   std::vector<std::string> paramNames;
+  llvm::StringMap<std::vector<int64_t>> floatShapes;
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   std::vector<std::pair<std::string, Tensor>> constants;
@@ -543,10 +581,16 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       smallInitialValues.insert({init.name(), *tensor});
     Location loc = NameLoc::get(builder.getStringAttr(init.name()));
     DenseElementsAttr value = toAttribute(&context, *tensor);
+    floatShapes[init.name()] = tensor->shape().vec();
+    bool trainable = !meta->trainable || meta->trainable->contains(init.name());
     builder.create<tc::ParamOp>(loc, builder.getStringAttr(init.name()),
                                 TypeAttr::get(value.getType()),
-                                /*trainable=*/builder.getUnitAttr(), value);
+                                trainable ? builder.getUnitAttr() : UnitAttr(), value);
     paramNames.push_back(init.name());
+  }
+  if (llvm::Error e = checkMetadataNames(*meta, floatShapes)) {
+    error(llvm::toString(std::move(e)));
+    return nullptr;
   }
 
   // Graph inputs that are not initializers are the data inputs.
@@ -666,6 +710,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   func.setAllResultAttrs(resultAttrs);
 
   removeDeadCode(func);
+  if (failed(markPaddingRows(*meta, func, paramNames, firstParam)))
+    return nullptr;
   finishParams(*module, func, paramNames, firstParam);
   if (failed(mlir::verify(*module))) {
     for (const std::string &message : nodeErrors)

@@ -684,10 +684,12 @@ LogicalResult SliceOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                        SmallVectorImpl<Value> &dxs) {
-  dxs.push_back(make<GatherBackwardOp>(
-      b, getLoc(), {dys[0], getIndices()},
-      {b.getNamedAttr("axis", getAxisAttr()),
-       b.getNamedAttr("data_shape", b.getDenseI64ArrayAttr(typeOf(getData()).getShape()))}));
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr("axis", getAxisAttr()),
+      b.getNamedAttr("data_shape", b.getDenseI64ArrayAttr(typeOf(getData()).getShape()))};
+  if (IntegerAttr padding = getPaddingIndexAttr()) // that row gets no gradient
+    attrs.push_back(b.getNamedAttr("padding_index", padding));
+  dxs.push_back(make<GatherBackwardOp>(b, getLoc(), {dys[0], getIndices()}, attrs));
   dxs.push_back(nullptr); // indices
   return success();
 }
@@ -791,7 +793,9 @@ LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     for (int64_t p : getPads())
       negated.push_back(-p);
     dxs.push_back(make<PadOp>(b, loc, dys[0],
-                              {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(negated))}));
+                              {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(negated)),
+                               b.getNamedAttr("mode", b.getStringAttr("constant")),
+                               b.getNamedAttr("value", b.getF64FloatAttr(0.0))}));
     return success();
   }
   dxs.push_back(make<PadBackwardOp>(

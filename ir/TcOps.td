@@ -660,13 +660,18 @@ def Tc_GatherOp : Tc_Op<"gather", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
   let description = [{
     The result shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].
-    Negative indices count from the end, as in ONNX.
+    Negative indices count from the end, as in ONNX. `padding_index` (an
+    nn.Embedding's `padding_idx`, from the model's `trainc.padding_index`
+    metadata) does not change the result; the gradient gives that row of
+    `data` nothing (see tc.gather_backward).
 
     ```mlir
     %e = tc.gather %table, %idx {axis = 0 : i64} : (tensor<64x32xf32>, tensor<2x16xi64>) -> tensor<2x16x32xf32>
+    %p = tc.gather %table, %idx {axis = 0 : i64, padding_index = 1 : i64} : (tensor<64x32xf32>, tensor<2x16xi64>) -> tensor<2x16x32xf32>
     ```
   }];
-  let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, I64Attr:$axis);
+  let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, I64Attr:$axis,
+      OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$padding_index);
   let results = (outs Tc_Tensor:$result);
   let assemblyFormat = "$data `,` $indices attr-dict `:` functional-type(operands, results)";
 }
@@ -676,7 +681,10 @@ def Tc_GatherBackwardOp : Tc_Op<"gather_backward", [Pure]> {
   let description = [{
     The result has `data_shape`; every slice of `result_grad` is added at the
     row of `data` that `indices` picked (repeated indices accumulate), as the
-    gradient of an embedding table.
+    gradient of an embedding table. With `padding_index`, slices whose index
+    picks that row (after negative indices are counted from the end) are
+    skipped, so the row's gradient is zero, as PyTorch's embedding backward
+    with `padding_idx`; a padding index outside the axis matches no row.
 
     ```mlir
     %dt = tc.gather_backward %dy, %idx {axis = 0 : i64, data_shape = array<i64: 64, 32>}
@@ -684,7 +692,8 @@ def Tc_GatherBackwardOp : Tc_Op<"gather_backward", [Pure]> {
     ```
   }];
   let arguments = (ins Tc_FloatTensor:$result_grad, Tc_IndexTensor:$indices, I64Attr:$axis,
-      DenseI64ArrayAttr:$data_shape);
+      DenseI64ArrayAttr:$data_shape,
+      OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$padding_index);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -703,15 +712,6 @@ def Tc_ExpandOp : Tc_Op<"expand", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-//===----------------------------------------------------------------------===//
-// Losses
-//===----------------------------------------------------------------------===//
-
-def Tc_SoftmaxCrossEntropyOp : Tc_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "cross entropy of softmax(logits) against class indices";
-  let description = [{
-    `logits` is [N, C, d...] and `labels` is [N, d...] class indices. Labels
-    equal to `ignore_index` contribute nothing and are left out of the mean.
 //===----------------------------------------------------------------------===//
 // Cumulative sums, modulo, tiling, triangles and padding (shape functions in
 // TcOpsIndexing.cpp)
@@ -845,6 +845,15 @@ def Tc_PadBackwardOp : Tc_Op<"pad_backward", [Pure]> {
   let assemblyFormat = "$result_grad attr-dict `:` functional-type(operands, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Tc_SoftmaxCrossEntropyOp : Tc_Op<"softmax_cross_entropy", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "cross entropy of softmax(logits) against class indices";
+  let description = [{
+    `logits` is [N, C, d...] and `labels` is [N, d...] class indices. Labels
+    equal to `ignore_index` contribute nothing and are left out of the mean.
     `reduction` is `mean` (scalar), `sum` (scalar) or `none` ([N, d...]).
 
     ```mlir

@@ -72,7 +72,7 @@ Status gather(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
 
 Status gatherBackward(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
                       const float *dy, const int64_t *indices,
-                      int64_t numIndices, float *dtable) {
+                      int64_t numIndices, int64_t paddingRow, float *dtable) {
   (void)ctx;
   const char *kernel = "gatherBackward";
   TRAINC_RETURN_IF_ERROR(checkNotNull(
@@ -96,6 +96,8 @@ Status gatherBackward(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t first = blk * kColumns, last = std::min(inner, first + kColumns);
       for (int64_t j = 0; j < numIndices; ++j) {
+        if (rows[j] == paddingRow)
+          continue;
         float *dst = dtable + (o * axis + rows[j]) * inner;
         const float *src = dy + (o * numIndices + j) * inner;
         for (int64_t i = first; i < last; ++i)

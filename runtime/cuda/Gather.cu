@@ -76,11 +76,11 @@ Status launchGather(CudaContext &ctx, int64_t outer, int64_t axis,
 
 /// Scatter-add of the gather gradient: one thread per dy element, added
 /// into the zeroed table with atomicAdd (repeated indices collide). An index
-/// out of range is recorded and its row skipped.
+/// out of range is recorded and its row skipped; so is the padding row.
 __global__ void gatherBackwardKernel(int64_t outer, int64_t axis, int64_t inner,
                                      const float *dy, const int64_t *indices,
-                                     int64_t numIndices, float *dtable,
-                                     DeviceErrorRecord *errors) {
+                                     int64_t numIndices, int64_t paddingRow,
+                                     float *dtable, DeviceErrorRecord *errors) {
   int64_t total = outer * numIndices * inner;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -88,7 +88,7 @@ __global__ void gatherBackwardKernel(int64_t outer, int64_t axis, int64_t inner,
     int64_t j = (i / inner) % numIndices;
     int64_t o = i / (inner * numIndices);
     int64_t row = tableRow(indices, j, axis, errors);
-    if (row < 0)
+    if (row < 0 || row == paddingRow)
       continue;
     atomicAdd(dtable + (o * axis + row) * inner + col, dy[i]);
   }
@@ -143,7 +143,7 @@ Status gather(Context &ctxBase, int64_t outer, int64_t axis, int64_t inner,
 
 Status gatherBackward(Context &ctxBase, int64_t outer, int64_t axis,
                       int64_t inner, const float *dy, const int64_t *indices,
-                      int64_t numIndices, float *dtable) {
+                      int64_t numIndices, int64_t paddingRow, float *dtable) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "gatherBackward";
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(kernel, {{"outer", outer},
@@ -161,7 +161,7 @@ Status gatherBackward(Context &ctxBase, int64_t outer, int64_t axis,
       ctx.fill(dtable, 0, size_t(tableSize) * sizeof(float)));
   gatherBackwardKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
                          ctx.stream()>>>(outer, axis, inner, dy, indices,
-                                         numIndices, dtable,
+                                         numIndices, paddingRow, dtable,
                                          ctx.deviceErrors());
   return checkLaunch(kernel, "gatherBackwardKernel");
 }
