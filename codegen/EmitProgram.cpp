@@ -742,8 +742,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
         call("tk::gatherBackward(ctx, " + gatherDims(o.getDataShape(), o.getAxis()) + ", " +
              ptr(o.getResultGrad()) + ", " + ptr(o.getIndices()) + ", " +
              std::to_string(countOf(o.getIndices())) + ", " +
-             std::to_string(o.getPaddingIndex().value_or(-1)) + ", " + ptr(o.getResult()) +
-             ")");
+             std::to_string(o.getPaddingIndexAttr() ? o.getPaddingIndexAttr().getInt() : -1) +
+             ", " + ptr(o.getResult()) + ")");
         return success();
       })
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(

@@ -14,6 +14,9 @@ gradient; float32, batch 4, deterministic seeds):
   * compare OUT/loss.npy and OUT/grad.<initializer>.npy for every parameter
     with PyTorch (model.train(), loss with reduction='mean', autograd) within
     rtol 1e-4 / atol 1e-5.
+Models with metadata=True are exported by python/trainc_torch.py (trainc.trainable,
+trainc.padding_index): trainc must write gradients for exactly the requires_grad
+parameters (none for buffers and frozen weights), and a padding row's is 0.
 Some models are run a second time with sample_weights [1, 1, 1, 0] and compared
 with PyTorch on the first three samples only (the padding mechanism). Batch
 norm models also compare the updated running statistics with PyTorch's
@@ -36,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -104,8 +108,11 @@ def param(*shape, scale=1.0):
 
 class Model:
     def __init__(self, name, what, build, in_shape, loss, valid=None, weighted=False,
-                 vocab=None):
+                 vocab=None, metadata=False):
         self.vocab = vocab        # integer token input in [0, vocab) instead of floats
+        # exported by python/trainc_torch.py with trainc.* metadata: buffers and
+        # frozen parameters must get no gradient, padding rows gradient 0
+        self.metadata = metadata
         self.name = name
         self.what = what          # the op(s) whose gradient it exercises
         self.build = build        # () -> nn.Module
@@ -125,6 +132,18 @@ def away_from_zero(fn, margin=0.05):
 
 def output_away_from_zero(margin=0.05):
     return away_from_zero(lambda m, x: m(x), margin)
+
+
+def padded_tied_embedding():
+    """ids [N, 3] -> Embedding(6, 4, padding_idx=0) + buffer -> mean over tokens ->
+    frozen Linear -> tanh -> logits against the same embedding table."""
+    def forward(m, x):
+        h = (m.emb(x) + m.shift).mean(dim=1)
+        return torch.tanh(m.frozen(h)) @ m.emb.weight.t()
+    module = Lambda(forward, emb=nn.Embedding(6, 4, padding_idx=0), frozen=nn.Linear(4, 4))
+    module.register_buffer("shift", torch.randn(4))
+    module.frozen.weight.requires_grad_(False)
+    return module
 
 
 MODELS = [
@@ -243,6 +262,17 @@ MODELS = [
     Model("embedding", "Gather (nn.Embedding) with repeated tokens, then a Linear",
           lambda: nn.Sequential(nn.Embedding(7, 5), nn.Flatten(), nn.Linear(30, 3)),
           (6,), "cross-entropy", vocab=7),
+    Model("embedding_padding", "Gather of nn.Embedding(padding_idx=1): the padding row, "
+          "read twice or more, gets gradient 0 (trainc.padding_index)",
+          lambda: nn.Sequential(nn.Embedding(7, 5, padding_idx=1), nn.Flatten(),
+                                nn.Linear(30, 3)),
+          (6,), "cross-entropy", vocab=7, metadata=True,
+          valid=lambda m, x: int((x == 1).sum()) >= 2 and int((x != 1).sum()) >= 8),
+    Model("embedding_padding_tied_buffer",
+          "Embedding(padding_idx=0) tied to the output projection (its row 0 still gets the "
+          "projection's gradient), a float buffer added and a frozen Linear (trainc.trainable)",
+          lambda: padded_tied_embedding(), (3,), "cross-entropy", vocab=6, metadata=True,
+          weighted=True, valid=lambda m, x: int((x == 0).sum()) >= 2),
     Model("slice", "Slice: a contiguous and a strided slice of one activation",
           lambda: Lambda(lambda m, x: m.fc(x)[:, 1:4] * m.fc(x)[:, 0:6:2], fc=nn.Linear(5, 7)),
           (5,), "mse"),
@@ -428,6 +458,20 @@ def reference(module, x, label, kind, samples):
     return loss.detach().numpy().astype(np.float32), grads
 
 
+def export_with_metadata(module, x, path):
+    """export() through python/trainc_torch.py, which adds the trainc.* metadata."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "python"))
+    import trainc_torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: ONNX itself cannot say padding_idx
+        trainc_torch.export_for_training(module, (x,), path, ["x"], ["y"])
+    m = onnx.load(path)
+    float_inits = [i.name for i in m.graph.initializer
+                   if i.data_type == onnx.TensorProto.FLOAT]
+    return float_inits, sorted({n.op_type for n in m.graph.node})
+
+
 def export(module, x, path):
     # Constant folding off, training mode: the graph PyTorch trains.
     torch.onnx.export(module, (x,), path, opset_version=17, do_constant_folding=False,
@@ -553,13 +597,29 @@ def check_outputs(check, tag, out, loss_ref, grads_ref, float_inits):
                                                            ": " + note if note else ""))
 
 
+def check_untrained(check, tag, out, module, grads_ref):
+    """With the metadata, frozen parameters and buffers get no gradient at all:
+    trainc writes grad.NAME.npy for exactly the requires_grad parameters."""
+    trained = sorted(n for n, p in module.named_parameters() if p.requires_grad)
+    for name in list(grads_ref):
+        if name not in trained:
+            del grads_ref[name]
+    written = sorted(f[len("grad."):-len(".npy")] for f in os.listdir(out)
+                     if f.startswith("grad.") and f.endswith(".npy"))
+    check(written == trained, "%s gradients written for %s (the trainable parameters: %s)"
+          % (tag, ", ".join(written), ", ".join(trained)))
+
+
 def check_model(trainc, work, model, index, check, forward_only):
     module, x, label = make_instance(model, index)
     mdir = os.path.join(work, model.name)
     shutil.rmtree(mdir, ignore_errors=True)
     os.makedirs(mdir)
     onnx_path = os.path.join(mdir, model.name + ".onnx")
-    float_inits, ops = export(module, x, onnx_path)
+    if model.metadata:
+        float_inits, ops = export_with_metadata(module, x, onnx_path)
+    else:
+        float_inits, ops = export(module, x, onnx_path)
     params = [n for n, _ in module.named_parameters()]
     missing = [p for p in params if p not in float_inits]
     if missing:
@@ -625,10 +685,15 @@ def check_model(trainc, work, model, index, check, forward_only):
         # in train mode then updates them as the step must.
         stats = {name: buf for name, buf in module.named_buffers()
                  if name in initial and buf.dtype == torch.float32}
+        if model.metadata:  # only batch-norm statistics are written back
+            stats = {n: b for n, b in stats.items()
+                     if n.rsplit(".", 1)[-1] in ("running_mean", "running_var")}
         with torch.no_grad():
             for name, buf in stats.items():
                 buf.copy_(torch.tensor(initial[name]))
         loss_ref, grads_ref = reference(module, x, label, model.loss, samples)
+        if model.metadata:
+            check_untrained(check, tag, out, module, grads_ref)
         check_outputs(check, tag, out, loss_ref, grads_ref, float_inits)
         for name, buf in stats.items():
             path = os.path.join(out, name + ".npy")
