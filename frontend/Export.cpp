@@ -109,7 +109,7 @@ static llvm::Error toInferenceGraph(onnx::GraphProto &graph) {
           node.mutable_input()->RemoveLast();
         trimOmitted(*node.mutable_input());
       }
-      if (node.output_size() > 1 && !node.output(1).empty() &&
+      if (node.output_size() == 2 && !node.output(1).empty() &&
           !reader.count(node.output(1))) {
         removed.insert(node.output(1));
         node.mutable_output()->RemoveLast();
