@@ -26,6 +26,7 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+#include <unistd.h>
 #endif
 
 namespace trainc::rt {
@@ -133,6 +134,12 @@ void printInfo(const Program &program) {
               static_cast<unsigned long long>(paramBytes));
   std::printf("constants: %d, %llu bytes\n", constants,
               static_cast<unsigned long long>(constantBytes));
+#ifdef _OPENMP
+  const char *policy = std::getenv("OMP_WAIT_POLICY");
+  const char *spin = std::getenv("GOMP_SPINCOUNT");
+  std::printf("openmp waits: %s%s%s\n", policy ? "OMP_WAIT_POLICY=" : "", policy ? policy : "",
+              spin ? (std::string(policy ? ", " : "") + "GOMP_SPINCOUNT=" + spin).c_str() : "");
+#endif
   std::printf("arena: %llu bytes\n",
               static_cast<unsigned long long>(program.arenaBytes));
   if (program.fingerprint)
@@ -534,7 +541,34 @@ int run(int argc, char **argv, const Program &program) {
 
 } // namespace detail
 
+#ifdef _OPENMP
+/// libgomp's threads spin for 300000 pauses (up to a millisecond) between
+/// parallel regions before they sleep. Where the cores are shared with other
+/// work, that spin holds a core the other thread of the region needs, and a
+/// step takes several times longer. A short spin keeps back-to-back regions
+/// of a step cheap and gives the core up soon after (bench/omp_wait.sh
+/// measures both). libgomp reads its settings once, when it is loaded, so
+/// the only way to change them for this process is to run it again with
+/// them set: done once, and only when the user set neither OMP_WAIT_POLICY
+/// nor GOMP_SPINCOUNT. If the program cannot run itself again it goes on
+/// with libgomp's default.
+constexpr const char *kShortSpinCount = "1000";
+
+void useShortSpinWaits(char **argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
+    return;
+  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 0) != 0)
+    return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GOMP_SPINCOUNT");
+}
+#endif
+
 int programMain(int argc, char **argv, const Program &program) {
+#ifdef _OPENMP
+  if (argc > 0 && argv && argv[0])
+    useShortSpinWaits(argv);
+#endif
   // The runtime reports errors as Status; this only catches what the C++
   // library throws (std::bad_alloc for a huge batch), so that the process
   // still ends with a message and exit code 1 instead of terminate().

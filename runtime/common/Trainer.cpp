@@ -279,8 +279,11 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       fileIndex.push_back(i);
     }
   }
-  if (weightsIndex < 0)
-    return Status::error("the training step has no sample_weights input");
+  // Without per-sample weights the model computes its own loss
+  // (--loss=output), a mean over the batch inside the model: a short batch
+  // padded with repeated rows would count those rows, so it is not trained,
+  // as PyTorch's DataLoader(drop_last=True) does.
+  const bool dropLast = weightsIndex < 0;
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   std::vector<NpyArray> arrays;
   int64_t samples = 0;
@@ -288,6 +291,19 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                                           static_cast<int>(fileInputs.size()), arrays, samples));
   if (samples <= 0)
     return Status::error("no training samples in " + options.dataDir);
+  if (dropLast && samples < program.batchSize)
+    return Status::error(
+        options.dataDir + " holds " + std::to_string(samples) +
+        " samples, fewer than one batch of " + std::to_string(program.batchSize) +
+        ": the model computes its own loss, so every batch must be full (compile with a "
+        "smaller --batch-size)");
+  if (dropLast && samples % program.batchSize != 0)
+    std::fprintf(stderr,
+                 "note: the model computes its own loss (a mean inside the model), so the "
+                 "last %lld of every epoch's %lld samples (fewer than a batch of %lld) are "
+                 "not trained, as with PyTorch's drop_last=True\n",
+                 static_cast<long long>(samples % program.batchSize),
+                 static_cast<long long>(samples), static_cast<long long>(program.batchSize));
   // NaN in float data would poison every parameter: refuse it before step
   // 1. The files are read in chunks of rows, never whole (a data set may be
   // larger than memory).
@@ -333,6 +349,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   TRAINC_RETURN_IF_ERROR(allocateDevice(
       *context, std::max(program.arenaBytes, train->arenaBytes), arena));
   EvalSet evalSet;
+  if (!options.evalDir.empty() && dropLast)
+    return Status::error("--eval-data: the model computes its own loss and returns no class "
+                         "scores [N, C], which evaluation reads");
   if (!options.evalDir.empty())
     TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, evalSet));
 
@@ -390,7 +409,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // stops before they go.
   BatchLoader loader(fields, batch, options.workers);
   std::mt19937_64 rng(options.seed);
-  const int64_t batchesPerEpoch = (samples + batch - 1) / batch;
+  const int64_t batchesPerEpoch = dropLast ? samples / batch : (samples + batch - 1) / batch;
   if (options.steps <= 0 && options.epochs > kMaxTrainSteps / batchesPerEpoch)
     return Status::error("--epochs " + std::to_string(options.epochs) + " of " +
                          std::to_string(batchesPerEpoch) + " batches each are more than the " +

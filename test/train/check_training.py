@@ -4,7 +4,7 @@
 Usage: check_training.py TRAINC WORKDIR [--gpu-prepare DIR] [--only PART,...]
 
 PART: mlp (optimizers, schedules, LeNet, clipping, freezing), dropout, foldbias
-(a Conv bias before BatchNorm, folded), zoo
+(a Conv bias before BatchNorm, folded), modelloss (--loss=output), zoo
 (or zoo:resnet18+gpt for some zoo models), cuda (the CUDA compiles).
 TRAINC_SHOW_UPDATE_ERRORS=1 prints ResNet's per-tensor update errors.
 
@@ -600,6 +600,77 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
               % (name, len(theirs), werr, moved))
 
 
+class ModelLossNet(torch.nn.Module):
+    """A model that computes its own loss from its labels input (as Hugging
+    Face models given labels do), with a BatchNorm: --loss=output."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 24)
+        self.bn = torch.nn.BatchNorm1d(24)
+        self.fc2 = torch.nn.Linear(24, 10)
+
+    def forward(self, x, labels):
+        return torch.nn.functional.cross_entropy(self.fc2(torch.tanh(self.bn(self.fc1(x)))),
+                                                 labels)
+
+
+def check_model_loss_training(trainc, work, check, x, y):
+    """--loss=output trains: SGD with momentum for 2 epochs against PyTorch
+    with DataLoader(drop_last=True) semantics (50 samples, batch 16: the last
+    2 samples of each epoch are not trained), and the trainer says so."""
+    torch.manual_seed(7)
+    net = ModelLossNet()
+    path = os.path.join(work, "model_loss.onnx")
+    torch.onnx.export(net, (torch.zeros(BATCH, 64), torch.zeros(BATCH, dtype=torch.int64)), path,
+                      opset_version=17, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING, input_names=["x", "labels"],
+                      output_names=["loss"], dynamic_axes={"x": {0: "N"}, "labels": {0: "N"}})
+    init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    data = os.path.join(work, "model_loss_data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "labels.npy"), y)
+    prog = os.path.join(work, "model_loss")
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--batch-size=%d" % BATCH,
+                            "--loss=output", "--optimizer=sgd", "-o", prog],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "model-loss mlp compiles: %s" % build.stderr.strip()[:300])
+        return
+    log, saved = os.path.join(work, "model_loss.jsonl"), os.path.join(work, "model_loss.params")
+    run = subprocess.run([prog, "--data", data, "--lr", "0.1", "--momentum", "0.9",
+                          "--epochs", str(EPOCHS), "--no-shuffle", "--log", log,
+                          "--save-params", saved], capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "model-loss mlp trains: %s" % run.stderr.strip()[:300])
+        return
+    dropped = SAMPLES % BATCH
+    check("the last %d of every epoch's %d samples" % (dropped, SAMPLES) in run.stderr,
+          "model-loss trainer notes the %d samples of the short last batch it drops" % dropped)
+    ours = [json.loads(line)["loss"] for line in open(log)]
+    net.load_state_dict({k: torch.tensor(init[k]) if k in init else v
+                         for k, v in net.state_dict().items()})
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    theirs = []
+    for _ in range(EPOCHS):
+        for first in range(0, SAMPLES - BATCH + 1, BATCH):
+            optimizer.zero_grad()
+            loss = net(torch.tensor(x[first:first + BATCH]), torch.tensor(y[first:first + BATCH]))
+            loss.backward()
+            optimizer.step()
+            theirs.append(float(loss))
+    err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
+    werr = max(float(np.abs(np.load(os.path.join(saved, k + ".npy")) - v.detach().numpy()).max())
+               for k, v in net.state_dict().items() if not k.endswith("num_batches_tracked"))
+    check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+          and werr < 1e-4,
+          "model-loss mlp sgd: %d steps (%d expected) of full batches, loss of each step "
+          "(max abs error %.3g) and final weights and running statistics (max abs error %.3g) "
+          "match PyTorch with drop_last" % (len(ours), len(theirs), err, werr))
+
+
 def check_mlp_training(trainc, work, check, model_path, init, layer_names, data, x, y):
     """The MLP with every optimizer, the learning-rate schedules, the zoo's
     LeNet, gradient clipping and freezing, each against PyTorch."""
@@ -878,7 +949,7 @@ def main():
             GPU_DIR = os.path.abspath(args[1])
             os.makedirs(GPU_DIR, exist_ok=True)
         elif args[0] == "--only" and len(args) > 1:
-            # mlp, dropout, foldbias, zoo or zoo:MODEL[+MODEL], cuda (comma-separated)
+            # mlp, dropout, foldbias, modelloss, zoo or zoo:MODEL[+MODEL], cuda (comma-separated)
             parts = set()
             for part in args[1].split(","):
                 head, _, models = part.partition(":")
@@ -922,6 +993,8 @@ def main():
         check_dropout_training(trainc, work, check, data, x, y)
     if want("foldbias"):
         check_fold_bias_training(trainc, work, check, data, x, y)
+    if want("modelloss"):
+        check_model_loss_training(trainc, work, check, x, y)
     if want("zoo"):
         check_zoo_training(trainc, work, check, zoo_models)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
