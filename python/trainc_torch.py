@@ -48,8 +48,13 @@ def _module_tensors(model):
     return named
 
 
-def _as_numpy(tensor):
-    return tensor.detach().cpu().numpy()
+def _same_value(tensor, value):
+    """Whether a module tensor holds exactly the initializer's array."""
+    try:
+        mine = tensor.detach().cpu().numpy()
+    except (TypeError, RuntimeError):  # bfloat16 has no numpy type: no match
+        return False
+    return mine.dtype == value.dtype and np.array_equal(mine, value)
 
 
 def _match_initializers(proto, named, base_dir):
@@ -62,9 +67,7 @@ def _match_initializers(proto, named, base_dir):
         value = numpy_helper.to_array(init, base_dir)
         found = {}
         for tensor in named.values():
-            if (tuple(tensor.shape) == value.shape and
-                    _as_numpy(tensor).dtype == value.dtype and
-                    np.array_equal(_as_numpy(tensor), value)):
+            if tuple(tensor.shape) == value.shape and _same_value(tensor, value):
                 found[id(tensor)] = tensor
         matches[init.name] = list(found.values())
     return matches
