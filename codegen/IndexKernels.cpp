@@ -28,13 +28,17 @@ std::string trainc::codegen::cumsumBody(llvm::ArrayRef<int64_t> shape, int64_t a
   // Element i is the line (outer i / inner, inner i % inner); its elements
   // lie `inner` apart. A line is one thread's sequential sum, so the result
   // is the same on every target and thread count.
-  os << "  const int64_t base = (i / " << inner << ") * " << dim * inner << " + i % " << inner
-     << ";\n"
+  if (inner == 1)
+    os << "  const int64_t base = i * " << dim << ";\n";
+  else
+    os << "  const int64_t base = (i / " << inner << ") * " << dim * inner << " + i % " << inner
+       << ";\n";
+  os
      << "  " << type << " acc = " << type << "(0);\n"
      << "  for (int64_t s = 0; s < " << dim << "; ++s) {\n"
      << "    const int64_t at = base + "
-     << (reverse ? "(" + std::to_string(dim - 1) + " - s)" : std::string("s")) << " * " << inner
-     << ";\n";
+     << (reverse ? "(" + std::to_string(dim - 1) + " - s)" : std::string("s"))
+     << (inner != 1 ? " * " + std::to_string(inner) : std::string()) << ";\n";
   if (exclusive)
     os << "    out[at] = acc;\n    acc += in[at];\n";
   else
@@ -150,13 +154,15 @@ std::string trainc::codegen::padBackwardBody(llvm::ArrayRef<int64_t> inShape,
       os << "  int64_t " << lo << "[3], " << hi << "[3];\n  int " << cnt << " = 0;\n";
       auto range = [&](const std::string &cond, const std::string &from,
                        const std::string &to) {
-        os << "  if (" << cond << ") { " << lo << "[" << cnt << "] = " << from << "; " << hi
-           << "[" << cnt << "++] = " << to << "; }\n";
+        os << "  " << (cond.empty() ? "" : "if (" + cond + ") ") << "{ " << lo << "[" << cnt
+           << "] = " << from << "; " << hi << "[" << cnt << "++] = " << to << "; }\n";
       };
+      // The copy itself: output j + b.
+      std::string self = b ? j + " + " + std::to_string(b) : j;
       if (mode == "edge") {
         if (b > 0)
           range(j + " == 0", "0", std::to_string(b));
-        range("true", j + " + " + std::to_string(b), j + " + " + std::to_string(b + 1));
+        range("", self, j + " + " + std::to_string(b + 1));
         if (e > 0)
           range(j + " == " + std::to_string(n - 1), std::to_string(n + b),
                 std::to_string(outShape[d]));
@@ -166,7 +172,7 @@ std::string trainc::codegen::padBackwardBody(llvm::ArrayRef<int64_t> inShape,
         if (b > 0)
           range(j + " >= 1 && " + j + " <= " + std::to_string(b), std::to_string(b) + " - " + j,
                 std::to_string(b + 1) + " - " + j);
-        range("true", j + " + " + std::to_string(b), j + " + " + std::to_string(b + 1));
+        range("", self, j + " + " + std::to_string(b + 1));
         if (e > 0)
           range(j + " >= " + std::to_string(n - 1 - e) + " && " + j + " <= " +
                     std::to_string(n - 2),

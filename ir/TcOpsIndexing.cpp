@@ -15,6 +15,57 @@ using namespace mlir;
 using namespace trainc;
 using namespace trainc::tc;
 
+namespace {
+
+/// A pad's mode, read unchecked from the attribute dictionary (absent means
+/// the default, "constant"; not a string gives "").
+StringRef padMode(DictionaryAttr attrs) {
+  Attribute mode = attrs ? attrs.get("mode") : Attribute();
+  if (!mode)
+    return "constant";
+  auto text = dyn_cast<StringAttr>(mode);
+  return text ? text.getValue() : StringRef();
+}
+
+/// A dense i64 array attribute read unchecked from the dictionary.
+FailureOr<ArrayRef<int64_t>> arrayAttr(std::optional<Location> location, DictionaryAttr attrs,
+                                       StringRef name) {
+  auto array = dyn_cast_or_null<DenseI64ArrayAttr>(attrs ? attrs.get(name) : Attribute());
+  if (!array)
+    return emitOptionalError(location, "expects an i64 array '", name, "'");
+  return array.asArrayRef();
+}
+
+/// Checks a pad's mode against its pads and input shape; the result shape
+/// goes to `out`.
+LogicalResult padShape(std::optional<Location> location, ArrayRef<int64_t> in,
+                       ArrayRef<int64_t> pads, StringRef mode,
+                       SmallVectorImpl<int64_t> &out) {
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    return emitOptionalError(location, "mode must be 'constant', 'reflect' or 'edge', got '",
+                             mode, "'");
+  std::string error;
+  auto shape = shape::pad(in, pads, error);
+  if (!shape)
+    return emitOptionalError(location, error);
+  size_t rank = in.size();
+  for (size_t d = 0; mode != "constant" && d < rank; ++d) {
+    int64_t b = pads[d], e = pads[rank + d];
+    if (b < 0 || e < 0)
+      return emitOptionalError(location, "mode '", mode, "' pads cannot crop (axis ", d,
+                               " has pads ", b, " and ", e, ")");
+    if ((b || e) && mode == "edge" && in[d] == 0)
+      return emitOptionalError(location, "an edge pad needs a non-empty axis (axis ", d, ")");
+    if ((b || e) && mode == "reflect" && (b >= in[d] || e >= in[d]))
+      return emitOptionalError(location, "reflect pads must be smaller than the axis (axis ",
+                               d, " of size ", in[d], " has pads ", b, " and ", e, ")");
+  }
+  out.assign(shape->begin(), shape->end());
+  return success();
+}
+
+} // namespace
+
 LogicalResult CumSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
@@ -44,8 +95,11 @@ LogicalResult TileOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
   if (!type)
     return emitOptionalError(location, "expects a ranked input");
+  FailureOr<ArrayRef<int64_t>> repeats = arrayAttr(location, adaptor.getAttributes(), "repeats");
+  if (failed(repeats))
+    return failure();
   std::string error;
-  auto shape = shape::tile(type.getShape(), adaptor.getRepeats(), error);
+  auto shape = shape::tile(type.getShape(), *repeats, error);
   if (!shape)
     return emitOptionalError(location, error);
   inferred.push_back(RankedTensorType::get(*shape, type.getElementType()));
@@ -64,45 +118,17 @@ LogicalResult TriluOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-namespace {
-
-/// Checks a pad's mode against its pads and input shape; the result shape
-/// goes to `out`.
-LogicalResult padShape(std::optional<Location> location, ArrayRef<int64_t> in,
-                       ArrayRef<int64_t> pads, StringRef mode,
-                       SmallVectorImpl<int64_t> &out) {
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return emitOptionalError(location, "mode must be 'constant', 'reflect' or 'edge', got '",
-                             mode, "'");
-  std::string error;
-  auto shape = shape::pad(in, pads, error);
-  if (!shape)
-    return emitOptionalError(location, error);
-  size_t rank = in.size();
-  for (size_t d = 0; mode != "constant" && d < rank; ++d) {
-    int64_t b = pads[d], e = pads[rank + d];
-    if (b < 0 || e < 0)
-      return emitOptionalError(location, "a ", mode, " pad cannot crop (axis ", d,
-                               " has pads ", b, " and ", e, ")");
-    if ((b || e) && mode == "edge" && in[d] == 0)
-      return emitOptionalError(location, "an edge pad needs a non-empty axis (axis ", d, ")");
-    if ((b || e) && mode == "reflect" && (b >= in[d] || e >= in[d]))
-      return emitOptionalError(location, "reflect pads must be smaller than the axis (axis ",
-                               d, " of size ", in[d], " has pads ", b, " and ", e, ")");
-  }
-  out.assign(shape->begin(), shape->end());
-  return success();
-}
-
-} // namespace
 
 LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                       Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
   if (!type)
     return emitOptionalError(location, "expects a ranked input");
+  FailureOr<ArrayRef<int64_t>> pads = arrayAttr(location, adaptor.getAttributes(), "pads");
+  if (failed(pads))
+    return failure();
   SmallVector<int64_t> shape;
-  if (failed(padShape(location, type.getShape(), adaptor.getPads(), adaptor.getMode(), shape)))
+  if (failed(padShape(location, type.getShape(), *pads, padMode(adaptor.getAttributes()), shape)))
     return failure();
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
@@ -114,15 +140,20 @@ LogicalResult PadBackwardOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   auto dy = dyn_cast<RankedTensorType>(adaptor.getResultGrad().getType());
   if (!dy)
     return emitOptionalError(location, "expects a ranked result gradient");
-  ArrayRef<int64_t> in = adaptor.getInputShape();
+  DictionaryAttr attrs = adaptor.getAttributes();
+  FailureOr<ArrayRef<int64_t>> inShape = arrayAttr(location, attrs, "input_shape");
+  FailureOr<ArrayRef<int64_t>> pads = arrayAttr(location, attrs, "pads");
+  if (failed(inShape) || failed(pads))
+    return failure();
+  ArrayRef<int64_t> in = *inShape;
   for (int64_t d : in)
     if (d < 0)
       return emitOptionalError(location, "input_shape has a negative dimension");
-  if (adaptor.getMode() == "constant")
-    return emitOptionalError(location, "a constant pad's gradient is a tc.pad, not "
-                                       "tc.pad_backward");
+  if (!attrs.get("mode") || padMode(attrs) == "constant")
+    return emitOptionalError(location, "expects mode 'reflect' or 'edge' (a constant pad's "
+                                       "gradient is a tc.pad)");
   SmallVector<int64_t> shape;
-  if (failed(padShape(location, in, adaptor.getPads(), adaptor.getMode(), shape)))
+  if (failed(padShape(location, in, *pads, padMode(attrs), shape)))
     return failure();
   if (ArrayRef<int64_t>(shape) != dy.getShape())
     return emitOptionalError(location, "the result gradient has shape ",
