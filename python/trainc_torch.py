@@ -10,7 +10,8 @@ trains and records what only PyTorch knows in the model's `metadata_props`:
   trainc.padding_index  JSON object {initializer name: padding index} for every
                         nn.Embedding with padding_idx set (its row gets no gradient)
 
-Usage (torch 1.13 or 2.x, onnx 1.12 or later):
+Usage (tested with torch 1.13 and 2.9.1 on onnx 1.12; torch 2.x exports with the
+TorchScript exporter, see torchscript_exporter):
 
     import sys; sys.path.insert(0, "<trainc>/python")
     from trainc_torch import export_for_training
@@ -108,6 +109,14 @@ def _trainc_metadata(model, proto, base_dir):
     return trainable, padding
 
 
+def torchscript_exporter():
+    """torch.onnx.export arguments that select the TorchScript exporter, which
+    honours `training` (torch 2.9 defaults to the dynamo exporter, which does not)."""
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        return {"dynamo": False}
+    return {}
+
+
 def export_for_training(model, args, path, input_names, output_names,
                         opset_version=17, dynamic_batch=True, **extra):
     """Export `model` in training mode to `path` with trainc's metadata.
@@ -125,9 +134,7 @@ def export_for_training(model, args, path, input_names, output_names,
         kwargs["dynamic_axes"] = {n: {0: "batch"} for n in input_names + output_names}
     kwargs["dynamic_axes"] = dict(kwargs.get("dynamic_axes", {}),
                                   **extra.pop("dynamic_axes", {}))
-    # torch 2.x: the TorchScript exporter, which honours `training` (dynamo's does not).
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kwargs["dynamo"] = False
+    kwargs.update(torchscript_exporter())
     kwargs.update(extra)
     if not isinstance(args, tuple):
         args = (args,)

@@ -153,7 +153,8 @@ def main():
         torch.onnx.export(net, (torch.tensor(ids[:BATCH]),), plain, opset_version=17,
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                           input_names=["ids"], output_names=["logits"],
-                          dynamic_axes={"ids": {0: "N"}, "logits": {0: "N"}})
+                          dynamic_axes={"ids": {0: "N"}, "logits": {0: "N"}},
+                          **trainc_torch.torchscript_exporter())
     _, load = trainc_run(trainc, work, plain, "plain", "sgd", RUNS["sgd"][0])
     moved = {n: float(np.abs(load(n) - init[n]).max()) for n in ("shift", "frozen.weight")}
     moved["padding row"] = float(np.abs(load("emb.weight")[PAD] - init["emb.weight"][PAD]).max())
