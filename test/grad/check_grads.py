@@ -379,8 +379,8 @@ MODELS = [
                                 nn.AvgPool1d(3, 2, 1, count_include_pad=False),
                                 nn.AvgPool1d(2, ceil_mode=True), nn.Flatten()),
           (2, 9), "mse"),
-    Model("global_pool1d", "GlobalAveragePool and max over L (AdaptiveAvg/MaxPool1d(1)) "
-          "on [N, C, L]",
+    Model("global_pool1d", "GlobalAveragePool and a MaxPool over all of L (PyTorch's exports "
+          "of AdaptiveAvgPool1d(1) and AdaptiveMaxPool1d(1)) on [N, C, L]",
           lambda: Lambda(lambda m, x: torch.cat([F.adaptive_avg_pool1d(m.conv(x), 1),
                                                  F.adaptive_max_pool1d(m.conv(x), 1)],
                                                 dim=1).flatten(1),
