@@ -538,6 +538,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "    \"" << programFingerprint(module, options) << "\"};\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
+     << "  trainc::rt::prepareProcess(argc, argv);\n"
      << "  return trainc::rt::programMain(argc, argv, kProgram);\n}\n";
   return success();
 }
@@ -748,8 +749,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       })
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
           [&](Operation *o) { return emitLoss(o); })
-      .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp>(
-          [&](Operation *o) { return emitIndexing(o); })
+      .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
+            tc::ScatterNDOp>([&](Operation *o) { return emitIndexing(o); })
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
       });
@@ -955,6 +956,31 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
   Type elem = cast<ShapedType>(in.getType()).getElementType();
   std::string t = cType(elem), what, code;
   int64_t count = countOf(out);
+  if (auto scatter = dyn_cast<tc::ScatterNDOp>(op)) {
+    // A copy of data, then one kernel element per slice element.
+    std::vector<std::string> comment = {opComment(op)};
+    std::string copy = kernels.addKernel("scatter_nd_copy", comment,
+                                         {{t, "in", false}, {t, "out", true}}, count,
+                                         "  out[i] = in[i];\n");
+    call(copy + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+    ArrayRef<int64_t> idx = shapeOf(scatter.getIndices());
+    int64_t q = idx.back(), tuples = q == 0 ? 1 : countOf(scatter.getIndices()) / q, slice = 1;
+    if (q == 0)
+      for (size_t d = 0; d + 1 < idx.size(); ++d)
+        tuples *= idx[d];
+    for (size_t d = q; d < shapeOf(in).size(); ++d)
+      slice *= shapeOf(in)[d];
+    std::string name = kernels.addKernel(
+        "scatter_nd", comment,
+        {{cType(scatter.getIndices().getType()), "idx", false}, {t, "upd", false},
+         {t, "out", true}},
+        slice,
+        scatterNDBody(shapeOf(in), q, tuples, slice, scatter.getReduction(),
+                      isa<FloatType>(elem)));
+    call(name + "(ctx, " + ptr(scatter.getIndices()) + ", " + ptr(scatter.getUpdates()) + ", " +
+         ptr(out) + ")");
+    return success();
+  }
   if (auto cumsum = dyn_cast<tc::CumSumOp>(op)) {
     what = "cumsum";
     code = cumsumBody(shapeOf(in), cumsum.getAxis(), cumsum.getExclusive(), cumsum.getReverse(),

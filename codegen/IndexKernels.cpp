@@ -197,6 +197,43 @@ std::string trainc::codegen::padBackwardBody(llvm::ArrayRef<int64_t> inShape,
   return s;
 }
 
+std::string trainc::codegen::scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q,
+                                           int64_t tuples, int64_t slice,
+                                           llvm::StringRef reduction, bool isFloat) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  std::vector<int64_t> strides = rowMajorStrides(dataShape);
+  // One thread per slice element walks the tuples in order: repeated tuples
+  // resolve as in the ONNX reference (last write wins, reductions in order)
+  // and nothing races.
+  os << "  for (int64_t t = 0; t < " << tuples << "; ++t) {\n"
+     << "    int64_t at = i;\n"
+     << "    bool inside = true;\n";
+  for (int64_t a = 0; a < q; ++a) {
+    int64_t dim = dataShape[a];
+    os << "    {\n"
+       << "      int64_t k = static_cast<int64_t>(idx[t * " << q << " + " << a << "]);\n"
+       << "      if (k < 0) k += " << dim << ";\n"
+       << "      inside = inside && k >= 0 && k < " << dim << ";\n"
+       << "      at += k * " << strides[a] << ";\n"
+       << "    }\n";
+  }
+  os << "    if (!inside)\n      continue;\n"
+     << "    const auto u = upd[t * " << slice << " + i];\n";
+  if (reduction == "add")
+    os << "    out[at] = out[at] + u;\n";
+  else if (reduction == "mul")
+    os << "    out[at] = out[at] * u;\n";
+  else if (reduction == "max" || reduction == "min")
+    // NaN, once met, stays (numpy.maximum / minimum of the reference).
+    os << "    out[at] = (u " << (reduction == "max" ? ">" : "<") << " out[at]"
+       << (isFloat ? " || u != u" : "") << ") ? u : out[at];\n";
+  else
+    os << "    out[at] = u;\n";
+  os << "  }\n";
+  return s;
+}
+
 std::string trainc::codegen::modExpr(llvm::StringRef a, llvm::StringRef b, bool isFloat,
                                      bool f32, bool fmod, llvm::StringRef type) {
   std::string x = a.str(), y = b.str(), t = type.str();

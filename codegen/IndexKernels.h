@@ -48,6 +48,13 @@ std::string padBackwardBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int6
                             llvm::ArrayRef<int64_t> pads, llvm::StringRef mode,
                             llvm::StringRef type);
 
+/// One element `i` of a ScatterND slice (of `slice` elements) for every index
+/// tuple in order: `out` (already a copy of data of `dataShape`) gets
+/// `upd[t * slice + i]` written or combined (`reduction`) at the place that
+/// tuple t of `idx` ([tuples, q]) picks; a tuple outside data is skipped.
+std::string scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q, int64_t tuples,
+                          int64_t slice, llvm::StringRef reduction, bool isFloat);
+
 /// The expression of ONNX Mod of `a` by `b`: C fmod for floats (`f32`
 /// picks fmodf); for integers the dividend's sign (`fmod`) or the divisor's,
 /// and 0 for a divisor of 0 or -1 (numpy; INT_MIN % -1 would trap).

@@ -2,9 +2,8 @@
 //
 // ONNX ops that index along axes. Each folds on the host when its inputs are
 // constants (position ids, masks and shape arithmetic that PyTorch exports),
-// and otherwise becomes its tc op, except ScatterND and NonZero: NonZero's
-// result shape depends on its data, and ScatterND has no run-time kernel, so
-// both fold or are refused with an error naming the node.
+// and otherwise becomes its tc op, except NonZero: its result shape depends
+// on its data, so it folds or is refused with an error naming the node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -302,14 +301,17 @@ LogicalResult convertPad(NodeContext &ctx) {
 }
 
 LogicalResult convertScatterND(NodeContext &ctx) {
-  if (!ctx.allInputsConstant())
-    return ctx.error("ScatterND is supported only where data, indices and updates are "
-                     "constants that fold at import; here they are computed at run time");
-  const Tensor *data = ctx.constant(0), *indices = ctx.constant(1), *updates = ctx.constant(2);
   std::string reduction = ctx.attrString("reduction", "none");
   if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
       reduction != "min")
     return ctx.error("reduction '" + reduction + "' is not one of none, add, mul, max, min");
+  if (!ctx.allInputsConstant()) {
+    FailureOr<SmallVector<Value>> operands = ctx.inputs(3, 3);
+    if (failed(operands))
+      return failure();
+    return ctx.emit<tc::ScatterNDOp>(*operands, {ctx.namedString("reduction", reduction)});
+  }
+  const Tensor *data = ctx.constant(0), *indices = ctx.constant(1), *updates = ctx.constant(2);
   if (isFloat(indices->dtype()) || indices->rank() < 1)
     return ctx.error("indices must be integers of rank 1 or more");
   if (updates->dtype() != data->dtype())

@@ -96,7 +96,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Mod", {convertMod, "tc.mod (folded on constants)", 10, Gradient::Yes}},
       {"Tile", {convertTile, "tc.tile (folded on constants)", 1, Gradient::Yes}},
       {"Trilu", {convertTrilu, "tc.trilu (folded on constants)", 14, Gradient::Yes}},
-      {"ScatterND", {convertScatterND, "folded on constants only", 11, Gradient::NotApplicable}},
+      {"ScatterND", {convertScatterND, "tc.scatter_nd (folded on constants)", 11, Gradient::No}},
       {"NonZero", {convertNonZero, "folded on constants only", 9, Gradient::NotApplicable}},
   };
   return entries;

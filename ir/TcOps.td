@@ -845,6 +845,29 @@ def Tc_PadBackwardOp : Tc_Op<"pad_backward", [Pure]> {
   let assemblyFormat = "$result_grad attr-dict `:` functional-type(operands, results)";
 }
 
+def Tc_ScatterNDOp : Tc_Op<"scatter_nd", [Pure]> {
+  let summary = "`data` with slices written or combined at index tuples (ONNX ScatterND)";
+  let description = [{
+    `indices` is [..., q] (q <= rank of `data`): each tuple picks the slice
+    `data[i0, ..., iq-1]`, which becomes the matching slice of `updates`
+    (shape indices.shape[:-1] + data.shape[q:]), or is combined with it by
+    `reduction` `add`, `mul`, `max` or `min` (not for i1). Negative indices
+    count from the end. Tuples apply in order, so a repeated tuple keeps the
+    last update (`none`) or accumulates in order; a tuple outside `data` is
+    skipped (ONNX calls it an error, which a kernel cannot report). No
+    gradient rule.
+
+    ```mlir
+    %r = tc.scatter_nd %data, %idx, %upd {reduction = "add"}
+        : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, Tc_Tensor:$updates,
+      DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

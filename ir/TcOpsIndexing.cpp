@@ -162,3 +162,40 @@ LogicalResult PadBackwardOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
   return success();
 }
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto data = dyn_cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto updates = dyn_cast<RankedTensorType>(adaptor.getUpdates().getType());
+  if (!data || !indices || !updates)
+    return emitOptionalError(location, "expects ranked operands");
+  Attribute reductionAttr = adaptor.getAttributes().get("reduction");
+  StringRef reduction = "none";
+  if (reductionAttr) {
+    auto text = dyn_cast<StringAttr>(reductionAttr);
+    reduction = text ? text.getValue() : StringRef();
+  }
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    return emitOptionalError(location, "reduction must be none, add, mul, max or min, got '",
+                             reduction, "'");
+  if (reduction != "none" && data.getElementType().isInteger(1))
+    return emitOptionalError(location, "reduction '", reduction, "' is not defined on i1");
+  if (updates.getElementType() != data.getElementType())
+    return emitOptionalError(location, "updates have element type ", updates.getElementType(),
+                             " but data has ", data.getElementType());
+  if (indices.getRank() < 1)
+    return emitOptionalError(location, "indices must have rank 1 or more");
+  int64_t q = indices.getShape().back();
+  if (q > data.getRank())
+    return emitOptionalError(location, "index tuples of length ", q, " for data of rank ",
+                             data.getRank());
+  SmallVector<int64_t> want(indices.getShape().drop_back());
+  want.append(data.getShape().begin() + q, data.getShape().end());
+  if (ArrayRef<int64_t>(want) != updates.getShape())
+    return emitOptionalError(location, "updates have shape ", shape::format(updates.getShape()),
+                             ", expected ", shape::format(want));
+  inferred.push_back(data);
+  return success();
+}

@@ -1,7 +1,8 @@
 // RUN: trainc-opt %s -split-input-file -verify-diagnostics
 
 // One case per verifier and shape-function error of tc.cumsum, tc.mod,
-// tc.tile, tc.trilu, tc.pad and tc.pad_backward (ir/TcOpsIndexing.cpp).
+// tc.tile, tc.trilu, tc.pad, tc.pad_backward and tc.scatter_nd
+// (ir/TcOpsIndexing.cpp).
 // cumsum and trilu infer their result type while parsing, so their errors
 // come alone.
 
@@ -152,5 +153,41 @@ func.func @pad_backward_shape(%dy: tensor<2x4xf32>) {
   // expected-error @+1 {{failed to infer returned types}}
   %0 = tc.pad_backward %dy {input_shape = array<i64: 2, 3>, pads = array<i64: 0, 1, 0, 1>,
                             mode = "edge"} : (tensor<2x4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_updates_shape(%d: tensor<4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) {
+  // expected-error @+2 {{updates have shape 2x3, expected 2x4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tc.scatter_nd %d, %i, %u : (tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_tuple_too_long(%d: tensor<4xf32>, %i: tensor<2x2xi64>, %u: tensor<2xf32>) {
+  // expected-error @+2 {{index tuples of length 2 for data of rank 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tc.scatter_nd %d, %i, %u : (tensor<4xf32>, tensor<2x2xi64>, tensor<2xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_bool_add(%d: tensor<4xi1>, %i: tensor<2x1xi64>, %u: tensor<2xi1>) {
+  // expected-error @+2 {{reduction 'add' is not defined on i1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tc.scatter_nd %d, %i, %u {reduction = "add"} : (tensor<4xi1>, tensor<2x1xi64>, tensor<2xi1>) -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @scatter_nd_reduction(%d: tensor<4xf32>, %i: tensor<2x1xi64>, %u: tensor<2xf32>) {
+  // expected-error @+2 {{reduction must be none, add, mul, max or min, got 'mean'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tc.scatter_nd %d, %i, %u {reduction = "mean"} : (tensor<4xf32>, tensor<2x1xi64>, tensor<2xf32>) -> tensor<4xf32>
   return
 }

@@ -1,8 +1,8 @@
 // RUN: trainc-opt %s | FileCheck %s
 // RUN: trainc-opt %s | trainc-opt | FileCheck %s
 
-// Round trip of tc.cumsum, tc.mod, tc.tile, tc.trilu, tc.pad and
-// tc.pad_backward. The result types were computed by hand (comments); the
+// Round trip of tc.cumsum, tc.mod, tc.tile, tc.trilu, tc.pad,
+// tc.pad_backward and tc.scatter_nd. The result types were computed by hand (comments); the
 // verifier checks each against the op's shape function.
 
 // CHECK-LABEL: func.func @cumsum
@@ -62,4 +62,17 @@ func.func @pad(%x: tensor<2x3x4x4xf32>, %i: tensor<4x4xi64>, %dy: tensor<2x3x6x6
                             pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>}
       : (tensor<2x3x6x6xf32>) -> tensor<2x3x4x4xf32>
   return %0, %1, %2, %3 : tensor<2x3x6x5xf32>, tensor<2x3x8x8xf32>, tensor<6x6xi64>, tensor<2x3x4x4xf32>
+}
+
+// ScatterND of [4, 4, 4] with 2 tuples of length 1: updates are [2, 4, 4].
+// CHECK-LABEL: func.func @scatter_nd
+// CHECK: tc.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} {reduction = "add"} : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+// CHECK: tc.scatter_nd %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x2xi1>, tensor<2x2xi32>, tensor<2xi1>) -> tensor<3x2xi1>
+func.func @scatter_nd(%d: tensor<4x4x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4x4xf32>,
+                      %m: tensor<3x2xi1>, %j: tensor<2x2xi32>, %v: tensor<2xi1>)
+    -> (tensor<4x4x4xf32>, tensor<3x2xi1>) {
+  %0 = tc.scatter_nd %d, %i, %u {reduction = "add"}
+      : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+  %1 = tc.scatter_nd %m, %j, %v : (tensor<3x2xi1>, tensor<2x2xi32>, tensor<2xi1>) -> tensor<3x2xi1>
+  return %0, %1 : tensor<4x4x4xf32>, tensor<3x2xi1>
 }
