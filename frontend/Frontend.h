@@ -57,6 +57,8 @@ struct OpSupport {
 struct ModelSummary {
   int64_t opset = 0;
   std::string producer;
+  /// Whether the model says which initializers are trainable (trainc.trainable).
+  bool trainableMetadata = false;
   std::vector<OpSupport> ops;
 };
 

@@ -778,6 +778,8 @@ trainc::frontend::summarizeModelFile(llvm::StringRef path, llvm::raw_ostream &er
   }
   summary.opset = *opset;
   summary.producer = model.producer_name();
+  for (const auto &entry : model.metadata_props())
+    summary.trainableMetadata |= entry.key() == kTrainableKey;
   std::map<std::pair<std::string, std::string>, OpSupport> ops;
   for (const onnx::NodeProto &node : model.graph().node()) {
     std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();

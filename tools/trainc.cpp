@@ -100,7 +100,9 @@ cl::opt<bool> reportMemory("report-memory",
                                     "constants, workspace)"),
                            cl::init(false), cl::cat(category));
 cl::opt<bool> forTraining("training",
-                          cl::desc("check: also fail when an op has no gradient rule yet"),
+                          cl::desc("check: check a trainer (--loss, else the model's scalar "
+                                   "output or mse; SGD) and fail when an op has no gradient "
+                                   "rule"),
                           cl::init(false), cl::cat(category));
 cl::opt<bool> printDebugInfo("print-debuginfo",
                              cl::desc("Print locations (ONNX node names) with the IR"),
@@ -110,7 +112,9 @@ const char *kUsage = R"(trainc: an ahead-of-time training compiler for ONNX mode
 
 usage:
   trainc import  MODEL [--batch-size=N] [-o FILE]  print the tc IR of the model
-  trainc check   MODEL [--training]                report which ops import and train
+  trainc check   MODEL [--training [--loss=KIND]] [--target=cuda|cpu] [--batch-size=N]
+                                                   report which ops import and train, and
+                                                   whether compile builds the model
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
@@ -124,17 +128,22 @@ MODEL is a binary .onnx file or an ONNX text-format file (.onnxtxt).
 Run 'trainc COMMAND --help' for the options of a command.
 )";
 
-/// Imports the model named on the command line, or reports why not.
-mlir::OwningOpRef<mlir::ModuleOp> importFromCommandLine(mlir::MLIRContext &context) {
+/// Imports the model named on the command line, or reports why not on
+/// `errors`. `defaultBatch` binds a symbolic batch axis without --batch-size.
+mlir::OwningOpRef<mlir::ModuleOp> importFromCommandLine(mlir::MLIRContext &context,
+                                                        raw_ostream &errors = errs(),
+                                                        int64_t defaultBatch = 0) {
   trainc::frontend::ImportOptions options;
   if (batchSize.getNumOccurrences()) {
     if (batchSize < 1) {
-      errs() << "error: --batch-size must be at least 1, got " << batchSize << "\n";
+      errors << "error: --batch-size must be at least 1, got " << batchSize << "\n";
       return nullptr;
     }
     options.batchSize = batchSize;
+  } else if (defaultBatch > 0) {
+    options.batchSize = defaultBatch;
   }
-  return trainc::frontend::importModelFile(inputPath, options, context, errs());
+  return trainc::frontend::importModelFile(inputPath, options, context, errors);
 }
 
 mlir::OpPrintingFlags printingFlags() {
@@ -163,42 +172,6 @@ int runImport() {
   return 0;
 }
 
-int runCheck() {
-  auto summary = trainc::frontend::summarizeModelFile(inputPath, errs());
-  if (!summary)
-    return 1;
-  outs() << "model: " << inputPath << "\n"
-         << "opset: " << summary->opset << "\n";
-  if (!summary->producer.empty())
-    outs() << "producer: " << summary->producer << "\n";
-  outs() << "\n";
-  auto row = [](StringRef op, StringRef count, StringRef import,
-                StringRef gradient, StringRef note) {
-    outs() << left_justify(op, 28) << " " << right_justify(count, 5) << "  "
-           << left_justify(import, 6) << " " << left_justify(gradient, 9) << " "
-           << note << "\n";
-  };
-  row("op type", "count", "import", "gradient", "maps to");
-  int missing = 0, noGradient = 0;
-  for (const auto &op : summary->ops) {
-    std::string name = op.domain == "ai.onnx" ? op.opType : op.domain + "." + op.opType;
-    row(name, std::to_string(op.count), op.imported ? "yes" : "NO", op.gradient, op.note);
-    missing += op.imported ? 0 : 1;
-    noGradient += op.gradient == "not yet" ? 1 : 0;
-  }
-  outs() << "\n";
-  if (missing)
-    outs() << missing << " op type(s) cannot be imported\n";
-  else
-    outs() << "all " << summary->ops.size() << " op types import\n";
-  if (noGradient)
-    outs() << noGradient << " op type(s) have no gradient rule yet"
-           << (forTraining ? "" : " (training needs them; --training makes this an error)")
-           << "\n";
-  else
-    outs() << "every op type can be trained through\n";
-  return missing || (forTraining && noGradient) ? 1 : 0;
-}
 
 int64_t tensorBytes(mlir::Type type) {
   auto tensor = mlir::cast<mlir::RankedTensorType>(type);
@@ -278,13 +251,13 @@ std::string shownName(StringRef name) {
 
 /// The program names a .npy file after every parameter, input, label and
 /// output: refuses the names that cannot be one, before anything is built.
-bool checkFileNames(mlir::ModuleOp module, bool training) {
+bool checkFileNames(mlir::ModuleOp module, bool training, raw_ostream &errors = errs()) {
   bool ok = true;
   auto check = [&](StringRef what, StringRef name, StringRef use) {
     std::string problem = fileNameProblem(name);
     if (problem.empty())
       return;
-    errs() << "error: " << what << " '" << shownName(name) << "' cannot name a file ("
+    errors << "error: " << what << " '" << shownName(name) << "' cannot name a file ("
            << use << "): " << problem << "\n";
     ok = false;
   };
@@ -304,6 +277,207 @@ bool checkFileNames(mlir::ModuleOp module, bool training) {
   if (training)
     check("--label", labelName, "the trainer reads NAME.npy in --data");
   return ok;
+}
+
+/// The code generator and the runtime compute in float32 (f16/bf16 come with
+/// mixed precision): a float64 model is refused here with one message, not
+/// by g++ deep in the generated source.
+bool checkNoFloat64(mlir::ModuleOp module, raw_ostream &errors = errs()) {
+  std::vector<std::string> where;
+  auto isF64 = [](mlir::Type type) {
+    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+    return tensor && tensor.getElementType().isF64();
+  };
+  for (auto param : module.getOps<trainc::tc::ParamOp>())
+    if (isF64(param.getType()))
+      where.push_back("initializer '" + shownName(param.getSymName()) + "'");
+  if (auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward")) {
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      if (auto input = forward.getArgAttrOfType<mlir::StringAttr>(i, trainc::tc::kInputAttrName))
+        if (isF64(forward.getArgument(i).getType()))
+          where.push_back("input '" + shownName(input.getValue()) + "'");
+    forward.walk([&](mlir::Operation *op) {
+      if (!llvm::any_of(op->getResultTypes(), isF64))
+        return;
+      auto name = mlir::dyn_cast<mlir::NameLoc>(op->getLoc());
+      where.push_back("node '" + (name ? shownName(name.getName().getValue()) : std::string("?")) +
+                      "' (" + op->getName().getStringRef().str() + ")");
+    });
+  }
+  if (where.empty())
+    return true;
+  errors << "error: the model computes in float64: ";
+  for (size_t i = 0; i < where.size() && i < 3; ++i)
+    errors << (i ? ", " : "") << where[i];
+  if (where.size() > 3)
+    errors << " and " << where.size() - 3 << " more";
+  errors << "; trainc compiles float32 models (export the PyTorch model after "
+            "model.float(), or convert the initializers and inputs to float32)\n";
+  return false;
+}
+
+trainc::PipelineOptions pipelineFromCommandLine() {
+  trainc::PipelineOptions pipeline;
+  pipeline.loss = lossKind;
+  pipeline.label = labelName;
+  pipeline.optimizer = optimizerKind;
+  pipeline.nesterov = nesterov;
+  pipeline.classAxis = classAxis;
+  pipeline.freeze = freezeRegex;
+  pipeline.clipGradNorm = clipGradNorm;
+  pipeline.stopAfter = compileTo;
+  pipeline.dumpDir = dumpIR;
+  return pipeline;
+}
+
+/// Diagnostics of the phases name the ONNX node through the op's location.
+void printDiagnostic(raw_ostream &os, mlir::Diagnostic &diag) {
+  os << (diag.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ");
+  if (auto name = mlir::dyn_cast<mlir::NameLoc>(diag.getLocation()))
+    os << "node '" << name.getName().getValue() << "': ";
+  os << diag.str() << "\n";
+}
+
+/// f32[2, 3] for a tensor type.
+std::string shapeText(mlir::RankedTensorType type) {
+  std::string text;
+  raw_string_ostream os(text);
+  type.getElementType().print(os);
+  os << "[";
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    os << (i ? ", " : "") << type.getDimSize(i);
+  os << "]";
+  return text;
+}
+
+/// Runs what `trainc compile` runs, up to the generated source (no C++
+/// compiler), and prints every refusal on the way: the op table above says
+/// which op types import, this says whether this model, with these
+/// attributes and shapes, builds. With --training it builds a trainer (the
+/// --loss given, else the model's own scalar output or mse) with SGD and
+/// also lists the float initializers that will be trained.
+bool checkCompile(bool trainableMetadata) {
+  bool cuda = target == "cuda";
+  std::string errors;
+  raw_string_ostream es(errors);
+  mlir::MLIRContext context;
+  // The check is about what builds, not about one batch size: a symbolic
+  // batch axis is bound to 2 unless --batch-size says otherwise.
+  auto module = importFromCommandLine(context, es, /*defaultBatch=*/2);
+  std::string loss = lossKind;
+  if (module && forTraining && loss.empty()) {
+    auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
+    bool scalar = forward && forward.getNumResults() > 0 &&
+                  mlir::cast<mlir::RankedTensorType>(forward.getResultTypes()[0]).getRank() == 0;
+    loss = scalar ? "output" : "mse";
+  }
+  outs() << "\ncompile check (" << (forTraining ? "a trainer with --loss=" + loss + " "
+                                                 "--optimizer=sgd"
+                                               : std::string("a prediction program"))
+         << ", --target=" << (cuda ? "cuda" : "cpu") << ", batch size "
+         << (batchSize.getNumOccurrences() ? std::to_string(batchSize) : std::string("2"))
+         << "):\n";
+  bool ok = module && checkFileNames(*module, forTraining, es) && checkNoFloat64(*module, es);
+  std::vector<std::pair<std::string, std::string>> trained;
+  if (ok) {
+    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+      printDiagnostic(es, diag);
+      return mlir::success();
+    });
+    for (auto param : module->getOps<trainc::tc::ParamOp>())
+      if (param.getTrainable())
+        trained.emplace_back(shownName(param.getSymName()),
+                             shapeText(mlir::cast<mlir::RankedTensorType>(param.getType())));
+    trainc::PipelineOptions pipeline = pipelineFromCommandLine();
+    pipeline.stopAfter.clear();
+    pipeline.dumpDir.clear();
+    if (forTraining) {
+      pipeline.loss = loss;
+      pipeline.optimizer = optimizerKind.empty() ? std::string("sgd") : optimizerKind;
+    }
+    ok = succeeded(trainc::runPipeline(*module, pipeline));
+    if (ok && forTraining) {
+      std::vector<std::string> names;
+      for (auto param : module->getOps<trainc::tc::ParamOp>())
+        names.push_back(param.getSymName().str());
+      auto exported = trainc::frontend::buildExportTemplate(inputPath, names);
+      if (!exported) {
+        es << "error: --export: " << toString(exported.takeError()) << "\n";
+        ok = false;
+      }
+    }
+    if (ok) {
+      trainc::codegen::EmitOptions emit;
+      emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
+      emit.modelName = sys::path::filename(inputPath).str();
+      emit.entry = "forward";
+      std::string source;
+      std::vector<char> blob;
+      raw_string_ostream sourceStream(source);
+      ok = succeeded(trainc::codegen::emitProgram(*module, emit, sourceStream, blob));
+    }
+  }
+  if (ok) {
+    outs() << "  trainc compile builds this model\n";
+  } else {
+    outs() << "  trainc compile refuses this model:\n";
+    SmallVector<StringRef> lines;
+    StringRef(errors).split(lines, '\n', -1, false);
+    for (StringRef line : lines)
+      outs() << "    " << line << "\n";
+  }
+  if (forTraining && !trained.empty()) {
+    if (trainableMetadata) {
+      outs() << "\ntrained: " << trained.size()
+             << " parameters, as the model's trainc.trainable metadata lists\n";
+    } else {
+      outs() << "\ntrained: every float initializer but the BatchNorm running statistics ("
+             << trained.size() << "), since the model has no trainc.trainable metadata "
+             << "(python/trainc_torch.py records which initializers are parameters; "
+             << "--freeze=REGEX keeps some fixed):\n";
+      for (const auto &[name, shape] : trained)
+        outs() << "  " << name << " " << shape << "\n";
+    }
+  }
+  return ok;
+}
+
+int runCheck() {
+  auto summary = trainc::frontend::summarizeModelFile(inputPath, errs());
+  if (!summary)
+    return 1;
+  outs() << "model: " << inputPath << "\n"
+         << "opset: " << summary->opset << "\n";
+  if (!summary->producer.empty())
+    outs() << "producer: " << summary->producer << "\n";
+  outs() << "\n";
+  auto row = [](StringRef op, StringRef count, StringRef import,
+                StringRef gradient, StringRef note) {
+    outs() << left_justify(op, 28) << " " << right_justify(count, 5) << "  "
+           << left_justify(import, 6) << " " << left_justify(gradient, 9) << " "
+           << note << "\n";
+  };
+  row("op type", "count", "import", "gradient", "maps to");
+  int missing = 0, noGradient = 0;
+  for (const auto &op : summary->ops) {
+    std::string name = op.domain == "ai.onnx" ? op.opType : op.domain + "." + op.opType;
+    row(name, std::to_string(op.count), op.imported ? "yes" : "NO", op.gradient, op.note);
+    missing += op.imported ? 0 : 1;
+    noGradient += op.gradient == "not yet" ? 1 : 0;
+  }
+  outs() << "\n";
+  if (missing)
+    outs() << missing << " op type(s) cannot be imported\n";
+  else
+    outs() << "all " << summary->ops.size() << " op types import\n";
+  if (noGradient)
+    outs() << noGradient << " op type(s) have no gradient rule yet"
+           << (forTraining ? "" : " (training needs them; --training makes this an error)")
+           << "\n";
+  else
+    outs() << "every op type can be trained through\n";
+  bool builds = missing == 0 && checkCompile(summary->trainableMetadata);
+  return !builds || (forTraining && noGradient) ? 1 : 0;
 }
 
 int runCompile() {
@@ -378,26 +552,13 @@ int runCompile() {
 
   mlir::MLIRContext context;
   auto module = importFromCommandLine(context);
-  if (!module || !checkFileNames(*module, !lossKind.empty()))
+  if (!module || !checkFileNames(*module, !lossKind.empty()) || !checkNoFloat64(*module))
     return 1;
-  // Diagnostics of the phases name the ONNX node through the op's location.
   mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
-    errs() << (diag.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ");
-    if (auto name = mlir::dyn_cast<mlir::NameLoc>(diag.getLocation()))
-      errs() << "node '" << name.getName().getValue() << "': ";
-    errs() << diag.str() << "\n";
+    printDiagnostic(errs(), diag);
     return mlir::success();
   });
-  trainc::PipelineOptions pipeline;
-  pipeline.loss = lossKind;
-  pipeline.label = labelName;
-  pipeline.optimizer = optimizerKind;
-  pipeline.nesterov = nesterov;
-  pipeline.classAxis = classAxis;
-  pipeline.freeze = freezeRegex;
-  pipeline.clipGradNorm = clipGradNorm;
-  pipeline.stopAfter = compileTo;
-  pipeline.dumpDir = dumpIR;
+  trainc::PipelineOptions pipeline = pipelineFromCommandLine();
   if (compileTo != "import" && failed(trainc::runPipeline(*module, pipeline)))
     return 1;
   if (reportMemory)

@@ -134,14 +134,14 @@ void printInfo(const Program &program) {
               static_cast<unsigned long long>(paramBytes));
   std::printf("constants: %d, %llu bytes\n", constants,
               static_cast<unsigned long long>(constantBytes));
+  std::printf("arena: %llu bytes\n",
+              static_cast<unsigned long long>(program.arenaBytes));
 #ifdef _OPENMP
   const char *policy = std::getenv("OMP_WAIT_POLICY");
   const char *spin = std::getenv("GOMP_SPINCOUNT");
   std::printf("openmp waits: %s%s%s\n", policy ? "OMP_WAIT_POLICY=" : "", policy ? policy : "",
               spin ? (std::string(policy ? ", " : "") + "GOMP_SPINCOUNT=" + spin).c_str() : "");
 #endif
-  std::printf("arena: %llu bytes\n",
-              static_cast<unsigned long long>(program.arenaBytes));
   if (program.fingerprint)
     std::printf("fingerprint: %s\n", program.fingerprint);
   else
@@ -564,11 +564,17 @@ void useShortSpinWaits(char **argv) {
 }
 #endif
 
-int programMain(int argc, char **argv, const Program &program) {
+void prepareProcess(int argc, char **argv) {
 #ifdef _OPENMP
   if (argc > 0 && argv && argv[0])
     useShortSpinWaits(argv);
+#else
+  (void)argc;
+  (void)argv;
 #endif
+}
+
+int programMain(int argc, char **argv, const Program &program) {
   // The runtime reports errors as Status; this only catches what the C++
   // library throws (std::bad_alloc for a huge batch), so that the process
   // still ends with a message and exit code 1 instead of terminate().

@@ -144,6 +144,13 @@ struct Program {
 /// ...) and runs the program. Returns the process exit code.
 int programMain(int argc, char **argv, const Program &program);
 
+/// What the generated main() runs first, before programMain: on the CPU
+/// target, unless the user chose an OpenMP wait policy, the process runs
+/// itself again with a short spin (GOMP_SPINCOUNT=1000; libgomp reads it only
+/// when it is loaded). Returns only if nothing needs to change or the
+/// program cannot run itself again.
+void prepareProcess(int argc, char **argv);
+
 } // namespace trainc::rt
 
 #endif // TRAINC_RT_PROGRAM_H
