@@ -272,8 +272,17 @@ LogicalResult convertPad(NodeContext &ctx) {
   if (!shape)
     return ctx.error(error);
   if (const Tensor *c = ctx.constant(0)) {
-    if (mode != "constant")
-      return ctx.error("folding a " + mode + " pad is not supported");
+    // The checks tc.pad's shape function makes, for the host copy.
+    int modeId = mode == "constant" ? 0 : mode == "reflect" ? 1 : 2;
+    for (int64_t a = 0; modeId != 0 && a < rank; ++a) {
+      int64_t b = pads[a], e = pads[rank + a], n = c->shape()[a];
+      if (b < 0 || e < 0)
+        return ctx.error("mode '" + mode + "' pads cannot crop (axis " + llvm::Twine(a) + ")");
+      if ((b || e) && (modeId == 2 ? n == 0 : (b >= n || e >= n)))
+        return ctx.error("mode '" + mode + "' pads " + llvm::Twine(b) + " and " +
+                         llvm::Twine(e) + " do not fit axis " + llvm::Twine(a) + " of size " +
+                         llvm::Twine(n));
+    }
     if (failed(checkFoldSize(ctx, *shape)))
       return failure();
     Tensor fill = Tensor::scalarReal(c->dtype(), value);
@@ -282,7 +291,7 @@ LogicalResult convertPad(NodeContext &ctx) {
     forEachIndex(*shape, [&](int64_t n, ArrayRef<int64_t> idx) {
       int64_t off = 0;
       for (int64_t a = 0; a < rank && off >= 0; ++a) {
-        int64_t j = shape::padSource(idx[a], c->shape()[a], pads[a], 0);
+        int64_t j = shape::padSource(idx[a], c->shape()[a], pads[a], modeId);
         off = j < 0 ? -1 : off + j * strides[a];
       }
       if (off < 0)
