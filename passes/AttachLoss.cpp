@@ -86,7 +86,17 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       return loss.emitError("the model has no output to compute a loss from");
     Value prediction = ret.getOperand(index);
     auto predType = cast<RankedTensorType>(prediction.getType());
-    Location loc = prediction.getLoc();
+    // The loss ops have a location of their own, which names the output
+    // they read: a kernel reads 'loss (cross-entropy of /fc3/Gemm)'.
+    std::string source;
+    if (auto name = dyn_cast<NameLoc>(prediction.getLoc()))
+      source = name.getName().str();
+    else if (auto output = loss.getResultAttrOfType<StringAttr>(index, tc::kOutputAttrName))
+      source = "output " + output.getValue().str();
+    Location loc = NameLoc::get(
+        StringAttr::get(loss.getContext(),
+                        "loss (" + kind + (source.empty() ? "" : " of " + source) + ")"),
+        prediction.getLoc());
     OpBuilder b(ret);
 
     Value value;

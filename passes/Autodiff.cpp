@@ -112,7 +112,9 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     };
     auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
     grads[lossValue] =
-        b.create<tc::ConstantOp>(lossValue.getLoc(), DenseElementsAttr::get(one, 1.0f)).getResult();
+        b.create<tc::ConstantOp>(NameLoc::get(b.getStringAttr("backward of the loss")),
+                                 DenseElementsAttr::get(one, 1.0f))
+            .getResult();
 
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
@@ -133,11 +135,22 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       for (Value r : op->getResults())
         resultGrads.push_back(grads.lookup(r));
       SmallVector<Value> operandGrads;
+      Operation *mark = ret->getPrevNode();
       if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
         return failure();
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
         if (g && active(operand))
           accumulate(operand, g, op->getLoc());
+      // The ops of the rule (and the sums of gradients) say whose gradient
+      // they compute: a kernel reads 'backward of /fc1/Gemm', not the
+      // forward node's name alone.
+      std::string node = nodeName(op->getLoc());
+      if (!node.empty()) {
+        Location gradLoc = NameLoc::get(b.getStringAttr("backward of " + node), op->getLoc());
+        for (Operation *o = mark ? mark->getNextNode() : &body.front(); o && o != ret.getOperation();
+             o = o->getNextNode())
+          o->setLoc(gradLoc);
+      }
     }
 
     // Return the loss, then one gradient per differentiated parameter.
@@ -145,18 +158,20 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
     for (unsigned index : params) {
       Value g = grads.lookup(step.getArgument(index));
+      auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(index, tc::kParamAttrName);
       // A bias that trainc-fold-bias-bn removed has the gradient 0 exactly
       // (batch norm cancels it): it still gets one, so that momentum and
       // weight decay treat it as PyTorch does.
       if (!g && step.getArgAttr(index, tc::kFoldedBiasAttrName)) {
         auto type = cast<RankedTensorType>(step.getArgument(index).getType());
-        g = b.create<tc::ConstantOp>(step.getArgument(index).getLoc(),
+        g = b.create<tc::ConstantOp>(NameLoc::get(b.getStringAttr(
+                                         "gradient of " + symbol.getValue().str() +
+                                         " (folded before a batch norm: 0)")),
                                      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())))
                 .getResult();
       }
       if (!g)
         continue; // no path to the loss: no gradient code
-      auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(index, tc::kParamAttrName);
       results.push_back(g);
       attrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr(tc::kOutputAttrName,

@@ -74,7 +74,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
     Value gradScale;
     if (clipGradNorm > 0) {
-      gradScale = clipCoefficient(step, b, loc, ret.getOperands());
+      gradScale = clipCoefficient(step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc),
+                                  ret.getOperands());
       step->setAttr("tc.clip_grad_norm", b.getF64FloatAttr(clipGradNorm));
     }
     SmallVector<Value> stateResults;
@@ -102,6 +103,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         if (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) == symbol)
           p = arg;
       std::string name = symbol.getValue().str();
+      // The update kernel is named after the parameter it writes.
+      Location updateLoc = NameLoc::get(b.getStringAttr("update of " + name), loc);
       Value lr = hyper(step, b, "lr"), wd = hyper(step, b, "weight_decay");
       Value updated;
       if (kind == "sgd") {
@@ -113,7 +116,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         SmallVector<NamedAttribute> flags;
         if (nesterov)
           flags.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
-        auto update = b.create<tc::SgdUpdateOp>(loc, operands, flags);
+        auto update = b.create<tc::SgdUpdateOp>(updateLoc, operands, flags);
         updated = update.getNewParam();
         keepState(update.getNewMomentumBuffer(), "momentum." + name);
       } else {
@@ -132,7 +135,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         SmallVector<NamedAttribute> flags;
         if (kind == "adamw")
           flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
-        auto update = b.create<tc::AdamUpdateOp>(loc, operands, flags);
+        auto update = b.create<tc::AdamUpdateOp>(updateLoc, operands, flags);
         updated = update.getNewParam();
         keepState(update.getNewExpAvg(), "exp_avg." + name);
         keepState(update.getNewExpAvgSq(), "exp_avg_sq." + name);
