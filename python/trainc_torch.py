@@ -109,6 +109,20 @@ def _trainc_metadata(model, proto, base_dir):
     return trainable, padding
 
 
+def _restore_buffers(proto, buffers):
+    """Initializers of buffers get their values from before the export."""
+    for init in proto.graph.initializer:
+        before = buffers.get(init.name)
+        if before is None or init.data_location == onnx.TensorProto.EXTERNAL:
+            continue
+        try:
+            value = before.cpu().numpy()
+        except (TypeError, RuntimeError):
+            continue
+        if not np.array_equal(numpy_helper.to_array(init), value):
+            init.CopyFrom(numpy_helper.from_array(value, init.name))
+
+
 def torchscript_exporter():
     """torch.onnx.export arguments that select the TorchScript exporter, which
     honours `training` (torch 2.9 defaults to the dynamo exporter, which does not)."""
@@ -124,7 +138,9 @@ def export_for_training(model, args, path, input_names, output_names,
     Constant folding is off (it would fold parameters into constants), axis 0 of
     every input and output is the dynamic axis "batch" unless dynamic_batch=False
     (a `dynamic_axes` in `extra` is merged over it), and `extra` goes to
-    torch.onnx.export. The training flag of every submodule is restored after.
+    torch.onnx.export. The training flag of every submodule and the buffers
+    (which the traced forward updates) are restored after; the model holds the
+    buffers' values from before the export.
     Returns the metadata written: (trainable names, {name: padding index}).
     """
     input_names, output_names = list(input_names), list(output_names)
@@ -139,6 +155,9 @@ def export_for_training(model, args, path, input_names, output_names,
     if not isinstance(args, tuple):
         args = (args,)
     flags = [(m, m.training) for m in model.modules()]
+    # Tracing in training mode runs forward once, which moves batch-norm
+    # statistics: the module and the model get the values from before it.
+    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     try:
         torch.onnx.export(model, args, path, input_names=input_names,
                           output_names=output_names, opset_version=opset_version,
@@ -146,8 +165,12 @@ def export_for_training(model, args, path, input_names, output_names,
     finally:
         for mod, was_training in flags:
             mod.training = was_training
+        with torch.no_grad():
+            for name, buf in model.named_buffers():
+                buf.copy_(buffers[name])
     base_dir = os.path.dirname(os.path.abspath(path))
     proto = onnx.load(path, load_external_data=False)
+    _restore_buffers(proto, buffers)
     trainable, padding = _trainc_metadata(model, proto, base_dir)
     props = {p.key: p.value for p in proto.metadata_props}
     props[TRAINABLE_KEY] = json.dumps(trainable)

@@ -16,7 +16,9 @@ import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "python"))
 
+import numpy as np  # noqa: E402
 import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -62,6 +64,22 @@ def main():
     for v in list(m.graph.input) + list(m.graph.output):
         print("batch axis of %s: %s" % (v.name, v.type.tensor_type.shape.dim[0].dim_param))
     assert any(n.op_type == "Gather" for n in m.graph.node)  # not folded away
+
+    # Tracing in training mode moves batch-norm statistics; the helper puts the
+    # module's and the model's back to their values from before the export.
+    bn = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    with torch.no_grad():
+        bn[1].running_var.uniform_(1, 2)
+    before = {k: v.clone() for k, v in bn.state_dict().items()}
+    bn_path = os.path.join(os.path.dirname(path), "bn.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainc_torch.export_for_training(bn, (torch.randn(5, 3),), bn_path, ["x"], ["y"])
+    kept = all(torch.equal(v, before[k]) for k, v in bn.state_dict().items())
+    inits = onnx.load(bn_path).graph.initializer
+    kept_onnx = all(np.array_equal(numpy_helper.to_array(t), before[t.name].numpy()) for t in inits)
+    print("batch norm statistics kept: module %s, model %s (%d initializers)"
+          % (kept, kept_onnx, len(inits)))
 
     # An initializer that does not carry its state_dict key is matched by value.
     for init in m.graph.initializer:
