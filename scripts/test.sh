@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 bash scripts/conformance-venv.sh
+bash scripts/models-venv.sh
 exec /usr/bin/python3 test/run_tests.py

@@ -8,8 +8,9 @@ PyTorch on the CPU target and compiles for CUDA), grad (gradients of every
 differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
 steps against PyTorch), nan (NaN and infinities through every forward op as
 in PyTorch), conformance (the ONNX backend node tests on the CPU target),
-fuzz (every libFuzzer target, 60 s each: scripts/fuzz.sh; TRAINC_FUZZ_SECONDS
-overrides, 0 skips the suite). Run from the repository root after building into build/.
+models (torchvision and Hugging Face models: gradients of one step against
+PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
+target, 60 s each: scripts/fuzz.sh; TRAINC_FUZZ_SECONDS overrides, 0 skips the suite). Run from the repository root after building into build/.
 """
 
 import os
@@ -110,6 +111,18 @@ def run_fuzz():
     return last_line_counts(run.stdout, "fuzz")
 
 
+def run_models():
+    """The real-model suite (test/models/), CUDA builds where nvcc is."""
+    python = os.path.join(BUILD, "models-venv", "bin", "python")
+    run = subprocess.run([python, os.path.join(ROOT, "test", "models", "check_models.py"),
+                          os.path.join(BUILD, "bin", "trainc"),
+                          os.path.join(BUILD, "models-work"), "--cuda"],
+                         capture_output=True, text=True)
+    sys.stdout.write(run.stdout)
+    sys.stderr.write(run.stderr)
+    return last_line_counts(run.stdout, "models")
+
+
 def run_zoo():
     zoo = os.path.join(BUILD, "zoo")
     script = os.path.join(ROOT, "test", "zoo", "make_zoo.py")
@@ -133,7 +146,8 @@ def main():
     totals = {}
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train), ("nan", run_nan),
-                     ("conformance", run_conformance), ("fuzz", run_fuzz)):
+                     ("conformance", run_conformance), ("models", run_models),
+                     ("fuzz", run_fuzz)):
         print("== %s tests" % name, flush=True)
         try:
             totals[name] = fn()
