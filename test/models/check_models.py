@@ -24,7 +24,8 @@ checks (named as printed):
   trainer       an SGD trainer (`--optimizer=sgd`) builds;
   predict-runs  `PROG --predict` (`--run` for a model with a scalar output,
   predict       which --predict refuses) equals PyTorch model.eval() with the
-                initial weights, norm-wise within 1e-4 relative.
+                initial weights, norm-wise within 1e-4 relative; --predict gets
+                one sample more than a batch (a short last batch).
   export        `PROG --data D --epochs 1 --lr 0.01 --no-shuffle --export E.onnx`
                 (one step);
   sgd-step      E.onnx's trainable weights W: e(W) = ||W - (w0 - lr g_64)|| /
@@ -284,10 +285,17 @@ def check_predict(prog, meta, mdir, res):
     data = os.path.join(mdir, "predict-data")
     shutil.rmtree(data, ignore_errors=True)
     os.makedirs(data)
-    for n in meta["inputs"]:
-        shutil.copy(os.path.join(mdir, "data", n + ".npy"), data)
     want = {o: np.load(os.path.join(mdir, "eval_%s.npy" % o)) for o in meta["outputs"]}
     mode = "--predict" if all(w.ndim > 0 for w in want.values()) else "--run"
+    for n in meta["inputs"]:
+        x = np.load(os.path.join(mdir, "data", n + ".npy"))
+        if mode == "--predict":
+            # One sample more than a batch: the short last batch is padded
+            # and trimmed (eval() treats every sample alone).
+            x = np.concatenate([x, x[:1]])
+        np.save(os.path.join(data, n + ".npy"), x)
+    if mode == "--predict":
+        want = {o: np.concatenate([w, w[:1]]) for o, w in want.items()}
     ok, text = run([prog, mode, "--data", data, "--out", out], RUN_TIMEOUT)
     if not res.check(ok, name, "predict-runs", "PROG " + mode if ok else text):
         res.cell(name, "predict", "fails")

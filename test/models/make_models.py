@@ -160,6 +160,20 @@ def tokens(batch, seq, vocab, *names):
     return make
 
 
+def padded_pair(batch, seq, vocab):
+    """A sentence pair per sample (token types 0 then 1), the last sample
+    padded: its attention mask ends in zeros."""
+    def make(g):
+        ids = torch.randint(1, vocab, (batch, seq), generator=g)
+        mask = torch.ones(batch, seq, dtype=torch.int64)
+        mask[-1, seq * 3 // 4:] = 0
+        ids[mask == 0] = 0
+        types = torch.zeros(batch, seq, dtype=torch.int64)
+        types[:, seq // 2:] = 1
+        return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    return make
+
+
 B, PX = 4, 32
 SPECS = [
     Spec("resnet18", torchvision_model("resnet18", num_classes=10), images(B, PX), ["logits"],
@@ -186,6 +200,9 @@ SPECS = [
          tokens(2, 16, 200, "input_ids", "labels"), ["loss", "logits"], "output", None, False),
     Spec("bert", hf(bert_config, "BertForSequenceClassification", ["input_ids"], ["logits"]),
          tokens(2, 16, 200, "input_ids"), ["logits"], "cross-entropy", 1, False),
+    Spec("bert_masked", hf(bert_config, "BertForSequenceClassification",
+                           ["input_ids", "attention_mask", "token_type_ids"], ["logits"]),
+         padded_pair(2, 16, 200), ["logits"], "cross-entropy", 1, False),
     Spec("t5_encoder", hf(t5_config, "T5EncoderModel", ["input_ids"], ["last_hidden_state"]),
          tokens(2, 16, 200, "input_ids"), ["hidden"], "mse", None, False),
     Spec("llama", hf(llama_config, "LlamaForCausalLM", ["input_ids"], ["logits"]),
