@@ -1,11 +1,11 @@
-//===- TrainingMetadata.cpp - trainc.* metadata of a model
-//-----------------===//
+//===- TrainingMetadata.cpp - trainc.* metadata of a model ----------------===//
 
 #include "frontend/TrainingMetadata.h"
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <string>
 
 using namespace trainc::frontend;
@@ -18,10 +18,39 @@ llvm::Error metadataError(llvm::StringRef key, const llvm::Twine &what) {
                                  "metadata '" + key + "' " + what);
 }
 
+/// The deepest nesting of lists and objects in `text` (brackets inside
+/// strings do not count).
+size_t nestingDepth(llvm::StringRef text) {
+  size_t depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 /// Parses `text`; the JSON parser's message gives the line, column and byte
-/// of the fault, never the text itself.
+/// of the fault, never the text itself. LLVM's parser recurses once per
+/// level, so nesting deeper than any valid entry has is refused before it.
 llvm::Expected<json::Value> parseJson(llvm::StringRef key,
                                       llvm::StringRef text) {
+  constexpr size_t kMaxDepth = 8;
+  if (nestingDepth(text) > kMaxDepth)
+    return metadataError(key, "nests lists or objects more than " +
+                                  llvm::Twine(kMaxDepth) + " levels deep");
   llvm::Expected<json::Value> value = json::parse(text);
   if (!value)
     return metadataError(key, "is not valid JSON (" +

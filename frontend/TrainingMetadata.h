@@ -1,5 +1,4 @@
-//===- TrainingMetadata.h - what an exporter says about training -*- C++
-//-*-===//
+//===- TrainingMetadata.h - the trainc.* metadata of a model ----*- C++ -*-===//
 //
 // ONNX cannot say which initializers are parameters. python/trainc_torch.py
 // records it in the model's metadata_props, and the importer honours it:

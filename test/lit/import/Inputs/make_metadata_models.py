@@ -39,6 +39,10 @@ CASES = {
     "pad-out-of-range": [(PADDING, '{"E": 5}')],
     "pad-unknown-name": [(PADDING, '{"emb.weight": 1}')],
     "pad-not-gathered": [(PADDING, '{"W": 0}')],
+    # Deep nesting would overflow the JSON parser's stack; brackets in names do not count.
+    "deep": [(TRAINABLE, "[" * 200000)],
+    "pad-deep": [(PADDING, '{"a": ' * 100000)],
+    "brackets-in-name": [(TRAINABLE, json.dumps(["E", "[[[[[[[[[[{{{{{{{{{{"]))],
 }
 
 
