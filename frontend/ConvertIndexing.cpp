@@ -111,11 +111,19 @@ LogicalResult convertCumSum(NodeContext &ctx) {
         for (int64_t s = 0; s < dim; ++s) {
           int64_t j = reverse ? dim - 1 - s : s;
           int64_t at = (o * dim + j) * inner + in;
+          // Integer sums wrap (two's complement) instead of overflowing.
+          auto add = [&] {
+            if (real)
+              accReal += c->real(at);
+            else
+              accInt = static_cast<int64_t>(static_cast<uint64_t>(accInt) +
+                                            static_cast<uint64_t>(c->integer(at)));
+          };
           if (!exclusive)
-            real ? (void)(accReal += c->real(at)) : (void)(accInt += c->integer(at));
+            add();
           real ? out.setReal(at, accReal) : out.setInteger(at, accInt);
           if (exclusive)
-            real ? (void)(accReal += c->real(at)) : (void)(accInt += c->integer(at));
+            add();
         }
       }
     ctx.setOutput(0, std::move(out));
@@ -325,6 +333,8 @@ LogicalResult convertScatterND(NodeContext &ctx) {
     return ctx.error("indices must be integers of rank 1 or more");
   if (updates->dtype() != data->dtype())
     return ctx.error("updates and data have different element types");
+  if (data->dtype() == DType::I1 && reduction != "none")
+    return ctx.error("reduction '" + reduction + "' is not defined on booleans");
   int64_t q = indices->shape().back();
   if (q > data->rank())
     return ctx.error("index tuples of length " + llvm::Twine(q) + " for data of rank " +
@@ -361,9 +371,14 @@ LogicalResult convertScatterND(NodeContext &ctx) {
         out.setReal(to, reduction == "add" ? x + u : reduction == "mul" ? x * u
                         : reduction == "max" ? std::max(x, u) : std::min(x, u));
       } else {
+        // Sums and products wrap (two's complement) instead of overflowing.
+        uint64_t ux = static_cast<uint64_t>(out.integer(to)),
+                 uu = static_cast<uint64_t>(updates->integer(from));
         int64_t x = out.integer(to), u = updates->integer(from);
-        out.setInteger(to, reduction == "add" ? x + u : reduction == "mul" ? x * u
-                           : reduction == "max" ? std::max(x, u) : std::min(x, u));
+        out.setInteger(to, reduction == "add"   ? static_cast<int64_t>(ux + uu)
+                           : reduction == "mul" ? static_cast<int64_t>(ux * uu)
+                           : reduction == "max" ? std::max(x, u)
+                                                : std::min(x, u));
       }
     }
   }

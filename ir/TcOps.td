@@ -824,6 +824,7 @@ def Tc_PadOp : Tc_Op<"pad", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterf
       DefaultValuedAttr<F64Attr, "0.0">:$value);
   let results = (outs Tc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tc_PadBackwardOp : Tc_Op<"pad_backward", [Pure]> {

@@ -11,6 +11,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace trainc;
 using namespace trainc::tc;
@@ -131,6 +133,21 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   if (failed(padShape(location, type.getShape(), *pads, padMode(adaptor.getAttributes()), shape)))
     return failure();
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  // An integer pad value must be an integer the element type holds (the
+  // code generator writes it as an integer literal).
+  Type elem = getType().getElementType();
+  double v = getValue().convertToDouble();
+  if (isa<IntegerType>(elem)) {
+    unsigned bits = elem.getIntOrFloatBitWidth();
+    double lo = bits == 1 ? 0 : -std::ldexp(1.0, bits - 1);
+    double hi = bits == 1 ? 1 : std::ldexp(1.0, bits - 1) - 1;
+    if (!(v >= lo && v <= hi) || std::trunc(v) != v)
+      return emitOpError("pad value ") << v << " is not an integer of " << elem;
+  }
   return success();
 }
 

@@ -138,6 +138,22 @@ func.func @pad_edge_empty(%x: tensor<2x0xf32>) {
 
 // -----
 
+func.func @pad_int_value(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'tc.pad' op pad value 2.500000e+00 is not an integer of 'i32'}}
+  %0 = tc.pad %x {pads = array<i64: 0, 1, 0, 1>, value = 2.5 : f64} : (tensor<2x3xi32>) -> tensor<2x5xi32>
+  return
+}
+
+// -----
+
+func.func @pad_int_value_range(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'tc.pad' op pad value 3.000000e+09 is not an integer of 'i32'}}
+  %0 = tc.pad %x {pads = array<i64: 0, 1, 0, 1>, value = 3.0e9 : f64} : (tensor<2x3xi32>) -> tensor<2x5xi32>
+  return
+}
+
+// -----
+
 func.func @pad_backward_constant(%dy: tensor<2x5xf32>) {
   // expected-error @+2 {{expects mode 'reflect' or 'edge' (a constant pad's gradient is a tc.pad)}}
   // expected-error @+1 {{failed to infer returned types}}
