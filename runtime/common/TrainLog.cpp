@@ -2,6 +2,8 @@
 
 #include "TrainLog.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -104,7 +106,9 @@ Status TrainLog::eval(int64_t epoch, double loss, double accuracy) {
   Json record;
   record["epoch"] = epoch;
   record["eval_loss"] = loss;
-  record["eval_accuracy"] = accuracy;
+  // A model that computes its own loss has no class scores: no accuracy.
+  if (!std::isnan(accuracy))
+    record["eval_accuracy"] = accuracy;
   return append(recordLine(record));
 }
 

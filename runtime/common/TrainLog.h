@@ -42,6 +42,7 @@ public:
                 bool &evalOfCutEpoch);
 
   Status step(int64_t step, int64_t epoch, double loss, double lr);
+  /// `accuracy` NaN: none (the model computes its own loss).
   Status eval(int64_t epoch, double loss, double accuracy);
   /// fsync(): the records written so far survive a crash.
   Status sync();

@@ -125,6 +125,10 @@ struct EvalSet {
   /// by batch.
   std::vector<int64_t> truth;
   int64_t samples = 0, classes = 0;
+  /// The model computes its own loss (--loss=output): evaluation averages
+  /// that output over the full batches (`evaluated` samples), no accuracy.
+  bool modelLoss = false;
+  int64_t evaluated = 0;
   std::vector<BatchField> fields;
   std::vector<DevicePtr> inputs, outputs;
   std::vector<void *> inputPtrs, outputPtrs;
@@ -132,29 +136,28 @@ struct EvalSet {
   std::vector<int64_t> order;
 };
 
+Status openClassLabels(const Program &program, const std::string &dir, EvalSet &set);
+
 Status openEvalSet(Context &context, const Program &program, const std::string &dir,
-                   EvalSet &set) {
+                   bool modelLoss, EvalSet &set) {
   TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, program.inputs, program.numInputs, set.arrays,
                                           set.samples));
-  TRAINC_RETURN_IF_ERROR(NpyArray::open(dir + "/label.npy", set.labels));
-  if (set.labels.dtype() != DType::I64 || set.labels.shape().size() != 1 ||
-      set.labels.shape()[0] != set.samples)
-    return Status::error(dir + "/label.npy must be int64 [" + std::to_string(set.samples) + "]");
-  // An empty set has no loss or accuracy (0 / 0): refused before training.
-  if (set.samples == 0)
-    return Status::error("--eval-data " + dir + " holds no samples; evaluation needs at least one");
-  TRAINC_RETURN_IF_ERROR(set.labels.readAll(set.truth));
-  if (program.numOutputs < 1 || program.outputs[0].rank != 2 ||
-      program.outputs[0].dtype != DType::F32)
-    return Status::error("evaluation needs class scores [N, C] as the first output");
-  const TensorInfo &out = program.outputs[0];
-  set.classes = out.shape[1];
-  const int64_t *truth = set.truth.data();
-  for (int64_t r = 0; r < set.samples; ++r)
-    if (truth[r] < 0 || truth[r] >= set.classes)
-      return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
-                           std::to_string(r) + " is outside [0, " +
-                           std::to_string(set.classes) + ")");
+  set.modelLoss = modelLoss;
+  set.evaluated = set.samples;
+  if (modelLoss) {
+    // The labels are inputs of the model, read with the other inputs.
+    if (program.numOutputs < 1 || program.outputs[0].rank != 0 ||
+        program.outputs[0].dtype != DType::F32)
+      return Status::error("--eval-data: the model's first output must be its scalar f32 loss");
+    set.evaluated = set.samples / program.batchSize * program.batchSize;
+    if (set.evaluated == 0)
+      return Status::error("--eval-data " + dir + " holds " + std::to_string(set.samples) +
+                           " samples, fewer than one batch of " +
+                           std::to_string(program.batchSize) +
+                           ": the model computes its own loss, so evaluation needs full batches");
+  } else {
+    TRAINC_RETURN_IF_ERROR(openClassLabels(program, dir, set));
+  }
   uint64_t bytes = 0;
   for (int i = 0; i < program.numInputs; ++i) {
     set.fields.push_back({&set.arrays[i], tensorBytes(program.inputs[i], 1), bytes});
@@ -176,12 +179,54 @@ Status openEvalSet(Context &context, const Program &program, const std::string &
   return Status();
 }
 
+/// label.npy of an evaluation set, checked against the class scores.
+Status openClassLabels(const Program &program, const std::string &dir, EvalSet &set) {
+  TRAINC_RETURN_IF_ERROR(NpyArray::open(dir + "/label.npy", set.labels));
+  if (set.labels.dtype() != DType::I64 || set.labels.shape().size() != 1 ||
+      set.labels.shape()[0] != set.samples)
+    return Status::error(dir + "/label.npy must be int64 [" + std::to_string(set.samples) + "]");
+  // An empty set has no loss or accuracy (0 / 0): refused before training.
+  if (set.samples == 0)
+    return Status::error("--eval-data " + dir + " holds no samples; evaluation needs at least one");
+  TRAINC_RETURN_IF_ERROR(set.labels.readAll(set.truth));
+  if (program.numOutputs < 1 || program.outputs[0].rank != 2 ||
+      program.outputs[0].dtype != DType::F32)
+    return Status::error("evaluation needs class scores [N, C] as the first output");
+  const TensorInfo &out = program.outputs[0];
+  set.classes = out.shape[1];
+  const int64_t *truth = set.truth.data();
+  for (int64_t r = 0; r < set.samples; ++r)
+    if (truth[r] < 0 || truth[r] >= set.classes)
+      return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
+                           std::to_string(r) + " is outside [0, " +
+                           std::to_string(set.classes) + ")");
+  return Status();
+}
+
 /// Runs the forward pass (model.eval()) over the held-out set.
 Status evaluate(Context &context, const Program &program, EvalSet &set,
                 const std::vector<void *> &params, char *arena, double &loss,
                 double &accuracy) {
   const int64_t batch = program.batchSize;
   ForwardArgs forward{set.inputPtrs.data(), set.outputPtrs.data(), params.data(), arena};
+  if (set.modelLoss) {
+    double total = 0;
+    for (int64_t first = 0; first < set.evaluated; first += batch) {
+      TRAINC_RETURN_IF_ERROR(
+          fillBatch(set.fields, batch, set.order.data(), first, batch, set.staging.data()));
+      for (int i = 0; i < program.numInputs; ++i)
+        TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
+                                                    set.staging.data() + set.fields[i].offset,
+                                                    tensorBytes(program.inputs[i])));
+      TRAINC_RETURN_IF_ERROR(program.forward(context, forward));
+      float batchLoss = 0;
+      TRAINC_RETURN_IF_ERROR(context.copyToHost(&batchLoss, set.outputPtrs[0], 4));
+      total += batchLoss;
+    }
+    loss = total / static_cast<double>(set.evaluated / batch);
+    accuracy = std::nan("");
+    return Status();
+  }
   std::vector<float> scores(batch * set.classes);
   const int64_t *truth = set.truth.data();
   int64_t correct = 0;
@@ -349,11 +394,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   TRAINC_RETURN_IF_ERROR(allocateDevice(
       *context, std::max(program.arenaBytes, train->arenaBytes), arena));
   EvalSet evalSet;
-  if (!options.evalDir.empty() && dropLast)
-    return Status::error("--eval-data: the model computes its own loss and returns no class "
-                         "scores [N, C], which evaluation reads");
   if (!options.evalDir.empty())
-    TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, evalSet));
+    TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, dropLast, evalSet));
 
   // The pipeline. A step's inputs (data, labels, sample weights, dropout
   // key) and hyperparameters form one slot. Workers fill the data of
@@ -589,9 +631,14 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     TRAINC_RETURN_IF_ERROR(evaluate(*context, program, evalSet, paramPtrs,
                                     static_cast<char *>(arena.get()), evalLoss, evalAccuracy));
     evaluated = true;
-    std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
-                 static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
-                 evalLoss, 100.0 * evalAccuracy);
+    if (evalSet.modelLoss)
+      std::fprintf(stderr, "epoch %lld: eval on %lld samples (full batches), loss %.5f\n",
+                   static_cast<long long>(epoch), static_cast<long long>(evalSet.evaluated),
+                   evalLoss);
+    else
+      std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
+                   static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
+                   evalLoss, 100.0 * evalAccuracy);
     return logged ? log.eval(epoch, evalLoss, evalAccuracy) : Status();
   };
 
@@ -700,7 +747,10 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     // A resumed run that had nothing left to train still reports.
     if (!evaluated)
       TRAINC_RETURN_IF_ERROR(runEval(startEpoch, !evalLogged));
-    std::printf("accuracy %.4f\n", evalAccuracy);
+    if (evalSet.modelLoss)
+      std::printf("eval loss %.6f\n", evalLoss);
+    else
+      std::printf("accuracy %.4f\n", evalAccuracy);
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
 
