@@ -108,6 +108,9 @@ std::string trainc::codegen::padBody(llvm::ArrayRef<int64_t> inShape,
         if (e > 0)
           os << "  if (" << j << " >= " << n << ") " << j << " = " << 2 * (n - 1) << " - " << j
              << ";\n";
+      } else if (mode == "wrap") {
+        // numpy.pad(mode='wrap'): the axis repeats, as often as the pads ask.
+        os << "  " << j << " = ((" << j << " % " << n << ") + " << n << ") % " << n << ";\n";
       } else {
         if (b > 0)
           os << "  if (" << j << " < 0) " << j << " = 0;\n";
@@ -142,13 +145,20 @@ std::string trainc::codegen::padBackwardBody(llvm::ArrayRef<int64_t> inShape,
   std::vector<int64_t> strides = rowMajorStrides(outShape);
   // Per padded axis, the output positions that read input coordinate j form
   // up to three ranges [lo, hi), in increasing order: the left pad, the copy
-  // itself, the right pad.
+  // itself, the right pad (wrap: every n-th position from (j + b) mod n).
   std::string loops, indent = "  ", index;
   for (size_t d = 0; d < rank; ++d) {
     int64_t b = pads[d], e = pads[rank + d], n = inShape[d];
     std::string ds = std::to_string(d), j = "j" + ds, o = "o" + ds;
     if (!b && !e) {
       os << "  const int64_t " << o << " = " << j << ";\n";
+    } else if (mode == "wrap") {
+      // Output o reads (o - b) mod n: the positions of j are j + b mod n,
+      // then every n-th up to the end.
+      loops += indent + "for (int64_t " + o + " = (" + j + " + " + std::to_string(b) + ") % " +
+               std::to_string(n) + "; " + o + " < " + std::to_string(outShape[d]) + "; " + o +
+               " += " + std::to_string(n) + ")\n";
+      indent += "  ";
     } else {
       std::string lo = "lo" + ds, hi = "hi" + ds, cnt = "n" + ds;
       os << "  int64_t " << lo << "[3], " << hi << "[3];\n  int " << cnt << " = 0;\n";

@@ -36,12 +36,12 @@ std::string triluBody(llvm::ArrayRef<int64_t> shape, bool upper, int64_t k,
 
 /// One element of the padded `outShape`: the input element it copies, or
 /// `value` (a literal of the element type) outside a constant pad. `mode`
-/// is "constant", "reflect" or "edge".
+/// is "constant", "reflect", "edge" or "wrap".
 std::string padBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> outShape,
                     llvm::ArrayRef<int64_t> pads, llvm::StringRef mode,
                     llvm::StringRef value);
 
-/// One element of the input gradient of a reflect or edge pad: the sum of
+/// One element of the input gradient of a reflect, edge or wrap pad: the sum of
 /// the result-gradient elements (`in`, of `outShape`) copied from it, in
 /// increasing order of their position.
 std::string padBackwardBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int64_t> outShape,

@@ -237,8 +237,11 @@ LogicalResult convertPad(NodeContext &ctx) {
   FailureOr<std::vector<int64_t>> given = ctx.constantInts(1, "pads");
   if (failed(type) || failed(given))
     return failure();
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return ctx.error("mode '" + mode + "' is not supported (constant, reflect and edge are)");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return ctx.error("mode '" + mode + "' is not one of constant, reflect, edge, wrap");
+  if (mode == "wrap" && ctx.opset() < 19)
+    return ctx.error("mode 'wrap' needs opset 19, the model has opset " +
+                     llvm::Twine(ctx.opset()));
   int64_t rank = type->getRank();
   // Opset 18's `axes` names the axes that `pads` covers.
   std::vector<int64_t> axes(rank);
@@ -281,12 +284,12 @@ LogicalResult convertPad(NodeContext &ctx) {
     return ctx.error(error);
   if (const Tensor *c = ctx.constant(0)) {
     // The checks tc.pad's shape function makes, for the host copy.
-    int modeId = mode == "constant" ? 0 : mode == "reflect" ? 1 : 2;
+    int modeId = mode == "constant" ? 0 : mode == "reflect" ? 1 : mode == "edge" ? 2 : 3;
     for (int64_t a = 0; modeId != 0 && a < rank; ++a) {
       int64_t b = pads[a], e = pads[rank + a], n = c->shape()[a];
       if (b < 0 || e < 0)
         return ctx.error("mode '" + mode + "' pads cannot crop (axis " + llvm::Twine(a) + ")");
-      if ((b || e) && (modeId == 2 ? n == 0 : (b >= n || e >= n)))
+      if ((b || e) && (modeId != 1 ? n == 0 : (b >= n || e >= n)))
         return ctx.error("mode '" + mode + "' pads " + llvm::Twine(b) + " and " +
                          llvm::Twine(e) + " do not fit axis " + llvm::Twine(a) + " of size " +
                          llvm::Twine(n));

@@ -779,8 +779,9 @@ LogicalResult TriluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 }
 
 // A constant pad's adjoint is the pad with negated pads: it crops what the
-// forward added and puts zeros where the forward cropped. Reflect and edge
-// pads copy some input elements more than once: pad_backward adds them up.
+// forward added and puts zeros where the forward cropped. Reflect, edge and
+// wrap pads copy some input elements more than once: pad_backward adds them
+// up.
 LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                     SmallVectorImpl<Value> &dxs) {
   if (!isFloatTensor(getInput())) {

@@ -197,6 +197,8 @@ int64_t padSource(int64_t at, int64_t size, int64_t begin, int mode) {
     return -1;
   if (mode == 2)
     return j < 0 ? 0 : size - 1;
+  if (mode == 3)
+    return ((j % size) + size) % size;
   return j < 0 ? -j : 2 * (size - 1) - j;
 }
 

@@ -64,8 +64,8 @@ std::optional<llvm::SmallVector<int64_t>> tile(llvm::ArrayRef<int64_t> in,
 
 /// The input index that position `at` of a padded axis reads (`size` the
 /// input axis, `begin` its begin pad), or -1 where a constant pad writes its
-/// value. `mode` is 0 constant, 1 reflect, 2 edge; reflect needs
-/// begin, end < size.
+/// value. `mode` is 0 constant, 1 reflect, 2 edge, 3 wrap; reflect needs
+/// begin, end < size, edge and wrap size > 0.
 int64_t padSource(int64_t at, int64_t size, int64_t begin, int mode);
 
 /// Formats a shape as "2x3x4" (or "scalar" for rank 0).

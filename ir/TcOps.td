@@ -797,7 +797,7 @@ def Tc_TriluOp : Tc_Op<"trilu", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpIn
 }
 
 def Tc_PadOp : Tc_Op<"pad", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "pad or crop every axis (ONNX Pad: constant, reflect, edge)";
+  let summary = "pad or crop every axis (ONNX Pad: constant, reflect, edge, wrap)";
   let description = [{
     `pads` holds the begin pads of every axis, then the end pads (ONNX
     order); result dimension d is `input.shape[d] + pads[d] + pads[rank + d]`.
@@ -805,12 +805,15 @@ def Tc_PadOp : Tc_Op<"pad", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterf
     (converted to the element type). In mode `reflect` (torch's
     `F.pad(mode='reflect')`) the pads mirror the axis without repeating its
     edge and must be below its size; in mode `edge` (`replicate`) they repeat
-    the edge element and the axis must not be empty. Reflect and edge pads
-    are not negative.
+    the edge element and the axis must not be empty; in mode `wrap`
+    (numpy's, torch's `circular`) the axis repeats, as many times as the pads
+    need, and must not be empty. Reflect, edge and wrap pads are not
+    negative.
 
     The gradient of a constant pad is the pad of the result gradient with
     the negated pads (a crop where the forward padded, zeros where it
-    cropped); reflect and edge pads scatter-add it back (`tc.pad_backward`).
+    cropped); reflect, edge and wrap pads scatter-add it back
+    (`tc.pad_backward`).
 
     ```mlir
     %y = tc.pad %x {pads = array<i64: 0, 0, 1, 2, 0, 0, 1, -1>, value = 0.5 : f64}
@@ -828,7 +831,7 @@ def Tc_PadOp : Tc_Op<"pad", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterf
 }
 
 def Tc_PadBackwardOp : Tc_Op<"pad_backward", [Pure]> {
-  let summary = "gradient of a reflect or edge tc.pad: scatter-add into the input";
+  let summary = "gradient of a reflect, edge or wrap tc.pad: scatter-add into the input";
   let description = [{
     Element j of the result (of shape `input_shape`) is the sum of the
     elements of `result_grad` that the forward pad (`pads`, `mode`) copied

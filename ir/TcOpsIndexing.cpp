@@ -43,9 +43,10 @@ FailureOr<ArrayRef<int64_t>> arrayAttr(std::optional<Location> location, Diction
 LogicalResult padShape(std::optional<Location> location, ArrayRef<int64_t> in,
                        ArrayRef<int64_t> pads, StringRef mode,
                        SmallVectorImpl<int64_t> &out) {
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return emitOptionalError(location, "mode must be 'constant', 'reflect' or 'edge', got '",
-                             mode, "'");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return emitOptionalError(location,
+                             "mode must be 'constant', 'reflect', 'edge' or 'wrap', got '", mode,
+                             "'");
   std::string error;
   auto shape = shape::pad(in, pads, error);
   if (!shape)
@@ -56,8 +57,9 @@ LogicalResult padShape(std::optional<Location> location, ArrayRef<int64_t> in,
     if (b < 0 || e < 0)
       return emitOptionalError(location, "mode '", mode, "' pads cannot crop (axis ", d,
                                " has pads ", b, " and ", e, ")");
-    if ((b || e) && mode == "edge" && in[d] == 0)
-      return emitOptionalError(location, "an edge pad needs a non-empty axis (axis ", d, ")");
+    if ((b || e) && (mode == "edge" || mode == "wrap") && in[d] == 0)
+      return emitOptionalError(location, "mode '", mode, "' pads need a non-empty axis (axis ",
+                               d, ")");
     if ((b || e) && mode == "reflect" && (b >= in[d] || e >= in[d]))
       return emitOptionalError(location, "reflect pads must be smaller than the axis (axis ",
                                d, " of size ", in[d], " has pads ", b, " and ", e, ")");
@@ -167,8 +169,8 @@ LogicalResult PadBackwardOp::inferReturnTypes(MLIRContext *, std::optional<Locat
     if (d < 0)
       return emitOptionalError(location, "input_shape has a negative dimension");
   if (!attrs.get("mode") || padMode(attrs) == "constant")
-    return emitOptionalError(location, "expects mode 'reflect' or 'edge' (a constant pad's "
-                                       "gradient is a tc.pad)");
+    return emitOptionalError(location, "expects mode 'reflect', 'edge' or 'wrap' (a constant "
+                                       "pad's gradient is a tc.pad)");
   SmallVector<int64_t> shape;
   if (failed(padShape(location, in, *pads, padMode(attrs), shape)))
     return failure();

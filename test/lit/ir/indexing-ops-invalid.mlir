@@ -103,9 +103,9 @@ func.func @pad_crop_too_much(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @pad_mode(%x: tensor<2x3xf32>) {
-  // expected-error @+2 {{mode must be 'constant', 'reflect' or 'edge', got 'wrap'}}
+  // expected-error @+2 {{mode must be 'constant', 'reflect', 'edge' or 'wrap', got 'circular'}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = tc.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = "wrap"} : (tensor<2x3xf32>) -> tensor<2x5xf32>
+  %0 = tc.pad %x {pads = array<i64: 0, 1, 0, 1>, mode = "circular"} : (tensor<2x3xf32>) -> tensor<2x5xf32>
   return
 }
 
@@ -130,7 +130,7 @@ func.func @pad_edge_crop(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @pad_edge_empty(%x: tensor<2x0xf32>) {
-  // expected-error @+2 {{an edge pad needs a non-empty axis (axis 1)}}
+  // expected-error @+2 {{mode 'edge' pads need a non-empty axis (axis 1)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = tc.pad %x {pads = array<i64: 0, 1, 0, 0>, mode = "edge"} : (tensor<2x0xf32>) -> tensor<2x1xf32>
   return
@@ -155,7 +155,7 @@ func.func @pad_int_value_range(%x: tensor<2x3xi32>) {
 // -----
 
 func.func @pad_backward_constant(%dy: tensor<2x5xf32>) {
-  // expected-error @+2 {{expects mode 'reflect' or 'edge' (a constant pad's gradient is a tc.pad)}}
+  // expected-error @+2 {{expects mode 'reflect', 'edge' or 'wrap' (a constant pad's gradient is a tc.pad)}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = tc.pad_backward %dy {input_shape = array<i64: 2, 3>, pads = array<i64: 0, 1, 0, 1>,
                             mode = "constant"} : (tensor<2x5xf32>) -> tensor<2x3xf32>

@@ -51,6 +51,9 @@ func.func @trilu(%x: tensor<2x4x5xf32>, %m: tensor<4x4xi1>) -> (tensor<2x4x5xf32
 // CHECK: tc.pad %{{.*}} {mode = "reflect", pads = array<i64: 0, 0, 2, 2, 0, 0, 2, 2>} : (tensor<2x3x4x4xf32>) -> tensor<2x3x8x8xf32>
 // CHECK: tc.pad %{{.*}} {mode = "edge", pads = array<i64: 1, 1, 1, 1>} : (tensor<4x4xi64>) -> tensor<6x6xi64>
 // CHECK: tc.pad_backward %{{.*}} {input_shape = array<i64: 2, 3, 4, 4>, mode = "edge", pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>} : (tensor<2x3x6x6xf32>) -> tensor<2x3x4x4xf32>
+// Wrap 5 before and 3 after an axis of 4: 12, more than once around.
+// CHECK: tc.pad %{{.*}} {mode = "wrap", pads = array<i64: 0, 5, 0, 3>} : (tensor<2x4xf32>) -> tensor<2x12xf32>
+// CHECK: tc.pad_backward %{{.*}} {input_shape = array<i64: 2, 4>, mode = "wrap", pads = array<i64: 0, 5, 0, 3>} : (tensor<2x12xf32>) -> tensor<2x4xf32>
 func.func @pad(%x: tensor<2x3x4x4xf32>, %i: tensor<4x4xi64>, %dy: tensor<2x3x6x6xf32>)
     -> (tensor<2x3x6x5xf32>, tensor<2x3x8x8xf32>, tensor<6x6xi64>, tensor<2x3x4x4xf32>) {
   %0 = tc.pad %x {pads = array<i64: 0, 0, 1, 2, 0, 0, 1, -1>, value = 0.5 : f64}
@@ -62,6 +65,13 @@ func.func @pad(%x: tensor<2x3x4x4xf32>, %i: tensor<4x4xi64>, %dy: tensor<2x3x6x6
                             pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>}
       : (tensor<2x3x6x6xf32>) -> tensor<2x3x4x4xf32>
   return %0, %1, %2, %3 : tensor<2x3x6x5xf32>, tensor<2x3x8x8xf32>, tensor<6x6xi64>, tensor<2x3x4x4xf32>
+}
+
+func.func @pad_wrap(%w: tensor<2x4xf32>) -> (tensor<2x12xf32>, tensor<2x4xf32>) {
+  %0 = tc.pad %w {pads = array<i64: 0, 5, 0, 3>, mode = "wrap"} : (tensor<2x4xf32>) -> tensor<2x12xf32>
+  %1 = tc.pad_backward %0 {input_shape = array<i64: 2, 4>, mode = "wrap", pads = array<i64: 0, 5, 0, 3>}
+      : (tensor<2x12xf32>) -> tensor<2x4xf32>
+  return %0, %1 : tensor<2x12xf32>, tensor<2x4xf32>
 }
 
 // ScatterND of [4, 4, 4] with 2 tuples of length 1: updates are [2, 4, 4].
