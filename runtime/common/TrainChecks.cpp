@@ -73,13 +73,52 @@ Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo>
   return Status();
 }
 
+/// The export table (the model's segments interleaved with the parameters'
+/// bytes) covers every segment byte and every parameter once, each with its
+/// size in the program. `largest` is the largest parameter's byte count.
+Status checkExportLayout(const Program &program, uint64_t &largest) {
+  const ExportInfo *info = program.exportInfo;
+  if (!info)
+    return Status::error("this program cannot export: compile it with --optimizer");
+  std::vector<bool> placed(program.numParams, false);
+  uint64_t segmentSum = 0;
+  largest = 0;
+  for (int k = 0; k < info->numPieces; ++k) {
+    const ExportPiece &piece = info->pieces[k];
+    if (piece.segmentBytes > info->segmentsBytes - segmentSum)
+      return Status::error("the export's segments end before piece " + std::to_string(k));
+    segmentSum += piece.segmentBytes;
+    if (piece.param == -1 && k + 1 == info->numPieces)
+      continue;
+    if (piece.param < 0 || piece.param >= program.numParams || placed[piece.param] ||
+        program.params[piece.param].constant)
+      return Status::error("export piece " + std::to_string(k) +
+                           " names no parameter of the program");
+    const ParamInfo &p = program.params[piece.param];
+    if (piece.paramBytes != p.bytes)
+      return Status::error("export table of parameter " + std::string(p.tensor.name) +
+                           ": " + std::to_string(piece.paramBytes) + " bytes in the model, " +
+                           std::to_string(p.bytes) + " in the program");
+    placed[piece.param] = true;
+    largest = std::max(largest, p.bytes);
+  }
+  for (int i = 0; i < program.numParams; ++i)
+    if (!program.params[i].constant && !placed[i])
+      return Status::error("parameter " + std::string(program.params[i].tensor.name) +
+                           " is not in the export table");
+  if (info->numPieces == 0 || info->pieces[info->numPieces - 1].param != -1 ||
+      segmentSum != info->segmentsBytes)
+    return Status::error("the export's pieces do not cover its segments");
+  return Status();
+}
+
 /// The outputs a run writes (--export, --log, the checkpoint files) must be
 /// absent or regular files, and --export's folder must exist: checked before
 /// anything is read or trained, so a bad target costs no training.
 Status checkOutputTargets(const Program &program, const TrainOptions &options) {
   if (!options.exportPath.empty()) {
-    if (!program.exportInfo)
-      return Status::error("this program cannot export: compile it with --optimizer");
+    uint64_t largest = 0;
+    TRAINC_RETURN_IF_ERROR(checkExportLayout(program, largest));
     TRAINC_RETURN_IF_ERROR(checkReplaceable(options.exportPath, "--export"));
     std::string folder = std::filesystem::path(options.exportPath).parent_path().string();
     std::error_code error;

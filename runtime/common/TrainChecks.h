@@ -31,6 +31,10 @@ Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo>
 /// anything is read or trained, so a bad target costs no training.
 Status checkOutputTargets(const Program &program, const TrainOptions &options);
 
+/// The export table of the program: every segment byte and every parameter
+/// exactly once, with the program's sizes. `largest`: the largest parameter.
+Status checkExportLayout(const Program &program, uint64_t &largest);
+
 } // namespace trainc::rt::detail
 
 #endif // TRAINC_RT_COMMON_TRAINCHECKS_H

@@ -757,40 +757,14 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // The inference model with the trained parameters: the segments of the
   // model interleaved with each parameter's trained bytes, copied from the
   // device one parameter at a time (the parameters are stored once, not in
-  // a template too). The layout is checked whole before anything is written,
-  // and the file is an AtomicFile (temporary file, fsync, rename), so a
+  // a template too). The layout was checked whole before step 1 (and is
+  // again here, for the size of the largest parameter), and the file is an AtomicFile (temporary file, fsync, rename), so a
   // reader never sees half a model and a failed write leaves the previous
   // file.
   if (!options.exportPath.empty()) {
     const ExportInfo *info = program.exportInfo;
-    std::vector<bool> placed(program.numParams, false);
-    uint64_t segmentSum = 0, largest = 0;
-    for (int k = 0; k < info->numPieces; ++k) {
-      const ExportPiece &piece = info->pieces[k];
-      if (piece.segmentBytes > info->segmentsBytes - segmentSum)
-        return Status::error("the export's segments end before piece " + std::to_string(k));
-      segmentSum += piece.segmentBytes;
-      if (piece.param == -1 && k + 1 == info->numPieces)
-        continue;
-      if (piece.param < 0 || piece.param >= program.numParams || placed[piece.param] ||
-          program.params[piece.param].constant)
-        return Status::error("export piece " + std::to_string(k) +
-                             " names no parameter of the program");
-      const ParamInfo &p = program.params[piece.param];
-      if (piece.paramBytes != p.bytes)
-        return Status::error("export table of parameter " + std::string(p.tensor.name) +
-                             ": " + std::to_string(piece.paramBytes) + " bytes in the model, " +
-                             std::to_string(p.bytes) + " in the program");
-      placed[piece.param] = true;
-      largest = std::max(largest, p.bytes);
-    }
-    for (int i = 0; i < program.numParams; ++i)
-      if (!program.params[i].constant && !placed[i])
-        return Status::error("parameter " + std::string(program.params[i].tensor.name) +
-                             " is not in the export table");
-    if (info->numPieces == 0 || info->pieces[info->numPieces - 1].param != -1 ||
-        segmentSum != info->segmentsBytes)
-      return Status::error("the export's pieces do not cover its segments");
+    uint64_t largest = 0;
+    TRAINC_RETURN_IF_ERROR(checkExportLayout(program, largest));
     AtomicFile file;
     TRAINC_RETURN_IF_ERROR(file.open(options.exportPath, "--export"));
     std::vector<char> host(largest);
