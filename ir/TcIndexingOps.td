@@ -1,0 +1,172 @@
+//===- TcIndexingOps.td - tc ops that index along axes -----*- tablegen -*-===//
+//
+// Included by TcOps.td (which defines Tc_Op and Tc_BroadcastOp): the ops of
+// ONNX CumSum, Mod, Tile, Trilu, Pad and ScatterND. Their shape functions and
+// verifiers are in TcOpsIndexing.cpp, their gradient rules in Gradients.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_IR_TCINDEXINGOPS_TD
+#define TRAINC_IR_TCINDEXINGOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Cumulative sums, modulo, tiling, triangles, padding and scatter (shape
+// functions in TcOpsIndexing.cpp)
+//===----------------------------------------------------------------------===//
+
+def Tc_CumSumOp : Tc_Op<"cumsum", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "cumulative sum along one axis (ONNX CumSum)";
+  let description = [{
+    `result[..., j, ...]` is the sum of `input[..., i, ...]` for `i <= j`
+    (`i < j` with `exclusive`); with `reverse` the sum runs from the end
+    (`i >= j`, or `i > j`). `axis` is non-negative. Each line along the axis
+    is summed in order from its first element, so the result does not depend
+    on the target or the thread count. The gradient of a float cumsum is the
+    cumsum of the result gradient in the other direction.
+
+    ```mlir
+    %ids = tc.cumsum %mask {axis = 1 : i64} : tensor<2x16xi64>
+    %r = tc.cumsum %x {axis = 0 : i64, exclusive = true, reverse = true} : tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$input, I64Attr:$axis,
+      DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+      DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Tc_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tc_ModOp : Tc_BroadcastOp<"mod", Tc_NumericTensor, 0, "remainder (ONNX Mod)",
+                              [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let description = [{
+    With `fmod = false` (integers only) the remainder has the sign of the
+    divisor, as Python's `%` and `torch.remainder`; with `fmod = true` it has
+    the sign of the dividend, as C's `fmod` and `torch.fmod`. Float operands
+    require `fmod = true` (ONNX). An integer remainder by 0 is 0 (numpy), as
+    is `INT_MIN mod -1`. Operands broadcast as in numpy. The gradient of a
+    float fmod is `dy` for the dividend and `-trunc(a / b) * dy` for the
+    divisor.
+
+    ```mlir
+    %r = tc.mod %a, %b : (tensor<6xi64>, tensor<6xi64>) -> tensor<6xi64>
+    %f = tc.mod %x, %y {fmod = true} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$lhs, Tc_NumericTensor:$rhs,
+      DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let hasVerifier = 1;
+}
+
+def Tc_TileOp : Tc_Op<"tile", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "repeat the tensor `repeats[d]` times along each axis d (ONNX Tile)";
+  let description = [{
+    Result dimension d is `input.shape[d] * repeats[d]`, and result element
+    `c` is input element `c mod input.shape` (numpy.tile, torch's
+    `x.repeat`). Repeats are non-negative, one per axis. The gradient sums
+    the result gradient over the tiles.
+
+    ```mlir
+    %y = tc.tile %x {repeats = array<i64: 2, 1, 3>} : (tensor<2x3x4xf32>) -> tensor<4x3x12xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$repeats);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_TriluOp : Tc_Op<"trilu", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "keep the upper or lower triangle of the last two axes (ONNX Trilu)";
+  let description = [{
+    Element (..., r, c) is kept when `c - r >= k` (`upper`, torch.triu) or
+    `c - r <= k` (lower, torch.tril) and set to 0 otherwise; the input has
+    rank 2 or more. The gradient applies the same mask to the result
+    gradient.
+
+    ```mlir
+    %u = tc.trilu %x {upper = true, k = 1 : i64} : tensor<2x4x5xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input,
+      DefaultValuedAttr<BoolAttr, "true">:$upper,
+      DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Tc_PadOp : Tc_Op<"pad", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "pad or crop every axis (ONNX Pad: constant, reflect, edge, wrap)";
+  let description = [{
+    `pads` holds the begin pads of every axis, then the end pads (ONNX
+    order); result dimension d is `input.shape[d] + pads[d] + pads[rank + d]`.
+    In mode `constant` a negative pad crops, and new elements are `value`
+    (converted to the element type). In mode `reflect` (torch's
+    `F.pad(mode='reflect')`) the pads mirror the axis without repeating its
+    edge and must be below its size; in mode `edge` (`replicate`) they repeat
+    the edge element and the axis must not be empty; in mode `wrap`
+    (numpy's, torch's `circular`) the axis repeats, as many times as the pads
+    need, and must not be empty. Reflect, edge and wrap pads are not
+    negative.
+
+    The gradient of a constant pad is the pad of the result gradient with
+    the negated pads (a crop where the forward padded, zeros where it
+    cropped); reflect, edge and wrap pads scatter-add it back
+    (`tc.pad_backward`).
+
+    ```mlir
+    %y = tc.pad %x {pads = array<i64: 0, 0, 1, 2, 0, 0, 1, -1>, value = 0.5 : f64}
+        : (tensor<2x3x4x4xf32>) -> tensor<2x3x6x5xf32>
+    %r = tc.pad %x {pads = array<i64: 0, 0, 2, 2, 0, 0, 2, 2>, mode = "reflect"}
+        : (tensor<2x3x4x4xf32>) -> tensor<2x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$pads,
+      DefaultValuedStrAttr<StrAttr, "constant">:$mode,
+      DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tc_PadBackwardOp : Tc_Op<"pad_backward", [Pure]> {
+  let summary = "gradient of a reflect, edge or wrap tc.pad: scatter-add into the input";
+  let description = [{
+    Element j of the result (of shape `input_shape`) is the sum of the
+    elements of `result_grad` that the forward pad (`pads`, `mode`) copied
+    from input element j, added in increasing order of their position.
+
+    ```mlir
+    %dx = tc.pad_backward %dy {input_shape = array<i64: 2, 3, 4, 4>, mode = "edge",
+                               pads = array<i64: 0, 0, 1, 1, 0, 0, 1, 1>}
+        : (tensor<2x3x6x6xf32>) -> tensor<2x3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$result_grad, DenseI64ArrayAttr:$input_shape,
+      DenseI64ArrayAttr:$pads, StrAttr:$mode);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$result_grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_ScatterNDOp : Tc_Op<"scatter_nd", [Pure]> {
+  let summary = "`data` with slices written or combined at index tuples (ONNX ScatterND)";
+  let description = [{
+    `indices` is [..., q] (q <= rank of `data`): each tuple picks the slice
+    `data[i0, ..., iq-1]`, which becomes the matching slice of `updates`
+    (shape indices.shape[:-1] + data.shape[q:]), or is combined with it by
+    `reduction` `add`, `mul`, `max` or `min` (not for i1). Negative indices
+    count from the end. Tuples apply in order, so a repeated tuple keeps the
+    last update (`none`) or accumulates in order; a tuple outside `data` is
+    skipped (ONNX calls it an error, which a kernel cannot report). No
+    gradient rule.
+
+    ```mlir
+    %r = tc.scatter_nd %data, %idx, %upd {reduction = "add"}
+        : (tensor<4x4x4xf32>, tensor<2x1xi64>, tensor<2x4x4xf32>) -> tensor<4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, Tc_Tensor:$updates,
+      DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+#endif // TRAINC_IR_TCINDEXINGOPS_TD
