@@ -209,16 +209,20 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
                 double &accuracy) {
   const int64_t batch = program.batchSize;
   ForwardArgs forward{set.inputPtrs.data(), set.outputPtrs.data(), params.data(), arena};
+  // Samples [first, first + count) through the forward pass.
+  auto runBatch = [&](int64_t first, int64_t count) -> Status {
+    TRAINC_RETURN_IF_ERROR(
+        fillBatch(set.fields, batch, set.order.data(), first, count, set.staging.data()));
+    for (int i = 0; i < program.numInputs; ++i)
+      TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
+                                                  set.staging.data() + set.fields[i].offset,
+                                                  tensorBytes(program.inputs[i])));
+    return program.forward(context, forward);
+  };
   if (set.modelLoss) {
     double total = 0;
     for (int64_t first = 0; first < set.evaluated; first += batch) {
-      TRAINC_RETURN_IF_ERROR(
-          fillBatch(set.fields, batch, set.order.data(), first, batch, set.staging.data()));
-      for (int i = 0; i < program.numInputs; ++i)
-        TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
-                                                    set.staging.data() + set.fields[i].offset,
-                                                    tensorBytes(program.inputs[i])));
-      TRAINC_RETURN_IF_ERROR(program.forward(context, forward));
+      TRAINC_RETURN_IF_ERROR(runBatch(first, batch));
       float batchLoss = 0;
       TRAINC_RETURN_IF_ERROR(context.copyToHost(&batchLoss, set.outputPtrs[0], 4));
       total += batchLoss;
@@ -233,13 +237,7 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
   double total = 0;
   for (int64_t first = 0; first < set.samples; first += batch) {
     int64_t count = std::min(batch, set.samples - first);
-    TRAINC_RETURN_IF_ERROR(
-        fillBatch(set.fields, batch, set.order.data(), first, count, set.staging.data()));
-    for (int i = 0; i < program.numInputs; ++i)
-      TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
-                                                  set.staging.data() + set.fields[i].offset,
-                                                  tensorBytes(program.inputs[i])));
-    TRAINC_RETURN_IF_ERROR(program.forward(context, forward));
+    TRAINC_RETURN_IF_ERROR(runBatch(first, count));
     TRAINC_RETURN_IF_ERROR(
         context.copyToHost(scores.data(), set.outputPtrs[0], scores.size() * 4));
     for (int64_t r = 0; r < count; ++r) {

@@ -524,6 +524,25 @@ def check_dropout_training(trainc, work, check, data, x, y):
                 "one (%s)" % ("identical" if same else "DIFFERENT"))
 
 
+def compile_and_train(trainc, check, what, path, prog, compile_flags, data, run_flags):
+    """`trainc compile` then EPOCHS epochs in data order with --log and
+    --save-params; returns (losses of every step, the saved folder), or None
+    after a failed check."""
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--batch-size=%d" % BATCH]
+                           + compile_flags + ["-o", prog], capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "%s compiles: %s" % (what, build.stderr.strip()[:300]))
+        return None
+    log, saved = prog + ".jsonl", prog + ".params"
+    run = subprocess.run([prog, "--data", data, "--epochs", str(EPOCHS), "--no-shuffle",
+                          "--log", log, "--save-params", saved] + run_flags,
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "%s trains: %s" % (what, run.stderr.strip()[:300]))
+        return None
+    return [json.loads(line)["loss"] for line in open(log)], saved, run.stderr
+
+
 class ConvBnNet(torch.nn.Module):
     """Conv with a bias straight into BatchNorm (trainc-fold-bias-bn drops the
     bias in the step), then ReLU, Flatten, Linear."""
@@ -558,19 +577,11 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
                             capture_output=True, text=True)
     check(folded.returncode == 0 and "tc.folded_bias" in folded.stdout,
           "conv+bn: the fold-bias-bn phase drops the conv bias in the step")
-    build = subprocess.run([trainc, "compile", path] + flags + ["-o", prog],
-                           capture_output=True, text=True)
-    if build.returncode != 0:
-        check(False, "conv+bn compiles: %s" % build.stderr.strip()[:300])
+    trained = compile_and_train(trainc, check, "conv+bn", path, prog, flags[2:], data,
+                                ["--lr", "0.1", "--momentum", "0.9", "--weight-decay", "0.05"])
+    if trained is None:
         return
-    log, saved = os.path.join(work, "conv_bn.jsonl"), os.path.join(work, "conv_bn.params")
-    run = subprocess.run([prog, "--data", data, "--lr", "0.1", "--momentum", "0.9",
-                          "--weight-decay", "0.05", "--epochs", str(EPOCHS), "--no-shuffle",
-                          "--log", log, "--save-params", saved], capture_output=True, text=True)
-    if run.returncode != 0:
-        check(False, "conv+bn trains: %s" % run.stderr.strip()[:300])
-        return
-    ours = [json.loads(line)["loss"] for line in open(log)]
+    ours, saved, _ = trained
     net.load_state_dict({k: torch.tensor(init[k]) if k in init else v
                          for k, v in net.state_dict().items()})
     net.train()
@@ -632,23 +643,15 @@ def check_model_loss_training(trainc, work, check, x, y):
     np.save(os.path.join(data, "x.npy"), x)
     np.save(os.path.join(data, "labels.npy"), y)
     prog = os.path.join(work, "model_loss")
-    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--batch-size=%d" % BATCH,
-                            "--loss=output", "--optimizer=sgd", "-o", prog],
-                           capture_output=True, text=True)
-    if build.returncode != 0:
-        check(False, "model-loss mlp compiles: %s" % build.stderr.strip()[:300])
+    trained = compile_and_train(trainc, check, "model-loss mlp", path, prog,
+                                ["--loss=output", "--optimizer=sgd"], data,
+                                ["--lr", "0.1", "--momentum", "0.9"])
+    if trained is None:
         return
-    log, saved = os.path.join(work, "model_loss.jsonl"), os.path.join(work, "model_loss.params")
-    run = subprocess.run([prog, "--data", data, "--lr", "0.1", "--momentum", "0.9",
-                          "--epochs", str(EPOCHS), "--no-shuffle", "--log", log,
-                          "--save-params", saved], capture_output=True, text=True)
-    if run.returncode != 0:
-        check(False, "model-loss mlp trains: %s" % run.stderr.strip()[:300])
-        return
+    ours, saved, stderr = trained
     dropped = SAMPLES % BATCH
-    check("the last %d of every epoch's %d samples" % (dropped, SAMPLES) in run.stderr,
+    check("the last %d of every epoch's %d samples" % (dropped, SAMPLES) in stderr,
           "model-loss trainer notes the %d samples of the short last batch it drops" % dropped)
-    ours = [json.loads(line)["loss"] for line in open(log)]
     net.load_state_dict({k: torch.tensor(init[k]) if k in init else v
                          for k, v in net.state_dict().items()})
     net.train()
