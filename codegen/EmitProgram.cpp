@@ -997,7 +997,7 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
     double v = pad.getValue().convertToDouble();
     std::string value = isa<FloatType>(elem) ? literal(v, elem.isF32())
                         : elem.isInteger(1)  ? std::string(v != 0 ? "true" : "false")
-                                             : t + "(" + std::to_string(static_cast<int64_t>(v)) + ")";
+                                             : t + "(" + intLiteral(static_cast<int64_t>(v)) + ")";
     code = padBody(shapeOf(in), shapeOf(out), pad.getPads(), pad.getMode(), value);
   } else {
     auto back = cast<tc::PadBackwardOp>(op);

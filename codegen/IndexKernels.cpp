@@ -6,6 +6,9 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 using namespace trainc::codegen;
@@ -65,9 +68,18 @@ std::string trainc::codegen::tileBody(llvm::ArrayRef<int64_t> inShape,
   return s + "  out[i] = in[" + (index.empty() ? "0" : index) + "];\n";
 }
 
+std::string trainc::codegen::intLiteral(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::min())
+    return "(-9223372036854775807LL - 1)";
+  return std::to_string(v) + (v > INT32_MAX || v < INT32_MIN ? "LL" : "");
+}
+
 std::string trainc::codegen::triluBody(llvm::ArrayRef<int64_t> shape, bool upper, int64_t k,
                                        llvm::StringRef type) {
   int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  // col - row lies in [-(rows - 1), cols - 1]: a k beyond keeps or drops
+  // everything, as the clamped one does (and stays a small literal).
+  k = std::clamp<int64_t>(k, -rows, cols);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "  const int64_t col = i % " << cols << ", row = (i / " << cols << ") % " << rows

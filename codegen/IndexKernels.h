@@ -55,6 +55,10 @@ std::string padBackwardBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int6
 std::string scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q, int64_t tuples,
                           int64_t slice, llvm::StringRef reduction, bool isFloat);
 
+/// An int64_t literal that compiles for every value (INT64_MIN has no
+/// literal of its own).
+std::string intLiteral(int64_t v);
+
 /// The expression of ONNX Mod of `a` by `b`: C fmod for floats (`f32`
 /// picks fmodf); for integers the dividend's sign (`fmod`) or the divisor's,
 /// and 0 for a divisor of 0 or -1 (numpy; INT_MIN % -1 would trap).
