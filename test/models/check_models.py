@@ -262,7 +262,7 @@ def check_grads(prog, meta, mdir, res):
                                         RATIO_LIMIT, ERR_FLOOR))
 
 
-def compare_outputs(res, name, what, out, outputs, want_of, column):
+def compare_outputs(res, name, what, out, outputs, want_of, column, note=""):
     errs = []
     for o in outputs:
         path = os.path.join(out, o + ".npy")
@@ -272,7 +272,8 @@ def compare_outputs(res, name, what, out, outputs, want_of, column):
             return
         errs.append("%s %.3g" % (o, rel_err(np.load(path), want_of(o))))
     worst = max(rel_err(np.load(os.path.join(out, o + ".npy")), want_of(o)) for o in outputs)
-    res.check(worst <= RTOL, name, what, "rel err %s (limit %g)" % (", ".join(errs), RTOL))
+    res.check(worst <= RTOL, name, what,
+              "rel err %s (limit %g)%s" % (", ".join(errs), RTOL, note))
     res.cell(name, column, "%.2g" % worst)
 
 
@@ -294,13 +295,21 @@ def check_predict(prog, meta, mdir, res):
             # and trimmed (eval() treats every sample alone).
             x = np.concatenate([x, x[:1]])
         np.save(os.path.join(data, n + ".npy"), x)
+    want64 = {o: np.load(os.path.join(mdir, "eval64_%s.npy" % o)) for o in meta["outputs"]}
     if mode == "--predict":
         want = {o: np.concatenate([w, w[:1]]) for o, w in want.items()}
+        want64 = {o: np.concatenate([w, w[:1]]) for o, w in want64.items()}
     ok, text = run([prog, mode, "--data", data, "--out", out], RUN_TIMEOUT)
     if not res.check(ok, name, "predict-runs", "PROG " + mode if ok else text):
         res.cell(name, "predict", "fails")
         return
-    compare_outputs(res, name, "predict", out, meta["outputs"], lambda o: want[o], "predict")
+    # For the record: how far each is from float64 eval().
+    f64 = ["%s: trainc %.3g, torch f32 %.3g" % (
+        o, rel_err(np.load(os.path.join(out, o + ".npy")), want64[o]) if os.path.exists(
+            os.path.join(out, o + ".npy")) else float("nan"), rel_err(want[o], want64[o]))
+        for o in meta["outputs"]]
+    compare_outputs(res, name, "predict", out, meta["outputs"], lambda o: want[o], "predict",
+                    "; against float64 " + ", ".join(f64))
 
 
 def check_sgd_update(trained, meta, mdir, res):
@@ -403,7 +412,7 @@ def check_model(trainc, models, work, name, cuda, res):
     mdir = os.path.join(work, name)
     os.makedirs(mdir, exist_ok=True)
     for item in ["data", "grads32.npz", "grads64.npz", "model.onnx"] + [
-            "eval_%s.npy" % o for o in meta["outputs"]]:
+            "eval%s_%s.npy" % (kind, o) for o in meta["outputs"] for kind in ("", "64")]:
         dst = os.path.join(mdir, item)
         if os.path.lexists(dst):
             os.remove(dst)

@@ -20,6 +20,7 @@ For every model NAME it writes OUTDIR/NAME/:
   grads64.npz       the same on module.double() of a deep copy, inputs in
                     float64: the reference both are measured against
   eval_OUTPUT.npy   model.eval() outputs on the same inputs (initial weights)
+  eval64_OUTPUT.npy the same in float64 (printed beside the predict check)
   meta.json         loss kind, class axis, inputs, outputs, trainable
                     initializers, the float32 and float64 loss, ONNX op counts
 and OUTDIR/models.json listing them. check_models.py rebuilds each module with
@@ -219,11 +220,32 @@ def seed_for(name):
     return sum(ord(c) * (i + 1) for i, c in enumerate(name)) % 10007
 
 
+def calibrate_batch_norm(module, spec, seed):
+    """Running statistics of two batches of other inputs (as a trained model
+    has): with the initial 0 and 1, eval() of a deep untrained network gives
+    nearly the same logits for every input (ShuffleNet's differ by 2e-6)."""
+    norms = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    momenta = [m.momentum for m in norms]
+    for m in norms:
+        m.momentum = None  # a cumulative average
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _ in range(2):
+            module(*spec.inputs(g).values())
+    for m, momentum in zip(norms, momenta):
+        m.momentum = momentum
+        m.num_batches_tracked.zero_()
+
+
 def build_module(name):
     """The module of spec NAME with its initial (seeded) weights, in train mode."""
     torch.manual_seed(seed_for(name))
-    module = SPEC_BY_NAME[name].build().float()
+    spec = SPEC_BY_NAME[name]
+    module = spec.build().float()
     module.train()
+    calibrate_batch_norm(module, spec, seed_for(name) + 3)
     return module
 
 
@@ -344,6 +366,13 @@ def make_model(name, outdir):
         evalm = copy.deepcopy(module).eval()
         eval_out = as_tuple(evalm(*inputs))
         train_out = copy.deepcopy(module)(*inputs)
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            eval64 = as_tuple(copy.deepcopy(module).double().eval()(
+                *[x.double() if x.is_floating_point() else x for x in inputs]))
+        finally:
+            torch.set_default_dtype(default)
     label = make_label(spec, train_out, torch.Generator().manual_seed(seed_for(name) + 2))
     loss32, g32 = gradients(module, inputs, label, spec, init_of_param, torch.float32)
     loss64, g64 = gradients(module, inputs, label, spec, init_of_param, torch.float64)
@@ -356,8 +385,9 @@ def make_model(name, outdir):
     np.save(os.path.join(data, "sample_weights.npy"), np.ones(batch, np.float32))
     np.savez(os.path.join(mdir, "grads32.npz"), **g32)
     np.savez(os.path.join(mdir, "grads64.npz"), **g64)
-    for n, y in zip(spec.outputs, eval_out):
+    for n, y, y64 in zip(spec.outputs, eval_out, eval64):
         np.save(os.path.join(mdir, "eval_%s.npy" % n), y.numpy())
+        np.save(os.path.join(mdir, "eval64_%s.npy" % n), y64.numpy())
     ops = collections.Counter(n.op_type for n in proto.graph.node)
     meta = dict(name=name, batch=batch, loss=spec.loss, class_axis=spec.class_axis,
                 inputs=input_names, outputs=spec.outputs, cuda=spec.cuda,
