@@ -31,8 +31,9 @@ checks (named as printed):
   sgd-step      E.onnx's trainable weights W: e(W) = ||W - (w0 - lr g_64)|| /
                 ||lr g_64|| is at most 10 * max(e of PyTorch's float32 step, 1e-7).
   ort-runs      E.onnx's initializers loaded by name into the PyTorch module,
-  ort           model.eval(): ONNX Runtime (build/conformance-venv) on E.onnx
-                equals it norm-wise within 1e-4 relative.
+  ort           model.eval() in float32 and float64: ONNX Runtime
+                (build/conformance-venv) on E.onnx is norm-wise within
+                max(1e-4, 10 * PyTorch float32's error) of float64.
   cuda          with --cuda, for the models marked so: the SGD trainer builds
                 with nvcc (`--target=cuda --emit=binary`; compile only; skipped,
                 and said so, without nvcc).
@@ -381,7 +382,9 @@ def check_export(prog, meta, mdir, res):
     feed = [torch.from_numpy(np.load(os.path.join(data, n + ".npy"))) for n in meta["inputs"]]
     with torch.no_grad():
         want = make_models.as_tuple(module(*feed))
+        want64 = make_models.as_tuple(make_models.eval_float64(module, feed))
     want = {o: w.numpy() for o, w in zip(meta["outputs"], want)}
+    want64 = {o: w.numpy() for o, w in zip(meta["outputs"], want64)}
     out = os.path.join(mdir, "ort-out")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -390,8 +393,26 @@ def check_export(prog, meta, mdir, res):
     if not res.check(ok, name, "ort-runs", "ONNX Runtime runs the export" if ok else text):
         res.cell(name, "ort", "ORT fails")
         return
-    compare_outputs(res, name, "ort", out, meta["outputs"],
-                    lambda o: want[o], "ort")
+    # Against float64: one step can leave a batch norm whose running variance
+    # is ~0 (a channel constant on the calibration data) reading a channel
+    # that now varies, and then PyTorch float32 itself is far from float64
+    # (MobileNet v2: 3e-2); the tolerance widens to 10x its error there.
+    errs, worst, tol = [], 0.0, RTOL
+    for o in meta["outputs"]:
+        path = os.path.join(out, o + ".npy")
+        if not os.path.exists(path):
+            res.check(False, name, "ort", "ONNX Runtime wrote no %s" % o)
+            res.cell(name, "ort", "no output")
+            return
+        e = rel_err(np.load(path), want64[o])
+        e32 = rel_err(want[o], want64[o])
+        worst = max(worst, e)
+        tol = max(tol, RATIO_LIMIT * e32)
+        errs.append("%s: ORT %.3g, torch f32 %.3g, ORT vs torch f32 %.3g"
+                    % (o, e, e32, rel_err(np.load(path), want[o])))
+    res.check(worst <= tol, name, "ort", "against float64 eval() %s (limit max(%g, 10x torch "
+              "f32's) = %.3g)" % ("; ".join(errs), RTOL, tol))
+    res.cell(name, "ort", "%.2g" % worst)
 
 
 def check_cuda(trainc, meta, onnx_path, mdir, res):

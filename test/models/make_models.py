@@ -273,6 +273,18 @@ def as_tuple(out):
     return out if isinstance(out, tuple) else (out,)
 
 
+def eval_float64(module, inputs):
+    """model.eval() of a float64 copy (tensors the forward makes in float64 too)."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with torch.no_grad():
+            return copy.deepcopy(module).double().eval()(
+                *[x.double() if x.is_floating_point() else x for x in inputs])
+    finally:
+        torch.set_default_dtype(default)
+
+
 def make_label(spec, outputs, g):
     y = as_tuple(outputs)[0]
     if spec.loss == "output":
@@ -366,13 +378,7 @@ def make_model(name, outdir):
         evalm = copy.deepcopy(module).eval()
         eval_out = as_tuple(evalm(*inputs))
         train_out = copy.deepcopy(module)(*inputs)
-        default = torch.get_default_dtype()
-        torch.set_default_dtype(torch.float64)
-        try:
-            eval64 = as_tuple(copy.deepcopy(module).double().eval()(
-                *[x.double() if x.is_floating_point() else x for x in inputs]))
-        finally:
-            torch.set_default_dtype(default)
+        eval64 = as_tuple(eval_float64(module, inputs))
     label = make_label(spec, train_out, torch.Generator().manual_seed(seed_for(name) + 2))
     loss32, g32 = gradients(module, inputs, label, spec, init_of_param, torch.float32)
     loss64, g64 = gradients(module, inputs, label, spec, init_of_param, torch.float64)
