@@ -470,14 +470,19 @@ int runCheck() {
     outs() << missing << " op type(s) cannot be imported\n";
   else
     outs() << "all " << summary->ops.size() << " op types import\n";
+  // An op without a gradient rule stops training only where it lies between
+  // a trainable parameter and the loss (ScatterND building a mask from
+  // constants, or shifting integer labels, does not): the compile check runs
+  // autodiff, which says so naming the node.
   if (noGradient)
-    outs() << noGradient << " op type(s) have no gradient rule yet"
-           << (forTraining ? "" : " (training needs them; --training makes this an error)")
+    outs() << noGradient << " op type(s) have no gradient rule yet: a trainer builds only "
+           << "where they lie off every path from a parameter to the loss"
+           << (forTraining ? " (the compile check below says)" : " (check with --training)")
            << "\n";
   else
     outs() << "every op type can be trained through\n";
   bool builds = missing == 0 && checkCompile(summary->trainableMetadata);
-  return !builds || (forTraining && noGradient) ? 1 : 0;
+  return builds ? 0 : 1;
 }
 
 int runCompile() {
