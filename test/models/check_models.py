@@ -23,9 +23,10 @@ checks (named as printed):
   loss          the same rule for the loss of the step.
   trainer       an SGD trainer (`--optimizer=sgd`) builds;
   predict-runs  `PROG --predict` (`--run` for a model with a scalar output,
-  predict       which --predict refuses) equals PyTorch model.eval() with the
-                initial weights, norm-wise within 1e-4 relative; --predict gets
-                one sample more than a batch (a short last batch).
+  predict       which --predict refuses) against PyTorch model.eval() with the
+                initial weights in float64: norm-wise within max(1e-4, 10 *
+                PyTorch float32's error); --predict gets one sample more than
+                a batch (a short last batch).
   export        `PROG --data D --epochs 1 --lr 0.01 --no-shuffle --export E.onnx`
                 (one step);
   sgd-step      E.onnx's trainable weights W: e(W) = ||W - (w0 - lr g_64)|| /
@@ -263,18 +264,33 @@ def check_grads(prog, meta, mdir, res):
                                         RATIO_LIMIT, ERR_FLOOR))
 
 
-def compare_outputs(res, name, what, out, outputs, want_of, column, note=""):
-    errs = []
+def judge_outputs(res, name, what, out, outputs, want, want64, column, program):
+    """Outputs against PyTorch float64 eval(): norm-wise within max(1e-4, 10x
+    PyTorch float32's own error). Where eval() is ill-conditioned (a batch
+    norm whose running variance is ~0 reading a channel that varies:
+    MobileNet v2 and EfficientNet-B0 once their statistics were calibrated)
+    float32 PyTorch is itself 1e-4 to 3e-2 from float64, and 1e-4 from it
+    would fail the better result."""
+    errs, worst, tol = [], 0.0, RTOL
     for o in outputs:
         path = os.path.join(out, o + ".npy")
         if not os.path.exists(path):
-            res.check(False, name, what, "no %s.npy written" % o)
+            res.check(False, name, what, "%s wrote no %s" % (program, o))
             res.cell(name, column, "no output")
             return
-        errs.append("%s %.3g" % (o, rel_err(np.load(path), want_of(o))))
-    worst = max(rel_err(np.load(os.path.join(out, o + ".npy")), want_of(o)) for o in outputs)
-    res.check(worst <= RTOL, name, what,
-              "rel err %s (limit %g)%s" % (", ".join(errs), RTOL, note))
+        got = np.load(path)
+        e, e32 = rel_err(got, want64[o]), rel_err(want[o], want64[o])
+        if not (np.isfinite(e32) and np.all(np.isfinite(want64[o]))):
+            res.check(False, name, what, "PyTorch's eval() %s is not finite (float32 error "
+                      "%.3g): nothing to compare with" % (o, e32))
+            res.cell(name, column, "ref not finite")
+            return
+        worst = max(worst, e)
+        tol = max(tol, RATIO_LIMIT * e32)
+        errs.append("%s: %s %.3g, torch f32 %.3g (%s vs torch f32 %.3g)"
+                    % (o, program, e, e32, program, rel_err(got, want[o])))
+    res.check(worst <= tol, name, what, "against float64 eval() %s; limit max(%g, 10x torch "
+              "f32's) = %.3g" % ("; ".join(errs), RTOL, tol))
     res.cell(name, column, "%.2g" % worst)
 
 
@@ -304,13 +320,7 @@ def check_predict(prog, meta, mdir, res):
     if not res.check(ok, name, "predict-runs", "PROG " + mode if ok else text):
         res.cell(name, "predict", "fails")
         return
-    # For the record: how far each is from float64 eval().
-    f64 = ["%s: trainc %.3g, torch f32 %.3g" % (
-        o, rel_err(np.load(os.path.join(out, o + ".npy")), want64[o]) if os.path.exists(
-            os.path.join(out, o + ".npy")) else float("nan"), rel_err(want[o], want64[o]))
-        for o in meta["outputs"]]
-    compare_outputs(res, name, "predict", out, meta["outputs"], lambda o: want[o], "predict",
-                    "; against float64 " + ", ".join(f64))
+    judge_outputs(res, name, "predict", out, meta["outputs"], want, want64, "predict", "trainc")
 
 
 def check_sgd_update(trained, meta, mdir, res):
@@ -393,26 +403,7 @@ def check_export(prog, meta, mdir, res):
     if not res.check(ok, name, "ort-runs", "ONNX Runtime runs the export" if ok else text):
         res.cell(name, "ort", "ORT fails")
         return
-    # Against float64: one step can leave a batch norm whose running variance
-    # is ~0 (a channel constant on the calibration data) reading a channel
-    # that now varies, and then PyTorch float32 itself is far from float64
-    # (MobileNet v2: 3e-2); the tolerance widens to 10x its error there.
-    errs, worst, tol = [], 0.0, RTOL
-    for o in meta["outputs"]:
-        path = os.path.join(out, o + ".npy")
-        if not os.path.exists(path):
-            res.check(False, name, "ort", "ONNX Runtime wrote no %s" % o)
-            res.cell(name, "ort", "no output")
-            return
-        e = rel_err(np.load(path), want64[o])
-        e32 = rel_err(want[o], want64[o])
-        worst = max(worst, e)
-        tol = max(tol, RATIO_LIMIT * e32)
-        errs.append("%s: ORT %.3g, torch f32 %.3g, ORT vs torch f32 %.3g"
-                    % (o, e, e32, rel_err(np.load(path), want[o])))
-    res.check(worst <= tol, name, "ort", "against float64 eval() %s (limit max(%g, 10x torch "
-              "f32's) = %.3g)" % ("; ".join(errs), RTOL, tol))
-    res.cell(name, "ort", "%.2g" % worst)
+    judge_outputs(res, name, "ort", out, meta["outputs"], want, want64, "ort", "ORT")
 
 
 def check_cuda(trainc, meta, onnx_path, mdir, res):

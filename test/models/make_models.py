@@ -220,32 +220,11 @@ def seed_for(name):
     return sum(ord(c) * (i + 1) for i, c in enumerate(name)) % 10007
 
 
-def calibrate_batch_norm(module, spec, seed):
-    """Running statistics of two batches of other inputs (as a trained model
-    has): with the initial 0 and 1, eval() of a deep untrained network gives
-    nearly the same logits for every input (ShuffleNet's differ by 2e-6)."""
-    norms = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    if not norms:
-        return
-    momenta = [m.momentum for m in norms]
-    for m in norms:
-        m.momentum = None  # a cumulative average
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for _ in range(2):
-            module(*spec.inputs(g).values())
-    for m, momentum in zip(norms, momenta):
-        m.momentum = momentum
-        m.num_batches_tracked.zero_()
-
-
 def build_module(name):
     """The module of spec NAME with its initial (seeded) weights, in train mode."""
     torch.manual_seed(seed_for(name))
-    spec = SPEC_BY_NAME[name]
-    module = spec.build().float()
+    module = SPEC_BY_NAME[name].build().float()
     module.train()
-    calibrate_batch_norm(module, spec, seed_for(name) + 3)
     return module
 
 
