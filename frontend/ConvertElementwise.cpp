@@ -53,6 +53,8 @@ double fdiv(double a, double b) { return a / b; }
 int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
 double erfOf(double a, double) { return std::erf(a); }
 double sigmoidOf(double a, double) { return 1.0 / (1.0 + std::exp(-a)); }
+/// NaN stays NaN; -0 and 0 give 0 (ONNX Sign, torch.sign).
+double signOf(double a, double) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a - a; }
 
 const ElementwiseRule *ruleFor(llvm::StringRef op) {
   static const llvm::StringMap<ElementwiseRule> rules = {
@@ -68,6 +70,11 @@ const ElementwiseRule *ruleFor(llvm::StringRef op) {
                [](int64_t a, int64_t) { return -a; }}},
       {"Abs", {Kind::Unary, emitOp<tc::AbsOp>, [](double a, double) { return std::fabs(a); },
                [](int64_t a, int64_t) { return a < 0 ? -a : a; }}},
+      {"Sign", {Kind::Unary, emitOp<tc::SignOp>, signOf,
+                [](int64_t a, int64_t) -> int64_t { return (a > 0) - (a < 0); }}},
+      {"Ceil", {Kind::Unary, emitOp<tc::CeilOp>, [](double a, double) { return std::ceil(a); }, nullptr}},
+      {"Floor", {Kind::Unary, emitOp<tc::FloorOp>, [](double a, double) { return std::floor(a); }, nullptr}},
+      {"Round", {Kind::Unary, emitOp<tc::RoundOp>, [](double a, double) { return std::nearbyint(a); }, nullptr}},
       {"Not", {Kind::Unary, emitOp<tc::NotOp>, nullptr, [](int64_t a, int64_t) -> int64_t { return !a; }}},
       {"Add", {Kind::Arith, emitOp<tc::AddOp>, [](double a, double b) { return a + b; },
                [](int64_t a, int64_t b) { return a + b; }}},

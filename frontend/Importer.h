@@ -177,6 +177,8 @@ mlir::LogicalResult convertIdentity(NodeContext &ctx);
 mlir::LogicalResult convertClip(NodeContext &ctx);
 mlir::LogicalResult convertGelu(NodeContext &ctx);
 mlir::LogicalResult convertLeakyRelu(NodeContext &ctx);
+/// Einsum of one or two operands, as tc.transpose/reshape/matmul/reduce_sum.
+mlir::LogicalResult convertEinsum(NodeContext &ctx);
 mlir::LogicalResult convertDropout(NodeContext &ctx);
 mlir::LogicalResult convertHardSigmoid(NodeContext &ctx);
 mlir::LogicalResult convertHardSwish(NodeContext &ctx);

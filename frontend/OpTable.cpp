@@ -25,6 +25,10 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Neg", {convertElementwise, "tc.neg", 1, Gradient::Yes}},
       {"Abs", {convertElementwise, "tc.abs", 1, Gradient::Yes}},
       {"Not", {convertElementwise, "tc.not", 1, Gradient::NotApplicable}},
+      {"Sign", {convertElementwise, "tc.sign", 9, Gradient::Yes}},
+      {"Ceil", {convertElementwise, "tc.ceil", 1, Gradient::Yes}},
+      {"Floor", {convertElementwise, "tc.floor", 1, Gradient::Yes}},
+      {"Round", {convertElementwise, "tc.round", 11, Gradient::Yes}},
       {"Add", {convertElementwise, "tc.add", 1, Gradient::Yes}},
       {"Sub", {convertElementwise, "tc.sub", 1, Gradient::Yes}},
       {"Mul", {convertElementwise, "tc.mul", 1, Gradient::Yes}},
@@ -54,6 +58,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       // Contractions, normalization, pooling, softmax, reductions, losses
       {"MatMul", {convertMatMul, "tc.matmul", 1, Gradient::Yes}},
       {"Gemm", {convertGemm, "tc.gemm", 1, Gradient::Yes}},
+      {"Einsum", {convertEinsum, "tc.transpose/reshape/matmul/reduce_sum", 12, Gradient::Yes}},
       {"Conv", {convertConv, "tc.conv", 1, Gradient::Yes}},
       {"BatchNormalization", {convertBatchNorm, "tc.batch_norm", 1, Gradient::Yes}},
       {"LayerNormalization", {convertLayerNorm, "tc.layer_norm", 17, Gradient::Yes}},

@@ -38,6 +38,14 @@ Value scalar(OpBuilder &b, Location loc, Value like, double value) {
       .getResult();
 }
 
+/// A constant zero of `like`'s type.
+Value zerosLike(OpBuilder &b, Location loc, Value like) {
+  RankedTensorType type = typeOf(like);
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                       type, b.getFloatAttr(type.getElementType(), 0.0)))
+      .getResult();
+}
+
 Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
   if (typeOf(v).getShape() == shape)
     return v;
@@ -125,6 +133,12 @@ TC_UNARY_GRADIENT(SqrtOp, div(b, loc, mul(b, loc, dy, scalar(b, loc, y, 0.5)), y
 TC_UNARY_GRADIENT(ReciprocalOp, neg(b, loc, mul(b, loc, dy, mul(b, loc, y, y))))
 // d erf(x) = 2 / sqrt(pi) * exp(-x^2)
 TC_UNARY_GRADIENT(ErfOp, mul(b, loc, dy, mul(b, loc, scalar(b, loc, x, 1.1283791670955126), make<ExpOp>(b, loc, neg(b, loc, mul(b, loc, x, x))))))
+// sign, ceil, floor and round are piecewise constant: a zero gradient of
+// dy's shape, as PyTorch's backward (zeros_like, so a NaN dy gives 0 too).
+TC_UNARY_GRADIENT(SignOp, zerosLike(b, loc, dy))
+TC_UNARY_GRADIENT(CeilOp, zerosLike(b, loc, dy))
+TC_UNARY_GRADIENT(FloorOp, zerosLike(b, loc, dy))
+TC_UNARY_GRADIENT(RoundOp, zerosLike(b, loc, dy))
 #undef TC_UNARY_GRADIENT
 
 // Outside training dropout is the identity. In training the mask is a

@@ -95,6 +95,12 @@ def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm", [DeclareOp
 def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_NotOp : Tc_UnaryOp<"not", Tc_BoolTensor, "logical negation">;
+// Piecewise-constant ops: their gradient is zero, as PyTorch's backward of
+// sign/ceil/floor/round.
+def Tc_SignOp : Tc_UnaryOp<"sign", Tc_NumericTensor, "-1, 0 or 1 by the sign of x (NaN stays NaN)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_CeilOp : Tc_UnaryOp<"ceil", Tc_FloatTensor, "smallest integer >= x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_FloorOp : Tc_UnaryOp<"floor", Tc_FloatTensor, "largest integer <= x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_RoundOp : Tc_UnaryOp<"round", Tc_FloatTensor, "nearest integer, halves to even (ONNX Round)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 
 def Tc_GeluOp : Tc_UnaryOp<"gelu", Tc_FloatTensor,
     "GELU: x * Phi(x), exact (erf) or with the tanh approximation", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
