@@ -361,6 +361,25 @@ MODELS = [
           lambda: nn.Sequential(nn.Conv2d(2, 3, 3), MaskedDropout(0.5), nn.Flatten(),
                                 nn.Linear(27, 4), MaskedDropout(0.2)),
           (2, 5, 5), "cross-entropy"),
+    # Einsum and rounding ops
+    Model("einsum_attention", "Einsum with maxvit's equations: scores 'B G H I D, B G H J D -> "
+          "B G H I J', softmax, then 'B G H I J, B G H J D -> B G H I D' (torch.einsum)",
+          lambda: Lambda(lambda m, x: torch.einsum(
+              "B G H I J, B G H J D -> B G H I D",
+              torch.softmax(torch.einsum("B G H I D, B G H J D -> B G H I J",
+                                         torch.matmul(x, m.wq), torch.matmul(x, m.wk)), dim=-1),
+              torch.matmul(x, m.wv)).flatten(1),
+              wq=param(4, 4, scale=0.5), wk=param(4, 4, scale=0.5), wv=param(4, 4, scale=0.5)),
+          (2, 3, 5, 4), "mse"),
+    Model("sign_rounding", "Sign, Ceil, Floor, Round (torch.sign/ceil/floor/round; zero "
+          "gradients) of 3 * Linear, Sign also scaling a second Linear",
+          lambda: Lambda(lambda m, x: (lambda h: m.fc(x) * (1 + 0.5 * torch.sign(h)) +
+                                       torch.ceil(h) + torch.floor(h) + torch.round(h))(3 * m.g(x)),
+                         fc=nn.Linear(6, 5), g=nn.Linear(6, 5)),
+          (6,), "mse",
+          valid=lambda m, x: bool((lambda f: torch.minimum(torch.minimum(f, (f - 0.5).abs()),
+                                                           1 - f).min() > 0.02)(
+              torch.frac(3 * m.g(x)).abs()))),
     # Ops of real models, decomposed at import
     Model("conv1d", "1-D Conv (Conv1d, stride 2, padding 1, bias) as a 2-D tc.conv",
           lambda: nn.Sequential(nn.Conv1d(2, 3, 3, stride=2, padding=1), nn.Flatten()),
