@@ -750,7 +750,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
           [&](Operation *o) { return emitLoss(o); })
       .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
-            tc::ScatterNDOp>([&](Operation *o) { return emitIndexing(o); })
+            tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp>(
+          [&](Operation *o) { return emitIndexing(o); })
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
       });
@@ -989,6 +990,16 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
                       isa<FloatType>(elem)));
     call(name + "(ctx, " + ptr(scatter.getIndices()) + ", " + ptr(scatter.getUpdates()) + ", " +
          ptr(out) + ")");
+    return success();
+  }
+  if (isa<tc::ArgMaxOp, tc::ArgMinOp>(op)) {
+    bool max = isa<tc::ArgMaxOp>(op);
+    int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
+    bool last = cast<BoolAttr>(op->getAttr("select_last_index")).getValue();
+    std::string name = kernels.addKernel(
+        max ? "argmax" : "argmin", {opComment(op)}, {{t, "in", false}, {"int64_t", "out", true}},
+        count, argReduceBody(shapeOf(in), axis, max, last, isa<FloatType>(elem)));
+    call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
     return success();
   }
   if (auto cumsum = dyn_cast<tc::CumSumOp>(op)) {

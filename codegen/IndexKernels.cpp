@@ -269,3 +269,33 @@ std::string trainc::codegen::modExpr(llvm::StringRef a, llvm::StringRef b, bool 
   return "(" + guard + "(" + r + " != 0 && ((" + r + " < 0) != (" + y + " < 0)) ? " + r +
          " + " + y + " : " + r + "))";
 }
+
+std::string trainc::codegen::argReduceBody(llvm::ArrayRef<int64_t> shape, int64_t axis,
+                                           bool max, bool last, bool isFloat) {
+  int64_t dim = shape[axis], inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  // One thread walks its line in order, so ties resolve the same everywhere.
+  if (inner == 1)
+    os << "  const int64_t base = i * " << dim << ";\n";
+  else
+    os << "  const int64_t base = (i / " << inner << ") * " << dim * inner << " + i % " << inner
+       << ";\n";
+  std::string cmp = max ? (last ? ">=" : ">") : (last ? "<=" : "<");
+  std::string step = inner != 1 ? " * " + std::to_string(inner) : std::string();
+  os << "  auto best = in[base];\n"
+     << "  int64_t pick = 0;\n"
+     << "  for (int64_t s = 1; s < " << dim << "; ++s) {\n"
+     << "    const auto v = in[base + s" << step << "];\n";
+  if (isFloat)
+    // NaN is the extremum (torch.argmax/argmin): the first NaN wins, or with
+    // select_last_index the last one.
+    os << "    if (best != best ? " << (last ? "v != v" : "false") << " : (v != v || v " << cmp
+       << " best)) {\n";
+  else
+    os << "    if (v " << cmp << " best) {\n";
+  os << "      best = v;\n      pick = s;\n    }\n  }\n  out[i] = pick;\n";
+  return s;
+}

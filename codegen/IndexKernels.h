@@ -55,6 +55,12 @@ std::string padBackwardBody(llvm::ArrayRef<int64_t> inShape, llvm::ArrayRef<int6
 std::string scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q, int64_t tuples,
                           int64_t slice, llvm::StringRef reduction, bool isFloat);
 
+/// One output element `i` of an arg max (`max`) or arg min over `axis` of
+/// `shape`: the line's first (or, `last`, last) position of its extremum,
+/// NaN counting as the extremum (`isFloat`), written as int64 to `out`.
+std::string argReduceBody(llvm::ArrayRef<int64_t> shape, int64_t axis, bool max, bool last,
+                          bool isFloat);
+
 /// An int64_t literal that compiles for every value (INT64_MIN has no
 /// literal of its own).
 std::string intLiteral(int64_t v);

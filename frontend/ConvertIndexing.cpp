@@ -1,4 +1,4 @@
-//===- ConvertIndexing.cpp - CumSum, Mod, Tile, Trilu, Pad, ScatterND ... -===//
+//===- ConvertIndexing.cpp - CumSum, Tile, Pad, ScatterND, ArgMax ... ----===//
 //
 // ONNX ops that index along axes. Each folds on the host when its inputs are
 // constants (position ids, masks and shape arithmetic that PyTorch exports),
@@ -77,6 +77,21 @@ FailureOr<int64_t> scalarInt(NodeContext &ctx, unsigned i, StringRef what, int64
     return ctx.error("input '" + what + "' must hold one integer, got " +
                      llvm::Twine(v->size()));
   return (*v)[0];
+}
+
+/// Whether `v` at position s replaces the best `best` so far in an arg max
+/// (`max`) or arg min line: NaN wins (torch.argmax/argmin), the first one
+/// unless `last`, where ties and later NaNs move the position on.
+bool argTakes(double v, double best, bool max, bool last) {
+  if (best != best)
+    return last && v != v;
+  if (v != v)
+    return true;
+  return max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
+}
+
+bool argTakesInt(int64_t v, int64_t best, bool max, bool last) {
+  return max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
 }
 
 } // namespace
@@ -387,6 +402,57 @@ LogicalResult convertScatterND(NodeContext &ctx) {
   }
   ctx.setOutput(0, std::move(out));
   return success();
+}
+
+LogicalResult convertArgMax(NodeContext &ctx) {
+  bool max = ctx.node().op_type() == "ArgMax";
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
+    return failure();
+  FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), type->getRank());
+  if (failed(axis))
+    return failure();
+  bool keepdims = ctx.attrInt("keepdims", 1) != 0;
+  bool last = ctx.attrInt("select_last_index", 0) != 0;
+  if (type->getElementType().isInteger(1))
+    return ctx.error("booleans are not supported (f32, f64, i64, i32 and f16/bf16 are)");
+  if (type->getShape()[*axis] == 0)
+    return ctx.error("axis " + llvm::Twine(*axis) + " is empty");
+  if (const Tensor *c = ctx.constant(0)) {
+    ArrayRef<int64_t> shape = c->shape();
+    int64_t dim = shape[*axis], inner = 1;
+    for (int64_t a = *axis + 1; a < c->rank(); ++a)
+      inner *= shape[a];
+    int64_t lines = c->numElements() / dim;
+    SmallVector<int64_t> outShape(shape);
+    if (keepdims)
+      outShape[*axis] = 1;
+    else
+      outShape.erase(outShape.begin() + *axis);
+    bool real = isFloat(c->dtype());
+    std::vector<int64_t> values(lines);
+    for (int64_t l = 0; l < lines; ++l) {
+      int64_t base = (l / inner) * dim * inner + l % inner, pick = 0;
+      for (int64_t s = 1; s < dim; ++s) {
+        int64_t at = base + s * inner, was = base + pick * inner;
+        if (real ? argTakes(c->real(at), c->real(was), max, last)
+                 : argTakesInt(c->integer(at), c->integer(was), max, last))
+          pick = s;
+      }
+      values[l] = pick;
+    }
+    ctx.setOutput(0, Tensor::fromIntegers(DType::I64, outShape, values));
+    return success();
+  }
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(x))
+    return failure();
+  SmallVector<NamedAttribute> attrs = {ctx.namedI64("axis", *axis),
+                                       ctx.namedBool("keepdims", keepdims),
+                                       ctx.namedBool("select_last_index", last)};
+  if (max)
+    return ctx.emit<tc::ArgMaxOp>(*x, attrs);
+  return ctx.emit<tc::ArgMinOp>(*x, attrs);
 }
 
 LogicalResult convertNonZero(NodeContext &ctx) {

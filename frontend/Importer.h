@@ -216,6 +216,7 @@ mlir::LogicalResult convertTile(NodeContext &ctx);
 mlir::LogicalResult convertTrilu(NodeContext &ctx);
 mlir::LogicalResult convertScatterND(NodeContext &ctx);
 mlir::LogicalResult convertNonZero(NodeContext &ctx);
+mlir::LogicalResult convertArgMax(NodeContext &ctx); // ArgMax and ArgMin
 
 } // namespace trainc::frontend
 

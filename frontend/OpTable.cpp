@@ -103,6 +103,8 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Trilu", {convertTrilu, "tc.trilu (folded on constants)", 14, Gradient::Yes}},
       {"ScatterND", {convertScatterND, "tc.scatter_nd (folded on constants)", 11, Gradient::No}},
       {"NonZero", {convertNonZero, "folded on constants only", 9, Gradient::NotApplicable}},
+      {"ArgMax", {convertArgMax, "tc.argmax (folded on constants)", 1, Gradient::NotApplicable}},
+      {"ArgMin", {convertArgMax, "tc.argmin (folded on constants)", 1, Gradient::NotApplicable}},
   };
   return entries;
 }

@@ -1,7 +1,8 @@
 //===- TcIndexingOps.td - tc ops that index along axes -----*- tablegen -*-===//
 //
 // Included by TcOps.td (which defines Tc_Op and Tc_BroadcastOp): the ops of
-// ONNX CumSum, Mod, Tile, Trilu, Pad and ScatterND. Their shape functions and
+// ONNX CumSum, Mod, Tile, Trilu, Pad, ScatterND, ArgMax/ArgMin and
+// GatherElements. Their shape functions and
 // verifiers are in TcOpsIndexing.cpp, their gradient rules in Gradients.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -168,5 +169,31 @@ def Tc_ScatterNDOp : Tc_Op<"scatter_nd", [Pure]> {
   let results = (outs Tc_Tensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+
+class Tc_ArgReduceOp<string mnemonic, string which, string torch>
+    : Tc_Op<mnemonic, [Pure]> {
+  let summary = "index of the " # which # " along one axis (ONNX Arg" # which # ")";
+  let description = [{
+    Element j of the int64 result is the position along `axis` (non-negative)
+    of the }] # which # [{ of the input line through j: the first such position, or the
+    last with `select_last_index`. NaN counts as the }] # which # [{ (as `}] # torch # [{`):
+    a line holding NaN gives the position of its first (or last) NaN. With
+    `keepdims` the axis stays with size 1, else it is dropped. The axis must
+    not be empty. No gradient (the result is an integer).
+
+    ```mlir
+    %e = tc.}] # mnemonic # [{ %ids {axis = 1 : i64, keepdims = false} : (tensor<2x7xi32>) -> tensor<2xi64>
+    %k = tc.}] # mnemonic # [{ %x {axis = 0 : i64, select_last_index = true} : (tensor<3x4xf32>) -> tensor<1x4xi64>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$input, I64Attr:$axis,
+      DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+      DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_ArgMaxOp : Tc_ArgReduceOp<"argmax", "Max", "torch.argmax">;
+def Tc_ArgMinOp : Tc_ArgReduceOp<"argmin", "Min", "torch.argmin">;
 
 #endif // TRAINC_IR_TCINDEXINGOPS_TD

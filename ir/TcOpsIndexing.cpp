@@ -1,7 +1,8 @@
-//===- TcOpsIndexing.cpp - shape functions of cumsum, tile, trilu, pad ----===//
+//===- TcOpsIndexing.cpp - shape functions of the indexing ops -----------===//
 //
 // The shape functions and verifiers of the ops that index along axes: the
-// cumulative sum, the remainder's verifier, tiling, triangles and padding.
+// cumulative sum, the remainder's verifier, tiling, triangles, padding,
+// scatters, arg max/min and gather along an axis.
 // Like those of TcOps.cpp they never assume the op is valid.
 //
 //===----------------------------------------------------------------------===//
@@ -217,4 +218,53 @@ LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                              ", expected ", shape::format(want));
   inferred.push_back(data);
   return success();
+}
+
+namespace {
+
+/// The shape function of tc.argmax and tc.argmin: the input with `axis`
+/// kept as 1 (`keepdims`) or dropped, as int64.
+LogicalResult argReduceType(MLIRContext *context, std::optional<Location> location,
+                            Type inputType, DictionaryAttr attrs,
+                            SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(inputType);
+  if (!type)
+    return emitOptionalError(location, "expects a ranked input");
+  auto axisAttr = dyn_cast_or_null<IntegerAttr>(attrs ? attrs.get("axis") : Attribute());
+  if (!axisAttr || !axisAttr.getType().isSignlessInteger(64))
+    return emitOptionalError(location, "expects an integer 'axis'");
+  int64_t axis = axisAttr.getInt();
+  if (axis < 0 || axis >= type.getRank())
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             type.getRank());
+  if (type.getShape()[axis] == 0)
+    return emitOptionalError(location, "axis ", axis, " is empty");
+  bool keepdims = true;
+  if (Attribute k = attrs ? attrs.get("keepdims") : Attribute()) {
+    auto b = dyn_cast<BoolAttr>(k);
+    if (!b)
+      return emitOptionalError(location, "expects a bool 'keepdims'");
+    keepdims = b.getValue();
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  if (keepdims)
+    shape[axis] = 1;
+  else
+    shape.erase(shape.begin() + axis);
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
+} // namespace
+
+LogicalResult ArgMaxOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return argReduceType(context, location, adaptor.getInput().getType(), adaptor.getAttributes(),
+                       inferred);
+}
+
+LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return argReduceType(context, location, adaptor.getInput().getType(), adaptor.getAttributes(),
+                       inferred);
 }
