@@ -750,7 +750,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
           [&](Operation *o) { return emitLoss(o); })
       .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
-            tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp>(
+            tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::GatherElementsOp,
+            tc::GatherElementsBackwardOp>(
           [&](Operation *o) { return emitIndexing(o); })
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
@@ -1000,6 +1001,18 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
         max ? "argmax" : "argmin", {opComment(op)}, {{t, "in", false}, {"int64_t", "out", true}},
         count, argReduceBody(shapeOf(in), axis, max, last, isa<FloatType>(elem)));
     call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+    return success();
+  }
+  if (isa<tc::GatherElementsOp, tc::GatherElementsBackwardOp>(op)) {
+    bool back = isa<tc::GatherElementsBackwardOp>(op);
+    Value idx = op->getOperand(1);
+    int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
+    std::string name = kernels.addKernel(
+        back ? "gather_elements_backward" : "gather_elements", {opComment(op)},
+        {{t, "in", false}, {cType(idx.getType()), "idx", false}, {t, "out", true}}, count,
+        back ? gatherElementsBackwardBody(shapeOf(out), shapeOf(idx), axis, t)
+             : gatherElementsBody(shapeOf(in), shapeOf(idx), axis, t));
+    call(name + "(ctx, " + ptr(in) + ", " + ptr(idx) + ", " + ptr(out) + ")");
     return success();
   }
   if (auto cumsum = dyn_cast<tc::CumSumOp>(op)) {

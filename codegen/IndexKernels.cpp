@@ -299,3 +299,63 @@ std::string trainc::codegen::argReduceBody(llvm::ArrayRef<int64_t> shape, int64_
   os << "      best = v;\n      pick = s;\n    }\n  }\n  out[i] = pick;\n";
   return s;
 }
+
+std::string trainc::codegen::gatherElementsBody(llvm::ArrayRef<int64_t> dataShape,
+                                                llvm::ArrayRef<int64_t> idxShape, int64_t axis,
+                                                llvm::StringRef type) {
+  // The axis coordinate comes from idx; one of an axis of size 1 is 0.
+  llvm::SmallVector<bool, 8> used;
+  for (size_t d = 0; d < idxShape.size(); ++d)
+    used.push_back(static_cast<int64_t>(d) != axis && idxShape[d] != 1);
+  std::string s = decomposeIndex(idxShape, "i", "c", "  ", used);
+  llvm::raw_string_ostream os(s);
+  std::vector<int64_t> strides = rowMajorStrides(dataShape);
+  int64_t dim = dataShape[axis];
+  std::string index = "k" + (strides[axis] != 1 ? " * " + std::to_string(strides[axis]) : "");
+  for (size_t d = 0; d < dataShape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && idxShape[d] != 1)
+      index += " + c" + std::to_string(d) +
+               (strides[d] != 1 ? " * " + std::to_string(strides[d]) : std::string());
+  // Negative indices count from the end; one outside the axis reads 0.
+  os << "  int64_t k = static_cast<int64_t>(idx[i]);\n"
+     << "  if (k < 0) k += " << dim << ";\n"
+     << "  out[i] = k >= 0 && k < " << dim << " ? in[" << index << "] : " << type << "(0);\n";
+  return s;
+}
+
+std::string trainc::codegen::gatherElementsBackwardBody(llvm::ArrayRef<int64_t> dataShape,
+                                                        llvm::ArrayRef<int64_t> idxShape,
+                                                        int64_t axis, llvm::StringRef type) {
+  std::string s = decomposeIndex(dataShape, "i", "j", "  ");
+  llvm::raw_string_ostream os(s);
+  std::vector<int64_t> strides = rowMajorStrides(idxShape);
+  std::string base, outside;
+  for (size_t d = 0; d < dataShape.size(); ++d) {
+    if (static_cast<int64_t>(d) == axis)
+      continue;
+    std::string j = "j" + std::to_string(d);
+    if (idxShape[d] < dataShape[d])
+      outside += (outside.empty() ? "" : " || ") + j + " >= " + std::to_string(idxShape[d]);
+    if (idxShape[d] != 1)
+      base += (base.empty() ? "" : " + ") + j +
+              (strides[d] != 1 ? " * " + std::to_string(strides[d]) : std::string());
+    else
+      os << "  (void)" << j << ";\n";
+  }
+  int64_t dim = dataShape[axis];
+  std::string step = strides[axis] != 1 ? " * " + std::to_string(strides[axis]) : std::string();
+  // One thread per input-gradient element walks the index axis in order, so
+  // repeated indices add up in the same order on every target and thread
+  // count.
+  os << "  " << type << " acc = " << type << "(0);\n";
+  if (!outside.empty())
+    os << "  if (!(" << outside << "))\n";
+  os << "  for (int64_t s = 0; s < " << idxShape[axis] << "; ++s) {\n"
+     << "    const int64_t at = " << (base.empty() ? "" : base + " + ") << "s" << step << ";\n"
+     << "    int64_t k = static_cast<int64_t>(idx[at]);\n"
+     << "    if (k < 0) k += " << dim << ";\n"
+     << "    if (k == j" << axis << ") acc += in[at];\n"
+     << "  }\n"
+     << "  out[i] = acc;\n";
+  return s;
+}

@@ -61,6 +61,20 @@ std::string scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q, int64_t 
 std::string argReduceBody(llvm::ArrayRef<int64_t> shape, int64_t axis, bool max, bool last,
                           bool isFloat);
 
+/// One element `i` of a gather_elements over `axis`: `in` (of `dataShape`)
+/// at the coordinates of i in `idxShape` with the axis one replaced by
+/// `idx[i]` (negative from the end; outside the axis gives 0).
+std::string gatherElementsBody(llvm::ArrayRef<int64_t> dataShape,
+                               llvm::ArrayRef<int64_t> idxShape, int64_t axis,
+                               llvm::StringRef type);
+
+/// One element `i` of the data gradient of a gather_elements: the sum of the
+/// result-gradient elements (`in`, of `idxShape`) whose index picked it, in
+/// increasing order along the axis.
+std::string gatherElementsBackwardBody(llvm::ArrayRef<int64_t> dataShape,
+                                       llvm::ArrayRef<int64_t> idxShape, int64_t axis,
+                                       llvm::StringRef type);
+
 /// An int64_t literal that compiles for every value (INT64_MIN has no
 /// literal of its own).
 std::string intLiteral(int64_t v);

@@ -455,6 +455,55 @@ LogicalResult convertArgMax(NodeContext &ctx) {
   return ctx.emit<tc::ArgMinOp>(*x, attrs);
 }
 
+LogicalResult convertGatherElements(NodeContext &ctx) {
+  FailureOr<RankedTensorType> data = ctx.inputType(0), indices = ctx.inputType(1);
+  if (failed(data) || failed(indices))
+    return failure();
+  if (!isa<IntegerType>(indices->getElementType()) || indices->getElementType().isInteger(1))
+    return ctx.error("indices must be int64 or int32");
+  int64_t rank = data->getRank();
+  FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), rank);
+  if (failed(axis))
+    return failure();
+  if (indices->getRank() != rank)
+    return ctx.error("indices have rank " + llvm::Twine(indices->getRank()) +
+                     " but data has rank " + llvm::Twine(rank));
+  ArrayRef<int64_t> dShape = data->getShape(), iShape = indices->getShape();
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *axis && iShape[d] > dShape[d])
+      return ctx.error("indices " + shape::format(iShape) + " are longer than data " +
+                       shape::format(dShape) + " on axis " + llvm::Twine(d));
+  if (ctx.allInputsConstant()) {
+    const Tensor *c = ctx.constant(0), *idx = ctx.constant(1);
+    SmallVector<int64_t> strides = stridesOf(c->shape());
+    int64_t dim = dShape[*axis];
+    Tensor out(c->dtype(), iShape);
+    bool bad = false;
+    int64_t badIndex = 0;
+    forEachIndex(iShape, [&](int64_t n, ArrayRef<int64_t> at) {
+      int64_t k = idx->integer(n);
+      if (k < -dim || k >= dim) {
+        bad = true;
+        badIndex = k;
+        return;
+      }
+      int64_t off = 0;
+      for (int64_t a = 0; a < rank; ++a)
+        off += (a == *axis ? (k < 0 ? k + dim : k) : at[a]) * strides[a];
+      copyElement(out, n, *c, off);
+    });
+    if (bad)
+      return ctx.error("index " + llvm::Twine(badIndex) + " is out of range for axis " +
+                       llvm::Twine(*axis) + " of size " + llvm::Twine(dim));
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  FailureOr<SmallVector<Value>> operands = ctx.inputs(2, 2);
+  if (failed(operands))
+    return failure();
+  return ctx.emit<tc::GatherElementsOp>(*operands, {ctx.namedI64("axis", *axis)});
+}
+
 LogicalResult convertNonZero(NodeContext &ctx) {
   const Tensor *c = ctx.constant(0);
   if (!c)

@@ -217,6 +217,7 @@ mlir::LogicalResult convertTrilu(NodeContext &ctx);
 mlir::LogicalResult convertScatterND(NodeContext &ctx);
 mlir::LogicalResult convertNonZero(NodeContext &ctx);
 mlir::LogicalResult convertArgMax(NodeContext &ctx); // ArgMax and ArgMin
+mlir::LogicalResult convertGatherElements(NodeContext &ctx);
 
 } // namespace trainc::frontend
 

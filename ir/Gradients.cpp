@@ -819,3 +819,20 @@ LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
        b.getNamedAttr("pads", getPadsAttr()), b.getNamedAttr("mode", getModeAttr())}));
   return success();
 }
+
+// y[c] = x[c with axis -> idx[c]]: dx scatter-adds dy back along the axis,
+// in a fixed order (gather_elements_backward), as torch.gather's backward.
+LogicalResult GatherElementsOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                               SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getData())) {
+    dxs.push_back(nullptr);
+    dxs.push_back(nullptr);
+    return success();
+  }
+  dxs.push_back(make<GatherElementsBackwardOp>(
+      b, getLoc(), {dys[0], getIndices()},
+      {b.getNamedAttr("axis", getAxisAttr()),
+       b.getNamedAttr("data_shape", b.getDenseI64ArrayAttr(typeOf(getData()).getShape()))}));
+  dxs.push_back(nullptr); // indices
+  return success();
+}

@@ -196,4 +196,47 @@ class Tc_ArgReduceOp<string mnemonic, string which, string torch>
 def Tc_ArgMaxOp : Tc_ArgReduceOp<"argmax", "Max", "torch.argmax">;
 def Tc_ArgMinOp : Tc_ArgReduceOp<"argmin", "Min", "torch.argmin">;
 
+
+def Tc_GatherElementsOp : Tc_Op<"gather_elements",
+    [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "pick data elements along one axis by an index tensor (ONNX GatherElements)";
+  let description = [{
+    The result has the shape of `indices` (of the rank of `data`, each axis
+    but `axis` no longer than data's): result element c is `data` at c with
+    coordinate `axis` replaced by `indices[c]` (`torch.gather`). Negative
+    indices count from the end; an index outside the axis reads 0 (ONNX
+    calls it an error, which a kernel cannot report). `axis` is non-negative.
+    The gradient scatter-adds the result gradient back into zeros of the
+    data shape (`tc.gather_elements_backward`).
+
+    ```mlir
+    %r = tc.gather_elements %scores, %idx {axis = 2 : i64}
+        : (tensor<2x4x8xf32>, tensor<2x4x4xi64>) -> tensor<2x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$data, Tc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tc_GatherElementsBackwardOp : Tc_Op<"gather_elements_backward", [Pure]> {
+  let summary = "gradient of tc.gather_elements: a scatter-add along the axis";
+  let description = [{
+    Element j of the result (of shape `data_shape`) is the sum of the
+    elements c of `result_grad` whose index `indices[c]` (negative counting
+    from the end) picked j, that is those with c equal to j off `axis`,
+    added in increasing order of c along the axis (deterministic, as
+    ScatterElements with reduction add into zeros).
+
+    ```mlir
+    %dx = tc.gather_elements_backward %dy, %idx {axis = 2 : i64, data_shape = array<i64: 2, 4, 8>}
+        : (tensor<2x4x4xf32>, tensor<2x4x4xi64>) -> tensor<2x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$result_grad, Tc_IndexTensor:$indices, I64Attr:$axis,
+      DenseI64ArrayAttr:$data_shape);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 #endif // TRAINC_IR_TCINDEXINGOPS_TD

@@ -268,3 +268,66 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
   return argReduceType(context, location, adaptor.getInput().getType(), adaptor.getAttributes(),
                        inferred);
 }
+
+namespace {
+
+/// Checks the indices of a gather_elements over `data` along the attribute
+/// axis: the same rank, each other axis no longer than data's.
+LogicalResult gatherElementsCheck(std::optional<Location> location, ArrayRef<int64_t> data,
+                                  RankedTensorType indices, DictionaryAttr attrs) {
+  auto axisAttr = dyn_cast_or_null<IntegerAttr>(attrs ? attrs.get("axis") : Attribute());
+  if (!axisAttr || !axisAttr.getType().isSignlessInteger(64))
+    return emitOptionalError(location, "expects an integer 'axis'");
+  int64_t axis = axisAttr.getInt(), rank = static_cast<int64_t>(data.size());
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ", rank);
+  if (indices.getRank() != rank)
+    return emitOptionalError(location, "indices have rank ", indices.getRank(),
+                             " but data has rank ", rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.getShape()[d] > data[d])
+      return emitOptionalError(location, "indices have shape ",
+                               shape::format(indices.getShape()), ", longer than data ",
+                               shape::format(data), " on axis ", d);
+  return success();
+}
+
+} // namespace
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> location,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &inferred) {
+  auto data = dyn_cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (!data || !indices)
+    return emitOptionalError(location, "expects ranked operands");
+  if (failed(gatherElementsCheck(location, data.getShape(), indices, adaptor.getAttributes())))
+    return failure();
+  inferred.push_back(RankedTensorType::get(indices.getShape(), data.getElementType()));
+  return success();
+}
+
+LogicalResult GatherElementsBackwardOp::inferReturnTypes(MLIRContext *,
+                                                         std::optional<Location> location,
+                                                         Adaptor adaptor,
+                                                         SmallVectorImpl<Type> &inferred) {
+  auto dy = dyn_cast<RankedTensorType>(adaptor.getResultGrad().getType());
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (!dy || !indices)
+    return emitOptionalError(location, "expects ranked operands");
+  FailureOr<ArrayRef<int64_t>> data = arrayAttr(location, adaptor.getAttributes(), "data_shape");
+  if (failed(data))
+    return failure();
+  for (int64_t d : *data)
+    if (d < 0)
+      return emitOptionalError(location, "data_shape has a negative dimension");
+  if (failed(gatherElementsCheck(location, *data, indices, adaptor.getAttributes())))
+    return failure();
+  if (dy.getShape() != indices.getShape())
+    return emitOptionalError(location, "the result gradient has shape ",
+                             shape::format(dy.getShape()), " but indices have ",
+                             shape::format(indices.getShape()));
+  inferred.push_back(RankedTensorType::get(*data, dy.getElementType()));
+  return success();
+}

@@ -354,6 +354,14 @@ MODELS = [
           (6,), "mse",
           valid=lambda m, x: bool((lambda q: ((q - torch.trunc(q)).abs() - 0.5).abs().max() < 0.45)(
               3 * m.fc(x) / m.d))),
+    # ArgMax and GatherElements
+    Model("gather_elements", "GatherElements along the last axis of [4, 3, 5] scores (torch.gather, "
+          "an expanded constant index with repeats: the gradient scatter-adds them)",
+          lambda: Lambda(lambda m, x: torch.gather(
+              torch.matmul(x, m.w), -1,
+              torch.tensor([[[0, 2, 2, 4], [1, 1, 1, 3], [4, 0, 4, 0]]]).expand(x.shape[0], -1, -1)) * m.s,
+                         w=param(6, 5, scale=0.4), s=param(3, 4)),
+          (3, 6), "mse"),
     Model("dropout", "Dropout 0.3 in training between two Linears (trainc's mask in PyTorch)",
           lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), MaskedDropout(0.3), nn.Linear(8, 3)),
           (6,), "mse", weighted=True),
