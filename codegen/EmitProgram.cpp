@@ -896,7 +896,6 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
     expr = fn(mnemonic) + "(" + a[0] + ")";
   else if (mnemonic == "reciprocal") expr = t + "(1) / " + a[0];
   else if (mnemonic == "not") expr = "!" + a[0];
-  else if (auto gelu = dyn_cast<tc::GeluOp>(op)) {
   // sign keeps NaN (both tests fail: a - a); round is rint under the default
   // rounding mode, halves to even as ONNX Round.
   else if (mnemonic == "sign")
@@ -907,6 +906,7 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
   else if (mnemonic == "ceil" || mnemonic == "floor")
     expr = fn(mnemonic) + "(" + a[0] + ")";
   else if (mnemonic == "round") expr = fn("rint") + "(" + a[0] + ")";
+  else if (auto gelu = dyn_cast<tc::GeluOp>(op)) {
     if (!f32)
       return op->emitError("codegen supports f32 gelu only");
     expr = (gelu.getApproximate() == "tanh" ? "trainc::gen::geluTanh(" : "trainc::gen::geluErf(") +
