@@ -415,7 +415,7 @@ LogicalResult convertArgMax(NodeContext &ctx) {
   bool keepdims = ctx.attrInt("keepdims", 1) != 0;
   bool last = ctx.attrInt("select_last_index", 0) != 0;
   if (type->getElementType().isInteger(1))
-    return ctx.error("booleans are not supported (f32, f64, i64, i32 and f16/bf16 are)");
+    return ctx.error("booleans are not supported (f32, f64, i64 and i32 are)");
   if (type->getShape()[*axis] == 0)
     return ctx.error("axis " + llvm::Twine(*axis) + " is empty");
   if (const Tensor *c = ctx.constant(0)) {
