@@ -171,14 +171,19 @@ LogicalResult LeakyReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
-  // Gradient flows where the input is inside [min, max] (PyTorch's clamp).
+  // Gradient flows where the input is strictly inside (min, max), as
+  // PyTorch's hardtanh_backward: nn.ReLU6 and nn.Hardtanh export as Clip, and
+  // a dead channel of MobileNet's batch norm gives exactly 0 into ReLU6, where
+  // PyTorch passes no gradient. torch.clamp also exports as Clip and passes
+  // the gradient at the bounds themselves; ONNX cannot tell the two apart, and
+  // the activations are the common case on a gradient path.
   Location loc = getLoc();
   Value dy = dys[0], x = getInput();
   Value keep;
   if (auto lo = getMin())
-    keep = make<GreaterEqualOp>(b, loc, {x, scalar(b, loc, x, lo->convertToFloat())});
+    keep = make<GreaterOp>(b, loc, {x, scalar(b, loc, x, lo->convertToFloat())});
   if (auto hi = getMax()) {
-    Value below = make<LessEqualOp>(b, loc, {x, scalar(b, loc, x, hi->convertToFloat())});
+    Value below = make<LessOp>(b, loc, {x, scalar(b, loc, x, hi->convertToFloat())});
     keep = keep ? make<AndOp>(b, loc, {keep, below}) : below;
   }
   dxs.push_back(keep ? select(b, loc, keep, dy) : dy);

@@ -146,6 +146,14 @@ def padded_tied_embedding():
     return module
 
 
+def relu6_dead_channel():
+    m = nn.Sequential(nn.Linear(6, 5), nn.BatchNorm1d(5), nn.ReLU6(), nn.Linear(5, 3))
+    with torch.no_grad():
+        m[0].weight[0].zero_()
+        m[0].bias[0] = 0.0
+    return m
+
+
 MODELS = [
     Model("linear", "Gemm (Linear with bias)",
           lambda: nn.Sequential(nn.Linear(6, 5)), (6,), "mse"),
@@ -362,6 +370,12 @@ MODELS = [
               torch.tensor([[[0, 2, 2, 4], [1, 1, 1, 3], [4, 0, 4, 0]]]).expand(x.shape[0], -1, -1)) * m.s,
                          w=param(6, 5, scale=0.4), s=param(3, 4)),
           (3, 6), "mse"),
+    # Clip's gradient at its bounds is hardtanh's (nn.ReLU6 exports as Clip): a
+    # batch-norm channel of a constant input is exactly 0 into ReLU6, where
+    # PyTorch passes no gradient (MobileNet v2's dead channels).
+    Model("relu6_bound", "Clip from nn.ReLU6 with inputs exactly at 0 (a constant channel "
+          "through BatchNorm): no gradient at the bound, as PyTorch's hardtanh",
+          lambda: relu6_dead_channel(), (6,), "mse"),
     Model("dropout", "Dropout 0.3 in training between two Linears (trainc's mask in PyTorch)",
           lambda: nn.Sequential(nn.Linear(6, 8), nn.Tanh(), MaskedDropout(0.3), nn.Linear(8, 3)),
           (6,), "mse", weighted=True),
