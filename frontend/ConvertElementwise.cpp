@@ -309,9 +309,44 @@ LogicalResult convertCastLike(NodeContext &ctx) {
 LogicalResult convertIdentity(NodeContext &ctx) { return ctx.forwardInput(0); }
 
 LogicalResult convertClip(NodeContext &ctx) {
+  // On a host constant (DeBERTa clamps its int64 relative positions, built
+  // from constant ranges) Clip folds, for integers too.
+  if (const Tensor *in = ctx.constant(0)) {
+    const Tensor *bounds[2] = {nullptr, nullptr};
+    for (unsigned i = 1; i <= 2; ++i)
+      if (ctx.hasInput(i)) {
+        bounds[i - 1] = ctx.importTimeValue(i);
+        if (!bounds[i - 1] || bounds[i - 1]->numElements() != 1)
+          return ctx.error(i == 1 ? "input 'min' must be a scalar constant known at import time"
+                                  : "input 'max' must be a scalar constant known at import time");
+      }
+    Tensor out(in->dtype(), in->shape());
+    for (int64_t n = 0; n < in->numElements(); ++n) {
+      if (isFloat(in->dtype())) {
+        double v = in->real(n);
+        if (bounds[0] && v < bounds[0]->real(0))
+          v = bounds[0]->real(0);
+        if (bounds[1] && v > bounds[1]->real(0))
+          v = bounds[1]->real(0);
+        out.setReal(n, v);
+      } else {
+        int64_t v = in->integer(n);
+        if (bounds[0])
+          v = std::max(v, bounds[0]->integer(0));
+        if (bounds[1])
+          v = std::min(v, bounds[1]->integer(0));
+        out.setInteger(n, v);
+      }
+    }
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
   FailureOr<Value> x = ctx.input(0);
   if (failed(x))
     return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return ctx.error("Clip of integers is supported on constants only (it folds at import); "
+                     "this input is computed at run time");
   SmallVector<NamedAttribute> attrs;
   const char *names[] = {"min", "max"};
   for (unsigned i = 1; i <= 2; ++i) {
