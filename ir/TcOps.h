@@ -69,6 +69,13 @@ namespace trainc::tc {
 /// null for any other result.
 mlir::Value replacedOperand(mlir::OpResult result);
 
+/// Whether an op may be part of a tc.fused group: pointwise ops, expand, and
+/// training-mode dropout (its mask comes from the element index).
+bool isFusible(mlir::Operation *op);
+/// Whether an op is a tc.constant with one repeated value (code generation
+/// writes it as a literal).
+bool isSplatConstant(mlir::Operation *op);
+
 } // namespace trainc::tc
 
 #endif // TRAINC_IR_TCOPS_H

@@ -719,6 +719,7 @@ def Tc_ExpandOp : Tc_Op<"expand", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
 }
 
 include "TcIndexingOps.td"
+include "TcFusedOps.td"
 
 //===----------------------------------------------------------------------===//
 // Losses

@@ -41,6 +41,47 @@ def FoldBiasBeforeBatchNorm : Pass<"trainc-fold-bias-bn", "mlir::ModuleOp"> {
   }];
 }
 
+def Fuse : Pass<"trainc-fuse", "mlir::ModuleOp"> {
+  let summary = "group chains of pointwise ops into tc.fused kernels";
+  let description = [{
+    Walks every function in order and groups pointwise ops (with expand and
+    training-mode dropout) of one iteration shape into `tc.fused` regions,
+    each of which code generation turns into one kernel: the forward's
+    bias-add and activation, the backward's activation gradients, the
+    optimizer's gradient sums. An op joins the group of a producer when the
+    producer's group has the op's result shape and nothing outside the group
+    has read a value of it yet (so the group can move down to the op without
+    reordering anything it feeds); several such producer groups merge. Splat
+    constants are copied into the group (code generation inlines them as
+    literals). A value used outside its group is a result of the group; the
+    others are intermediates and take no memory. A group of one op stays that
+    op. In `trainc compile` it is the phase `fuse`, after `optimizer` and
+    before `plan`; `--fuse=none` leaves it out.
+
+    Before:
+    ```mlir
+    %0 = tc.add %x, %b : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+    %1 = tc.relu %0 : tensor<8x64xf32>
+    ```
+    After:
+    ```mlir
+    %1 = tc.fused "add_relu" (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a0: tensor<8x64xf32>, %a1: tensor<64xf32>):
+      %2 = tc.add %a0, %a1 : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+      %3 = tc.relu %2 : tensor<8x64xf32>
+      tc.yield %3 : tensor<8x64xf32>
+    }
+    ```
+    It must not fuse across ops of another shape, across library ops
+    (matmul, convolution, normalization, reductions), or a producer group
+    whose value an op outside it has already read.
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"64",
+           "the most ops one group holds (bounds a kernel's size)">
+  ];
+}
+
 def PlanMemory : Pass<"trainc-plan", "mlir::ModuleOp"> {
   let summary = "static schedule and one memory arena with compile-time offsets";
   let description = [{

@@ -58,6 +58,11 @@ const std::vector<Phase> &phases() {
          opt.clipGradNorm = o.clipGradNorm;
          pm.addPass(trainc::createOptimizer(opt));
        }},
+      {"fuse", false,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.fuse)
+           pm.addPass(trainc::createFuse());
+       }},
       {"plan", false,
        [](OpPassManager &pm, const trainc::PipelineOptions &) {
          pm.addPass(trainc::createPlanMemory());

@@ -30,6 +30,9 @@ struct PipelineOptions {
   /// @train_step returns gradients.
   std::string optimizer;
   bool nesterov = false;
+  /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
+  /// turns it off).
+  bool fuse = true;
   /// Stop after this phase (all when empty).
   std::string stopAfter;
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every

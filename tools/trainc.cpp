@@ -95,6 +95,10 @@ cl::opt<std::string> entryName("entry",
                                         "or loss / train_step with --loss, to inspect losses "
                                         "and gradients with PROG --run"),
                                cl::value_desc("NAME"), cl::init("forward"), cl::cat(category));
+cl::opt<std::string> fuseMode("fuse",
+                              cl::desc("Kernel fusion: auto (default) groups chains of pointwise "
+                                       "ops into one kernel each; none emits one kernel per op"),
+                              cl::value_desc("auto|none"), cl::init("none"), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -120,7 +124,7 @@ usage:
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
-                 [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
+                 [--fuse=auto|none] [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
   trainc help | --help | --version
 
@@ -327,6 +331,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.clipGradNorm = clipGradNorm;
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
+  pipeline.fuse = fuseMode != "none";
   return pipeline;
 }
 
@@ -493,6 +498,10 @@ int runCompile() {
   }
   if (emitKind != "binary" && emitKind != "source" && emitKind != "mlir") {
     errs() << "error: --emit must be binary, source or mlir, got '" << emitKind << "'\n";
+    return 1;
+  }
+  if (fuseMode != "auto" && fuseMode != "none") {
+    errs() << "error: --fuse must be auto or none, got '" << fuseMode << "'\n";
     return 1;
   }
   std::vector<std::string> phases = trainc::pipelinePhases();

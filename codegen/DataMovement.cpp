@@ -1,0 +1,185 @@
+//===- DataMovement.cpp - transposes, slices, concatenation, indexing -----===//
+//
+// Generated kernels that move elements: a strided copy (transpose, slice,
+// the slice gradient, expand, each input of a concat) walks the output's
+// coordinates; the indexing ops (cumsum, tile, trilu, pad, scatter_nd,
+// argmax/argmin, gather_elements) take their bodies from IndexKernels.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Escape.h"
+#include "codegen/IndexKernels.h"
+#include "codegen/ProgramEmitter.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::codegen;
+
+LogicalResult ProgramEmitter::emitDataMovement(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](tc::TransposeOp o) {
+        std::vector<int64_t> own = rowMajorStrides(shapeOf(o.getInput())), strides;
+        for (int64_t p : o.getPerm())
+          strides.push_back(own[p]);
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        return emitStridedCopy(o, "transpose", o.getInput(), out, strides,
+                               0, rowMajorStrides(out), 0, ptr(o.getResult()));
+      })
+      .Case([&](tc::SliceOp o) {
+        auto [strides, base] = sliceStrides(shapeOf(o.getInput()), o.getStarts(), o.getSteps());
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        return emitStridedCopy(o, "slice", o.getInput(), out, strides, base,
+                               rowMajorStrides(out), 0, ptr(o.getResult()));
+      })
+      .Case([&](tc::SliceBackwardOp o) {
+        // Zeros, then dy copied onto the sliced positions.
+        auto [strides, base] = sliceStrides(o.getInputShape(), o.getStarts(), o.getSteps());
+        call("ctx.fill(" + ptr(o.getResult()) + ", 0, " +
+             std::to_string(countOf(o.getResult())) + " * sizeof(" +
+             cType(o.getResult().getType()) + "))");
+        ArrayRef<int64_t> dy = shapeOf(o.getResultGrad());
+        return emitStridedCopy(o, "slice_backward", o.getResultGrad(), dy,
+                               rowMajorStrides(dy), 0, strides, base, ptr(o.getResult()));
+      })
+      .Case([&](tc::ExpandOp o) {
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        return emitStridedCopy(o, "expand", o.getInput(), out,
+                               broadcastStrides(shapeOf(o.getInput()), out), 0,
+                               rowMajorStrides(out), 0, ptr(o.getResult()));
+      })
+      .Case([&](tc::ConcatOp o) {
+        ArrayRef<int64_t> out = shapeOf(o.getResult());
+        std::vector<int64_t> outStrides = rowMajorStrides(out);
+        int64_t axis = o.getAxis(), at = 0;
+        for (Value in : o.getInputs()) {
+          ArrayRef<int64_t> shape = shapeOf(in);
+          if (failed(emitStridedCopy(o, "concat", in, shape,
+                                     rowMajorStrides(shape), 0, outStrides,
+                                     at * outStrides[axis], ptr(o.getResult()))))
+            return failure();
+          at += shape[axis];
+        }
+        return success();
+      })
+      .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
+            tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::GatherElementsOp,
+            tc::GatherElementsBackwardOp>(
+          [&](Operation *o) { return emitIndexing(o); })
+      .Default([&](Operation *o) {
+        return o->emitError("codegen does not support ") << o->getName() << " yet";
+      });
+}
+
+/// Cumulative sums, tiles, triangles and pads: generated kernels whose
+/// bodies come from IndexKernels.cpp.
+LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  Type elem = cast<ShapedType>(in.getType()).getElementType();
+  std::string t = cType(elem), what, code;
+  int64_t count = countOf(out);
+  if (auto scatter = dyn_cast<tc::ScatterNDOp>(op)) {
+    // A copy of data, then one kernel element per slice element.
+    std::vector<std::string> comment = {opComment(op)};
+    std::string copy = kernels.addKernel("scatter_nd_copy", comment,
+                                         {{t, "in", false}, {t, "out", true}}, count,
+                                         "  out[i] = in[i];\n");
+    call(copy + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+    ArrayRef<int64_t> idx = shapeOf(scatter.getIndices());
+    int64_t q = idx.back(), tuples = q == 0 ? 1 : countOf(scatter.getIndices()) / q, slice = 1;
+    if (q == 0)
+      for (size_t d = 0; d + 1 < idx.size(); ++d)
+        tuples *= idx[d];
+    for (size_t d = q; d < shapeOf(in).size(); ++d)
+      slice *= shapeOf(in)[d];
+    std::string name = kernels.addKernel(
+        "scatter_nd", comment,
+        {{cType(scatter.getIndices().getType()), "idx", false}, {t, "upd", false},
+         {t, "out", true}},
+        slice,
+        scatterNDBody(shapeOf(in), q, tuples, slice, scatter.getReduction(),
+                      isa<FloatType>(elem)));
+    call(name + "(ctx, " + ptr(scatter.getIndices()) + ", " + ptr(scatter.getUpdates()) + ", " +
+         ptr(out) + ")");
+    return success();
+  }
+  if (isa<tc::ArgMaxOp, tc::ArgMinOp>(op)) {
+    bool max = isa<tc::ArgMaxOp>(op);
+    int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
+    bool last = cast<BoolAttr>(op->getAttr("select_last_index")).getValue();
+    std::string name = kernels.addKernel(
+        max ? "argmax" : "argmin", {opComment(op)}, {{t, "in", false}, {"int64_t", "out", true}},
+        count, argReduceBody(shapeOf(in), axis, max, last, isa<FloatType>(elem)));
+    call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+    return success();
+  }
+  if (isa<tc::GatherElementsOp, tc::GatherElementsBackwardOp>(op)) {
+    bool back = isa<tc::GatherElementsBackwardOp>(op);
+    Value idx = op->getOperand(1);
+    int64_t axis = cast<IntegerAttr>(op->getAttr("axis")).getInt();
+    std::string name = kernels.addKernel(
+        back ? "gather_elements_backward" : "gather_elements", {opComment(op)},
+        {{t, "in", false}, {cType(idx.getType()), "idx", false}, {t, "out", true}}, count,
+        back ? gatherElementsBackwardBody(shapeOf(out), shapeOf(idx), axis, t)
+             : gatherElementsBody(shapeOf(in), shapeOf(idx), axis, t));
+    call(name + "(ctx, " + ptr(in) + ", " + ptr(idx) + ", " + ptr(out) + ")");
+    return success();
+  }
+  if (auto cumsum = dyn_cast<tc::CumSumOp>(op)) {
+    what = "cumsum";
+    code = cumsumBody(shapeOf(in), cumsum.getAxis(), cumsum.getExclusive(), cumsum.getReverse(),
+                      t);
+    count = cumsumLines(shapeOf(in), cumsum.getAxis());
+  } else if (isa<tc::TileOp>(op)) {
+    what = "tile";
+    code = tileBody(shapeOf(in), shapeOf(out));
+  } else if (auto trilu = dyn_cast<tc::TriluOp>(op)) {
+    what = trilu.getUpper() ? "triu" : "tril";
+    code = triluBody(shapeOf(in), trilu.getUpper(), trilu.getK(), t);
+  } else if (auto pad = dyn_cast<tc::PadOp>(op)) {
+    what = "pad_" + pad.getMode().str();
+    double v = pad.getValue().convertToDouble();
+    std::string value = isa<FloatType>(elem) ? literal(v, elem.isF32())
+                        : elem.isInteger(1)  ? std::string(v != 0 ? "true" : "false")
+                                             : t + "(" + intLiteral(static_cast<int64_t>(v)) + ")";
+    code = padBody(shapeOf(in), shapeOf(out), pad.getPads(), pad.getMode(), value);
+  } else {
+    auto back = cast<tc::PadBackwardOp>(op);
+    what = "pad_" + back.getMode().str() + "_backward";
+    code = padBackwardBody(shapeOf(out), shapeOf(in), back.getPads(), back.getMode(), t);
+  }
+  std::vector<std::string> comment = {opComment(op)};
+  std::string name = kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}}, count,
+                                       code);
+  call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Value in,
+                                              ArrayRef<int64_t> shape,
+                                              ArrayRef<int64_t> inStrides, int64_t inBase,
+                                              ArrayRef<int64_t> outStrides, int64_t outBase,
+                                              StringRef outPtr) {
+  std::string t = cType(in.getType());
+  std::vector<int64_t> dense = rowMajorStrides(shape);
+  // A side that is walked densely is indexed by `i` itself.
+  bool denseOut = outBase == 0 && ArrayRef<int64_t>(dense) == outStrides;
+  bool denseIn = inBase == 0 && ArrayRef<int64_t>(dense) == inStrides;
+  SmallVector<bool> used(shape.size(), false);
+  for (size_t d = 0; d < shape.size(); ++d)
+    used[d] = (!denseIn && inStrides[d] != 0) || (!denseOut && outStrides[d] != 0);
+  std::string code = decomposeIndex(shape, "i", "c", "  ", used);
+  code += "  out[" + (denseOut ? std::string("i") : linearIndex(outStrides, outBase, "c")) +
+          "] = in[" + (denseIn ? std::string("i") : linearIndex(inStrides, inBase, "c")) +
+          "];\n";
+  std::vector<std::string> comment = {opComment(op)};
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::string name = kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}},
+                                       count, code);
+  call(name + "(ctx, " + ptr(in) + ", " + outPtr.str() + ")");
+  return success();
+}
+

@@ -1,0 +1,136 @@
+//===- EmitterSupport.cpp - small helpers of the emitter ------------------===//
+
+#include "codegen/ProgramEmitter.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+
+namespace trainc::codegen {
+
+/// The C++ element type of a tensor type, or "" if codegen does not support it.
+std::string cType(Type type) {
+  Type e = isa<ShapedType>(type) ? cast<ShapedType>(type).getElementType() : type;
+  if (e.isF32()) return "float";
+  if (e.isF64()) return "double";
+  if (e.isInteger(64)) return "int64_t";
+  if (e.isInteger(32)) return "int32_t";
+  if (e.isInteger(1)) return "bool";
+  return "";
+}
+
+std::string dtypeEnum(Type type) {
+  Type e = cast<ShapedType>(type).getElementType();
+  const char *name = e.isF32() ? "F32" : e.isF16() ? "F16" : e.isBF16() ? "BF16"
+                     : e.isF64() ? "F64" : e.isInteger(64) ? "I64"
+                     : e.isInteger(32) ? "I32" : "I1";
+  return std::string("trainc::rt::DType::") + name;
+}
+
+int64_t elementBytes(Type type) {
+  Type e = cast<ShapedType>(type).getElementType();
+  return e.isInteger(1) ? 1 : e.getIntOrFloatBitWidth() / 8;
+}
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+int64_t countOf(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+/// The ONNX node name a location carries.
+std::string nodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(inner))
+        return name.getName().str();
+  return "";
+}
+
+/// A float literal of the element type (f32 gets an `f` suffix).
+std::string literal(double v, bool f32) {
+  if (std::isnan(v))
+    return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v))
+    return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), f32 ? "%.9g" : "%.17g", v);
+  std::string s = buffer;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return f32 ? s + "f" : s;
+}
+
+/// The element strides and base offset of a strided slice of a tensor of
+/// shape `in` (the slice's positions, as a view of the sliced tensor).
+std::pair<std::vector<int64_t>, int64_t> sliceStrides(ArrayRef<int64_t> in,
+                                                      ArrayRef<int64_t> starts,
+                                                      ArrayRef<int64_t> steps) {
+  std::vector<int64_t> own = rowMajorStrides(in), strides;
+  int64_t base = 0;
+  for (size_t d = 0; d < own.size(); ++d) {
+    strides.push_back(own[d] * steps[d]);
+    base += starts[d] * own[d];
+  }
+  return {strides, base};
+}
+
+/// "outer, axis, inner" of a gather from a table of shape `data` along `axis`.
+std::string gatherDims(ArrayRef<int64_t> data, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data[d];
+  for (size_t d = axis + 1; d < data.size(); ++d)
+    inner *= data[d];
+  return std::to_string(outer) + ", " + std::to_string(data[axis]) + ", " +
+         std::to_string(inner);
+}
+
+/// "rows, cols" of a layer norm over the axes from `axis` on.
+std::string layerNormDims(Value input, int64_t axis) {
+  ArrayRef<int64_t> s = shapeOf(input);
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    rows *= s[d];
+  return std::to_string(rows) + ", " + std::to_string(countOf(input) / std::max<int64_t>(rows, 1));
+}
+
+/// "n, c, spatial" of a batch-norm input [N, C, ...].
+std::string batchNormDims(ArrayRef<int64_t> x) {
+  int64_t spatial = 1;
+  for (size_t d = 2; d < x.size(); ++d)
+    spatial *= x[d];
+  return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
+}
+
+/// Ops whose result is their first operand's buffer: reshape, and dropout
+/// outside training.
+bool isView(Operation *op) {
+  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+    return !dropout.getTraining();
+  return isa<tc::ReshapeOp>(op);
+}
+
+/// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
+/// broadcast axes.
+std::vector<int64_t> broadcastStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
+  std::vector<int64_t> own = rowMajorStrides(in), strides(out.size(), 0);
+  size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    strides[lead + d] = in[d] == 1 && out[lead + d] != 1 ? 0 : own[d];
+  return strides;
+}
+
+//===----------------------------------------------------------------------===//
+// The emitter
+
+} // namespace trainc::codegen

@@ -1,0 +1,382 @@
+//===- LibraryCalls.cpp - calls into the runtime's kernels ----------------===//
+//
+// Contractions (tk::gemm: cuBLAS or OpenBLAS), convolution, pooling, batch
+// and layer norm, softmax, reductions over contiguous axes, gathers and the
+// losses: one runtime call per op, with its dimensions as literals or a
+// descriptor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Escape.h"
+#include "codegen/ProgramEmitter.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace trainc;
+using namespace trainc::codegen;
+
+namespace {
+
+/// "outer, axis, inner" of a gather from a table of shape `data` along `axis`.
+std::string gatherDims(ArrayRef<int64_t> data, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= data[d];
+  for (size_t d = axis + 1; d < data.size(); ++d)
+    inner *= data[d];
+  return std::to_string(outer) + ", " + std::to_string(data[axis]) + ", " +
+         std::to_string(inner);
+}
+
+/// "rows, cols" of a layer norm over the axes from `axis` on.
+std::string layerNormDims(Value input, int64_t axis) {
+  ArrayRef<int64_t> s = shapeOf(input);
+  int64_t rows = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    rows *= s[d];
+  return std::to_string(rows) + ", " + std::to_string(countOf(input) / std::max<int64_t>(rows, 1));
+}
+
+/// "n, c, spatial" of a batch-norm input [N, C, ...].
+std::string batchNormDims(ArrayRef<int64_t> x) {
+  int64_t spatial = 1;
+  for (size_t d = 2; d < x.size(); ++d)
+    spatial *= x[d];
+  return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
+}
+
+} // namespace
+
+LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](tc::MatMulOp o) { return emitMatMul(o); })
+      .Case([&](tc::GemmOp o) { return emitGemm(o); })
+      .Case([&](tc::ConvOp o) { return emitConv(o); })
+      .Case<tc::MaxPoolOp, tc::AvgPoolOp, tc::MaxPoolBackwardOp, tc::AvgPoolBackwardOp>(
+          [&](Operation *o) { return emitPool(o); })
+      .Case<tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp>(
+          [&](Operation *o) { return emitConvBackward(o); })
+      .Case([&](tc::GlobalAvgPoolOp o) {
+        ArrayRef<int64_t> s = shapeOf(o.getInput());
+        int64_t spatial = countOf(o.getInput()) / (s[0] * s[1]);
+        call("tk::reduce(ctx, trainc::rt::ReduceKind::Mean, " + std::to_string(s[0] * s[1]) +
+             ", " + std::to_string(spatial) + ", 1, " + ptr(o.getInput()) + ", " +
+             ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::BatchNormOp o) {
+        std::string dims = batchNormDims(shapeOf(o.getInput()));
+        std::string common = ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
+                             ptr(o.getBias()) + ", " + ptr(o.getMean()) + ", " +
+                             ptr(o.getVar()) + ", ";
+        std::string epsilon = literal(o.getEpsilon().convertToFloat(), true);
+        if (!o.getTraining()) {
+          // Running statistics (the planner aliased the statistics results
+          // to the operands).
+          call("tk::batchNormInference(ctx, " + dims + ", " + common + epsilon + ", " +
+               ptr(o.getResult()) + ")");
+          return success();
+        }
+        call("tk::batchNormTraining(ctx, " + dims + ", " + common +
+             (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " + epsilon +
+             ", " + literal(o.getMomentum().convertToFloat(), true) + ", " +
+             ptr(o.getResult()) + ", " + ptr(o.getRunningMean()) + ", " +
+             ptr(o.getRunningVar()) + ")");
+        return success();
+      })
+      .Case([&](tc::BatchNormBackwardOp o) {
+        call("tk::batchNormBackward(ctx, " + batchNormDims(shapeOf(o.getInput())) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
+             ", " + (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " +
+             literal(o.getEpsilon().convertToFloat(), true) + ", " + ptr(o.getInputGrad()) +
+             ", " + ptr(o.getScaleGrad()) + ", " + ptr(o.getBiasGrad()) + ")");
+        return success();
+      })
+      .Case([&](tc::LayerNormOp o) {
+        call("tk::layerNorm(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
+             (o.getBias() ? ptr(o.getBias()) : "nullptr") + ", " +
+             literal(o.getEpsilon().convertToFloat(), true) + ", " +
+             ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::LayerNormBackwardOp o) {
+        call("tk::layerNormBackward(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
+             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
+             ", " + literal(o.getEpsilon().convertToFloat(), true) + ", " +
+             ptr(o.getInputGrad()) + ", " + ptr(o.getScaleGrad()) + ", " +
+             ptr(o.getBiasGrad()) + ")");
+        return success();
+      })
+      .Case<tc::SoftmaxOp, tc::LogSoftmaxOp>([&](Operation *o) {
+        int64_t axis = o->getAttrOfType<IntegerAttr>("axis").getInt();
+        ArrayRef<int64_t> s = shapeOf(o->getOperand(0));
+        int64_t outer = 1, inner = 1;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= s[d];
+        for (size_t d = axis + 1; d < s.size(); ++d)
+          inner *= s[d];
+        call("tk::softmax(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) +
+             ", " + std::to_string(inner) + ", " + ptr(o->getOperand(0)) + ", " +
+             ptr(o->getResult(0)) + ", " +
+             (isa<tc::LogSoftmaxOp>(o) ? "true" : "false") + ")");
+        return success();
+      })
+      .Case([&](tc::ReduceSumOp o) { return emitReduce(o, o.getAxes(), "Sum"); })
+      .Case([&](tc::ReduceMeanOp o) { return emitReduce(o, o.getAxes(), "Mean"); })
+      .Case([&](tc::ReduceMaxOp o) { return emitReduce(o, o.getAxes(), "Max"); })
+      .Case([&](tc::GatherOp o) -> LogicalResult {
+        if (!cast<ShapedType>(o.getIndices().getType()).getElementType().isInteger(64))
+          return o.emitError("codegen supports i64 gather indices only");
+        call("tk::gather(ctx, " + gatherDims(shapeOf(o.getData()), o.getAxis()) +
+             ", sizeof(" + cType(o.getData().getType()) +
+             "), " + ptr(o.getData()) + ", " + ptr(o.getIndices()) + ", " +
+             std::to_string(countOf(o.getIndices())) + ", " + ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case([&](tc::GatherBackwardOp o) -> LogicalResult {
+        if (!cast<ShapedType>(o.getIndices().getType()).getElementType().isInteger(64))
+          return o.emitError("codegen supports i64 gather indices only");
+        call("tk::gatherBackward(ctx, " + gatherDims(o.getDataShape(), o.getAxis()) + ", " +
+             ptr(o.getResultGrad()) + ", " + ptr(o.getIndices()) + ", " +
+             std::to_string(countOf(o.getIndices())) + ", " +
+             std::to_string(o.getPaddingIndexAttr() ? o.getPaddingIndexAttr().getInt() : -1) +
+             ", " + ptr(o.getResult()) + ")");
+        return success();
+      })
+      .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
+          [&](Operation *o) { return emitLoss(o); })
+      .Default([&](Operation *o) {
+        return o->emitError("codegen does not support ") << o->getName() << " yet";
+      });
+}
+
+LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
+  ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs());
+  if (!cast<ShapedType>(op.getLhs().getType()).getElementType().isF32())
+    return op.emitError("codegen supports f32 matmul only");
+  int64_t m = a.size() == 1 ? 1 : a[a.size() - 2], k = a.back();
+  int64_t n = b.size() == 1 ? 1 : b.back();
+  auto batchOf = [](ArrayRef<int64_t> s) {
+    int64_t p = 1;
+    for (size_t d = 0; d + 2 < s.size(); ++d)
+      p *= s[d];
+    return p;
+  };
+  int64_t batch = countOf(op.getResult()) / (m * n);
+  int64_t ba = batchOf(a), bb = batchOf(b);
+  if ((ba != batch && ba != 1) || (bb != batch && bb != 1))
+    return op.emitError("codegen does not support partially broadcast matmul batches yet");
+  int64_t strideA = ba == 1 ? 0 : m * k, strideB = bb == 1 ? 0 : k * n;
+  call("tk::gemm(ctx, false, false, " + std::to_string(m) + ", " + std::to_string(n) + ", " +
+       std::to_string(k) + ", 1.0f, " + ptr(op.getLhs()) + ", " + std::to_string(k) + ", " +
+       std::to_string(strideA) + ", " + ptr(op.getRhs()) + ", " + std::to_string(n) + ", " +
+       std::to_string(strideB) + ", 0.0f, " + ptr(op.getResult()) + ", " + std::to_string(n) +
+       ", " + std::to_string(m * n) + ", " + std::to_string(batch) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
+  ArrayRef<int64_t> a = shapeOf(op.getA()), y = shapeOf(op.getResult());
+  int64_t m = y[0], n = y[1], k = op.getTransA() ? a[0] : a[1];
+  float beta = 0.0f;
+  if (Value c = op.getC()) {
+    // Y starts as C broadcast to [M, N]; the GEMM then accumulates into it.
+    if (failed(emitStridedCopy(op, "broadcast_bias", c, y,
+                               broadcastStrides(shapeOf(c), y), 0, rowMajorStrides(y), 0,
+                               ptr(op.getResult()))))
+      return failure();
+    beta = op.getBeta().convertToFloat();
+  }
+  int64_t lda = a[1], ldb = shapeOf(op.getB())[1];
+  call("tk::gemm(ctx, " + std::string(op.getTransA() ? "true" : "false") + ", " +
+       (op.getTransB() ? "true" : "false") + ", " + std::to_string(m) + ", " +
+       std::to_string(n) + ", " + std::to_string(k) + ", " +
+       literal(op.getAlpha().convertToFloat(), true) + ", " + ptr(op.getA()) + ", " +
+       std::to_string(lda) + ", 0, " + ptr(op.getB()) + ", " + std::to_string(ldb) + ", 0, " +
+       literal(beta, true) + ", " + ptr(op.getResult()) + ", " + std::to_string(n) + ", 0, 1)");
+  return success();
+}
+
+/// The runtime's Conv2dDesc for input x, weights w and output y.
+static std::string convDesc(ArrayRef<int64_t> x, ArrayRef<int64_t> w, ArrayRef<int64_t> y,
+                            ArrayRef<int64_t> s, ArrayRef<int64_t> p, ArrayRef<int64_t> d,
+                            int64_t group) {
+  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
+                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}}",
+                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0], p[1], p[2],
+                       p[3], d[0], d[1], group, y[2], y[3])
+      .str();
+}
+
+/// Emits `{ const DescType d = desc; TRAINC_RETURN_IF_ERROR(call); }`.
+void ProgramEmitter::callWithDesc(StringRef type, const std::string &desc,
+                                  const std::string &statement) {
+  body += "  {\n    const trainc::rt::" + type.str() + " d = " + desc + ";\n  ";
+  call(statement);
+  body += "  }\n";
+}
+
+LogicalResult ProgramEmitter::emitConv(tc::ConvOp op) {
+  ArrayRef<int64_t> x = shapeOf(op.getInput());
+  if (x.size() != 4)
+    return op.emitError("codegen supports 2-D convolution only");
+  callWithDesc("Conv2dDesc",
+               convDesc(x, shapeOf(op.getWeight()), shapeOf(op.getResult()), op.getStrides(),
+                        op.getPads(), op.getDilations(), op.getGroup()),
+               "tk::conv2d(ctx, d, " + ptr(op.getInput()) + ", " + ptr(op.getWeight()) + ", " +
+                   (op.getBias() ? ptr(op.getBias()) : "nullptr") + ", " +
+                   ptr(op.getResult()) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitConvBackward(Operation *op) {
+  if (auto data = dyn_cast<tc::ConvBackwardDataOp>(op)) {
+    ArrayRef<int64_t> x = data.getInputShape();
+    if (x.size() != 4)
+      return op->emitError("codegen supports 2-D convolution only");
+    callWithDesc("Conv2dDesc",
+                 convDesc(x, shapeOf(data.getWeight()), shapeOf(data.getResultGrad()),
+                          data.getStrides(), data.getPads(), data.getDilations(),
+                          data.getGroup()),
+                 "tk::conv2dBackwardData(ctx, d, " + ptr(data.getResultGrad()) + ", " +
+                     ptr(data.getWeight()) + ", " + ptr(data.getResult()) + ")");
+    return success();
+  }
+  auto filter = cast<tc::ConvBackwardFilterOp>(op);
+  ArrayRef<int64_t> x = shapeOf(filter.getInput());
+  if (x.size() != 4)
+    return op->emitError("codegen supports 2-D convolution only");
+  callWithDesc("Conv2dDesc",
+               convDesc(x, filter.getWeightShape(), shapeOf(filter.getResultGrad()),
+                        filter.getStrides(), filter.getPads(), filter.getDilations(),
+                        filter.getGroup()),
+               "tk::conv2dBackwardFilter(ctx, d, " + ptr(filter.getInput()) + ", " +
+                   ptr(filter.getResultGrad()) + ", " + ptr(filter.getResult()) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitPool(Operation *op) {
+  // Forward: (x) -> y. Backward: max (x, dy) -> dx, avg (dy) -> dx.
+  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)), y = shapeOf(op->getResult(0));
+  if (isa<tc::MaxPoolBackwardOp>(op))
+    y = shapeOf(op->getOperand(1));
+  else if (isa<tc::AvgPoolBackwardOp>(op))
+    std::swap(x, y);
+  if (x.size() != 4)
+    return op->emitError("codegen supports 2-D pooling only");
+  auto attr = [&](StringRef name) { return op->getAttrOfType<DenseI64ArrayAttr>(name); };
+  ArrayRef<int64_t> k = attr("kernel_shape").asArrayRef(), s = attr("strides").asArrayRef(),
+                    p = attr("pads").asArrayRef();
+  SmallVector<int64_t> d = {1, 1};
+  if (auto dil = attr("dilations"))
+    d.assign(dil.asArrayRef().begin(), dil.asArrayRef().end());
+  std::string desc =
+      llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
+                    "{13}, {14}, {15}}",
+                    x[0], x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0],
+                    d[1], y[2], y[3])
+          .str();
+  std::string statement;
+  auto flag = [&](StringRef name) {
+    return op->getAttrOfType<BoolAttr>(name) && op->getAttrOfType<BoolAttr>(name).getValue()
+               ? std::string("true")
+               : std::string("false");
+  };
+  if (isa<tc::AvgPoolOp>(op))
+    statement = "tk::avgPool2d(ctx, d, " + flag("count_include_pad") + ", " +
+                ptr(op->getOperand(0)) + ", " + ptr(op->getResult(0)) + ")";
+  else if (isa<tc::MaxPoolOp>(op))
+    statement = "tk::maxPool2d(ctx, d, " + ptr(op->getOperand(0)) + ", " +
+                ptr(op->getResult(0)) + ")";
+  else if (isa<tc::MaxPoolBackwardOp>(op))
+    statement = "tk::maxPool2dBackward(ctx, d, " + ptr(op->getOperand(0)) + ", " +
+                ptr(op->getOperand(1)) + ", " + ptr(op->getResult(0)) + ")";
+  else
+    statement = "tk::avgPool2dBackward(ctx, d, " + flag("count_include_pad") + ", " +
+                ptr(op->getOperand(0)) + ", " + ptr(op->getResult(0)) + ")";
+  callWithDesc("Pool2dDesc", desc, statement);
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAttr,
+                                         StringRef kind) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  ArrayRef<int64_t> s = shapeOf(in);
+  SmallVector<int64_t> axes(axesAttr.begin(), axesAttr.end());
+  if (axes.empty())
+    for (size_t d = 0; d < s.size(); ++d)
+      axes.push_back(d);
+  bool contiguous = axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
+  if (contiguous && cType(in.getType()) == "float") {
+    int64_t outer = 1, mid = 1, inner = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
+      (d < axes.front() ? outer : d > axes.back() ? inner : mid) *= s[d];
+    call("tk::reduce(ctx, trainc::rt::ReduceKind::" + kind.str() + ", " +
+         std::to_string(outer) + ", " + std::to_string(mid) + ", " + std::to_string(inner) +
+         ", " + ptr(in) + ", " + ptr(out) + ")");
+    return success();
+  }
+  // Scattered axes: a generated kernel, one output element per thread.
+  SmallVector<int64_t> kept, keptStrides, reduced, reducedStrides;
+  std::vector<int64_t> strides = rowMajorStrides(s);
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+    bool r = llvm::is_contained(axes, d);
+    (r ? reduced : kept).push_back(s[d]);
+    (r ? reducedStrides : keptStrides).push_back(strides[d]);
+  }
+  std::string t = cType(in.getType());
+  std::string code = decomposeIndex(kept, "i", "c", "  ");
+  code += "  const int64_t base = " + linearIndex(keptStrides, 0, "c") + ";\n";
+  code += kind == "Max" ? "  " + t + " acc = in[base];\n" : "  " + t + " acc = 0;\n";
+  int64_t count = 1;
+  for (int64_t r : reduced)
+    count *= r;
+  code += "  for (int64_t j = 0; j < " + std::to_string(count) + "; ++j) {\n";
+  code += decomposeIndex(reduced, "j", "r", "    ");
+  code += "    const " + t + " v = in[base + " + linearIndex(reducedStrides, 0, "r") + "];\n";
+  bool isFloat = isa<FloatType>(cast<ShapedType>(in.getType()).getElementType());
+  if (kind != "Max")
+    code += "    acc += v;\n";
+  else if (isFloat) // a NaN, once met, stays the maximum (torch.amax)
+    code += "    acc = (v > acc || v != v) ? v : acc;\n";
+  else
+    code += "    acc = v > acc ? v : acc;\n";
+  code += "  }\n";
+  code += kind == "Mean" ? "  out[i] = acc / " + t + "(" + std::to_string(count) + ");\n"
+                         : "  out[i] = acc;\n";
+  std::vector<std::string> comment = {opComment(op)};
+  std::string name = kernels.addKernel(("reduce_" + kind.lower()), comment,
+                                       {{t, "in", false}, {t, "out", true}}, countOf(out), code);
+  call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitLoss(Operation *op) {
+  auto reduction = [&](StringRef r) {
+    return std::string("trainc::rt::Reduction::") +
+           (r == "mean" ? "Mean" : r == "sum" ? "Sum" : "None");
+  };
+  if (auto mse = dyn_cast<tc::MseLossOp>(op)) {
+    call("tk::mseLoss(ctx, " + std::to_string(countOf(mse.getPrediction())) + ", " +
+         ptr(mse.getPrediction()) + ", " + ptr(mse.getTarget()) + ", " +
+         reduction(mse.getReduction()) + ", " + ptr(mse.getResult()) + ")");
+    return success();
+  }
+  Value scores = op->getOperand(0), labels = op->getOperand(1);
+  if (!cast<ShapedType>(labels.getType()).getElementType().isInteger(64))
+    return op->emitError("codegen supports i64 labels only");
+  ArrayRef<int64_t> s = shapeOf(scores);
+  int64_t inner = countOf(scores) / (s[0] * s[1]);
+  auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index");
+  std::string fn = isa<tc::SoftmaxCrossEntropyOp>(op) ? "softmaxCrossEntropy" : "nllLoss";
+  call("tk::" + fn + "(ctx, " + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " +
+       std::to_string(inner) + ", " + ptr(scores) + ", " + ptr(labels) + ", " +
+       (ignore ? "true" : "false") + ", " + std::to_string(ignore ? ignore.getInt() : 0) +
+       ", " + reduction(op->getAttrOfType<StringAttr>("reduction").getValue()) + ", " +
+       ptr(op->getResult(0)) + ")");
+  return success();
+}
+

@@ -1,0 +1,148 @@
+//===- ProgramEmitter.h - the emitter's shared state ------------*- C++ -*-===//
+//
+// Private to codegen/: the emitter of one program, split by concern over
+// EmitProgram.cpp (arguments, the walk, the program description and main),
+// KernelGroups.cpp (generated element kernels: pointwise groups, dropout,
+// optimizer updates), DataMovement.cpp (transposes, slices, concatenation,
+// indexing) and LibraryCalls.cpp (calls into the runtime's kernels).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_CODEGEN_PROGRAMEMITTER_H
+#define TRAINC_CODEGEN_PROGRAMEMITTER_H
+
+#include "codegen/Emitter.h"
+#include "codegen/KernelWriter.h"
+
+#include "ir/TcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainc::codegen {
+
+/// The C++ element type of a tensor type, or "" if codegen does not support it.
+std::string cType(mlir::Type type);
+/// The runtime's DType enumerator of a tensor type.
+std::string dtypeEnum(mlir::Type type);
+int64_t elementBytes(mlir::Type type);
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+int64_t countOf(mlir::Value v);
+/// "2x3x4", or "scalar".
+std::string shapeText(llvm::ArrayRef<int64_t> shape);
+/// The ONNX node name a location carries.
+std::string nodeName(mlir::Location loc);
+/// A float literal of the element type (f32 gets an `f` suffix).
+std::string literal(double v, bool f32);
+/// The element strides and base offset of a strided slice of a tensor of
+/// shape `in` (the slice's positions, as a view of the sliced tensor).
+std::pair<std::vector<int64_t>, int64_t> sliceStrides(llvm::ArrayRef<int64_t> in,
+                                                      llvm::ArrayRef<int64_t> starts,
+                                                      llvm::ArrayRef<int64_t> steps);
+/// Ops whose result is their first operand's buffer: reshape, and dropout
+/// outside training.
+bool isView(mlir::Operation *op);
+/// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
+/// broadcast axes.
+std::vector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out);
+
+class ProgramEmitter {
+  using LogicalResult = mlir::LogicalResult;
+  using Operation = mlir::Operation;
+  using Value = mlir::Value;
+  using Type = mlir::Type;
+  using StringRef = llvm::StringRef;
+  template <typename T> using ArrayRef = llvm::ArrayRef<T>;
+  template <typename T> using FailureOr = mlir::FailureOr<T>;
+  using ModuleOp = mlir::ModuleOp;
+  using OpResult = mlir::OpResult;
+  using DenseElementsAttr = mlir::DenseElementsAttr;
+  using raw_ostream = llvm::raw_ostream;
+public:
+  ProgramEmitter(ModuleOp module, const EmitOptions &options, std::vector<char> &blob)
+      : module(module), options(options), kernels(options.target), blob(blob) {}
+
+  LogicalResult run(raw_ostream &os);
+
+private:
+  struct ParamEntry {
+    std::string name;
+    Type type;
+    uint64_t offset, bytes;
+    bool trainable, constant;
+  };
+
+  LogicalResult declareArguments(mlir::func::FuncOp func);
+  LogicalResult emitOp(Operation *op);
+  /// Library calls (LibraryCalls.cpp): contractions, convolution, pooling,
+  /// normalization, softmax, reductions, gathers, losses.
+  LogicalResult emitLibraryCall(Operation *op);
+  /// Data movement (DataMovement.cpp): transposes, slices, concatenation,
+  /// expand and the indexing ops.
+  LogicalResult emitDataMovement(Operation *op);
+  LogicalResult emitPointwise(Operation *op);
+  LogicalResult emitDropout(tc::DropoutOp op);
+  LogicalResult emitUpdate(Operation *op);
+  LogicalResult emitIndexing(Operation *op);
+  LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
+                                ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
+                                int64_t inBase, ArrayRef<int64_t> outStrides,
+                                int64_t outBase, StringRef outPtr);
+  LogicalResult emitMatMul(tc::MatMulOp op);
+  LogicalResult emitGemm(tc::GemmOp op);
+  LogicalResult emitConv(tc::ConvOp op);
+  LogicalResult emitConvBackward(Operation *op);
+  void callWithDesc(StringRef type, const std::string &desc, const std::string &statement);
+  LogicalResult emitPool(Operation *op);
+  LogicalResult emitReduce(Operation *op, ArrayRef<int64_t> axes, StringRef kind);
+  LogicalResult emitLoss(Operation *op);
+  LogicalResult emitReturn(mlir::func::ReturnOp op);
+
+  uint64_t appendToBlob(DenseElementsAttr value);
+  /// Declares the arena pointer of an op result.
+  void declareResult(OpResult result, int64_t offset);
+  std::string ptr(Value v) { return names.lookup(v); }
+  std::string opComment(Operation *op);
+  void call(const std::string &statement) {
+    body += "  TRAINC_RETURN_IF_ERROR(" + statement + ");\n";
+  }
+
+  ModuleOp module;
+  const EmitOptions &options;
+  KernelWriter kernels;
+  std::vector<char> &blob;
+  std::vector<ParamEntry> params;
+  llvm::StringMap<unsigned> paramIndex;
+  /// Per emitted function: its inputs, outputs (forward), hyperparameters and
+  /// optimizer state (training step), value names and body.
+  std::vector<std::pair<std::string, Type>> inputs, outputs, states;
+  std::vector<std::string> hypers;
+  bool trainRole = false;
+  llvm::DenseMap<Value, std::string> names;
+  /// Optimizer update results written over the argument they replace.
+  llvm::DenseSet<Value> inPlace;
+  std::string body;
+  int64_t arenaBytes = 0;
+
+  /// What one emitted function contributes to the program.
+  struct Emitted {
+    std::string body;
+    std::vector<std::pair<std::string, Type>> inputs, outputs, states;
+    std::vector<std::string> hypers;
+    int64_t arena = 0;
+  };
+  LogicalResult declareParams();
+  FailureOr<Emitted> emitFunction(mlir::func::FuncOp func, bool train);
+};
+
+} // namespace trainc::codegen
+
+#endif // TRAINC_CODEGEN_PROGRAMEMITTER_H

@@ -1,0 +1,59 @@
+//===- TcFusedOps.td - kernel groups of the tc dialect -----*- tablegen -*-===//
+//
+// `tc.fused` holds a group of pointwise ops that code generation turns into
+// one kernel (in the spirit of IREE's flow.dispatch.region): the fusion phase
+// forms the groups, the planner allocates only their results, the emitter
+// composes the kernel from the ops' scalar expressions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_IR_TCFUSEDOPS_TD
+#define TRAINC_IR_TCFUSEDOPS_TD
+
+def Tc_FusedOp : Op<Tc_Dialect, "fused",
+    [IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">,
+     RecursiveMemoryEffects]> {
+  let summary = "a group of pointwise ops computed by one kernel";
+  let description = [{
+    The region computes its results element by element over one iteration
+    shape (the shape of every result): each op inside is pointwise (or a
+    training dropout, or an expand), its operands are block arguments (the
+    group's inputs, read with numpy broadcasting to the iteration shape),
+    splat constants (inlined as literals by code generation) or results of
+    earlier ops of the group. Values computed inside and not yielded are
+    intermediates: they live in registers and take no memory. `kernel` names
+    the group after what it computes; the emitted kernel is `kNN_<kernel>`.
+
+    ```mlir
+    %r = tc.fused "add_relu" (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a0: tensor<8x64xf32>, %a1: tensor<64xf32>):
+      %0 = tc.add %a0, %a1 : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+      %1 = tc.relu %0 : tensor<8x64xf32>
+      tc.yield %1 : tensor<8x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<Tc_Tensor>:$inputs);
+  let results = (outs Variadic<Tc_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    mlir::Block &getBlock() { return getBody().front(); }
+    /// The shape every result of the group has.
+    llvm::ArrayRef<int64_t> getIterationShape() {
+      return mlir::cast<mlir::RankedTensorType>(getResult(0).getType()).getShape();
+    }
+  }];
+}
+
+def Tc_YieldOp : Op<Tc_Dialect, "yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "the results of a tc.fused group";
+  let arguments = (ins Variadic<Tc_Tensor>:$values);
+  let builders = [OpBuilder<(ins), [{ /* nothing yielded */ }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // TRAINC_IR_TCFUSEDOPS_TD

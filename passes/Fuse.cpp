@@ -1,0 +1,198 @@
+//===- Fuse.cpp - group chains of pointwise ops into tc.fused kernels -----===//
+//
+// One walk over each function in order. Every fusible op either joins the
+// open groups of its producers that compute its shape (merging them) or
+// starts a group. A group is open while no op outside it has read one of its
+// values: then every op after the group's first member that the group does
+// not contain either precedes all uses of the group's values or does not
+// touch them, so the group can be emitted at its last member without
+// reordering anything. Groups of two or more ops become tc.fused regions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_FUSE
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+struct Group {
+  /// Members in function order.
+  SmallVector<Operation *> ops;
+  bool open = true;
+  /// Merged into another group (its ops moved there).
+  bool merged = false;
+};
+
+ArrayRef<int64_t> resultShape(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+}
+
+/// The kernel's name: the distinct op names in order, at most four.
+std::string kernelName(ArrayRef<Operation *> ops) {
+  SmallVector<StringRef> names;
+  for (Operation *op : ops) {
+    StringRef n = op->getName().stripDialect();
+    if (!llvm::is_contained(names, n))
+      names.push_back(n);
+  }
+  std::string s;
+  for (size_t i = 0; i < names.size() && i < 4; ++i)
+    s += (i ? "_" : "") + names[i].str();
+  if (names.size() > 4)
+    s += "_etc";
+  return s;
+}
+
+struct FusePass : trainc::impl::FuseBase<FusePass> {
+  using FuseBase::FuseBase;
+
+  void runOnOperation() override {
+    if (maxOps < 2) {
+      getOperation().emitError("trainc-fuse: max-ops must be at least 2");
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal())
+        fuseFunction(func);
+  }
+
+  void fuseFunction(func::FuncOp func) {
+    std::vector<Group> groups;
+    DenseMap<Operation *, unsigned> groupOf;
+    auto find = [&](Operation *op) -> std::optional<unsigned> {
+      if (!op)
+        return std::nullopt;
+      auto it = groupOf.find(op);
+      if (it == groupOf.end())
+        return std::nullopt;
+      return it->second;
+    };
+
+    for (Operation &op : func.getBody().front()) {
+      bool fusible = tc::isFusible(&op) && op.getNumResults() == 1;
+      // Open producer groups of this op's shape: the op joins them.
+      llvm::SetVector<unsigned> join;
+      llvm::SetVector<unsigned> used;
+      for (Value operand : op.getOperands()) {
+        std::optional<unsigned> g = find(operand.getDefiningOp());
+        if (!g)
+          continue;
+        used.insert(*g);
+        if (fusible && groups[*g].open &&
+            resultShape(groups[*g].ops.front()) == resultShape(&op))
+          join.insert(*g);
+      }
+      // Keep the merged group within the size bound.
+      size_t total = 1;
+      SmallVector<unsigned> accepted;
+      for (unsigned g : join)
+        if (total + groups[g].ops.size() <= static_cast<size_t>(maxOps)) {
+          total += groups[g].ops.size();
+          accepted.push_back(g);
+        }
+      // Every other group this op reads is sealed: its values are now read
+      // outside it.
+      for (unsigned g : used)
+        if (!llvm::is_contained(accepted, g))
+          groups[g].open = false;
+      if (!fusible)
+        continue;
+      if (accepted.empty()) {
+        groupOf[&op] = groups.size();
+        groups.push_back({{&op}});
+        continue;
+      }
+      unsigned into = accepted.front();
+      for (unsigned g : llvm::drop_begin(accepted)) {
+        for (Operation *member : groups[g].ops) {
+          groups[into].ops.push_back(member);
+          groupOf[member] = into;
+        }
+        groups[g].ops.clear();
+        groups[g].merged = true;
+      }
+      groups[into].ops.push_back(&op);
+      groupOf[&op] = into;
+      llvm::sort(groups[into].ops,
+                 [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    }
+
+    for (Group &group : groups)
+      if (!group.merged && group.ops.size() >= 2)
+        formGroup(group.ops);
+    // Splat constants that only groups read are now dead.
+    SmallVector<Operation *> dead;
+    for (auto constant : func.getBody().front().getOps<tc::ConstantOp>())
+      if (constant->use_empty())
+        dead.push_back(constant);
+    for (Operation *op : dead)
+      op->erase();
+  }
+
+  void formGroup(ArrayRef<Operation *> ops) {
+    llvm::SmallPtrSet<Operation *, 16> members(ops.begin(), ops.end());
+    llvm::SetVector<Value> inputs;
+    SmallVector<Value> outputs;
+    for (Operation *op : ops) {
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if ((def && members.contains(def)) || tc::isSplatConstant(def))
+          continue;
+        inputs.insert(operand);
+      }
+      Value result = op->getResult(0);
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return !members.contains(user); }))
+        outputs.push_back(result);
+    }
+    Operation *last = ops.back();
+    OpBuilder builder(last);
+    SmallVector<Type> types;
+    for (Value v : outputs)
+      types.push_back(v.getType());
+    SmallVector<Location> locations;
+    for (Operation *op : ops)
+      locations.push_back(op->getLoc());
+    Location loc = builder.getFusedLoc(locations);
+    auto fused = builder.create<tc::FusedOp>(loc, types, builder.getStringAttr(kernelName(ops)),
+                                             inputs.getArrayRef());
+    Block *block = new Block();
+    fused.getBody().push_back(block);
+    IRMapping map;
+    for (Value input : inputs)
+      map.map(input, block->addArgument(input.getType(), input.getLoc()));
+    OpBuilder inner = OpBuilder::atBlockEnd(block);
+    for (Operation *op : ops) {
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            tc::isSplatConstant(def) && !map.contains(operand))
+          map.map(operand, inner.clone(*def)->getResult(0));
+      inner.clone(*op, map);
+    }
+    SmallVector<Value> yielded;
+    for (Value v : outputs)
+      yielded.push_back(map.lookup(v));
+    inner.create<tc::YieldOp>(loc, yielded);
+    for (auto [v, r] : llvm::zip(outputs, fused.getResults()))
+      v.replaceAllUsesWith(r);
+    for (Operation *op : llvm::reverse(ops))
+      op->erase();
+  }
+};
+
+} // namespace
