@@ -1,20 +1,42 @@
 #!/usr/bin/python3
-"""Step time of the CPU trainer against PyTorch's CPU training loop.
+"""Step time of the CPU trainer against PyTorch and ONNX Runtime training.
 
-Usage: bench/train_step.py [--threads N] [--batch B] [--steps S]
-                           [--resnet-batch B] [--resnet-steps S]
+Usage: bench/train_step.py [--trainc PATH] [--trainc-before PATH] [--venv DIR]
+                           [--threads N] [--batch B] [--steps S]
+                           [--resnet-batch B] [--resnet-steps S] [--repeat R]
+                           [--models REGEX] [--lock FILE]
 
 For the digits example and every zoo model (ResNet-18 at its own, smaller
-batch and step count: a step takes seconds on two cores), both sides train the same ONNX initial weights on the same
-random data with SGD (momentum 0.9) at the same batch size and thread count,
-in this one run. trainc's time per step is taken from two runs of different
-lengths (their difference cancels start-up and data loading); PyTorch's
-from a timed loop after warm-up steps. Prints ms/step for each and the ratio
-trainc / PyTorch (below 1: trainc is faster). Numbers from a shared machine:
-compare ratios, not absolute times.
+batch and step count: a step takes seconds on two cores), every side trains
+the same ONNX initial weights on the same random data with the same batch
+size, thread count, learning rate 0.01 and cross-entropy loss, in this one
+run. The sides:
+  * trainc: the program `trainc compile --target=cpu --optimizer=sgd` builds
+    (SGD, momentum 0.9); its time per step is taken from two runs of
+    different lengths (their difference cancels start-up and data loading);
+  * trainc before (--trainc-before): the same with a second trainc binary,
+    so a before/after ratio comes from the same machine state;
+  * PyTorch eager with the running interpreter's torch (Debian's 1.13);
+  * with --venv (made by scripts/bench-venv.sh): torch 2.5.1 eager, torch
+    2.5.1 torch.compile of the module (default mode; the first step, which
+    compiles the forward and backward graphs, is reported as cold start), and
+    ONNX Runtime training 1.19.2's on-device training API (artifacts from the
+    ONNX model with its cross-entropy loss, Module/Optimizer train_step loop).
+    ORT's artifacts offer AdamW and SGD; its SGD has no momentum, so that
+    peer runs plain SGD, lr 0.01. They run in a subprocess with the venv's
+    python (this file with --worker): that torch cannot load beside Debian's.
+PyTorch and ORT times come from timed loops after warm-up steps (the best
+of --repeat loops). Prints one line per model: ms/step of every side and the ratio
+trainc / best peer (below 1: trainc is faster), naming that peer. Numbers
+from a shared machine: compare ratios, not absolute times.
 """
 import argparse
+import contextlib
+import copy
+import fcntl
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,126 +49,398 @@ from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TRAINC = os.path.join(ROOT, "build", "bin", "trainc")
+ZOO = os.path.join(ROOT, "build", "zoo")
+
+# build: "mlp" rebuilds a Linear/ReLU stack from the initializers, anything
+# else names a module constructor in test/zoo/make_zoo.py.
+MODELS = [
+    dict(name="digits_mlp", path=os.path.join(ROOT, "examples", "digits_mlp.onnx"),
+         shape=(64,), classes=10, build="mlp"),
+    dict(name="zoo mlp", path=os.path.join(ZOO, "mlp_op17.onnx"), shape=(784,), classes=10,
+         build="mlp"),
+    dict(name="zoo lenet", path=os.path.join(ZOO, "lenet_op17.onnx"), shape=(1, 28, 28),
+         classes=10, build="LeNet"),
+    dict(name="zoo resnet18", path=os.path.join(ZOO, "resnet18_op17.onnx"), shape=(3, 64, 64),
+         classes=10, build="make_resnet18", small=True),
+    dict(name="zoo gpt", path=os.path.join(ZOO, "gpt_op17.onnx"), shape=(16,), classes=64,
+         build="GPT", tokens=True),
+]
+
+
+def onnx_values(path):
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
 
 
 def torch_mlp(path):
     """Linear/ReLU stack rebuilt from the ONNX initializers (W, b pairs)."""
-    init = [numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer]
-    layers = []
+    init = list(onnx_values(path).items())
+    layers, names = [], {}
     for i in range(0, len(init), 2):
-        w, b = init[i], init[i + 1]
+        (wn, w), (bn, b) = init[i], init[i + 1]
         lin = torch.nn.Linear(w.shape[1], w.shape[0])
         lin.weight.data, lin.bias.data = torch.tensor(w), torch.tensor(b)
+        names[wn] = names[bn] = True
         layers += [lin, torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers[:-1])
+    return torch.nn.Sequential(*layers[:-1]), sorted(names)
 
 
-def bench_model(name, path, shape, classes, args, work, build_torch=None, batch=None,
-                steps=None, tokens=False):
-    """`tokens`: int64 token input [N, *shape] below `classes` with one label
-    per token (a language model: --class-axis=-1)."""
-    batch, steps = batch or args.batch, steps or args.steps
-    prog = os.path.join(work, name.replace(" ", "_"))
-    subprocess.run([TRAINC, "compile", path, "--target=cpu", "--batch-size=%d" % batch,
-                    "--loss=cross-entropy", "--optimizer=sgd", "-o", prog]
-                   + (["--class-axis=-1"] if tokens else []), check=True)
-    warm = min(50, steps)
-    samples = batch * (steps + warm)
-    rng = np.random.RandomState(0)
-    data = os.path.join(work, name.replace(" ", "_") + "-data")
-    os.makedirs(data, exist_ok=True)
-    input_name = onnx.load(path).graph.input[0].name
-    if tokens:
-        x = rng.randint(0, classes, (samples,) + shape).astype(np.int64)
-        y = rng.randint(0, classes, (samples,) + shape).astype(np.int64)
-    else:
-        x = rng.rand(samples, *shape).astype(np.float32)
-        y = rng.randint(0, classes, samples).astype(np.int64)
-    np.save(os.path.join(data, input_name + ".npy"), x)
-    np.save(os.path.join(data, "label.npy"), y)
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+def torch_zoo(build, path):
+    """A zoo module with the ONNX file's initial weights and statistics, and
+    the ONNX names of its parameters. A weight the exporter renamed (the
+    transposed MatMul operand of a Linear on a 3-D input: onnx::MatMul_N) is
+    matched in order to the next unclaimed initializer of the transposed shape."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+    import make_zoo
+    init = onnx_values(path)
+    torch.manual_seed(0)
+    net = getattr(make_zoo, build)()
+    params = dict(net.named_parameters())
+    state = net.state_dict()
+    unclaimed = [k for k in init if k not in state]
+    trainable, loaded = [], {}
+    for key, value in state.items():
+        if key in init:
+            loaded[key] = torch.tensor(init[key])
+            onnx_name = key
+        elif key in params and value.dim() == 2:
+            match = [u for u in unclaimed if init[u].shape == tuple(value.shape[::-1])]
+            if not match:
+                raise RuntimeError("%s: no ONNX initializer for parameter %s" % (path, key))
+            unclaimed.remove(match[0])
+            loaded[key] = torch.tensor(np.ascontiguousarray(init[match[0]].T))
+            onnx_name = match[0]
+        else:
+            loaded[key] = value
+            onnx_name = None
+        if key in params and onnx_name:
+            trainable.append(onnx_name)
+    net.load_state_dict(loaded)
+    return net, trainable
 
-    def run(count):
-        start = time.perf_counter()
-        subprocess.run([prog, "--data", data, "--steps", str(count), "--lr", "0.01",
-                        "--momentum", "0.9", "--no-shuffle", "--threads", str(args.threads)],
-                       check=True, env=env, capture_output=True)
-        return time.perf_counter() - start
 
-    run(min(10, steps))  # warm the page cache
-    short = min(run(warm) for _ in range(3))
-    long = min(run(warm + steps) for _ in range(3))
-    ours = (long - short) / steps
+def torch_model(spec):
+    if spec["build"] == "mlp":
+        return torch_mlp(spec["path"])
+    return torch_zoo(spec["build"], spec["path"])
 
-    torch.set_num_threads(args.threads)
-    net = build_torch() if build_torch else torch_mlp(path)
+
+def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3):
+    """(seconds per step, seconds of the first step or None)."""
     net.train()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    model = torch.compile(net) if compiled else net
     xt, yt = torch.tensor(x), torch.tensor(y)
 
     def step(i):
         xb, yb = xt[i * batch:(i + 1) * batch], yt[i * batch:(i + 1) * batch]
         opt.zero_grad()
-        logits = net(xb)
+        logits = model(xb)
         if tokens:
             logits, yb = logits.reshape(-1, logits.shape[-1]), yb.reshape(-1)
         torch.nn.functional.cross_entropy(logits, yb).backward()
         opt.step()
 
-    for i in range(warm):
+    start = time.perf_counter()
+    step(0)
+    cold = time.perf_counter() - start
+    for i in range(1, warm):
         step(i)
     best = float("inf")
-    for _ in range(3):
+    for _ in range(repeat):
         start = time.perf_counter()
         for i in range(steps):
             step(i)
         best = min(best, time.perf_counter() - start)
-    theirs = best / steps
-    print("%-12s batch %4d threads %d: trainc %.3f ms/step, PyTorch %.3f ms/step, ratio %.2f"
-          % (name, batch, args.threads, ours * 1e3, theirs * 1e3, ours / theirs), flush=True)
+    return best / steps, cold if compiled else None
 
 
-def zoo_module(make, path):
-    """A zoo module with the ONNX file's initial weights and statistics."""
-    def build():
-        init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-        torch.manual_seed(0)
-        net = make()
-        net.load_state_dict({k: torch.tensor(init[k]) if k in init else v
-                             for k, v in net.state_dict().items()})
-        return net
-    return build
+def time_ort(path, trainable, x, y, batch, steps, warm, tokens, threads, work, repeat=3):
+    """ONNX Runtime on-device training: (seconds per step, optimizer, setup seconds)."""
+    import onnxruntime
+    from onnxruntime.training import artifacts, onnxblock
+    from onnxruntime.training import api as ort_api
+
+    onnxruntime.set_default_logger_severity(3)
+    start = time.perf_counter()
+    model = onnx.load(path)
+    for value in list(model.graph.input) + list(model.graph.output):
+        dim = value.type.tensor_type.shape.dim[0]
+        if dim.dim_param:  # the batch, bound as trainc's --batch-size binds it
+            dim.dim_value = batch
+    for node in model.graph.node:
+        # ORT's LayerNormalization gradient reads the optional Mean and
+        # InvStdDev outputs, which PyTorch's export leaves out.
+        if node.op_type == "LayerNormalization" and len(node.output) == 1:
+            node.output.extend([node.output[0] + "_mean", node.output[0] + "_inv_std"])
+    floats = [t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT]
+    frozen = [n for n in floats if n not in trainable]
+    if tokens:
+        class TokenCrossEntropy(onnxblock.Block):
+            """Mean cross-entropy of [N, T, C] logits against [N, T] labels:
+            SoftmaxCrossEntropyLoss (ORT's CrossEntropyLoss) takes the
+            classes on axis 1, so the logits are transposed first."""
+            def build(self, logits):
+                graph = self.base.graph
+                labels = copy.deepcopy(next(o for o in graph.output if o.name == logits))
+                labels.name = "labels"
+                labels.type.tensor_type.elem_type = onnx.TensorProto.INT64
+                del labels.type.tensor_type.shape.dim[-1]
+                graph.input.append(labels)
+                graph.node.append(onnx.helper.make_node("Transpose", [logits], ["logits_nct"],
+                                                        name="logits_nct", perm=[0, 2, 1]))
+                graph.node.append(onnx.helper.make_node(
+                    "SoftmaxCrossEntropyLoss", ["logits_nct", "labels"], ["loss", "log_prob"],
+                    name="loss", reduction="mean"))
+                return "loss"
+        loss = TokenCrossEntropy()
+    else:
+        loss = artifacts.LossType.CrossEntropyLoss
+    optimizer = "SGD" if hasattr(artifacts.OptimType, "SGD") else "AdamW"
+    out = os.path.join(work, "ort")
+    os.makedirs(out, exist_ok=True)
+    artifacts.generate_artifacts(model, requires_grad=trainable, frozen_params=frozen,
+                                 loss=loss, optimizer=getattr(artifacts.OptimType, optimizer),
+                                 artifact_directory=out)
+    opts = onnxruntime.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    state = ort_api.CheckpointState.load_checkpoint(os.path.join(out, "checkpoint"))
+    module = ort_api.Module(os.path.join(out, "training_model.onnx"), state,
+                            os.path.join(out, "eval_model.onnx"), device="cpu",
+                            session_options=opts)
+    opt = ort_api.Optimizer(os.path.join(out, "optimizer_model.onnx"), module)
+    opt.set_learning_rate(0.01)
+    module.train()
+    setup = time.perf_counter() - start
+
+    def step(i):
+        module(x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
+        opt.step()
+        module.lazy_reset_grad()
+
+    for i in range(warm):
+        step(i)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for i in range(steps):
+            step(i)
+        best = min(best, time.perf_counter() - start)
+    return best / steps, optimizer, setup
+
+
+# The venv's peers, each in its own process (one that crashes, as ORT can
+# with SIGFPE, takes no other down), with extra environment. torch.compile's
+# C++ kernels link the system libgomp while the torch wheel brings its own:
+# two OpenMP runtimes whose idle threads spin against each other on the same
+# cores (a tiny MLP's step goes from under 1 ms to 40 ms on two cores), so
+# that peer runs with OMP_WAIT_POLICY=PASSIVE.
+VENV_PEERS = [("eager", {}), ("compile", {"OMP_WAIT_POLICY": "PASSIVE"}), ("ort", {})]
+
+
+def worker(job_path, kind):
+    """One venv peer on one model; prints one JSON object."""
+    job = json.load(open(job_path))
+    torch.set_num_threads(job["threads"])
+    x = np.load(os.path.join(job["data"], job["input"] + ".npy"))
+    y = np.load(os.path.join(job["data"], "label.npy"))
+    common = (x, y, job["batch"], job["steps"], job["warm"], job["tokens"])
+    version = torch.__version__.split("+")[0]
+    result = dict(peer="torch %s %s" % (version, kind))
+    try:
+        if kind == "eager":
+            result["s"] = time_torch(torch_model(job)[0], *common, repeat=job["repeat"])[0]
+        elif kind == "compile":
+            result["s"], result["cold"] = time_torch(torch_model(job)[0], *common,
+                                                     compiled=True, repeat=job["repeat"])
+        else:
+            import onnxruntime
+            result["peer"] = "ORT %s" % onnxruntime.__version__
+            trainable = torch_model(job)[1]
+            result["s"], result["optimizer"], result["setup"] = time_ort(
+                job["path"], trainable, *common, job["threads"], os.path.dirname(job_path),
+                job["repeat"])
+    except Exception as e:  # a peer that fails is reported, not fatal
+        result["error"] = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0])
+    print(json.dumps(result), flush=True)
+
+
+def venv_peers(args, job_path):
+    """[(peer name, seconds per step or None, note or None)] of the venv's peers."""
+    out = []
+    for kind, extra in VENV_PEERS:
+        env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), **extra)
+        env.pop("PYTHONPATH", None)
+        done = subprocess.run([os.path.join(args.venv, "bin", "python"),
+                               os.path.abspath(__file__), "--worker", job_path, kind],
+                              capture_output=True, text=True, env=env)
+        results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if done.returncode or not results:
+            out.append(("venv " + kind, None, "failed (exit %d): %s" % (
+                done.returncode, " | ".join(done.stderr.strip().splitlines()[-2:])[:300])))
+            continue
+        r = results[0]
+        peer = r["peer"] + (" " + r["optimizer"] if "optimizer" in r else "")
+        if "error" in r:
+            out.append((peer, None, "failed: " + r["error"][:300]))
+        elif r.get("cold") is not None:
+            out.append((peer, r["s"], "cold start (first step, compiling) %.1f s" % r["cold"]))
+        else:
+            out.append((peer, r["s"], None))
+    return out
+
+
+def compile_trainc(trainc, spec, batch, prog):
+    """Builds the trainer; None, or why it failed."""
+    built = subprocess.run([trainc, "compile", spec["path"], "--target=cpu",
+                            "--batch-size=%d" % batch, "--loss=cross-entropy",
+                            "--optimizer=sgd", "-o", prog]
+                           + (["--class-axis=-1"] if spec.get("tokens") else []),
+                           capture_output=True, text=True)
+    if built.returncode:
+        return "compile failed: " + (built.stderr.strip().splitlines() or ["?"])[-1]
+    return None
+
+
+def time_trainers(progs, steps, warm, data, threads, repeat=3):
+    """Seconds per step of each trainer program: the best of `repeat` runs of
+    warm and of warm + steps steps, the programs' runs interleaved."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+
+    def run(prog, count):
+        start = time.perf_counter()
+        subprocess.run([prog, "--data", data, "--steps", str(count), "--lr", "0.01",
+                        "--momentum", "0.9", "--no-shuffle", "--threads", str(threads)],
+                       check=True, env=env, capture_output=True)
+        return time.perf_counter() - start
+
+    short = {prog: float("inf") for prog in progs}
+    long = dict(short)
+    for prog in progs:
+        run(prog, min(10, steps))  # warm the page cache
+    for _ in range(repeat):
+        for prog in progs:
+            short[prog] = min(short[prog], run(prog, warm))
+            long[prog] = min(long[prog], run(prog, warm + steps))
+    return {prog: (long[prog] - short[prog]) / steps for prog in progs}
+
+
+def make_data(spec, batch, steps, warm, data):
+    samples = batch * (steps + warm)
+    rng = np.random.RandomState(0)
+    os.makedirs(data, exist_ok=True)
+    input_name = onnx.load(spec["path"]).graph.input[0].name
+    if spec.get("tokens"):
+        x = rng.randint(0, spec["classes"], (samples,) + spec["shape"]).astype(np.int64)
+        y = rng.randint(0, spec["classes"], (samples,) + spec["shape"]).astype(np.int64)
+    else:
+        x = rng.rand(samples, *spec["shape"]).astype(np.float32)
+        y = rng.randint(0, spec["classes"], samples).astype(np.int64)
+    np.save(os.path.join(data, input_name + ".npy"), x)
+    np.save(os.path.join(data, "label.npy"), y)
+    return input_name, x, y
+
+
+def ms(value):
+    return "%.3f" % (value * 1e3) if isinstance(value, float) else "n/a"
+
+
+def bench_model(spec, args, work):
+    small = spec.get("small")
+    batch = args.resnet_batch if small else args.batch
+    steps = args.resnet_steps if small else args.steps
+    warm = min(50, steps)
+    stem = os.path.join(work, spec["name"].replace(" ", "_"))
+    data = stem + "-data"
+    input_name, x, y = make_data(spec, batch, steps, warm, data)
+    sides = [("trainc", args.trainc)] + ([("before", args.trainc_before)]
+                                         if args.trainc_before else [])
+    ours, progs = {}, {}
+    for side, binary in sides:
+        progs[side] = "%s-%s" % (stem, side)
+        ours[side] = compile_trainc(binary, spec, batch, progs[side])
+    timed = time_trainers([progs[side] for side, _ in sides if ours[side] is None],
+                          steps, warm, data, args.threads, args.repeat)
+    for side, _ in sides:
+        ours[side] = timed.get(progs[side], ours[side])
+    torch.set_num_threads(args.threads)
+    peers, notes = {}, []
+    peers["torch %s eager" % torch.__version__.split("+")[0].split("a")[0]] = time_torch(
+        torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"), repeat=args.repeat)[0]
+    if args.venv:
+        job = dict(spec, data=data, input=input_name, batch=batch, steps=steps, warm=warm,
+                   threads=args.threads, tokens=bool(spec.get("tokens")), repeat=args.repeat)
+        job_dir = stem + "-venv"
+        os.makedirs(job_dir, exist_ok=True)
+        job_path = os.path.join(job_dir, "job.json")
+        json.dump(job, open(job_path, "w"))
+        for peer, seconds, note in venv_peers(args, job_path):
+            if seconds is not None:
+                peers[peer] = seconds
+            if note:
+                notes.append("%s %s" % (peer, note))
+    line = "%-12s batch %3d threads %d, ms/step: " % (spec["name"], batch, args.threads)
+    line += ", ".join("%s %s" % (side, ms(ours[side])) for side, _ in sides)
+    line += " | " + ", ".join("%s %s" % (p, ms(v)) for p, v in peers.items())
+    best = min(peers, key=peers.get)
+    ratios = ["%s/best %.2f" % (side, ours[side] / peers[best])
+              for side, _ in sides if isinstance(ours[side], float)]
+    if len(sides) > 1 and all(isinstance(ours[side], float) for side, _ in sides):
+        ratios.append("trainc/before %.2f" % (ours["trainc"] / ours["before"]))
+    line += " | best peer %s: %s" % (best, ", ".join(ratios))
+    for side, _ in sides:
+        if not isinstance(ours[side], float):
+            notes.append("%s: %s" % (side, ours[side]))
+    print(line, flush=True)
+    for note in notes:
+        print("    " + note, flush=True)
+
+
+@contextlib.contextmanager
+def held(lock):
+    if not lock:
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def main():
-    parser = argparse.ArgumentParser()
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        return worker(sys.argv[2], sys.argv[3])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trainc", default=os.path.join(ROOT, "build", "bin", "trainc"))
+    parser.add_argument("--trainc-before", help="a second trainc binary timed in the same run")
+    parser.add_argument("--venv", help="the venv of scripts/bench-venv.sh: torch 2.5.1 eager "
+                                       "and torch.compile, ONNX Runtime training 1.19.2")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--resnet-batch", type=int, default=8)
     parser.add_argument("--resnet-steps", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="timed repetitions of every side; the fastest counts")
+    parser.add_argument("--lock", help="hold this file's flock while timing each model "
+                        "(e.g. the build lock, so that no build shares the cores)")
+    parser.add_argument("--models", default="", help="only the models whose name this "
+                                                     "regular expression matches (searched)")
     args = parser.parse_args()
-    zoo = os.path.join(ROOT, "build", "zoo")
-    if not os.path.exists(os.path.join(zoo, "zoo.json")):
-        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "make_zoo.py"), zoo],
+    if not os.path.exists(os.path.join(ZOO, "zoo.json")):
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "make_zoo.py"), ZOO],
                        check=True)
+    print("trainc: %s%s; peers: SGD momentum 0.9 (ORT: its SGD, no momentum), lr 0.01, "
+          "cross-entropy" % (args.trainc, "; before: %s" % args.trainc_before
+                             if args.trainc_before else ""), flush=True)
     with tempfile.TemporaryDirectory() as work:
-        bench_model("digits_mlp", os.path.join(ROOT, "examples", "digits_mlp.onnx"), (64,), 10,
-                    args, work)
-        bench_model("zoo mlp", os.path.join(zoo, "mlp_op17.onnx"), (784,), 10, args, work)
-        sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
-        import make_zoo
-        lenet_path = os.path.join(zoo, "lenet_op17.onnx")
-        bench_model("zoo lenet", lenet_path, (1, 28, 28), 10, args, work,
-                    zoo_module(make_zoo.LeNet, lenet_path))
-        resnet_path = os.path.join(zoo, "resnet18_op17.onnx")
-        bench_model("zoo resnet18", resnet_path, (3, 64, 64), 10, args, work,
-                    zoo_module(make_zoo.make_resnet18, resnet_path),
-                    batch=args.resnet_batch, steps=args.resnet_steps)
-        gpt_path = os.path.join(zoo, "gpt_op17.onnx")
-        bench_model("zoo gpt", gpt_path, (16,), 64, args, work,
-                    zoo_module(make_zoo.GPT, gpt_path), tokens=True)
+        for spec in MODELS:
+            if re.search(args.models, spec["name"]):
+                with held(args.lock):
+                    bench_model(spec, args, work)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""Compile time and peak memory of trainc against the size of the graph.
+
+Usage: bench/compile_time.py [--trainc PATH] [--sizes 1000,3000]
+                             [--concat N] [--train-size N] [--emit binary|source]
+                             [--lock FILE] [--keep DIR]
+
+Builds ONNX models that stress the compiler rather than the program:
+  * chain N   N pointwise ops in one line on a [64, 256] float input,
+              cycling Add, Mul, Relu, Tanh (Add and Mul take their own [256]
+              initializer each, so the chain has N/2 parameters);
+  * concat N  one Concat of N operands (each a Mul of the [64, 8] input by
+              its own [8] initializer: N + 1 ops) along axis 1;
+  * train N   the chain of N ops compiled as a trainer: --loss=mse
+              --optimizer=sgd (forward, backward and the update).
+and runs `trainc compile MODEL --target=cpu` on each (with --emit=binary, the
+default, that includes building the generated C++ with the host compiler).
+Prints wall seconds and the peak resident memory of the largest process of
+the compile (trainc itself or the C++ compiler it runs: the maximum RSS
+that wait4 reports for the process and the children it waited for), with
+the ONNX op count. A quick run: --sizes 1000 --concat 0 --train-size 0.
+"""
+import argparse
+import contextlib
+import fcntl
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OPSET = 17
+
+
+def chain_model(n):
+    """N pointwise ops in a line: Add(x, b_i), Mul(x, s_i), Relu, Tanh, ..."""
+    rng = np.random.RandomState(0)
+    nodes, inits, prev = [], [], "X"
+    for i in range(n):
+        op = ("Add", "Mul", "Relu", "Tanh")[i % 4]
+        out = "Y" if i == n - 1 else "t%d" % i
+        inputs = [prev]
+        if op in ("Add", "Mul"):
+            name = "p%d" % i
+            value = (rng.uniform(-0.1, 0.1, 256) if op == "Add"
+                     else rng.uniform(0.9, 1.1, 256)).astype(np.float32)
+            inits.append(numpy_helper.from_array(value, name))
+            inputs.append(name)
+        nodes.append(helper.make_node(op, inputs, [out], name="%s_%d" % (op.lower(), i)))
+        prev = out
+    graph = helper.make_graph(
+        nodes, "chain%d" % n,
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [64, 256])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [64, 256])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def concat_model(n):
+    """One Concat of N operands, each the [64, 8] input scaled by its own [8] vector."""
+    rng = np.random.RandomState(0)
+    nodes, inits, parts = [], [], []
+    for i in range(n):
+        name = "s%d" % i
+        inits.append(numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), name))
+        parts.append("m%d" % i)
+        nodes.append(helper.make_node("Mul", ["X", name], [parts[-1]], name="mul_%d" % i))
+    nodes.append(helper.make_node("Concat", parts, ["Y"], name="concat", axis=1))
+    graph = helper.make_graph(
+        nodes, "concat%d" % n,
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [64, 8])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [64, 8 * n])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+def measure(cmd):
+    """(wall seconds, peak RSS in MiB, exit status, stderr tail) of one compile."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        err.seek(0)
+        tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
+    return wall, usage.ru_maxrss / 1024.0, proc.returncode, tail
+
+
+@contextlib.contextmanager
+def held(lock):
+    """The file's flock for the duration (nothing without a file)."""
+    if not lock:
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trainc", default=os.path.join(ROOT, "build", "bin", "trainc"))
+    parser.add_argument("--sizes", default="1000,3000",
+                        help="chain lengths, comma separated (e.g. 1000,3000,10000)")
+    parser.add_argument("--concat", type=int, default=4000,
+                        help="operands of the Concat model (0: skip it)")
+    parser.add_argument("--train-size", type=int, default=1000,
+                        help="chain length of the training compile (0: skip it)")
+    parser.add_argument("--emit", default="binary", choices=["binary", "source"],
+                        help="binary: the whole compile, C++ build included; "
+                             "source: trainc alone, up to the generated C++")
+    parser.add_argument("--lock", help="hold this file's flock during each compile "
+                        "(e.g. the build lock, so that no build shares the cores)")
+    parser.add_argument("--keep", help="write the models and outputs here (kept)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    cases = [("chain", n, chain_model, []) for n in sizes]
+    if args.concat:
+        cases.append(("concat", args.concat, concat_model, []))
+    if args.train_size:
+        cases.append(("train chain", args.train_size, chain_model,
+                      ["--loss=mse", "--optimizer=sgd"]))
+    work = args.keep or tempfile.mkdtemp(prefix="trainc-compile-time-")
+    os.makedirs(work, exist_ok=True)
+    print("trainc: %s (--target=cpu --emit=%s)" % (args.trainc, args.emit))
+    print("%-12s %7s %7s %10s %12s  %s" % ("model", "N", "ops", "seconds", "peak MiB", "status"))
+    failed = False
+    try:
+        for kind, n, build, extra in cases:
+            model = build(n)
+            path = os.path.join(work, "%s%d.onnx" % (kind.split()[0], n))
+            onnx.save(model, path)
+            out = os.path.join(work, "%s%d.%s" % (kind.replace(" ", "_"), n,
+                                                  "bin" if args.emit == "binary" else "cpp"))
+            cmd = [args.trainc, "compile", path, "--target=cpu", "--emit=" + args.emit,
+                   "-o", out] + extra
+            with held(args.lock):
+                wall, rss, rc, tail = measure(cmd)
+            status = "ok" if rc == 0 else "FAILED (exit %d): %s" % (rc, " | ".join(tail))
+            failed |= rc != 0
+            print("%-12s %7d %7d %10.2f %12.1f  %s"
+                  % (kind, n, len(model.graph.node), wall, rss, status), flush=True)
+    finally:
+        if not args.keep:
+            subprocess.run(["rm", "-rf", work])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
