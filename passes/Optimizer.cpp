@@ -43,18 +43,21 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     step->setAttr("tc.optimizer", StringAttr::get(&getContext(), kind));
   }
 
+  /// The hyperparameter argument `name` of `step`, added on first use. The
+  /// argument itself is the record (no map in the pass: a pass instance runs
+  /// on many modules, and a Value kept from one run would belong to another
+  /// module's function).
   Value hyper(func::FuncOp step, OpBuilder &b, StringRef name) {
-    auto it = hypers.find(name);
-    if (it != hypers.end())
-      return it->second;
+    for (BlockArgument arg : step.getArguments())
+      if (auto attr = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.hyper"))
+        if (attr.getValue() == name)
+          return arg;
     auto type = RankedTensorType::get({}, b.getF32Type());
     unsigned index = step.getNumArguments();
     (void)step.insertArgument(index, type,
                               b.getDictionaryAttr(b.getNamedAttr("tc.hyper", b.getStringAttr(name))),
                               step.getLoc());
-    Value arg = step.getArgument(index);
-    hypers[name] = arg;
-    return arg;
+    return step.getArgument(index);
   }
 
   Value state(func::FuncOp step, OpBuilder &b, Type type, const std::string &name) {
@@ -177,8 +180,6 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                       ->getResult(0);
     return b.create<tc::MinOp>(loc, ValueRange{ratio, f32Scalar(b, loc, 1.0f)})->getResult(0);
   }
-
-  llvm::StringMap<Value> hypers;
 };
 
 } // namespace

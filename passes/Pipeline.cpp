@@ -2,14 +2,22 @@
 //
 // Each phase is a named pass pipeline. The phases of DESIGN.md that are not
 // built yet are simply not in the list: a phase exists once it does work.
+// A phase that changes the IR ends with the canonicalizer and CSE on every
+// function, so each phase's IR (--compile-to, --dump-ir) and the next phase's
+// input are canonical. Every phase has its own PassManager; with
+// PipelineOptions::passManagerCLOptions each one takes MLIR's pass-manager
+// command-line options (--mlir-print-ir-after-all, --mlir-timing, ...).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Pipeline.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -25,8 +33,21 @@ struct Phase {
   const char *name;
   /// Whether the phase belongs to a training build (needs --loss).
   bool training;
-  std::function<void(OpPassManager &, const trainc::PipelineOptions &)> build;
+  /// Adds the phase's passes; returns false when it adds none (the phase is
+  /// skipped and needs no cleanup).
+  std::function<bool(OpPassManager &, const trainc::PipelineOptions &)> build;
+  /// Whether canonicalize and CSE follow the phase's passes (every phase
+  /// that rewrites the IR; not plan, whose offsets describe the final order).
+  bool cleanup = true;
 };
+
+/// The cleanup after a phase: folds, canonical forms and dead ops, then
+/// common subexpressions, in every function.
+void addCleanup(OpPassManager &pm) {
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createCanonicalizerPass());
+  func.addPass(createCSEPass());
+}
 
 const std::vector<Phase> &phases() {
   static const std::vector<Phase> list = {
@@ -37,36 +58,44 @@ const std::vector<Phase> &phases() {
          loss.labelName = o.label;
          loss.classAxis = o.classAxis;
          pm.addPass(trainc::createAttachLoss(loss));
+         return true;
        }},
       {"fold-bias-bn", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &) {
          pm.addPass(trainc::createFoldBiasBeforeBatchNorm());
+         return true;
        }},
       {"autodiff", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          trainc::AutodiffOptions autodiff;
          autodiff.freeze = o.freeze;
          pm.addPass(trainc::createAutodiff(autodiff));
+         return true;
        }},
       {"optimizer", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (o.optimizer.empty())
-           return;
+           return false;
          trainc::OptimizerOptions opt;
          opt.kind = o.optimizer;
          opt.nesterov = o.nesterov;
          opt.clipGradNorm = o.clipGradNorm;
          pm.addPass(trainc::createOptimizer(opt));
+         return true;
        }},
       {"fuse", false,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
-         if (o.fuse)
-           pm.addPass(trainc::createFuse());
+         if (!o.fuse)
+           return false;
+         pm.addPass(trainc::createFuse());
+         return true;
        }},
       {"plan", false,
        [](OpPassManager &pm, const trainc::PipelineOptions &) {
          pm.addPass(trainc::createPlanMemory());
-       }},
+         return true;
+       },
+       /*cleanup=*/false},
   };
   return list;
 }
@@ -96,15 +125,35 @@ std::vector<std::string> trainc::pipelinePhases() {
   return names;
 }
 
+void trainc::registerPipelineCLOptions() {
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerTraincPasses();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+}
+
 LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &options) {
   if (failed(dump(module, options.dumpDir, 1, "import")))
     return failure();
+  // --mlir-timing: one report for the whole pipeline, a scope per phase.
+  DefaultTimingManager timing;
+  if (options.passManagerCLOptions)
+    applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
   int index = 2;
   for (const Phase &phase : phases()) {
     if (phase.training && options.loss.empty())
       continue;
     PassManager pm(module.getContext());
-    phase.build(pm, options);
+    bool active = phase.build(pm, options);
+    if (active && phase.cleanup)
+      addCleanup(pm);
+    if (options.passManagerCLOptions && failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    TimingScope phaseTiming = active ? rootTiming.nest(phase.name) : TimingScope();
+    if (active && timing.isEnabled())
+      pm.enableTiming(phaseTiming);
     if (failed(pm.run(module)) ||
         failed(dump(module, options.dumpDir, index++, phase.name)))
       return failure();

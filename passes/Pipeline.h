@@ -38,7 +38,17 @@ struct PipelineOptions {
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every
   /// phase.
   std::string dumpDir;
+  /// Apply MLIR's pass-manager and timing command-line options
+  /// (--mlir-print-ir-after-all, --mlir-timing, ...) to every phase; the
+  /// tool must have called registerPipelineCLOptions.
+  bool passManagerCLOptions = false;
 };
+
+/// Registers the phases' passes (so --mlir-print-ir-after=trainc-autodiff
+/// and =canonicalize name them) and MLIR's pass-manager and timing
+/// command-line options. A tool calls it before parsing its command line and
+/// then sets PipelineOptions::passManagerCLOptions.
+void registerPipelineCLOptions();
 
 /// Runs the phases. Diagnostics go through the context's handler.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options);
