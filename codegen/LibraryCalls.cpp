@@ -157,8 +157,14 @@ LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
   ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs());
   if (!cast<ShapedType>(op.getLhs().getType()).getElementType().isF32())
     return op.emitError("codegen supports f32 matmul only");
-  int64_t m = a.size() == 1 ? 1 : a[a.size() - 2], k = a.back();
-  int64_t n = b.size() == 1 ? 1 : b.back();
+  // Row-major: A is stored [.., m, k] (lda = k), or [.., k, m] with trans_a
+  // (lda = m); B is [.., k, n] (ldb = n), or [.., n, k] with trans_b (ldb = k).
+  // The verifier refuses a flag on a 1-D operand.
+  bool ta = op.getTransA(), tb = op.getTransB();
+  int64_t m = a.size() == 1 ? 1 : a[a.size() - (ta ? 1 : 2)];
+  int64_t k = ta ? a[a.size() - 2] : a.back();
+  int64_t n = b.size() == 1 ? 1 : b[b.size() - (tb ? 2 : 1)];
+  int64_t lda = ta ? m : k, ldb = tb ? k : n;
   auto batchOf = [](ArrayRef<int64_t> s) {
     int64_t p = 1;
     for (size_t d = 0; d + 2 < s.size(); ++d)
@@ -170,9 +176,10 @@ LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
   if ((ba != batch && ba != 1) || (bb != batch && bb != 1))
     return op.emitError("codegen does not support partially broadcast matmul batches yet");
   int64_t strideA = ba == 1 ? 0 : m * k, strideB = bb == 1 ? 0 : k * n;
-  call("tk::gemm(ctx, false, false, " + std::to_string(m) + ", " + std::to_string(n) + ", " +
-       std::to_string(k) + ", 1.0f, " + ptr(op.getLhs()) + ", " + std::to_string(k) + ", " +
-       std::to_string(strideA) + ", " + ptr(op.getRhs()) + ", " + std::to_string(n) + ", " +
+  call("tk::gemm(ctx, " + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") +
+       ", " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) +
+       ", 1.0f, " + ptr(op.getLhs()) + ", " + std::to_string(lda) + ", " +
+       std::to_string(strideA) + ", " + ptr(op.getRhs()) + ", " + std::to_string(ldb) + ", " +
        std::to_string(strideB) + ", 0.0f, " + ptr(op.getResult()) + ", " + std::to_string(n) +
        ", " + std::to_string(m * n) + ", " + std::to_string(batch) + ")");
   return success();

@@ -80,13 +80,11 @@ Value select(OpBuilder &b, Location loc, Value keep, Value dy) {
   return make<WhereOp>(b, loc, {keep, dy, scalar(b, loc, dy, 0.0)});
 }
 
-Value transposeLastTwo(OpBuilder &b, Location loc, Value v) {
-  int64_t rank = typeOf(v).getRank();
-  SmallVector<int64_t> perm;
-  for (int64_t d = 0; d < rank; ++d)
-    perm.push_back(d);
-  std::swap(perm[rank - 1], perm[rank - 2]);
-  return make<TransposeOp>(b, loc, v, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+/// trans_a / trans_b attributes of a contraction (both given: the shape
+/// function sees the attributes before the op fills in defaults).
+SmallVector<NamedAttribute> transFlags(OpBuilder &b, bool ta, bool tb) {
+  return {b.getNamedAttr("trans_a", b.getBoolAttr(ta)),
+          b.getNamedAttr("trans_b", b.getBoolAttr(tb))};
 }
 
 /// The gradient of a keepdims=false reduction, broadcast back to the input.
@@ -337,10 +335,9 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Value dy = dys[0], a = getA(), bm = getB();
   bool ta = getTransA(), tb = getTransB();
   auto gemm = [&](Value x, Value y, bool tx, bool ty) {
-    return make<GemmOp>(b, loc, {x, y},
-                        {b.getNamedAttr("alpha", getAlphaAttr()),
-                         b.getNamedAttr("trans_a", b.getBoolAttr(tx)),
-                         b.getNamedAttr("trans_b", b.getBoolAttr(ty))});
+    SmallVector<NamedAttribute> attrs = transFlags(b, tx, ty);
+    attrs.push_back(b.getNamedAttr("alpha", getAlphaAttr()));
+    return make<GemmOp>(b, loc, {x, y}, attrs);
   };
   // dA = alpha dY op(B)^T (transposed back when A was transposed).
   dxs.push_back(ta ? gemm(bm, dy, tb, true) : gemm(dy, bm, false, !tb));
@@ -361,9 +358,15 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   Value dy = dys[0], a = getLhs(), bm = getRhs();
   if (typeOf(a).getRank() < 2 || typeOf(bm).getRank() < 2)
     return emitOpError("has no gradient rule for 1-D operands yet");
-  // dA = dY B^T, dB = A^T dY, each summed over broadcast batch axes.
-  Value da = make<MatMulOp>(b, loc, {dy, transposeLastTwo(b, loc, bm)});
-  Value db = make<MatMulOp>(b, loc, {transposeLastTwo(b, loc, a), dy});
+  // Y = op(A) op(B): d op(A) = dY op(B)^T, d op(B) = op(A)^T dY, transposed
+  // back through the flags when the operand was transposed; each is summed
+  // over broadcast batch axes. No tc.transpose: the flags do it.
+  bool ta = getTransA(), tb = getTransB();
+  auto matmul = [&](Value x, Value y, bool tx, bool ty) {
+    return make<MatMulOp>(b, loc, {x, y}, transFlags(b, tx, ty));
+  };
+  Value da = ta ? matmul(bm, dy, tb, true) : matmul(dy, bm, false, !tb);
+  Value db = tb ? matmul(dy, a, true, ta) : matmul(a, dy, !ta, false);
   dxs.push_back(sumToShape(b, loc, da, a.getType()));
   dxs.push_back(sumToShape(b, loc, db, bm.getType()));
   return success();

@@ -80,6 +80,10 @@ LogicalResult inferWindowShape(std::optional<Location> loc,
   return success();
 }
 
+/// A default-false flag as a shape function sees it: builders call the shape
+/// function before the op fills in its default attributes, so it may be absent.
+bool flagOf(BoolAttr attr) { return attr && attr.getValue(); }
+
 LogicalResult checkReduction(std::optional<Location> loc, StringRef reduction) {
   if (reduction != "mean" && reduction != "sum" && reduction != "none")
     return emitOptionalError(loc, "reduction must be 'mean', 'sum' or 'none', got '",
@@ -284,10 +288,29 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
       failed(requireSameElementType(location, lhs, rhs, "the right operand",
                                         "the left operand")))
     return failure();
+  // trans_a / trans_b swap the last two axes of that operand; a vector has
+  // no second axis to swap with.
+  auto transposed = [&](RankedTensorType t, bool flag, StringRef name,
+                        SmallVectorImpl<int64_t> &out) -> LogicalResult {
+    out.assign(t.getShape().begin(), t.getShape().end());
+    if (!flag)
+      return success();
+    if (out.size() < 2)
+      return emitOptionalError(location, name, " needs an operand of rank >= 2, got ",
+                               shape::format(t.getShape()));
+    std::swap(out[out.size() - 1], out[out.size() - 2]);
+    return success();
+  };
+  SmallVector<int64_t> a, b;
+  bool ta = flagOf(adaptor.getTransAAttr()), tb = flagOf(adaptor.getTransBAttr());
+  if (failed(transposed(lhs, ta, "trans_a", a)) ||
+      failed(transposed(rhs, tb, "trans_b", b)))
+    return failure();
   std::string error;
-  auto shape = shape::matmul(lhs.getShape(), rhs.getShape(), error);
+  auto shape = shape::matmul(a, b, error);
   if (!shape)
-    return emitOptionalError(location, error);
+    return emitOptionalError(location, error,
+                             ta || tb ? " (operands as transposed by trans_a/trans_b)" : "");
   inferred.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
   return success();
 }
@@ -304,7 +327,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, "A and B must be matrices, got ",
                              shape::format(a.getShape()), " and ",
                              shape::format(b.getShape()));
-  bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
+  bool ta = flagOf(adaptor.getTransAAttr()), tb = flagOf(adaptor.getTransBAttr());
   int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
   int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
   if (ka != kb)

@@ -234,15 +234,23 @@ def Tc_MatMulOp : Tc_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   let summary = "matrix product with numpy (ONNX MatMul) semantics";
   let description = [{
     Batch dimensions broadcast; a 1-D operand is promoted to a matrix and the
-    promoted dimension is removed from the result.
+    promoted dimension is removed from the result. `trans_a` (`trans_b`) swaps
+    the last two axes of the left (right) operand before the product; batch
+    axes stay where they are, and a 1-D operand cannot be transposed.
+    A `tc.transpose` of the last two axes that feeds an operand folds into the
+    flag (canonicalization).
 
     ```mlir
     %y = tc.matmul %a, %b : (tensor<2x16x32xf32>, tensor<32x64xf32>) -> tensor<2x16x64xf32>
+    %z = tc.matmul %a, %w {trans_b = true} : (tensor<2x16x32xf32>, tensor<64x32xf32>) -> tensor<2x16x64xf32>
     ```
   }];
-  let arguments = (ins Tc_NumericTensor:$lhs, Tc_NumericTensor:$rhs);
+  let arguments = (ins Tc_NumericTensor:$lhs, Tc_NumericTensor:$rhs,
+      DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+      DefaultValuedAttr<BoolAttr, "false">:$trans_b);
   let results = (outs Tc_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
@@ -262,6 +270,7 @@ def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
@@ -609,6 +618,10 @@ def Tc_ReshapeOp : Tc_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Tc_Gradient
 def Tc_TransposeOp : Tc_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "permute the axes: result dim i is input dim perm[i]";
   let description = [{
+    Folds: the identity permutation is its input, a transpose of a transpose
+    is one transpose (or its input), a transpose of a splat constant is the
+    splat constant of the new shape.
+
     ```mlir
     %y = tc.transpose %x {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x16x2x16xf32>) -> tensor<2x2x16x16xf32>
     ```
@@ -616,6 +629,8 @@ def Tc_TransposeOp : Tc_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Tc_Grad
   let arguments = (ins Tc_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Tc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Tc_ConcatOp : Tc_Op<"concat", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
