@@ -2,7 +2,7 @@
 """Compile time and peak memory of trainc against the size of the graph.
 
 Usage: bench/compile_time.py [--trainc PATH] [--sizes 1000,3000]
-                             [--concat N] [--train-size N] [--emit binary|source]
+                             [--concat N] [--train-size N] [--emit both|binary|source]
                              [--lock FILE] [--keep DIR]
 
 Builds ONNX models that stress the compiler rather than the program:
@@ -13,9 +13,10 @@ Builds ONNX models that stress the compiler rather than the program:
               its own [8] initializer: N + 1 ops) along axis 1;
   * train N   the chain of N ops compiled as a trainer: --loss=mse
               --optimizer=sgd (forward, backward and the update).
-and runs `trainc compile MODEL --target=cpu` on each (with --emit=binary, the
-default, that includes building the generated C++ with the host compiler).
-Prints wall seconds and the peak resident memory of the largest process of
+and runs `trainc compile MODEL --target=cpu` on each, twice: --emit=source
+(trainc alone, up to the generated C++) and --emit=binary (the whole compile,
+building the generated C++ with the host compiler included; --emit chooses
+one). Prints wall seconds and the peak resident memory of the largest process of
 the compile (trainc itself or the C++ compiler it runs: the maximum RSS
 that wait4 reports for the process and the children it waited for), with
 the ONNX op count. A quick run: --sizes 1000 --concat 0 --train-size 0.
@@ -114,9 +115,9 @@ def main():
                         help="operands of the Concat model (0: skip it)")
     parser.add_argument("--train-size", type=int, default=1000,
                         help="chain length of the training compile (0: skip it)")
-    parser.add_argument("--emit", default="binary", choices=["binary", "source"],
+    parser.add_argument("--emit", default="both", choices=["both", "binary", "source"],
                         help="binary: the whole compile, C++ build included; "
-                             "source: trainc alone, up to the generated C++")
+                             "source: trainc alone, up to the generated C++; both (default)")
     parser.add_argument("--lock", help="hold this file's flock during each compile "
                         "(e.g. the build lock, so that no build shares the cores)")
     parser.add_argument("--keep", help="write the models and outputs here (kept)")
@@ -130,24 +131,30 @@ def main():
                       ["--loss=mse", "--optimizer=sgd"]))
     work = args.keep or tempfile.mkdtemp(prefix="trainc-compile-time-")
     os.makedirs(work, exist_ok=True)
-    print("trainc: %s (--target=cpu --emit=%s)" % (args.trainc, args.emit))
-    print("%-12s %7s %7s %10s %12s  %s" % ("model", "N", "ops", "seconds", "peak MiB", "status"))
+    emits = ["source", "binary"] if args.emit == "both" else [args.emit]
+    print("trainc: %s (--target=cpu; source: trainc alone, up to the generated C++; "
+          "binary: the whole compile, the C++ build included)" % args.trainc)
+    print("%-12s %6s %6s" % ("model", "N", "ops")
+          + "".join(" %10s %9s" % (e + " s", "MiB") for e in emits) + "  status")
     failed = False
     try:
         for kind, n, build, extra in cases:
             model = build(n)
             path = os.path.join(work, "%s%d.onnx" % (kind.split()[0], n))
             onnx.save(model, path)
-            out = os.path.join(work, "%s%d.%s" % (kind.replace(" ", "_"), n,
-                                                  "bin" if args.emit == "binary" else "cpp"))
-            cmd = [args.trainc, "compile", path, "--target=cpu", "--emit=" + args.emit,
-                   "-o", out] + extra
-            with held(args.lock):
-                wall, rss, rc, tail = measure(cmd)
-            status = "ok" if rc == 0 else "FAILED (exit %d): %s" % (rc, " | ".join(tail))
-            failed |= rc != 0
-            print("%-12s %7d %7d %10.2f %12.1f  %s"
-                  % (kind, n, len(model.graph.node), wall, rss, status), flush=True)
+            row, problems = "%-12s %6d %6d" % (kind, n, len(model.graph.node)), []
+            for emit in emits:
+                out = os.path.join(work, "%s%d.%s" % (kind.replace(" ", "_"), n,
+                                                      "bin" if emit == "binary" else "cpp"))
+                cmd = [args.trainc, "compile", path, "--target=cpu", "--emit=" + emit,
+                       "-o", out] + extra
+                with held(args.lock):
+                    wall, rss, rc, tail = measure(cmd)
+                row += " %10.2f %9.1f" % (wall, rss)
+                if rc:
+                    problems.append("%s FAILED (exit %d): %s" % (emit, rc, " | ".join(tail)))
+            failed |= bool(problems)
+            print(row + "  " + ("; ".join(problems) or "ok"), flush=True)
     finally:
         if not args.keep:
             subprocess.run(["rm", "-rf", work])

@@ -315,14 +315,20 @@ def time_trainers(progs, steps, warm, data, threads, repeat=3):
         return time.perf_counter() - start
 
     short = {prog: float("inf") for prog in progs}
-    long = dict(short)
+    long, failed = dict(short), {}
     for prog in progs:
-        run(prog, min(10, steps))  # warm the page cache
+        try:
+            run(prog, min(10, steps))  # warm the page cache
+        except subprocess.CalledProcessError as e:
+            failed[prog] = "trainer failed (exit %d): %s" % (
+                e.returncode, (e.stderr.decode(errors="replace").strip().splitlines()
+                               or ["?"])[-1][:300])
     for _ in range(repeat):
         for prog in progs:
-            short[prog] = min(short[prog], run(prog, warm))
-            long[prog] = min(long[prog], run(prog, warm + steps))
-    return {prog: (long[prog] - short[prog]) / steps for prog in progs}
+            if prog not in failed:
+                short[prog] = min(short[prog], run(prog, warm))
+                long[prog] = min(long[prog], run(prog, warm + steps))
+    return {prog: failed.get(prog, (long[prog] - short[prog]) / steps) for prog in progs}
 
 
 def make_data(spec, batch, steps, warm, data):
@@ -387,7 +393,7 @@ def bench_model(spec, args, work):
               for side, _ in sides if isinstance(ours[side], float)]
     if len(sides) > 1 and all(isinstance(ours[side], float) for side, _ in sides):
         ratios.append("trainc/before %.2f" % (ours["trainc"] / ours["before"]))
-    line += " | best peer %s: %s" % (best, ", ".join(ratios))
+    line += " | best peer %s%s" % (best, ": " + ", ".join(ratios) if ratios else "")
     for side, _ in sides:
         if not isinstance(ours[side], float):
             notes.append("%s: %s" % (side, ours[side]))
