@@ -129,7 +129,8 @@ usage:
   trainc help | --help | --version
 
 MODEL is a binary .onnx file or an ONNX text-format file (.onnxtxt).
-Run 'trainc COMMAND --help' for the options of a command.
+Run 'trainc COMMAND --help' for the options of a command. compile and check also take
+MLIR's pass-manager options (--mlir-print-ir-after-all, --mlir-timing, ...).
 )";
 
 /// Imports the model named on the command line, or reports why not on
@@ -332,6 +333,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
   pipeline.fuse = fuseMode != "none";
+  pipeline.passManagerCLOptions = true;
   return pipeline;
 }
 
@@ -691,7 +693,16 @@ int main(int argc, char **argv) {
     errs() << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   }
-  cl::HideUnrelatedOptions(category);
+  // MLIR's pass-manager, timing, printing and context options apply to every
+  // phase (--mlir-print-ir-after-all, --mlir-timing, ...); --help lists them.
+  trainc::registerPipelineCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  static cl::OptionCategory mlirCategory("MLIR options (every phase of compile and check)");
+  for (auto &option : cl::getRegisteredOptions())
+    if (option.getKey().starts_with("mlir-"))
+      option.getValue()->addCategory(mlirCategory);
+  cl::HideUnrelatedOptions({&category, &mlirCategory});
   std::string overview = "trainc " + command;
   // Parse the command's own options, with "trainc COMMAND" as the program.
   std::string program = std::string(argv[0]) + " " + command;
@@ -700,6 +711,13 @@ int main(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(),
                                    overview, &errs()))
     return 1;
+  // MLIR aborts when module-scope IR printing meets a multithreaded context.
+  const auto &registered = cl::getRegisteredOptions();
+  if (registered.lookup("mlir-print-ir-module-scope")->getNumOccurrences() &&
+      !registered.lookup("mlir-disable-threading")->getNumOccurrences()) {
+    errs() << "error: --mlir-print-ir-module-scope needs --mlir-disable-threading\n";
+    return 1;
+  }
   if (inputPath.empty()) {
     errs() << "error: no model given\n\n" << kUsage;
     return 1;
