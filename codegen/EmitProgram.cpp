@@ -35,6 +35,21 @@ using namespace trainc;
 using namespace trainc::codegen;
 
 std::string ProgramEmitter::opComment(Operation *op) {
+  if (auto fused = dyn_cast<tc::FusedOp>(op)) {
+    // The group and the ONNX nodes it computes, each once.
+    std::vector<std::string> nodes;
+    for (Operation &inner : fused.getBlock().without_terminator()) {
+      std::string n = nodeName(inner.getLoc());
+      if (!n.empty() && llvm::find(nodes, n) == nodes.end())
+        nodes.push_back(n);
+    }
+    std::string s = "tc.fused " + fused.getKernel().str() + " (";
+    for (size_t i = 0; i < nodes.size() && i < 6; ++i)
+      s += (i ? ", '" : "'") + nodes[i] + "'";
+    if (nodes.size() > 6)
+      s += " and " + std::to_string(nodes.size() - 6) + " more";
+    return s + ") -> " + shapeText(shapeOf(op->getResult(0)));
+  }
   std::string name = nodeName(op->getLoc());
   std::string s = op->getName().getStringRef().str();
   if (!name.empty())
@@ -161,13 +176,15 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   outputs.clear();
   states.clear();
   hypers.clear();
+  generatedCalls = libraryCalls = 0;
   trainRole = train;
   if (failed(declareArguments(func)))
     return failure();
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
-  return Emitted{body, inputs, outputs, states, hypers, arena.getInt()};
+  return Emitted{body,  inputs,         outputs,     states,
+                 hypers, arena.getInt(), generatedCalls, libraryCalls};
 }
 
 LogicalResult ProgramEmitter::run(raw_ostream &os) {
@@ -254,7 +271,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << "    " << trainFn->hypers.size() << ", kHypers,\n"
        << "    " << trainFn->states.size() << ", "
        << (trainFn->states.empty() ? "nullptr" : "kStates") << ",\n"
-       << "    " << trainFn->arena << ", trainStep};\n";
+       << "    " << trainFn->arena << ", trainStep,\n"
+       << "    " << trainFn->generated << ", " << trainFn->library
+       << "}; // kernels per step: generated, library calls\n";
   }
   if (!params.empty()) {
     os << "const trainc::rt::ParamInfo kParams[] = {\n";
@@ -334,7 +353,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << ", trainc_param_blob, " << blob.size() << ",\n"
      << "    " << arenaBytes << ", forward, " << (trainFn ? "&kTrain" : "nullptr") << ", "
      << (exporting ? "&kExport" : "nullptr") << ",\n"
-     << "    \"" << programFingerprint(module, options) << "\"};\n"
+     << "    \"" << programFingerprint(module, options) << "\",\n"
+     << "    " << forwardFn->generated << ", " << forwardFn->library
+     << "}; // kernels per forward pass: generated, library calls\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  trainc::rt::prepareProcess(argc, argv);\n"
@@ -353,6 +374,11 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     auto value = dyn_cast<DenseElementsAttr>(constant.getValue());
     if (!value || cType(value.getType()).empty())
       return op->emitError("codegen does not support this constant yet");
+    // A splat that only pointwise kernels read is a literal in them.
+    if (tc::isSplatConstant(op) && llvm::all_of(op->getUsers(), [](Operation *user) {
+          return tc::isFusible(user) && !isa<tc::ExpandOp>(user);
+        }))
+      return success();
     std::string name = "p" + std::to_string(params.size());
     Type type = value.getType();
     body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
@@ -402,10 +428,10 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
 
   if (isView(op))
     return success(); // views: the result is the operand's buffer
-  if (op->hasTrait<tc::OpTrait::Pointwise>())
+  if (auto fused = dyn_cast<tc::FusedOp>(op))
+    return emitFused(fused);
+  if (tc::isFusible(op) && !isa<tc::ExpandOp>(op))
     return emitPointwise(op);
-  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    return emitDropout(dropout);
   if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))
     return emitUpdate(op);
   if (isa<tc::TransposeOp, tc::SliceOp, tc::SliceBackwardOp, tc::ExpandOp, tc::ConcatOp,

@@ -9,40 +9,52 @@
 #include "codegen/Escape.h"
 #include "codegen/IndexKernels.h"
 #include "codegen/ProgramEmitter.h"
+#include "codegen/ScalarExpr.h"
+
+#include <cctype>
 
 using namespace mlir;
 using namespace trainc;
 using namespace trainc::codegen;
 
-/// Training-mode dropout: each element redraws its keep decision from the
-/// step's key (trainc::random), so the gradient's dropout of dy applies the
-/// forward's mask.
-LogicalResult ProgramEmitter::emitDropout(tc::DropoutOp op) {
-  Type elem = cast<ShapedType>(op.getType()).getElementType();
-  bool f32 = elem.isF32();
-  float ratio = op.getRatio().convertToFloat();
-  std::string t = cType(elem);
-  // A multiplication by 0, not a select, drops an element: NaN and
-  // infinity stay NaN, as in PyTorch's input * mask * scale.
-  std::string code = "  out[i] = in[i] * (trainc::random::dropoutKeeps(key, " +
-                     std::to_string(op.getStream()) + "u, i, " + literal(ratio, true) +
-                     ") ? " + literal(1.0 / (1.0 - static_cast<double>(ratio)), f32) +
-                     " : " + t + "(0));\n";
-  std::vector<std::string> comment = {
-      opComment(op), "keeps an element with probability 1 - " + literal(ratio, true) +
-                         " (stream " + std::to_string(op.getStream()) + ")"};
-  std::string name = kernels.addKernel(
-      "dropout", comment, {{t, "in", false}, {"int64_t", "key", false}, {t, "out", true}},
-      countOf(op.getResult()), code);
-  call(name + "(ctx, " + ptr(op.getInput()) + ", " + ptr(op.getKey()) + ", " +
-       ptr(op.getResult()) + ")");
-  return success();
+/// Whether update `b` can join the multi-tensor kernel of update `a`: the
+/// same optimizer and attributes, the same hyperparameter operands, and no
+/// operand computed by `a`.
+static bool sameUpdateKind(Operation *a, Operation *b, unsigned tensors) {
+  if (a->getName() != b->getName() || a->getNumOperands() != b->getNumOperands())
+    return false;
+  for (NamedAttribute attr : a->getAttrs())
+    if (attr.getName() != "tc.offsets" && b->getAttr(attr.getName()) != attr.getValue())
+      return false;
+  for (unsigned k = tensors; k < a->getNumOperands(); ++k)
+    if (a->getOperand(k) != b->getOperand(k))
+      return false;
+  return llvm::none_of(b->getOperands(), [&](Value v) { return v.getDefiningOp() == a; });
 }
 
-/// A fused optimizer update: one kernel reads the parameter, its gradient
-/// and its state once and writes their next values (in place when planned
-/// so; the body reads every element before it writes it).
+/// The tensors one multi-tensor launch takes at most: its pointer arrays
+/// stay under CUDA's 4 KiB of kernel parameters.
+constexpr size_t kMaxUpdateTensors = 64;
+
 LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
+  bool sgd = isa<tc::SgdUpdateOp>(op);
+  unsigned tensorCount = sgd ? 3 : 4;
+  pendingUpdates.push_back(op);
+  Operation *next = op->getNextNode();
+  if (next && pendingUpdates.size() < kMaxUpdateTensors &&
+      sameUpdateKind(pendingUpdates.front(), next, tensorCount))
+    return success(); // emitted with the run's last update
+  std::vector<Operation *> ops = std::move(pendingUpdates);
+  pendingUpdates.clear();
+  return emitUpdates(ops);
+}
+
+/// Fused optimizer updates: one kernel reads each parameter, its gradient
+/// and its state once and writes their next values (in place when planned
+/// so; the body reads every element before it writes it). A run of updates
+/// of one optimizer is one multi-tensor kernel.
+LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
+  Operation *op = ops.front();
   bool sgd = isa<tc::SgdUpdateOp>(op);
   bool decoupled = !sgd && cast<tc::AdamUpdateOp>(op).getDecoupled();
   std::vector<std::string> tensors =
@@ -54,15 +66,15 @@ LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
                                      "eps", "wd",    "step",  "bc2sqrt"};
   if (op->getNumOperands() > tensors.size() + scalars.size())
     scalars.push_back("scale");
-  std::vector<KernelParam> kparams;
-  for (const std::string &t : tensors)
-    kparams.push_back({"float", t, false});
-  for (const std::string &h : scalars)
-    kparams.push_back({"float", h, false});
   std::vector<std::string> outs = sgd ? std::vector<std::string>{"param_out", "buf_out"}
                                       : std::vector<std::string>{"param_out", "m_out", "v_out"};
+  std::vector<KernelParam> perTensor, shared;
+  for (const std::string &t : tensors)
+    perTensor.push_back({"float", t, false});
   for (const std::string &o : outs)
-    kparams.push_back({"float", o, true});
+    perTensor.push_back({"float", o, true});
+  for (const std::string &h : scalars)
+    shared.push_back({"float", h, false});
   std::string g = scalars.back() == "scale" ? "grad[i] * scale[0]" : "grad[i]";
   std::string code;
   if (sgd) {
@@ -85,135 +97,201 @@ LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
            "  m_out[i] = m1;\n"
            "  v_out[i] = v1;\n";
   }
-  std::vector<std::string> comment = {opComment(op)};
-  bool anyInPlace = llvm::any_of(op->getResults(), [&](Value r) { return inPlace.contains(r); });
+  std::vector<std::string> comment;
+  std::vector<int64_t> counts;
+  for (Operation *u : ops) {
+    if (comment.size() < 12)
+      comment.push_back(opComment(u));
+    counts.push_back(countOf(u->getResult(0)));
+  }
+  if (ops.size() > 12)
+    comment.push_back("... and " + std::to_string(ops.size() - 12) + " more parameters");
+  bool anyInPlace = llvm::any_of(ops, [&](Operation *u) {
+    return llvm::any_of(u->getResults(), [&](Value r) { return inPlace.contains(r); });
+  });
   if (anyInPlace)
-    comment.push_back("in place: the results overwrite the parameter and its state");
-  std::string name = kernels.addKernel(
-      sgd ? "sgd_update" : (decoupled ? "adamw_update" : "adam_update"), comment, kparams,
-      countOf(op->getResult(0)), code, /*mayAlias=*/true);
+    comment.push_back("in place: the results overwrite the parameters and their state");
+  std::string what = sgd ? "sgd_update" : (decoupled ? "adamw_update" : "adam_update");
+  std::string name = kernels.addMultiTensorKernel(what, comment, perTensor, shared, counts, code);
+  // The pointer arrays, then the call.
+  body += "  {\n";
   std::string args = "ctx";
-  for (Value v : op->getOperands())
-    args += ", " + ptr(v);
-  for (Value r : op->getResults())
-    args += ", " + ptr(r);
+  auto array = [&](const std::string &arrayName, bool output, auto valueOf) {
+    body += std::string("    ") + (output ? "float" : "const float") + " *const " + arrayName +
+            "[] = {";
+    for (auto [k, u] : llvm::enumerate(ops))
+      body += (k ? ", " : "") + ptr(valueOf(u));
+    body += "};\n";
+    args += ", " + arrayName;
+  };
+  for (auto [k, t] : llvm::enumerate(tensors))
+    array(t, false, [&, k = k](Operation *u) { return u->getOperand(k); });
+  for (auto [k, o] : llvm::enumerate(outs))
+    array(o, true, [&, k = k](Operation *u) { return u->getResult(k); });
+  for (size_t k = 0; k < scalars.size(); ++k)
+    args += ", " + ptr(op->getOperand(tensors.size() + k));
+  body += "  ";
   call(name + "(" + args + ")");
+  body += "  }\n";
   return success();
+}
+
+namespace {
+
+/// A kernel name from letters, digits and underscores only.
+std::string kernelStem(StringRef name) {
+  std::string s;
+  for (char c : name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return s.empty() ? "group" : s;
+}
+
+} // namespace
+
+LogicalResult ProgramEmitter::emitFused(tc::FusedOp fused) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : fused.getBlock().without_terminator())
+    ops.push_back(&op);
+  SmallVector<std::string> inputPtrs, outputPtrs;
+  for (Value v : fused.getInputs())
+    inputPtrs.push_back(ptr(v));
+  for (Value v : fused.getResults())
+    outputPtrs.push_back(ptr(v));
+  auto yield = cast<tc::YieldOp>(fused.getBlock().getTerminator());
+  SmallVector<Value> inputs(fused.getBlock().getArguments().begin(),
+                            fused.getBlock().getArguments().end());
+  SmallVector<Value> outputs(yield.getValues().begin(), yield.getValues().end());
+  return emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs,
+                   kernelStem(fused.getKernel()));
 }
 
 LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
+  SmallVector<Value> inputs;
+  SmallVector<std::string> inputPtrs;
+  for (Value v : op->getOperands()) {
+    if (tc::isSplatConstant(v.getDefiningOp()) || llvm::is_contained(inputs, v))
+      continue; // inlined as a literal, or read once
+    inputs.push_back(v);
+    inputPtrs.push_back(ptr(v));
+  }
   Value result = op->getResult(0);
-  ArrayRef<int64_t> out = shapeOf(result);
-  Type outElem = cast<ShapedType>(result.getType()).getElementType();
-  bool needsCoords = false;
-  for (Value v : op->getOperands())
-    needsCoords |= shapeOf(v) != out && countOf(v) != 1;
-
-  std::vector<KernelParam> kparams;
-  std::string code;
-  if (needsCoords) {
-    SmallVector<bool> used(out.size(), false);
-    for (Value v : op->getOperands())
-      if (shapeOf(v) != out && countOf(v) != 1)
-        for (auto [d, stride] : llvm::enumerate(broadcastStrides(shapeOf(v), out)))
-          used[d] = used[d] || stride != 0;
-    code += decomposeIndex(out, "i", "c", "  ", used);
-  }
-  std::vector<std::string> a;
-  for (auto [k, v] : llvm::enumerate(op->getOperands())) {
-    std::string name = "in" + std::to_string(k);
-    kparams.push_back({cType(v.getType()), name, false});
-    std::string index = shapeOf(v) == out ? "i"
-                        : countOf(v) == 1  ? "0"
-                                           : linearIndex(broadcastStrides(shapeOf(v), out), 0, "c");
-    code += "  const " + cType(v.getType()) + " a" + std::to_string(k) + " = " + name + "[" +
-            index + "];\n";
-    a.push_back("a" + std::to_string(k));
-  }
-  kparams.push_back({cType(result.getType()), "out", true});
-
-  Type inElem = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
-  bool f32 = inElem.isF32();
-  std::string t = cType(inElem);
-  auto fn = [&](StringRef name) { return (name + (f32 ? "f" : "")).str(); };
-  std::string expr;
-  StringRef mnemonic = op->getName().stripDialect();
-  if (mnemonic == "neg") expr = "-" + a[0];
-  else if (mnemonic == "abs") expr = isa<FloatType>(inElem) ? fn("fabs") + "(" + a[0] + ")"
-                                                            : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
-  // Comparison-based ops propagate NaN as PyTorch does: each test is
-  // written so that a NaN operand selects the NaN (relu(-0) is -0, a tie of
-  // max/min selects the first operand, as std::max/std::min in ATen).
-  else if (mnemonic == "relu") expr = "(" + a[0] + " < " + t + "(0) ? " + t + "(0) : " + a[0] + ")";
-  else if (mnemonic == "sigmoid") expr = f32 ? "trainc::gen::sigmoid(" + a[0] + ")"
-                                             : "1.0 / (1.0 + exp(-" + a[0] + "))";
-  else if (mnemonic == "tanh" || mnemonic == "erf" || mnemonic == "exp" ||
-           mnemonic == "log" || mnemonic == "sqrt")
-    expr = fn(mnemonic) + "(" + a[0] + ")";
-  else if (mnemonic == "reciprocal") expr = t + "(1) / " + a[0];
-  else if (mnemonic == "not") expr = "!" + a[0];
-  // sign keeps NaN (both tests fail: a - a); round is rint under the default
-  // rounding mode, halves to even as ONNX Round.
-  else if (mnemonic == "sign")
-    expr = isa<FloatType>(inElem)
-               ? "(" + a[0] + " > " + t + "(0) ? " + t + "(1) : " + a[0] + " < " + t + "(0) ? " + t +
-                     "(-1) : " + a[0] + " - " + a[0] + ")"
-               : "(" + a[0] + " > 0 ? " + t + "(1) : " + a[0] + " < 0 ? " + t + "(-1) : " + t + "(0))";
-  else if (mnemonic == "ceil" || mnemonic == "floor")
-    expr = fn(mnemonic) + "(" + a[0] + ")";
-  else if (mnemonic == "round") expr = fn("rint") + "(" + a[0] + ")";
-  else if (auto gelu = dyn_cast<tc::GeluOp>(op)) {
-    if (!f32)
-      return op->emitError("codegen supports f32 gelu only");
-    expr = (gelu.getApproximate() == "tanh" ? "trainc::gen::geluTanh(" : "trainc::gen::geluErf(") +
-           a[0] + ")";
-  } else if (auto leaky = dyn_cast<tc::LeakyReluOp>(op)) {
-    // NaN fails the test and is scaled: NaN.
-    expr = "(" + a[0] + " >= " + t + "(0) ? " + a[0] + " : " +
-           literal(leaky.getAlpha().convertToFloat(), f32) + " * " + a[0] + ")";
-  } else if (auto clip = dyn_cast<tc::ClipOp>(op)) {
-    // NaN fails both tests and passes through (torch.clamp).
-    expr = a[0];
-    if (auto lo = clip.getMin())
-      expr = "(" + expr + " < " + literal(lo->convertToFloat(), f32) + " ? " +
-             literal(lo->convertToFloat(), f32) + " : " + expr + ")";
-    if (auto hi = clip.getMax())
-      expr = "(" + expr + " > " + literal(hi->convertToFloat(), f32) + " ? " +
-             literal(hi->convertToFloat(), f32) + " : " + expr + ")";
-  } else if (mnemonic == "add") expr = a[0] + " + " + a[1];
-  else if (mnemonic == "sub") expr = a[0] + " - " + a[1];
-  else if (mnemonic == "mul") expr = a[0] + " * " + a[1];
-  else if (mnemonic == "div") expr = a[0] + " / " + a[1];
-  else if (mnemonic == "pow") expr = fn("pow") + "(" + a[0] + ", " + a[1] + ")";
-  else if (mnemonic == "max" || mnemonic == "min") {
-    // b when it wins or is NaN, else a (NaN included): torch.maximum/minimum.
-    std::string wins = mnemonic == "max" ? a[0] + " < " + a[1] : a[1] + " < " + a[0];
-    if (isa<FloatType>(inElem))
-      wins += " || " + a[1] + " != " + a[1];
-    expr = "(" + wins + " ? " + a[1] + " : " + a[0] + ")";
-  }
-  else if (mnemonic == "equal") expr = a[0] + " == " + a[1];
-  else if (mnemonic == "less") expr = a[0] + " < " + a[1];
-  else if (mnemonic == "less_equal") expr = a[0] + " <= " + a[1];
-  else if (mnemonic == "greater") expr = a[0] + " > " + a[1];
-  else if (mnemonic == "greater_equal") expr = a[0] + " >= " + a[1];
-  else if (mnemonic == "and") expr = a[0] + " && " + a[1];
-  else if (mnemonic == "or") expr = a[0] + " || " + a[1];
-  else if (mnemonic == "where") expr = a[0] + " ? " + a[1] + " : " + a[2];
-  else if (auto mod = dyn_cast<tc::ModOp>(op))
-    expr = modExpr(a[0], a[1], isa<FloatType>(inElem), f32, mod.getFmod(), t);
-  else if (mnemonic == "cast")
-    expr = outElem.isInteger(1) ? a[0] + " != 0" : "static_cast<" + cType(outElem) + ">(" + a[0] + ")";
-  else
-    return op->emitError("codegen has no pointwise rule for ") << op->getName();
-  code += "  out[i] = " + expr + ";\n";
-
-  std::vector<std::string> comment = {opComment(op)};
-  std::string name = kernels.addKernel(mnemonic, comment, kparams, countOf(result), code);
-  std::string args = "ctx";
-  for (Value v : op->getOperands())
-    args += ", " + ptr(v);
-  call(name + "(" + args + ", " + ptr(result) + ")");
-  return success();
+  return emitGroup(op, {op}, inputs, inputPtrs, {result}, {ptr(result)},
+                   op->getName().stripDialect().str());
 }
 
+/// One kernel for a group of pointwise ops over one iteration shape: each
+/// input is read once per element (at its broadcast index), each op's
+/// element is a local variable, each output is written once.
+LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *> ops,
+                                        ArrayRef<Value> inputs,
+                                        ArrayRef<std::string> inputPtrs,
+                                        ArrayRef<Value> outputs,
+                                        ArrayRef<std::string> outputPtrs, StringRef what) {
+  ArrayRef<int64_t> shape = shapeOf(outputs.front());
+  // Inputs used only as a dropout's key are passed as pointers, not read.
+  auto onlyKey = [&](Value v) {
+    return llvm::all_of(v.getUses(), [&](OpOperand &use) {
+      return !llvm::is_contained(ops, use.getOwner()) ||
+             (isa<tc::DropoutOp>(use.getOwner()) && use.getOperandNumber() == 1);
+    });
+  };
+  SmallVector<bool> used(shape.size(), false);
+  bool needsCoords = false;
+  for (Value v : inputs) {
+    if (onlyKey(v) || shapeOf(v) == shape || countOf(v) == 1)
+      continue;
+    needsCoords = true;
+    for (auto [d, stride] : llvm::enumerate(broadcastStrides(shapeOf(v), shape)))
+      used[d] = used[d] || stride != 0;
+  }
+  std::string code;
+  if (needsCoords)
+    code += decomposeIndex(shape, "i", "c", "  ", used);
+  std::vector<KernelParam> kparams;
+  llvm::DenseMap<Value, std::string> element;
+  for (auto [k, v] : llvm::enumerate(inputs)) {
+    std::string name = "in" + std::to_string(k), t = cType(v.getType());
+    if (t.empty())
+      return anchor->emitError("codegen does not support element type ")
+             << cast<ShapedType>(v.getType()).getElementType() << " yet";
+    kparams.push_back({t, name, false});
+    if (onlyKey(v)) {
+      element[v] = name;
+      continue;
+    }
+    std::string index = shapeOf(v) == shape ? "i"
+                        : countOf(v) == 1   ? "0"
+                                            : linearIndex(broadcastStrides(shapeOf(v), shape), 0, "c");
+    std::string a = "a" + std::to_string(k);
+    code += "  const " + t + " " + a + " = " + name + "[" + index + "];\n";
+    element[v] = a;
+  }
+  std::vector<std::string> comment;
+  int64_t shown = 0, computed = 0;
+  // One output is `out`; several are out0, out1, ...
+  auto outputName = [&](size_t k) {
+    return outputs.size() == 1 ? std::string("out") : "out" + std::to_string(k);
+  };
+  std::string stores;
+  for (Operation *op : ops) {
+    if (auto constant = dyn_cast<tc::ConstantOp>(op)) {
+      element[constant.getResult()] =
+          splatLiteral(cast<DenseElementsAttr>(constant.getValue()));
+      continue;
+    }
+    SmallVector<std::string> a;
+    for (Value operand : op->getOperands()) {
+      if (!element.count(operand)) {
+        // A splat constant outside the group (a lone op's operand).
+        auto constant = dyn_cast_or_null<tc::ConstantOp>(operand.getDefiningOp());
+        if (!constant || !tc::isSplatConstant(constant))
+          return op->emitError("codegen: operand of a kernel group is not available");
+        element[operand] = splatLiteral(cast<DenseElementsAttr>(constant.getValue()));
+      }
+      a.push_back(element[operand]);
+    }
+    FailureOr<std::string> expr = scalarExpression(op, a, "i");
+    if (failed(expr))
+      return failure();
+    Value result = op->getResult(0);
+    std::string t = cType(result.getType());
+    if (t.empty())
+      return op->emitError("codegen does not support element type ")
+             << cast<ShapedType>(result.getType()).getElementType() << " yet";
+    // A result that only leaves the group is written straight to its output.
+    auto output = llvm::find(outputs, result);
+    if (output != outputs.end() && llvm::none_of(result.getUsers(), [&](Operation *user) {
+          return llvm::is_contained(ops, user);
+        })) {
+      stores += "  " + outputName(output - outputs.begin()) + "[i] = " + *expr + ";\n";
+      element[result] = "";
+    } else {
+      std::string v = "v" + std::to_string(computed++);
+      code += "  const " + t + " " + v + " = " + *expr + ";\n";
+      element[result] = v;
+    }
+    if (shown++ < 12) {
+      comment.push_back(opComment(op));
+      if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+        comment.push_back("keeps an element with probability 1 - " +
+                          literal(dropout.getRatio().convertToFloat(), true) + " (stream " +
+                          std::to_string(dropout.getStream()) + ")");
+    }
+  }
+  if (shown > 12)
+    comment.push_back("... and " + std::to_string(shown - 12) + " more ops");
+  for (auto [k, v] : llvm::enumerate(outputs)) {
+    kparams.push_back({cType(v.getType()), outputName(k), true});
+    if (!element[v].empty())
+      code += "  " + outputName(k) + "[i] = " + element[v] + ";\n";
+  }
+  code += stores;
+  std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code);
+  std::string args = "ctx";
+  for (const std::string &p : inputPtrs)
+    args += ", " + p;
+  for (const std::string &p : outputPtrs)
+    args += ", " + p;
+  call(name + "(" + args + ")");
+  return success();
+}

@@ -7,6 +7,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 using namespace trainc::codegen;
 
 namespace {
@@ -39,6 +41,13 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
                                     llvm::ArrayRef<std::string> comment,
                                     llvm::ArrayRef<KernelParam> params,
                                     int64_t count, llvm::StringRef body, bool mayAlias) {
+  std::string key = what.str() + '\n' + std::to_string(count) + (mayAlias ? " alias\n" : "\n");
+  for (const KernelParam &p : params)
+    key += p.type + " " + p.name + (p.output ? " out\n" : "\n");
+  key += body;
+  auto [it, inserted] = seen.try_emplace(key);
+  if (!inserted)
+    return it->second;
   std::string name;
   llvm::raw_string_ostream ns(name);
   ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
@@ -46,6 +55,7 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
     if (c == ' ')
       c = '0';
   ns.flush();
+  it->second = name;
 
   llvm::raw_string_ostream os(out);
   for (const std::string &line : comment)
@@ -73,6 +83,89 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   if (blocks > 0)
     os << "  " << name << "_kernel<<<" << blocks << ", " << kBlockSize
        << ", 0, tk::stream(ctx)>>>(" << argList(params).substr(2) << ");\n";
+  os << "  return tk::checkLaunch(\"" << name << "\");\n}\n\n";
+  return name;
+}
+
+std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
+                                               llvm::ArrayRef<std::string> comment,
+                                               llvm::ArrayRef<KernelParam> perTensor,
+                                               llvm::ArrayRef<KernelParam> shared,
+                                               llvm::ArrayRef<int64_t> counts,
+                                               llvm::StringRef body) {
+  std::string name;
+  llvm::raw_string_ostream ns(name);
+  ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
+  for (char &c : name)
+    if (c == ' ')
+      c = '0';
+  ns.flush();
+  // Chunks (tensor, begin, end): a CPU thread's or a CUDA block's share.
+  const int64_t chunk = target == Target::Cpu ? 16384 : 4096;
+  std::string tensors, begins, ends;
+  int64_t chunks = 0, total = 0;
+  for (auto [t, count] : llvm::enumerate(counts)) {
+    total += count;
+    for (int64_t b = 0; b < count; b += chunk, ++chunks) {
+      tensors += std::to_string(t) + ", ";
+      begins += std::to_string(b) + ", ";
+      ends += std::to_string(std::min(count, b + chunk)) + ", ";
+    }
+  }
+  llvm::raw_string_ostream os(out);
+  for (const std::string &line : comment)
+    os << commentLine(line);
+  std::string bodyParams = paramList(perTensor, false) + paramList(shared, false);
+  os << "TRAINC_HD void " << name << "_body(int64_t i" << bodyParams << ") {\n"
+     << body << "}\n";
+  // The launcher's arrays: `const float *const *param`, `float *const *out`.
+  std::string arrays;
+  for (const KernelParam &p : perTensor)
+    arrays += std::string(", ") + (p.output ? "" : "const ") + p.type + " *const *" + p.name;
+  std::string sharedParams = paramList(shared, false);
+  std::string tableQualifier = target == Target::Cuda ? "__device__ const" : "const";
+  os << tableQualifier << " int32_t " << name << "_tensor[] = {" << tensors << "};\n"
+     << tableQualifier << " int64_t " << name << "_begin[] = {" << begins << "};\n"
+     << tableQualifier << " int64_t " << name << "_end[] = {" << ends << "};\n";
+  auto callBody = [&](llvm::StringRef prefix) {
+    std::string s = name + "_body(i";
+    for (const KernelParam &p : perTensor)
+      s += ", " + prefix.str() + p.name + "[t]";
+    return s + argList(shared) + ");";
+  };
+  if (target == Target::Cpu) {
+    os << "static Status " << name << "(Context &" << arrays << sharedParams << ") {\n";
+    if (total >= kParallelThreshold)
+      os << "#pragma omp parallel for schedule(static)\n";
+    os << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
+       << "    const int32_t t = " << name << "_tensor[c];\n"
+       << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
+       << "      " << callBody("") << "\n"
+       << "  }\n  return Status();\n}\n\n";
+    return name;
+  }
+  // CUDA: the pointer arrays travel by value in one struct (kernel
+  // parameters; the emitter keeps a launch under 4 KiB of them).
+  os << "struct " << name << "_tensors {\n";
+  for (const KernelParam &p : perTensor)
+    os << "  " << (p.output ? "" : "const ") << p.type << " *" << p.name << "["
+       << counts.size() << "];\n";
+  os << "};\n"
+     << "__global__ void " << name << "_kernel(" << name << "_tensors a" << sharedParams
+     << ") {\n"
+     << "  const int32_t t = " << name << "_tensor[blockIdx.x];\n"
+     << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
+     << "_end[blockIdx.x]; i += blockDim.x)\n"
+     << "    " << callBody("a.") << "\n}\n"
+     << "static Status " << name << "(Context &ctx" << arrays << sharedParams << ") {\n"
+     << "  " << name << "_tensors a;\n"
+     << "  for (int t = 0; t < " << counts.size() << "; ++t) {\n";
+  for (const KernelParam &p : perTensor)
+    os << "    a." << p.name << "[t] = " << p.name << "[t];\n";
+  os << "  }\n";
+  if (chunks > 0)
+    os << "  " << name << "_kernel<<<" << chunks << ", " << kBlockSize
+       << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n";
   os << "  return tk::checkLaunch(\"" << name << "\");\n}\n\n";
   return name;
 }

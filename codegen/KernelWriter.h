@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,17 +41,37 @@ public:
   /// called as `name(ctx, params...)` and returning a Status.
   /// With `mayAlias` the pointers are not declared __restrict__: an output
   /// may be an input too (updates in place; the body must read an element
-  /// before it writes it).
+  /// before it writes it). A kernel identical to one added before (same stem,
+  /// parameters, count and body) is not written again: its name is returned.
   std::string addKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
                         llvm::ArrayRef<KernelParam> params, int64_t count,
                         llvm::StringRef body, bool mayAlias = false);
 
+  /// Adds one kernel that runs `body` over several tensors at once (as
+  /// PyTorch's multi_tensor_apply for its fused optimizers): `perTensor`
+  /// parameters are arrays with one pointer per tensor, `shared` ones are the
+  /// same for every tensor, and element i of tensor t runs the body with
+  /// i and the t-th pointers. `counts` are the tensors' element counts. The
+  /// work is cut into chunks of a bounded size that the CPU loop and the
+  /// CUDA blocks share out. The body may update in place (no __restrict__).
+  /// Returns the launcher's name, called as
+  /// `name(ctx, perTensorArrays..., shared...)`.
+  std::string addMultiTensorKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
+                                   llvm::ArrayRef<KernelParam> perTensor,
+                                   llvm::ArrayRef<KernelParam> shared,
+                                   llvm::ArrayRef<int64_t> counts, llvm::StringRef body);
+
   const std::string &text() const { return out; }
+  /// Distinct kernels written (identical ones are written once).
+  int count() const { return counter; }
 
 private:
   Target target;
   int counter = 0;
   std::string out;
+  /// Kernel name by everything that makes a kernel (name stem, parameters,
+  /// element count, aliasing, body): an identical kernel is reused.
+  std::map<std::string, std::string> seen;
 };
 
 /// Statements declaring `<prefix>d` as the coordinates of linear index

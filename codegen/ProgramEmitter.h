@@ -89,8 +89,15 @@ private:
   /// expand and the indexing ops.
   LogicalResult emitDataMovement(Operation *op);
   LogicalResult emitPointwise(Operation *op);
-  LogicalResult emitDropout(tc::DropoutOp op);
+  /// A tc.fused group, or one pointwise op (a group of one), as one kernel.
+  LogicalResult emitFused(tc::FusedOp fused);
+  LogicalResult emitGroup(Operation *anchor, ArrayRef<Operation *> ops, ArrayRef<Value> inputs,
+                          ArrayRef<std::string> inputPtrs, ArrayRef<Value> outputs,
+                          ArrayRef<std::string> outputPtrs, StringRef what);
+  /// An optimizer update: runs of updates of one kind become one
+  /// multi-tensor kernel, emitted at the run's last update.
   LogicalResult emitUpdate(Operation *op);
+  LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitIndexing(Operation *op);
   LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
                                 ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
@@ -112,6 +119,9 @@ private:
   std::string ptr(Value v) { return names.lookup(v); }
   std::string opComment(Operation *op);
   void call(const std::string &statement) {
+    bool library = llvm::StringRef(statement).starts_with("tk::") ||
+                   llvm::StringRef(statement).starts_with("ctx.");
+    ++(library ? libraryCalls : generatedCalls);
     body += "  TRAINC_RETURN_IF_ERROR(" + statement + ");\n";
   }
 
@@ -130,6 +140,10 @@ private:
   /// Optimizer update results written over the argument they replace.
   llvm::DenseSet<Value> inPlace;
   std::string body;
+  /// Updates of the current run (emitUpdate).
+  std::vector<Operation *> pendingUpdates;
+  /// Launches of generated kernels and runtime calls in the function.
+  int generatedCalls = 0, libraryCalls = 0;
   int64_t arenaBytes = 0;
 
   /// What one emitted function contributes to the program.
@@ -138,6 +152,7 @@ private:
     std::vector<std::pair<std::string, Type>> inputs, outputs, states;
     std::vector<std::string> hypers;
     int64_t arena = 0;
+    int generated = 0, library = 0;
   };
   LogicalResult declareParams();
   FailureOr<Emitted> emitFunction(mlir::func::FuncOp func, bool train);

@@ -969,5 +969,11 @@ Value trainc::tc::replacedOperand(OpResult result) {
     return sgd.getReplacedOperand(result.getResultNumber());
   if (auto adam = dyn_cast<AdamUpdateOp>(result.getOwner()))
     return adam.getReplacedOperand(result.getResultNumber());
+  // A training batch norm's running statistics are the next values of its
+  // running-statistics operands (each channel reads its old value, then
+  // writes the new one).
+  if (auto bn = dyn_cast<BatchNormOp>(result.getOwner()))
+    if (bn.getTraining() && result.getResultNumber() > 0)
+      return bn->getOperand(result.getResultNumber() + 2);
   return nullptr;
 }

@@ -65,8 +65,10 @@ inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
 namespace trainc::tc {
 
 /// The operand (parameter or optimizer state) that a result of a fused
-/// optimizer update (tc.sgd_update, tc.adam_update) is the next value of;
-/// null for any other result.
+/// optimizer update (tc.sgd_update, tc.adam_update) or a running statistic
+/// of a training tc.batch_norm is the next value of; null for any other
+/// result. The planner writes such a result in place when nothing reads the
+/// old value afterwards.
 mlir::Value replacedOperand(mlir::OpResult result);
 
 /// Whether an op may be part of a tc.fused group: pointwise ops, expand, and

@@ -98,7 +98,7 @@ cl::opt<std::string> entryName("entry",
 cl::opt<std::string> fuseMode("fuse",
                               cl::desc("Kernel fusion: auto (default) groups chains of pointwise "
                                        "ops into one kernel each; none emits one kernel per op"),
-                              cl::value_desc("auto|none"), cl::init("none"), cl::cat(category));
+                              cl::value_desc("auto|none"), cl::init("auto"), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),

@@ -136,6 +136,9 @@ void printInfo(const Program &program) {
               static_cast<unsigned long long>(constantBytes));
   std::printf("arena: %llu bytes\n",
               static_cast<unsigned long long>(program.arenaBytes));
+  std::printf("kernels per forward pass: %d (%d generated, %d library calls)\n",
+              program.generatedKernels + program.libraryCalls, program.generatedKernels,
+              program.libraryCalls);
 #ifdef _OPENMP
   const char *policy = std::getenv("OMP_WAIT_POLICY");
   const char *spin = std::getenv("GOMP_SPINCOUNT");
@@ -169,6 +172,9 @@ void printInfo(const Program &program) {
   std::printf("\n  optimizer state: %d tensors, %llu bytes\n", train->numStates,
               static_cast<unsigned long long>(stateBytes));
   std::printf("  arena: %llu bytes\n", static_cast<unsigned long long>(train->arenaBytes));
+  std::printf("  kernels per training step: %d (%d generated, %d library calls)\n",
+              train->generatedKernels + train->libraryCalls, train->generatedKernels,
+              train->libraryCalls);
 }
 
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {

@@ -90,6 +90,11 @@ struct TrainStep {
   const TensorInfo *states;
   uint64_t arenaBytes;
   Status (*step)(Context &context, const TrainArgs &args);
+  /// Kernels one step launches: generated (kernel groups, data movement,
+  /// optimizer updates) and calls into the runtime (GEMM, convolution,
+  /// normalization, reductions, losses).
+  int generatedKernels;
+  int libraryCalls;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
@@ -138,6 +143,9 @@ struct Program {
   /// precision), as 16 hex digits: a checkpoint records it and --resume
   /// refuses one written by another program.
   const char *fingerprint;
+  /// Kernels one forward pass launches (as TrainStep's).
+  int generatedKernels;
+  int libraryCalls;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,
