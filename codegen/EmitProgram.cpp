@@ -14,6 +14,7 @@
 
 #include "codegen/Escape.h"
 #include "codegen/ProgramEmitter.h"
+#include "codegen/StepFunctions.h"
 
 #include "ir/TcOps.h"
 
@@ -225,16 +226,15 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "namespace tk = trainc::" << (cuda ? "cuda" : "cpu") << ";\n"
      << "using trainc::rt::Context;\nusing trainc::rt::Status;\n\n"
      << kernels.text()
-     << "/// @" << commentText(options.entry) << " on one batch of " << batch << ".\n"
-     << "Status forward(Context &ctx, const trainc::rt::ForwardArgs &args) {\n"
-     << "  (void)ctx;\n"
-     << forwardFn->body << "  return Status();\n}\n\n";
+     << stepFunction("forward", "ForwardArgs",
+                     "/// @" + commentText(options.entry) + " on one batch of " +
+                         std::to_string(batch) + ".\n",
+                     forwardFn->body);
   if (trainFn)
-    os << "/// One training step on a batch of " << batch
-       << ": forward, loss, backward and the parameter update.\n"
-       << "Status trainStep(Context &ctx, const trainc::rt::TrainArgs &args) {\n"
-       << "  (void)ctx;\n"
-       << trainFn->body << "  return Status();\n}\n\n";
+    os << stepFunction("trainStep", "TrainArgs",
+                       "/// One training step on a batch of " + std::to_string(batch) +
+                           ": forward, loss, backward and the parameter update.\n",
+                       trainFn->body);
 
   auto tensorInfo = [](const std::string &name, Type type) {
     auto tensor = cast<RankedTensorType>(type);

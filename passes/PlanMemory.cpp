@@ -142,35 +142,39 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
       ++index;
     }
 
-    // Greedy by size: largest first, lowest fitting offset.
-    std::vector<unsigned> order(buffers.size());
-    for (unsigned i = 0; i < order.size(); ++i)
-      order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+    // Greedy placement, lowest fitting offset, in four orders (largest
+    // first; largest lifetime x size first; first defined first; last
+    // used first), keeping
+    // the smallest arena: one order alone is a heuristic that a removed or
+    // added buffer can make worse.
+    std::vector<unsigned> bySize(buffers.size());
+    for (unsigned i = 0; i < bySize.size(); ++i)
+      bySize[i] = i;
+    std::vector<unsigned> byArea = bySize, byStart = bySize, byEnd = bySize;
+    std::stable_sort(bySize.begin(), bySize.end(), [&](unsigned a, unsigned b) {
       return buffers[a].bytes > buffers[b].bytes;
     });
-    std::vector<unsigned> placed;
-    int64_t arena = 0;
-    for (unsigned i : order) {
-      Buffer &buffer = buffers[i];
-      // Intervals [offset, end) of placed buffers alive at the same time.
-      std::vector<std::pair<int64_t, int64_t>> busy;
-      for (unsigned j : placed) {
-        const Buffer &other = buffers[j];
-        if (other.last >= buffer.first && buffer.last >= other.first)
-          busy.emplace_back(other.offset, other.offset + other.bytes);
+    auto area = [&](const Buffer &b) { return b.bytes * (b.last - b.first + 1); };
+    std::stable_sort(byArea.begin(), byArea.end(), [&](unsigned a, unsigned b) {
+      return area(buffers[a]) > area(buffers[b]);
+    });
+    // Longest-lived last: buffers that die late stack above the early ones.
+    std::stable_sort(byEnd.begin(), byEnd.end(), [&](unsigned a, unsigned b) {
+      return buffers[a].last > buffers[b].last ||
+             (buffers[a].last == buffers[b].last && buffers[a].bytes > buffers[b].bytes);
+    });
+    int64_t arena = -1;
+    std::vector<int64_t> best;
+    for (const std::vector<unsigned> *order : {&bySize, &byArea, &byStart, &byEnd}) {
+      std::vector<int64_t> offsets;
+      int64_t size = place(buffers, *order, offsets);
+      if (arena < 0 || size < arena) {
+        arena = size;
+        best = std::move(offsets);
       }
-      std::sort(busy.begin(), busy.end());
-      int64_t candidate = 0;
-      for (auto [begin, end] : busy) {
-        if (candidate + buffer.bytes <= begin)
-          break;
-        candidate = std::max(candidate, alignUp(end));
-      }
-      buffer.offset = candidate;
-      arena = std::max(arena, candidate + buffer.bytes);
-      placed.push_back(i);
     }
+    for (unsigned i = 0; i < buffers.size(); ++i)
+      buffers[i].offset = best[i];
 
     OpBuilder builder(func.getContext());
     for (Operation &op : body) {
@@ -184,6 +188,37 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
       op.setAttr("tc.offsets", builder.getDenseI64ArrayAttr(offsets));
     }
     func->setAttr("tc.arena_bytes", builder.getI64IntegerAttr(alignUp(arena)));
+  }
+
+  /// Places the buffers in `order` at the lowest aligned offset that does
+  /// not overlap a placed buffer alive at the same time; returns the arena
+  /// size and each buffer's offset.
+  int64_t place(const std::vector<Buffer> &buffers, const std::vector<unsigned> &order,
+                std::vector<int64_t> &offsets) const {
+    offsets.assign(buffers.size(), -1);
+    std::vector<unsigned> placed;
+    int64_t arena = 0;
+    for (unsigned i : order) {
+      const Buffer &buffer = buffers[i];
+      // Intervals [offset, end) of placed buffers alive at the same time.
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (unsigned j : placed) {
+        const Buffer &other = buffers[j];
+        if (other.last >= buffer.first && buffer.last >= other.first)
+          busy.emplace_back(offsets[j], offsets[j] + other.bytes);
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t candidate = 0;
+      for (auto [begin, end] : busy) {
+        if (candidate + buffer.bytes <= begin)
+          break;
+        candidate = std::max(candidate, alignUp(end));
+      }
+      offsets[i] = candidate;
+      arena = std::max(arena, candidate + buffer.bytes);
+      placed.push_back(i);
+    }
+    return arena;
   }
 
   int64_t alignUp(int64_t v) const {

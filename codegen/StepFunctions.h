@@ -1,0 +1,32 @@
+//===- StepFunctions.h - a generated function in parts of bounded size -*- C++ -*-===//
+//
+// A C++ compiler's optimizer takes time that grows faster than linearly with
+// the size of one function, so a long step is written as several functions
+// of at most a bounded number of ops, each declaring the pointers it uses,
+// and one function calling them in order. No MLIR here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_CODEGEN_STEPFUNCTIONS_H
+#define TRAINC_CODEGEN_STEPFUNCTIONS_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace trainc::codegen {
+
+/// The ops one part holds at most.
+inline constexpr int kOpsPerPart = 96;
+
+/// The text of `Status NAME(Context &ctx, const ARGS &args)` with `doc`
+/// above it, running `body`: the emitter's statements, each op's starting
+/// with its `  // ` comment line, and pointer declarations
+/// (`  [const] T *NAME = ..._cast<...>(args...);`) anywhere among them.
+/// A body of more than kOpsPerPart ops becomes parts `NAME_partK`.
+std::string stepFunction(llvm::StringRef name, llvm::StringRef argsType, llvm::StringRef doc,
+                         const std::string &body);
+
+} // namespace trainc::codegen
+
+#endif // TRAINC_CODEGEN_STEPFUNCTIONS_H
