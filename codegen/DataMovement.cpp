@@ -17,6 +17,36 @@ using namespace mlir;
 using namespace trainc;
 using namespace trainc::codegen;
 
+/// The inputs of a concat one multi-tensor kernel copies at most (its
+/// pointer arrays stay under CUDA's 4 KiB of kernel parameters).
+static constexpr size_t kConcatRun = 128;
+
+/// Inputs of one shape of a concat: each is copied to its place in the
+/// output, starting `first` elements in and `step` elements after the one
+/// before, walking the input's coordinates with the output's strides.
+void ProgramEmitter::emitConcatRun(tc::ConcatOp op, ArrayRef<Value> run, int64_t first,
+                                   int64_t step, ArrayRef<int64_t> outStrides) {
+  ArrayRef<int64_t> shape = shapeOf(run.front());
+  std::string t = cType(run.front().getType());
+  std::string code = decomposeIndex(shape, "i", "c", "  ");
+  code += "  out[" + linearIndex(outStrides, 0, "c") + "] = in[i];\n";
+  std::vector<int64_t> counts(run.size(), countOf(run.front()));
+  std::vector<std::string> comment = {opComment(op), std::to_string(run.size()) +
+                                                         " inputs of " + shapeText(shape)};
+  std::string name = kernels.addMultiTensorKernel(
+      "concat", comment, {{t, "in", false}, {t, "out", true}}, {}, counts, code);
+  body += "  {\n    const " + t + " *const in[] = {";
+  for (auto [k, v] : llvm::enumerate(run))
+    body += (k ? ", " : "") + ptr(v);
+  body += "};\n    " + t + " *const out[] = {";
+  for (size_t k = 0; k < run.size(); ++k)
+    body += (k ? ", " : "") + ptr(op.getResult()) + " + " +
+            std::to_string(first + static_cast<int64_t>(k) * step);
+  body += "};\n  ";
+  call(name + "(ctx, in, out)");
+  body += "  }\n";
+}
+
 LogicalResult ProgramEmitter::emitDataMovement(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tc::TransposeOp o) {
@@ -53,13 +83,27 @@ LogicalResult ProgramEmitter::emitDataMovement(Operation *op) {
         ArrayRef<int64_t> out = shapeOf(o.getResult());
         std::vector<int64_t> outStrides = rowMajorStrides(out);
         int64_t axis = o.getAxis(), at = 0;
-        for (Value in : o.getInputs()) {
-          ArrayRef<int64_t> shape = shapeOf(in);
-          if (failed(emitStridedCopy(o, "concat", in, shape,
-                                     rowMajorStrides(shape), 0, outStrides,
-                                     at * outStrides[axis], ptr(o.getResult()))))
+        auto inputs = o.getInputs();
+        for (size_t k = 0; k < inputs.size();) {
+          // A run of inputs of one shape is one multi-tensor kernel.
+          ArrayRef<int64_t> shape = shapeOf(inputs[k]);
+          size_t end = k + 1;
+          while (end < inputs.size() && shapeOf(inputs[end]) == shape &&
+                 end - k < kConcatRun)
+            ++end;
+          if (end - k > 1) {
+            SmallVector<Value> run(inputs.begin() + k, inputs.begin() + end);
+            emitConcatRun(o, run, at * outStrides[axis], shape[axis] * outStrides[axis],
+                          outStrides);
+            at += static_cast<int64_t>(end - k) * shape[axis];
+            k = end;
+            continue;
+          }
+          if (failed(emitStridedCopy(o, "concat", inputs[k], shape, rowMajorStrides(shape), 0,
+                                     outStrides, at * outStrides[axis], ptr(o.getResult()))))
             return failure();
           at += shape[axis];
+          ++k;
         }
         return success();
       })

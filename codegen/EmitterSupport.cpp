@@ -84,34 +84,6 @@ std::pair<std::vector<int64_t>, int64_t> sliceStrides(ArrayRef<int64_t> in,
   return {strides, base};
 }
 
-/// "outer, axis, inner" of a gather from a table of shape `data` along `axis`.
-std::string gatherDims(ArrayRef<int64_t> data, int64_t axis) {
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= data[d];
-  for (size_t d = axis + 1; d < data.size(); ++d)
-    inner *= data[d];
-  return std::to_string(outer) + ", " + std::to_string(data[axis]) + ", " +
-         std::to_string(inner);
-}
-
-/// "rows, cols" of a layer norm over the axes from `axis` on.
-std::string layerNormDims(Value input, int64_t axis) {
-  ArrayRef<int64_t> s = shapeOf(input);
-  int64_t rows = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    rows *= s[d];
-  return std::to_string(rows) + ", " + std::to_string(countOf(input) / std::max<int64_t>(rows, 1));
-}
-
-/// "n, c, spatial" of a batch-norm input [N, C, ...].
-std::string batchNormDims(ArrayRef<int64_t> x) {
-  int64_t spatial = 1;
-  for (size_t d = 2; d < x.size(); ++d)
-    spatial *= x[d];
-  return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
-}
-
 /// Ops whose result is their first operand's buffer: reshape, and dropout
 /// outside training.
 bool isView(Operation *op) {

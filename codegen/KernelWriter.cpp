@@ -37,6 +37,17 @@ std::string argList(llvm::ArrayRef<KernelParam> params) {
 
 } // namespace
 
+std::string KernelWriter::nextName(llvm::StringRef what) {
+  std::string name;
+  llvm::raw_string_ostream ns(name);
+  ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
+  ns.flush();
+  for (char &c : name)
+    if (c == ' ')
+      c = '0';
+  return name;
+}
+
 std::string KernelWriter::addKernel(llvm::StringRef what,
                                     llvm::ArrayRef<std::string> comment,
                                     llvm::ArrayRef<KernelParam> params,
@@ -48,13 +59,7 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   auto [it, inserted] = seen.try_emplace(key);
   if (!inserted)
     return it->second;
-  std::string name;
-  llvm::raw_string_ostream ns(name);
-  ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
-  for (char &c : name)
-    if (c == ' ')
-      c = '0';
-  ns.flush();
+  std::string name = nextName(what);
   it->second = name;
 
   llvm::raw_string_ostream os(out);
@@ -93,13 +98,7 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
                                                llvm::ArrayRef<KernelParam> shared,
                                                llvm::ArrayRef<int64_t> counts,
                                                llvm::StringRef body) {
-  std::string name;
-  llvm::raw_string_ostream ns(name);
-  ns << "k" << llvm::format_decimal(counter++, 2) << "_" << what;
-  for (char &c : name)
-    if (c == ' ')
-      c = '0';
-  ns.flush();
+  std::string name = nextName(what);
   // Chunks (tensor, begin, end): a CPU thread's or a CUDA block's share.
   const int64_t chunk = target == Target::Cpu ? 16384 : 4096;
   std::string tensors, begins, ends;

@@ -66,6 +66,9 @@ public:
   int count() const { return counter; }
 
 private:
+  /// `kNN_what`, numbering the kernels in order.
+  std::string nextName(llvm::StringRef what);
+
   Target target;
   int counter = 0;
   std::string out;

@@ -99,6 +99,8 @@ private:
   LogicalResult emitUpdate(Operation *op);
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitIndexing(Operation *op);
+  void emitConcatRun(tc::ConcatOp op, ArrayRef<Value> run, int64_t first, int64_t step,
+                     ArrayRef<int64_t> outStrides);
   LogicalResult emitStridedCopy(Operation *op, StringRef what, Value in,
                                 ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
                                 int64_t inBase, ArrayRef<int64_t> outStrides,
