@@ -401,6 +401,9 @@ def check_zoo_training(trainc, work, check, models=None):
             if build.returncode != 0:
                 check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
                 continue
+            check_fusion_unchanged(trainc, check, tag, path, prog, data, flags,
+                                   ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                                    "--optimizer=" + opt_name] + loss_flags)
             if steps is not None:
                 check_resnet_steps(check, tag, prog, flags, work, inputs, labels, steps, theirs)
                 continue
@@ -424,6 +427,38 @@ def check_zoo_training(trainc, work, check, models=None):
                   % (tag, len(theirs), err))
             compare_states(check, tag, saved, {k: v.detach().numpy()
                                                for k, v in net.state_dict().items()})
+
+
+def check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags):
+    """The fused trainer `prog` and the same model compiled --fuse=none train
+    three steps to the same parameters (within 1e-6 of each value, relative
+    to its size): fusion changes which kernels run, not the arithmetic."""
+    plain = prog + "_nofuse"
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--fuse=none", "-o", plain]
+                           + compile_flags, capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "%s compiles with --fuse=none: %s" % (tag, build.stderr.strip()[:300]))
+        return
+    saved = {}
+    for which, program in (("fused", prog), ("nofuse", plain)):
+        saved[which] = program + ".3steps"
+        run = subprocess.run([program, "--data", data, "--steps", "3", "--no-shuffle",
+                              "--save-params", saved[which]] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s (%s) trains 3 steps: %s" % (tag, which, run.stderr.strip()[:300]))
+            return
+    names = sorted(f for f in os.listdir(saved["fused"]) if f.endswith(".npy"))
+    worst, where = 0.0, ""
+    for f in names:
+        a = np.load(os.path.join(saved["fused"], f)).astype(np.float64)
+        b = np.load(os.path.join(saved["nofuse"], f)).astype(np.float64)
+        err = float(np.max(np.abs(a - b) / (np.abs(b) + 1e-3))) if a.size else 0.0
+        if err > worst:
+            worst, where = err, f[:-4]
+    check(bool(names) and worst <= 1e-6,
+          "%s: fused and --fuse=none train 3 steps to the same %d tensors within 1e-6 "
+          "(worst %.2g%s)" % (tag, len(names), worst, (" at " + where) if where else ""))
 
 
 class DropoutMlp(torch.nn.Module):
