@@ -96,14 +96,22 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
     if (cType(type).empty())
       return func.emitError("codegen does not support element type of argument ")
              << arg.getArgNumber() << " (" << type << ") yet";
+    // The step inputs' roles (trainc::rt::InputRole): the runtime reads
+    // them, not the names.
     StringAttr input =
         func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kInputAttrName);
-    if (!input)
-      input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kLabelAttrName);
-    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName))
-      input = StringAttr::get(func.getContext(), "sample_weights");
-    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kDropoutKeyAttrName))
+    const char *role = "Data";
+    if (!input && (input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                              tc::kLabelAttrName)))
+      role = "Label";
+    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName)) {
+      input = StringAttr::get(func.getContext(), tc::kSampleWeightsInputName);
+      role = "SampleWeights";
+    }
+    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kDropoutKeyAttrName)) {
       input = StringAttr::get(func.getContext(), tc::kDropoutKeyInputName);
+      role = "DropoutKey";
+    }
     if (input) {
       std::string name = "in" + std::to_string(inputs.size());
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
@@ -111,10 +119,11 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
               "]); " +
               commentLine("input '" + input.getValue().str() + "' " + shapeText(shapeOf(arg)));
       inputs.emplace_back(input.getValue().str(), type);
+      inputRoles.push_back(role);
       names[arg] = name;
       continue;
     }
-    if (auto hyper = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.hyper")) {
+    if (auto hyper = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kHyperAttrName)) {
       std::string name = "h" + std::to_string(hypers.size());
       body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
               std::to_string(hypers.size()) + "]); " +
@@ -123,7 +132,7 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       names[arg] = name;
       continue;
     }
-    if (auto state = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.state")) {
+    if (auto state = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName)) {
       std::string name = "s" + std::to_string(states.size());
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " + cType(type) +
               " *>(args.states[" + std::to_string(states.size()) + "]); " +
@@ -177,6 +186,7 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   outputs.clear();
   states.clear();
   hypers.clear();
+  inputRoles.clear();
   generatedCalls = libraryCalls = 0;
   trainRole = train;
   if (failed(declareArguments(func)))
@@ -184,8 +194,8 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
-  return Emitted{body,  inputs,         outputs,     states,
-                 hypers, arena.getInt(), generatedCalls, libraryCalls};
+  return Emitted{body,   inputs,         outputs,        states,      hypers,
+                 inputRoles, arena.getInt(), generatedCalls, libraryCalls};
 }
 
 LogicalResult ProgramEmitter::run(raw_ostream &os) {
@@ -200,7 +210,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
   // A training program: @train_step updates parameters (trainc-optimizer ran).
   std::optional<Emitted> trainFn;
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (step && options.entry == "forward" && step->hasAttr("tc.optimizer")) {
+  if (step && options.entry == "forward" && step->hasAttr(tc::kOptimizerAttrName)) {
     FailureOr<Emitted> emitted = emitFunction(step, /*train=*/true);
     if (failed(emitted))
       return failure();
@@ -236,33 +246,35 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
                            ": forward, loss, backward and the parameter update.\n",
                        trainFn->body);
 
-  auto tensorInfo = [](const std::string &name, Type type) {
+  auto tensorInfo = [](const std::string &name, Type type, const char *role = "Data") {
     auto tensor = cast<RankedTensorType>(type);
     std::string s = "{" + cStringLiteral(name) + ", " + dtypeEnum(type) + ", " +
                     std::to_string(tensor.getRank()) + ", {";
     for (int64_t d = 0; d < tensor.getRank(); ++d)
       s += (d ? ", " : "") + std::to_string(tensor.getDimSize(d));
-    return s + "}}";
+    return s + "}, trainc::rt::InputRole::" + role + "}";
   };
   auto table = [&](const char *type, const char *name,
-                   const std::vector<std::pair<std::string, Type>> &entries) {
+                   const std::vector<std::pair<std::string, Type>> &entries,
+                   const std::vector<const char *> &roles = {}) {
     if (entries.empty())
       return;
     os << "const trainc::rt::" << type << " " << name << "[] = {\n";
-    for (const auto &[n, t] : entries)
-      os << "    " << tensorInfo(n, t) << ",\n";
+    for (auto [k, entry] : llvm::enumerate(entries))
+      os << "    " << tensorInfo(entry.first, entry.second, k < roles.size() ? roles[k] : "Data")
+         << ",\n";
     os << "};\n";
   };
-  table("TensorInfo", "kInputs", inputs);
+  table("TensorInfo", "kInputs", inputs, forwardFn->roles);
   table("TensorInfo", "kOutputs", outputs);
   if (trainFn) {
-    table("TensorInfo", "kTrainInputs", trainFn->inputs);
+    table("TensorInfo", "kTrainInputs", trainFn->inputs, trainFn->roles);
     table("TensorInfo", "kStates", trainFn->states);
     os << "const char *const kHypers[] = {";
     for (const std::string &h : trainFn->hypers)
       os << cStringLiteral(h) << ", ";
     os << "};\n";
-    auto optimizer = step->getAttrOfType<StringAttr>("tc.optimizer");
+    auto optimizer = step->getAttrOfType<StringAttr>(tc::kOptimizerAttrName);
     auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
     os << "const trainc::rt::TrainStep kTrain = {\n"
        << "    " << cStringLiteral(optimizer ? optimizer.getValue() : "sgd") << ",\n"
@@ -455,11 +467,11 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
       dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
     } else if (k == 0) {
       dst = "static_cast<" + t + " *>(args.loss)";
-    } else if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(k, "tc.update")) {
+    } else if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(k, tc::kUpdateAttrName)) {
       // In place: every read of the old value happened before the return.
       dst = "static_cast<" + t + " *>(args.params[" +
             std::to_string(paramIndex.lookup(p.getValue())) + "])";
-    } else if (auto st = func.getResultAttrOfType<StringAttr>(k, "tc.state_update")) {
+    } else if (auto st = func.getResultAttrOfType<StringAttr>(k, tc::kStateUpdateAttrName)) {
       auto it = llvm::find_if(states, [&](const auto &e) { return e.first == st.getValue(); });
       if (it == states.end())
         return op.emitError("no state argument named ") << st;

@@ -136,6 +136,8 @@ private:
   /// Per emitted function: its inputs, outputs (forward), hyperparameters and
   /// optimizer state (training step), value names and body.
   std::vector<std::pair<std::string, Type>> inputs, outputs, states;
+  /// The InputRole enumerator of each input.
+  std::vector<const char *> inputRoles;
   std::vector<std::string> hypers;
   bool trainRole = false;
   llvm::DenseMap<Value, std::string> names;
@@ -153,6 +155,7 @@ private:
     std::string body;
     std::vector<std::pair<std::string, Type>> inputs, outputs, states;
     std::vector<std::string> hypers;
+    std::vector<const char *> roles;
     int64_t arena = 0;
     int generated = 0, library = 0;
   };

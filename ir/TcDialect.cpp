@@ -28,7 +28,7 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
                              << "' must name the model input with a string";
     return success();
   }
-  if (attr.getName() == "tc.hyper" || attr.getName() == "tc.state") {
+  if (attr.getName() == kHyperAttrName || attr.getName() == kStateAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' must be a name";
     return success();
@@ -60,12 +60,12 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
 
 LogicalResult TcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                      unsigned, NamedAttribute attr) {
-  if (attr.getName() == "tc.grad" || attr.getName() == "tc.update") {
+  if (attr.getName() == kGradAttrName || attr.getName() == kUpdateAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()))
       return op->emitError() << "'" << attr.getName().getValue() << "' must name a tc.param";
     return success();
   }
-  if (attr.getName() == "tc.state_update") {
+  if (attr.getName() == kStateUpdateAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'tc.state_update' must be a name";
     return success();

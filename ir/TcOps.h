@@ -51,6 +51,19 @@ inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights
 /// kDropoutKeyInputName.
 inline constexpr llvm::StringLiteral kDropoutKeyAttrName = "tc.dropout_key";
 inline constexpr llvm::StringLiteral kDropoutKeyInputName = "dropout_key";
+/// The training step's ABI, as the optimizer phase writes it: an argument's
+/// `tc.hyper` names a runtime hyperparameter, `tc.state` an optimizer state
+/// tensor; a result's `tc.grad` / `tc.update` name the parameter it is the
+/// gradient / next value of, `tc.state_update` the state; `tc.optimizer` on
+/// the function names the optimizer.
+inline constexpr llvm::StringLiteral kHyperAttrName = "tc.hyper";
+inline constexpr llvm::StringLiteral kStateAttrName = "tc.state";
+inline constexpr llvm::StringLiteral kGradAttrName = "tc.grad";
+inline constexpr llvm::StringLiteral kUpdateAttrName = "tc.update";
+inline constexpr llvm::StringLiteral kStateUpdateAttrName = "tc.state_update";
+inline constexpr llvm::StringLiteral kOptimizerAttrName = "tc.optimizer";
+/// The name the per-sample weights input has in the program's tables.
+inline constexpr llvm::StringLiteral kSampleWeightsInputName = "sample_weights";
 /// Argument attribute (unit) of a parameter whose only use trainc-fold-bias-bn
 /// removed: autodiff gives it the gradient 0 (its exact value).
 inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";

@@ -167,7 +167,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
         results.push_back(next);
         resultAttrs.push_back(b.getDictionaryAttr(
             {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(symbol.getValue())),
-             b.getNamedAttr("tc.update", symbol)}));
+             b.getNamedAttr(tc::kUpdateAttrName, symbol)}));
       }
       return WalkResult::advance();
     });

@@ -176,11 +176,11 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       attrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr(tc::kOutputAttrName,
                           b.getStringAttr("grad." + symbol.getValue().str())),
-           b.getNamedAttr("tc.grad", symbol)}));
+           b.getNamedAttr(tc::kGradAttrName, symbol)}));
     }
     // Running-statistics updates of the training forward go through as they are.
     for (unsigned i = 1; i < ret.getNumOperands(); ++i)
-      if (step.getResultAttr(i, "tc.update")) {
+      if (step.getResultAttr(i, tc::kUpdateAttrName)) {
         results.push_back(ret.getOperand(i));
         attrs.push_back(step.getResultAttrDict(i));
       }

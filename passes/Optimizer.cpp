@@ -37,10 +37,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       module.emitError("--optimizer must be sgd, adam or adamw, got '") << kind << "'";
       return signalPassFailure();
     }
-    if (step->hasAttr("tc.optimizer"))
+    if (step->hasAttr(tc::kOptimizerAttrName))
       return; // already rewritten
     rewrite(step);
-    step->setAttr("tc.optimizer", StringAttr::get(&getContext(), kind));
+    step->setAttr(tc::kOptimizerAttrName, StringAttr::get(&getContext(), kind));
   }
 
   /// The hyperparameter argument `name` of `step`, added on first use. The
@@ -49,13 +49,13 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   /// module's function).
   Value hyper(func::FuncOp step, OpBuilder &b, StringRef name) {
     for (BlockArgument arg : step.getArguments())
-      if (auto attr = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.hyper"))
+      if (auto attr = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kHyperAttrName))
         if (attr.getValue() == name)
           return arg;
     auto type = RankedTensorType::get({}, b.getF32Type());
     unsigned index = step.getNumArguments();
     (void)step.insertArgument(index, type,
-                              b.getDictionaryAttr(b.getNamedAttr("tc.hyper", b.getStringAttr(name))),
+                              b.getDictionaryAttr(b.getNamedAttr(tc::kHyperAttrName, b.getStringAttr(name))),
                               step.getLoc());
     return step.getArgument(index);
   }
@@ -63,7 +63,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   Value state(func::FuncOp step, OpBuilder &b, Type type, const std::string &name) {
     unsigned index = step.getNumArguments();
     (void)step.insertArgument(index, type,
-                              b.getDictionaryAttr(b.getNamedAttr("tc.state", b.getStringAttr(name))),
+                              b.getDictionaryAttr(b.getNamedAttr(tc::kStateAttrName, b.getStringAttr(name))),
                               step.getLoc());
     return step.getArgument(index);
   }
@@ -87,14 +87,14 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       stateResults.push_back(v);
       stateAttrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(name)),
-           b.getNamedAttr("tc.state_update", b.getStringAttr(name))}));
+           b.getNamedAttr(tc::kStateUpdateAttrName, b.getStringAttr(name))}));
     };
 
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
-      auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, "tc.grad");
+      auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, tc::kGradAttrName);
       if (!symbol) {
         // Not a gradient: running statistics written back as they are.
-        if (step.getResultAttr(i, "tc.update")) {
+        if (step.getResultAttr(i, tc::kUpdateAttrName)) {
           results.push_back(ret.getOperand(i));
           attrs.push_back(step.getResultAttrDict(i));
         }
@@ -146,7 +146,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       results.push_back(updated);
       attrs.push_back(b.getDictionaryAttr(
           {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("param." + name)),
-           b.getNamedAttr("tc.update", symbol)}));
+           b.getNamedAttr(tc::kUpdateAttrName, symbol)}));
     }
     results.append(stateResults.begin(), stateResults.end());
     attrs.append(stateAttrs.begin(), stateAttrs.end());
@@ -165,7 +165,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
     Value total;
     for (unsigned i = 1; i < grads.size(); ++i) {
-      if (!step.getResultAttr(i, "tc.grad"))
+      if (!step.getResultAttr(i, tc::kGradAttrName))
         continue;
       Value squares = b.create<tc::MulOp>(loc, ValueRange{grads[i], grads[i]})->getResult(0);
       Value sum = b.create<tc::ReduceSumOp>(loc, ValueRange{squares}, ArrayRef<NamedAttribute>{all, drop})

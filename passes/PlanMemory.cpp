@@ -58,9 +58,9 @@ Value inPlaceArgument(OpResult result) {
     return nullptr;
   unsigned slot = use.getOperandNumber(), argIndex = arg.getArgNumber();
   Attribute param = func.getArgAttr(argIndex, tc::kParamAttrName);
-  Attribute state = func.getArgAttr(argIndex, "tc.state");
-  bool sameSlot = (param && func.getResultAttr(slot, "tc.update") == param) ||
-                  (state && func.getResultAttr(slot, "tc.state_update") == state);
+  Attribute state = func.getArgAttr(argIndex, tc::kStateAttrName);
+  bool sameSlot = (param && func.getResultAttr(slot, tc::kUpdateAttrName) == param) ||
+                  (state && func.getResultAttr(slot, tc::kStateUpdateAttrName) == state);
   if (!sameSlot)
     return nullptr;
   // The argument and every view of it: none may be read after the update.

@@ -12,18 +12,17 @@ namespace trainc::rt::detail {
 
 /// Class labels of the training data must lie in [0, classes), checked
 /// before step 1 (a bad label would otherwise stop the run at its batch). The
-/// ABI carries no class count: the label is the step input before the
-/// sample weights that is not a model input (a model's own loss takes its
-/// labels as a model input and may have an ignore_index, so those are not
-/// checked), int64, and its class count is that of the first output, f32
+/// ABI carries no class count: the label is the step input of role Label
+/// (a model's own loss takes its labels as a model input and may have an
+/// ignore_index, so those are not checked), int64, and its class count is that of the first output, f32
 /// scores with one more axis than the label: axis 1 (--class-axis=1) or the
 /// last axis (--class-axis=-1), as evaluation reads them.
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
                            const std::vector<NpyArray> &arrays, int64_t samples) {
   const TrainStep &train = *program.train;
   int label = -1;
-  for (int i = 0; i + 1 < train.numInputs; ++i)
-    if (std::string(train.inputs[i + 1].name) == "sample_weights")
+  for (int i = 0; i < train.numInputs; ++i)
+    if (train.inputs[i].role == InputRole::Label)
       label = i;
   if (label < 0 || program.numOutputs < 1)
     return Status();

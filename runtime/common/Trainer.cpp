@@ -312,10 +312,10 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   std::vector<int> fileIndex; // of each file input among the step's inputs
   int weightsIndex = -1, keyIndex = -1;
   for (int i = 0; i < train->numInputs; ++i) {
-    std::string name = train->inputs[i].name;
-    if (name == "sample_weights") {
+    InputRole role = train->inputs[i].role;
+    if (role == InputRole::SampleWeights) {
       weightsIndex = i;
-    } else if (name == "dropout_key") {
+    } else if (role == InputRole::DropoutKey) {
       keyIndex = i;
     } else {
       fileInputs.push_back(train->inputs[i]);

@@ -29,11 +29,19 @@ int64_t firstNonFinite(DType type, const void *data, int64_t count);
 
 inline constexpr int kMaxRank = 8;
 
+/// What a step input is: read from the data folder (a model input or the
+/// label), or set by the trainer (the per-sample weights of a padded last
+/// batch, the dropout key [seed, step]). The runtime decides by the role,
+/// never by the name.
+enum class InputRole : int32_t { Data = 0, Label, SampleWeights, DropoutKey };
+
 struct TensorInfo {
   const char *name;
   DType dtype;
   int rank;
   int64_t shape[kMaxRank];
+  /// Step inputs only (the other tables: Data).
+  InputRole role;
 };
 
 struct ParamInfo {
