@@ -149,6 +149,9 @@ std::string kernelStem(StringRef name) {
 } // namespace
 
 LogicalResult ProgramEmitter::emitFused(tc::FusedOp fused) {
+  for (Operation &op : fused.getBlock().without_terminator())
+    if (tc::isEpilogueHead(&op))
+      return emitEpilogueGroup(fused, cast<tc::MatMulOp>(op));
   SmallVector<Operation *> ops;
   for (Operation &op : fused.getBlock().without_terminator())
     ops.push_back(&op);
@@ -186,7 +189,9 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
                                         ArrayRef<Value> inputs,
                                         ArrayRef<std::string> inputPtrs,
                                         ArrayRef<Value> outputs,
-                                        ArrayRef<std::string> outputPtrs, StringRef what) {
+                                        ArrayRef<std::string> outputPtrs, StringRef what,
+                                        const GemmDims *gemm, Value product,
+                                        unsigned productOutput) {
   ArrayRef<int64_t> shape = shapeOf(outputs.front());
   // Inputs used only as a dropout's key are passed as pointers, not read.
   auto onlyKey = [&](Value v) {
@@ -209,6 +214,15 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     code += decomposeIndex(shape, "i", "c", "  ", used);
   std::vector<KernelParam> kparams;
   llvm::DenseMap<Value, std::string> element;
+  // One output is `out`; several are out0, out1, ...
+  auto outputName = [&](size_t k) {
+    return outputs.size() == 1 ? std::string("out") : "out" + std::to_string(k);
+  };
+  if (product) {
+    // The GEMM's element, read before anything writes it.
+    code += "  const float p = " + outputName(productOutput) + "[i]; // the product\n";
+    element[product] = "p";
+  }
   for (auto [k, v] : llvm::enumerate(inputs)) {
     std::string name = "in" + std::to_string(k), t = cType(v.getType());
     if (t.empty())
@@ -227,11 +241,10 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     element[v] = a;
   }
   std::vector<std::string> comment;
+  if (product)
+    comment.push_back(opComment(product.getDefiningOp()) +
+                      " (the GEMM; this kernel finishes its output in place)");
   int64_t shown = 0, computed = 0;
-  // One output is `out`; several are out0, out1, ...
-  auto outputName = [&](size_t k) {
-    return outputs.size() == 1 ? std::string("out") : "out" + std::to_string(k);
-  };
   std::string stores;
   for (Operation *op : ops) {
     if (auto constant = dyn_cast<tc::ConstantOp>(op)) {
@@ -286,12 +299,120 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
       code += "  " + outputName(k) + "[i] = " + element[v] + ";\n";
   }
   code += stores;
-  std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code);
-  std::string args = "ctx";
+  bool cpu = options.target == Target::Cpu;
+  std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code,
+                                       /*mayAlias=*/product != nullptr,
+                                       /*cpuRange=*/product && cpu);
+  std::string args;
   for (const std::string &p : inputPtrs)
     args += ", " + p;
   for (const std::string &p : outputPtrs)
     args += ", " + p;
-  call(name + "(" + args + ")");
+  if (!gemm) {
+    call(name + "(ctx" + args + ")");
+    return success();
+  }
+  std::string host = outputPtrs[productOutput];
+  if (!cpu) {
+    // The GEMM, then the kernel over its output.
+    call("tk::gemm(ctx, " + gemm->operands("1.0f") + ", 0.0f, " + host + gemm->outputTail() +
+         ")");
+    call(name + "(ctx" + args + ")");
+    return success();
+  }
+  // Each block of rows is finished on the thread that computed it.
+  body += "  {\n    const " + name + "_env env{" + args.substr(2) + "};\n  ";
+  call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + host + gemm->outputTail() +
+       ", trainc::rt::GemmEpilogue{nullptr, nullptr, trainc::rt::GemmActivation::None, " + name +
+       "_range, &env})");
+  body += "  }\n";
   return success();
+}
+
+namespace {
+
+/// A group cuBLASLt's epilogues compute on their own: the product plus a
+/// same-shaped addend (beta = 1), or plus a bias row [.., n] (BIAS), then
+/// optionally ReLU (RELU_BIAS), yielding only the last value.
+struct LibraryEpilogue {
+  Value addend, bias;
+  bool relu = false;
+};
+
+std::optional<LibraryEpilogue> libraryEpilogue(tc::FusedOp fused, Value product) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : fused.getBlock().without_terminator())
+    if (op.getResult(0) != product)
+      ops.push_back(&op);
+  auto yield = cast<tc::YieldOp>(fused.getBlock().getTerminator());
+  if (ops.empty() || ops.size() > 2 || yield.getValues().size() != 1 ||
+      yield.getValues()[0] != ops.back()->getResult(0))
+    return std::nullopt;
+  auto add = dyn_cast<tc::AddOp>(ops.front());
+  if (!add || (add.getLhs() != product && add.getRhs() != product))
+    return std::nullopt;
+  Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
+  if (!isa<BlockArgument>(other) || other == product)
+    return std::nullopt;
+  LibraryEpilogue e;
+  ArrayRef<int64_t> shape = shapeOf(product), o = shapeOf(other);
+  if (o == shape) {
+    e.addend = other;
+  } else if (!o.empty() && o.back() == shape.back() &&
+             llvm::all_of(o.drop_back(), [](int64_t d) { return d == 1; })) {
+    e.bias = other;
+  } else {
+    return std::nullopt;
+  }
+  if (ops.size() == 2) {
+    auto relu = dyn_cast<tc::ReluOp>(ops.back());
+    if (!relu || relu.getInput() != add.getResult() || !e.bias)
+      return std::nullopt;
+    e.relu = true;
+  }
+  return e;
+}
+
+} // namespace
+
+LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, tc::MatMulOp head) {
+  Block &block = fused.getBlock();
+  auto outside = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg ? fused.getInputs()[arg.getArgNumber()] : Value();
+  };
+  FailureOr<GemmDims> gemm = matmulDims(head, outside(head.getLhs()), outside(head.getRhs()));
+  if (failed(gemm))
+    return failure();
+  if (options.target == Target::Cuda)
+    if (std::optional<LibraryEpilogue> e = libraryEpilogue(fused, head.getResult())) {
+      call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + ptr(fused.getResult(0)) +
+           gemm->outputTail() + ", trainc::rt::GemmEpilogue{" +
+           (e->addend ? ptr(outside(e->addend)) : "nullptr") + ", " +
+           (e->bias ? ptr(outside(e->bias)) : "nullptr") + ", trainc::rt::GemmActivation::" +
+           (e->relu ? "Relu" : "None") + ", nullptr, nullptr})");
+      return success();
+    }
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    if (&op != head.getOperation())
+      ops.push_back(&op);
+  SmallVector<std::string> inputPtrs, outputPtrs;
+  SmallVector<Value> inputs;
+  for (auto [input, arg] : llvm::zip(fused.getInputs(), block.getArguments())) {
+    // The GEMM's own operands are not the epilogue's.
+    if (llvm::all_of(arg.getUsers(), [&](Operation *u) { return u == head.getOperation(); }))
+      continue;
+    inputs.push_back(arg);
+    inputPtrs.push_back(ptr(input));
+  }
+  for (Value v : fused.getResults())
+    outputPtrs.push_back(ptr(v));
+  auto yield = cast<tc::YieldOp>(block.getTerminator());
+  SmallVector<Value> outputs(yield.getValues().begin(), yield.getValues().end());
+  unsigned host = 0;
+  while (!cast<ShapedType>(outputs[host].getType()).getElementType().isF32())
+    ++host; // the verifier promises one
+  return emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs,
+                   kernelStem(fused.getKernel()), &*gemm, head.getResult(), host);
 }

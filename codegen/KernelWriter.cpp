@@ -51,8 +51,10 @@ std::string KernelWriter::nextName(llvm::StringRef what) {
 std::string KernelWriter::addKernel(llvm::StringRef what,
                                     llvm::ArrayRef<std::string> comment,
                                     llvm::ArrayRef<KernelParam> params,
-                                    int64_t count, llvm::StringRef body, bool mayAlias) {
-  std::string key = what.str() + '\n' + std::to_string(count) + (mayAlias ? " alias\n" : "\n");
+                                    int64_t count, llvm::StringRef body, bool mayAlias,
+                                    bool cpuRange) {
+  std::string key = what.str() + '\n' + std::to_string(count) + (mayAlias ? " alias" : "") +
+                    (cpuRange ? " range\n" : "\n");
   for (const KernelParam &p : params)
     key += p.type + " " + p.name + (p.output ? " out\n" : "\n");
   key += body;
@@ -70,6 +72,20 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   os << "TRAINC_HD void " << name << "_body(int64_t i, " << bodyParams << ") {\n"
      << body << "}\n";
   std::string launchParams = paramList(params, false);
+  if (target == Target::Cpu && cpuRange) {
+    os << "struct " << name << "_env {\n";
+    std::string fields;
+    for (const KernelParam &p : params) {
+      os << "  " << (p.output ? "" : "const ") << p.type << " *" << p.name << ";\n";
+      fields += ", e." + p.name;
+    }
+    os << "};\n"
+       << "static void " << name << "_range(const void *env, int64_t begin, int64_t end) {\n"
+       << "  const " << name << "_env &e = *static_cast<const " << name << "_env *>(env);\n"
+       << "  for (int64_t i = begin; i < end; ++i)\n"
+       << "    " << name << "_body(i" << fields << ");\n}\n\n";
+    return name;
+  }
   if (target == Target::Cpu) {
     os << "static Status " << name << "(Context &" << launchParams << ") {\n";
     if (count >= kParallelThreshold)

@@ -43,9 +43,14 @@ public:
   /// may be an input too (updates in place; the body must read an element
   /// before it writes it). A kernel identical to one added before (same stem,
   /// parameters, count and body) is not written again: its name is returned.
+  /// With `cpuRange`, the CPU target writes instead of the launcher a
+  /// function `name_range(const void *env, int64_t begin, int64_t end)` over
+  /// elements [begin, end), whose env is a `name_env` struct of the
+  /// parameters in order (a trainc::rt::ElementRangeFn, for a GEMM's
+  /// epilogue); the CUDA target writes its launcher as usual.
   std::string addKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
                         llvm::ArrayRef<KernelParam> params, int64_t count,
-                        llvm::StringRef body, bool mayAlias = false);
+                        llvm::StringRef body, bool mayAlias = false, bool cpuRange = false);
 
   /// Adds one kernel that runs `body` over several tensors at once (as
   /// PyTorch's multi_tensor_apply for its fused optimizers): `perTensor`

@@ -153,35 +153,57 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
       });
 }
 
-LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
-  ArrayRef<int64_t> a = shapeOf(op.getLhs()), b = shapeOf(op.getRhs());
-  if (!cast<ShapedType>(op.getLhs().getType()).getElementType().isF32())
+std::string ProgramEmitter::GemmDims::operands(StringRef alpha) const {
+  return std::string(transA ? "true" : "false") + ", " + (transB ? "true" : "false") + ", " +
+         std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " +
+         (alpha.empty() ? "" : alpha.str() + ", ") + a +
+         ", " + std::to_string(lda) + ", " + std::to_string(strideA) + ", " + b + ", " +
+         std::to_string(ldb) + ", " + std::to_string(strideB);
+}
+
+std::string ProgramEmitter::GemmDims::outputTail() const {
+  return ", " + std::to_string(n) + ", " + std::to_string(m * n) + ", " + std::to_string(batch);
+}
+
+FailureOr<ProgramEmitter::GemmDims> ProgramEmitter::matmulDims(tc::MatMulOp op, Value lhs,
+                                                                Value rhs) {
+  ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
+  if (!cast<ShapedType>(lhs.getType()).getElementType().isF32())
     return op.emitError("codegen supports f32 matmul only");
   // Row-major: A is stored [.., m, k] (lda = k), or [.., k, m] with trans_a
   // (lda = m); B is [.., k, n] (ldb = n), or [.., n, k] with trans_b (ldb = k).
   // The verifier refuses a flag on a 1-D operand.
-  bool ta = op.getTransA(), tb = op.getTransB();
-  int64_t m = a.size() == 1 ? 1 : a[a.size() - (ta ? 1 : 2)];
-  int64_t k = ta ? a[a.size() - 2] : a.back();
-  int64_t n = b.size() == 1 ? 1 : b[b.size() - (tb ? 2 : 1)];
-  int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  GemmDims g;
+  g.transA = op.getTransA();
+  g.transB = op.getTransB();
+  g.m = a.size() == 1 ? 1 : a[a.size() - (g.transA ? 1 : 2)];
+  g.k = g.transA ? a[a.size() - 2] : a.back();
+  g.n = b.size() == 1 ? 1 : b[b.size() - (g.transB ? 2 : 1)];
+  g.lda = g.transA ? g.m : g.k;
+  g.ldb = g.transB ? g.k : g.n;
   auto batchOf = [](ArrayRef<int64_t> s) {
     int64_t p = 1;
     for (size_t d = 0; d + 2 < s.size(); ++d)
       p *= s[d];
     return p;
   };
-  int64_t batch = countOf(op.getResult()) / (m * n);
+  g.batch = countOf(op.getResult()) / (g.m * g.n);
   int64_t ba = batchOf(a), bb = batchOf(b);
-  if ((ba != batch && ba != 1) || (bb != batch && bb != 1))
+  if ((ba != g.batch && ba != 1) || (bb != g.batch && bb != 1))
     return op.emitError("codegen does not support partially broadcast matmul batches yet");
-  int64_t strideA = ba == 1 ? 0 : m * k, strideB = bb == 1 ? 0 : k * n;
-  call("tk::gemm(ctx, " + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") +
-       ", " + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) +
-       ", 1.0f, " + ptr(op.getLhs()) + ", " + std::to_string(lda) + ", " +
-       std::to_string(strideA) + ", " + ptr(op.getRhs()) + ", " + std::to_string(ldb) + ", " +
-       std::to_string(strideB) + ", 0.0f, " + ptr(op.getResult()) + ", " + std::to_string(n) +
-       ", " + std::to_string(m * n) + ", " + std::to_string(batch) + ")");
+  g.strideA = ba == 1 ? 0 : g.m * g.k;
+  g.strideB = bb == 1 ? 0 : g.k * g.n;
+  g.a = ptr(lhs);
+  g.b = ptr(rhs);
+  return g;
+}
+
+LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
+  FailureOr<GemmDims> g = matmulDims(op, op.getLhs(), op.getRhs());
+  if (failed(g))
+    return failure();
+  call("tk::gemm(ctx, " + g->operands("1.0f") + ", 0.0f, " + ptr(op.getResult()) +
+       g->outputTail() + ")");
   return success();
 }
 

@@ -91,9 +91,20 @@ private:
   LogicalResult emitPointwise(Operation *op);
   /// A tc.fused group, or one pointwise op (a group of one), as one kernel.
   LogicalResult emitFused(tc::FusedOp fused);
+  /// With `gemm` set, the group is a GEMM's epilogue: `product` (the
+  /// matmul's value) is read in place from output `productOutput`, which the
+  /// GEMM `gemm` describes wrote first (see emitEpilogueGroup).
+  struct GemmDims;
   LogicalResult emitGroup(Operation *anchor, ArrayRef<Operation *> ops, ArrayRef<Value> inputs,
                           ArrayRef<std::string> inputPtrs, ArrayRef<Value> outputs,
-                          ArrayRef<std::string> outputPtrs, StringRef what);
+                          ArrayRef<std::string> outputPtrs, StringRef what,
+                          const GemmDims *gemm = nullptr, Value product = nullptr,
+                          unsigned productOutput = 0);
+  /// A tc.fused group headed by a matmul: one tk::gemmEpilogue call (the
+  /// CPU runs the group over each finished block; CUDA uses cuBLASLt's
+  /// bias, ReLU and accumulation epilogues where they express the group),
+  /// or on CUDA the GEMM and then the group's kernel.
+  LogicalResult emitEpilogueGroup(tc::FusedOp fused, tc::MatMulOp head);
   /// An optimizer update: runs of updates of one kind become one
   /// multi-tensor kernel, emitted at the run's last update.
   LogicalResult emitUpdate(Operation *op);
@@ -105,6 +116,18 @@ private:
                                 ArrayRef<int64_t> shape, ArrayRef<int64_t> inStrides,
                                 int64_t inBase, ArrayRef<int64_t> outStrides,
                                 int64_t outBase, StringRef outPtr);
+  /// A matmul as a row-major (batched) GEMM: operands, leading dimensions
+  /// and strides as the runtime's gemm takes them.
+  struct GemmDims {
+    bool transA, transB;
+    int64_t m, n, k, lda, ldb, strideA, strideB, batch;
+    std::string a, b;
+    /// "transA, transB, m, n, k, [alpha, ]A, lda, strideA, B, ldb, strideB".
+    std::string operands(StringRef alpha = "") const;
+    /// ", ldc, strideC, batch" after C.
+    std::string outputTail() const;
+  };
+  FailureOr<GemmDims> matmulDims(tc::MatMulOp op, Value lhs, Value rhs);
   LogicalResult emitMatMul(tc::MatMulOp op);
   LogicalResult emitGemm(tc::GemmOp op);
   LogicalResult emitConv(tc::ConvOp op);

@@ -121,8 +121,11 @@ Value unreduce(OpBuilder &b, Location loc, Value dy, Value input, ArrayRef<int64
 TC_UNARY_GRADIENT(NegOp, neg(b, loc, dy))
 // dy * sign(x), with sign(0) = sign(NaN) = 0 as PyTorch's sgn.
 TC_UNARY_GRADIENT(AbsOp, make<WhereOp>(b, loc, {make<GreaterOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), dy, select(b, loc, make<LessOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), neg(b, loc, dy))}))
-// threshold_backward: 0 where x <= 0, dy elsewhere (NaN included).
-TC_UNARY_GRADIENT(ReluOp, make<WhereOp>(b, loc, {make<LessEqualOp>(b, loc, {x, scalar(b, loc, x, 0.0)}), scalar(b, loc, dy, 0.0), dy}))
+// threshold_backward on the result, as PyTorch's relu: 0 where y <= 0, dy
+// elsewhere (NaN included). y <= 0 exactly where x <= 0, and reading y lets
+// the forward keep only the activation (the pre-activation of a
+// matmul + bias + relu epilogue is never stored).
+TC_UNARY_GRADIENT(ReluOp, make<WhereOp>(b, loc, {make<LessEqualOp>(b, loc, {y, scalar(b, loc, y, 0.0)}), scalar(b, loc, dy, 0.0), dy}))
 TC_UNARY_GRADIENT(SigmoidOp, mul(b, loc, dy, mul(b, loc, y, sub(b, loc, scalar(b, loc, y, 1.0), y))))
 TC_UNARY_GRADIENT(TanhOp, mul(b, loc, dy, sub(b, loc, scalar(b, loc, y, 1.0), mul(b, loc, y, y))))
 TC_UNARY_GRADIENT(ExpOp, mul(b, loc, dy, y))

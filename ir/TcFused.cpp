@@ -15,6 +15,11 @@ bool tc::isFusible(Operation *op) {
   return false;
 }
 
+bool tc::isEpilogueHead(Operation *op) {
+  auto matmul = dyn_cast<MatMulOp>(op);
+  return matmul && cast<RankedTensorType>(matmul.getType()).getElementType().isF32();
+}
+
 bool tc::isSplatConstant(Operation *op) {
   auto constant = dyn_cast_or_null<ConstantOp>(op);
   auto value = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
@@ -41,9 +46,27 @@ LogicalResult tc::FusedOp::verify() {
   if (yield.getValues().getTypes() != getResultTypes())
     return emitOpError("yields ") << yield.getValues().size()
                                   << " values whose types differ from its results";
+  Operation *head = nullptr;
   for (Operation &op : block.without_terminator()) {
     if (isSplatConstant(&op))
       continue;
+    if (!head && isEpilogueHead(&op) && llvm::all_of(block.without_terminator(), [&](Operation &o) {
+          return &o == &op || isSplatConstant(&o) || op.isBeforeInBlock(&o);
+        })) {
+      // The GEMM whose output the rest of the group finishes: the kernel
+      // reads its value in place in a yielded f32 result.
+      head = &op;
+      if (cast<RankedTensorType>(op.getResult(0).getType()).getShape() != shape)
+        return op.emitOpError("heading a tc.fused group computes ")
+               << op.getResult(0).getType() << ", not the group's iteration shape";
+      if (llvm::is_contained(yield.getValues(), op.getResult(0)))
+        return op.emitOpError("heading a tc.fused group is not one of its results");
+      if (llvm::none_of(getResultTypes(), [](Type t) {
+            return cast<RankedTensorType>(t).getElementType().isF32();
+          }))
+        return op.emitOpError("heads a tc.fused group without an f32 result to compute in");
+      continue;
+    }
     if (!isFusible(&op))
       return op.emitOpError("cannot be part of a tc.fused group (not pointwise)");
     for (Type t : op.getResultTypes())

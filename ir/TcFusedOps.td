@@ -21,7 +21,15 @@ def Tc_FusedOp : Op<Tc_Dialect, "fused",
     group's inputs, read with numpy broadcasting to the iteration shape),
     splat constants (inlined as literals by code generation) or results of
     earlier ops of the group. Values computed inside and not yielded are
-    intermediates: they live in registers and take no memory. `kernel` names
+    intermediates: they live in registers and take no memory.
+
+    The first op may be an f32 `tc.matmul`, the group's GEMM: the group is
+    then the GEMM with its epilogue. The library GEMM writes the product
+    into a yielded f32 result, and the pointwise ops after it finish each
+    block of that result in place right after the GEMM computed it (CPU), or
+    inside the cuBLASLt call (bias, ReLU and accumulation epilogues) or in
+    the kernel launched after it (CUDA). The product is not a result and
+    takes no memory of its own. `kernel` names
     the group after what it computes; the emitted kernel is `kNN_<kernel>`.
 
     ```mlir
@@ -30,6 +38,14 @@ def Tc_FusedOp : Op<Tc_Dialect, "fused",
       %0 = tc.add %a0, %a1 : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
       %1 = tc.relu %0 : tensor<8x64xf32>
       tc.yield %1 : tensor<8x64xf32>
+    }
+
+    %h = tc.fused "matmul_add_relu" (%x, %w, %b) : (tensor<8x32xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
+    ^bb0(%a0: tensor<8x32xf32>, %a1: tensor<32x64xf32>, %a2: tensor<64xf32>):
+      %0 = tc.matmul %a0, %a1 : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
+      %1 = tc.add %0, %a2 : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+      %2 = tc.relu %1 : tensor<8x64xf32>
+      tc.yield %2 : tensor<8x64xf32>
     }
     ```
   }];

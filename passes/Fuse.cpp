@@ -72,6 +72,8 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
   }
 
   void fuseFunction(func::FuncOp func) {
+    if (epilogues)
+      splitGemms(func);
     std::vector<Group> groups;
     DenseMap<Operation *, unsigned> groupOf;
     auto find = [&](Operation *op) -> std::optional<unsigned> {
@@ -135,6 +137,8 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
     for (Group &group : groups)
       if (!group.merged && group.ops.size() >= 2)
         formGroup(group.ops);
+    if (epilogues)
+      attachEpilogues(func);
     // Splat constants that only groups read are now dead.
     SmallVector<Operation *> dead;
     for (auto constant : func.getBody().front().getOps<tc::ConstantOp>())
@@ -144,7 +148,78 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       op->erase();
   }
 
-  void formGroup(ArrayRef<Operation *> ops) {
+  /// A tc.gemm with alpha 1 (and beta 1 with a C) as tc.matmul and tc.add,
+  /// so that the bias joins the epilogue group. Others stay.
+  void splitGemms(func::FuncOp func) {
+    SmallVector<tc::GemmOp> gemms(func.getBody().front().getOps<tc::GemmOp>());
+    for (tc::GemmOp gemm : gemms) {
+      if (gemm.getAlpha().convertToFloat() != 1.0f ||
+          (gemm.getC() && gemm.getBeta().convertToFloat() != 1.0f) ||
+          !cast<RankedTensorType>(gemm.getType()).getElementType().isF32())
+        continue;
+      OpBuilder b(gemm);
+      Value product = b.create<tc::MatMulOp>(gemm.getLoc(), gemm.getType(), gemm.getA(),
+                                             gemm.getB(), gemm.getTransAAttr(),
+                                             gemm.getTransBAttr());
+      if (Value c = gemm.getC())
+        product = b.create<tc::AddOp>(gemm.getLoc(), ValueRange{product, c})->getResult(0);
+      gemm.getResult().replaceAllUsesWith(product);
+      gemm.erase();
+    }
+  }
+
+  /// Each f32 matmul whose value one group (or one pointwise op of its
+  /// shape) alone reads becomes that group's head.
+  void attachEpilogues(func::FuncOp func) {
+    SmallVector<tc::MatMulOp> matmuls(func.getBody().front().getOps<tc::MatMulOp>());
+    for (tc::MatMulOp matmul : matmuls) {
+      Value product = matmul.getResult();
+      if (!tc::isEpilogueHead(matmul) || product.use_empty())
+        continue;
+      Operation *user = *product.getUsers().begin();
+      if (llvm::any_of(product.getUsers(), [&](Operation *u) { return u != user; }))
+        continue; // also read elsewhere: it needs its own buffer anyway
+      ArrayRef<int64_t> shape = resultShape(matmul);
+      auto fused = dyn_cast<tc::FusedOp>(user);
+      if (!fused) {
+        if (!tc::isFusible(user) || user->getNumResults() != 1 ||
+            resultShape(user) != shape)
+          continue;
+        fused = formGroup({user});
+      }
+      bool hasF32Result = llvm::any_of(fused.getResultTypes(), [](Type t) {
+        return cast<RankedTensorType>(t).getElementType().isF32();
+      });
+      if (fused.getIterationShape() != shape || !hasF32Result)
+        continue;
+      absorb(fused, matmul);
+    }
+  }
+
+  /// Moves `matmul` into the head of `fused`, which reads its value.
+  void absorb(tc::FusedOp fused, tc::MatMulOp matmul) {
+    Block &block = fused.getBlock();
+    auto argFor = [&](Value x) -> Value {
+      for (auto [k, input] : llvm::enumerate(fused.getInputs()))
+        if (input == x)
+          return block.getArgument(k);
+      fused->insertOperands(fused->getNumOperands(), {x});
+      return block.addArgument(x.getType(), x.getLoc());
+    };
+    IRMapping map;
+    map.map(matmul.getLhs(), argFor(matmul.getLhs()));
+    map.map(matmul.getRhs(), argFor(matmul.getRhs()));
+    OpBuilder inner = OpBuilder::atBlockBegin(&block);
+    Operation *head = inner.clone(*matmul, map);
+    unsigned index = llvm::find(fused.getInputs(), matmul.getResult()) - fused.getInputs().begin();
+    block.getArgument(index).replaceAllUsesWith(head->getResult(0));
+    fused->eraseOperand(index);
+    block.eraseArgument(index);
+    fused.setKernel("matmul_" + fused.getKernel().str());
+    matmul.erase();
+  }
+
+  tc::FusedOp formGroup(ArrayRef<Operation *> ops) {
     llvm::SmallPtrSet<Operation *, 16> members(ops.begin(), ops.end());
     llvm::SetVector<Value> inputs;
     SmallVector<Value> outputs;
@@ -192,6 +267,7 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       v.replaceAllUsesWith(r);
     for (Operation *op : llvm::reverse(ops))
       op->erase();
+    return fused;
   }
 };
 

@@ -75,10 +75,21 @@ def Fuse : Pass<"trainc-fuse", "mlir::ModuleOp"> {
     It must not fuse across ops of another shape, across library ops
     (matmul, convolution, normalization, reductions), or a producer group
     whose value an op outside it has already read.
+
+    GEMM epilogues: an f32 `tc.matmul` whose value only one group (or one
+    pointwise op) reads, at the group's shape, becomes that group's head (a
+    `tc.fused "matmul_add_relu"`), so the bias, activation or gradient sum
+    after it runs on the GEMM's output while it is in cache, or inside the
+    cuBLASLt call. A `tc.gemm` with alpha 1 (and beta 1 when it has a C) is
+    first written as `tc.matmul` plus `tc.add` so that its bias can join.
+    A matmul whose value is also read elsewhere (a saved activation, two
+    groups) stays a library call of its own.
   }];
   let options = [
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"64",
-           "the most ops one group holds (bounds a kernel's size)">
+           "the most ops one group holds (bounds a kernel's size)">,
+    Option<"epilogues", "epilogues", "bool", /*default=*/"true",
+           "let a matmul head the pointwise group that reads its output">
   ];
 }
 

@@ -41,11 +41,14 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
 
 void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, float beta, float *c, int64_t ldc) {
+                   int64_t ldb, float beta, float *c, int64_t ldc,
+                   const GemmBlockHook *afterBlock) {
   useSingleThreadedBlas();
   const GemmBlocks blocks = gemmBlocks(m, n, k);
   if (blocks.count == 1) {
     sgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (afterBlock)
+      (*afterBlock)(0, m, 0, n);
     return;
   }
   const bool parallel = !omp_in_parallel() && maxThreads() > 1;
@@ -58,11 +61,15 @@ void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       const float *aBlock = transA ? a + begin : a + begin * lda;
       sgemmSerial(transA, transB, size, n, k, alpha, aBlock, lda, b, ldb, beta,
                   c + begin * ldc, ldc);
+      if (afterBlock)
+        (*afterBlock)(begin, size, 0, n);
     } else {
       // Columns [begin, begin + size) of op(B) and of C.
       const float *bBlock = transB ? b + begin * ldb : b + begin;
       sgemmSerial(transA, transB, m, size, k, alpha, a, lda, bBlock, ldb, beta,
                   c + begin, ldc);
+      if (afterBlock)
+        (*afterBlock)(0, m, begin, size);
     }
   }
 }

@@ -4,54 +4,155 @@
 #include "Blas.h"
 
 #include <climits>
+#include <functional>
 
 namespace trainc::cpu {
 using namespace ::trainc::rt;
 
-Status gemm(Context &ctx, bool transA, bool transB, int64_t m, int64_t n,
-            int64_t k, float alpha, const float *a, int64_t lda,
-            int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-            float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
-  (void)ctx;
-  const char *kernel = "gemm";
+namespace {
+
+/// The argument checks gemm and gemmEpilogue share.
+Status checkGemm(const char *kernel, bool transA, bool transB, int64_t m,
+                 int64_t n, int64_t k, const float *a, int64_t lda,
+                 int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+                 const float *c, int64_t ldc, int64_t strideC, int64_t batch) {
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"a", a}, {"b", b}, {"c", c}}));
   TRAINC_RETURN_IF_ERROR(
       checkPositive(kernel, {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}}));
   // Row-major: op(A) is m x k, so A is stored m x k (or k x m transposed).
   int64_t minLda = transA ? m : k, minLdb = transB ? k : n;
   if (lda < minLda || ldb < minLdb || ldc < n)
-    return Status::error("gemm: leading dimensions lda=" + std::to_string(lda) +
-                         " ldb=" + std::to_string(ldb) +
+    return Status::error(std::string(kernel) + ": leading dimensions lda=" +
+                         std::to_string(lda) + " ldb=" + std::to_string(ldb) +
                          " ldc=" + std::to_string(ldc) + " must be at least " +
                          std::to_string(minLda) + ", " +
                          std::to_string(minLdb) + ", " + std::to_string(n));
   if (strideA < 0 || strideB < 0 || strideC < 0)
-    return Status::error("gemm: negative batch stride");
+    return Status::error(std::string(kernel) + ": negative batch stride");
   if (batch > 1 && strideC == 0)
-    return Status::error("gemm: strideC is 0 with batch " +
+    return Status::error(std::string(kernel) + ": strideC is 0 with batch " +
                          std::to_string(batch) +
                          ": every entry would overwrite the same output");
   // cblas takes int (LP64 OpenBLAS).
   for (int64_t size : {m, n, k, lda, ldb, ldc})
     if (size > INT_MAX)
-      return Status::error("gemm: size " + std::to_string(size) +
+      return Status::error(std::string(kernel) + ": size " +
+                           std::to_string(size) +
                            " exceeds the BLAS int range");
+  return Status();
+}
 
+/// The batch loop of both entry points: small matrices one whole GEMM per
+/// thread, large ones one after the other, each split over the threads (see
+/// Blas.h for why OpenBLAS never threads itself). `afterBlock`, if given,
+/// runs on each finished block of entry `entry` on the thread that computed
+/// it.
+using EntryHook = std::function<void(int64_t entry, int64_t row, int64_t rows,
+                                     int64_t col, int64_t cols)>;
+void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+              float alpha, const float *a, int64_t lda, int64_t strideA,
+              const float *b, int64_t ldb, int64_t strideB, float beta,
+              float *c, int64_t ldc, int64_t strideC, int64_t batch,
+              const EntryHook *afterBlock) {
   useSingleThreadedBlas();
-  // Small matrices: one whole GEMM per thread. Large ones: one GEMM after
-  // the other, each split over the threads (see Blas.h for why OpenBLAS
-  // never threads itself).
+  // B shared and A, C in contiguous row blocks (x[b, t, :] @ W of a linear
+  // layer): one GEMM of m * batch rows, cut over the threads as one.
+  if (batch > 1 && strideB == 0 && !transA && strideA == m * lda &&
+      strideC == m * ldc && m * batch <= INT_MAX) {
+    m *= batch;
+    batch = 1;
+  }
   const bool small = double(m) * double(n) * double(k) < kSmallGemmMacs;
   if (batch > 1 && small) {
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < batch; ++i)
+    for (int64_t i = 0; i < batch; ++i) {
       sgemmSerial(transA, transB, m, n, k, alpha, a + i * strideA, lda,
                   b + i * strideB, ldb, beta, c + i * strideC, ldc);
-  } else {
-    for (int64_t i = 0; i < batch; ++i)
-      sgemmParallel(transA, transB, m, n, k, alpha, a + i * strideA, lda,
-                    b + i * strideB, ldb, beta, c + i * strideC, ldc);
+      if (afterBlock)
+        (*afterBlock)(i, 0, m, 0, n);
+    }
+    return;
   }
+  for (int64_t i = 0; i < batch; ++i) {
+    GemmBlockHook hook;
+    if (afterBlock)
+      hook = [&, i](int64_t row, int64_t rows, int64_t col, int64_t cols) {
+        (*afterBlock)(i, row, rows, col, cols);
+      };
+    sgemmParallel(transA, transB, m, n, k, alpha, a + i * strideA, lda,
+                  b + i * strideB, ldb, beta, c + i * strideC, ldc,
+                  afterBlock ? &hook : nullptr);
+  }
+}
+
+} // namespace
+
+Status gemm(Context &ctx, bool transA, bool transB, int64_t m, int64_t n,
+            int64_t k, float alpha, const float *a, int64_t lda,
+            int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+            float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
+  (void)ctx;
+  TRAINC_RETURN_IF_ERROR(checkGemm("gemm", transA, transB, m, n, k, a, lda,
+                                   strideA, b, ldb, strideB, c, ldc, strideC,
+                                   batch));
+  runBatch(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB,
+           beta, c, ldc, strideC, batch, nullptr);
+  return Status();
+}
+
+Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
+                    int64_t n, int64_t k, const float *a, int64_t lda,
+                    int64_t strideA, const float *b, int64_t ldb,
+                    int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                    int64_t batch, const GemmEpilogue &epilogue) {
+  (void)ctx;
+  TRAINC_RETURN_IF_ERROR(checkGemm("gemmEpilogue", transA, transB, m, n, k, a,
+                                   lda, strideA, b, ldb, strideB, c, ldc,
+                                   strideC, batch));
+  if (epilogue.range == nullptr && epilogue.env != nullptr)
+    return Status::error("gemmEpilogue: an environment without a range "
+                         "function");
+  if (epilogue.activation != GemmActivation::None &&
+      epilogue.activation != GemmActivation::Relu)
+    return Status::error("gemmEpilogue: unknown activation " +
+                         std::to_string(int(epilogue.activation)));
+  // An addend that is C itself is accumulated by the GEMM (beta = 1);
+  // another one is added after it, as PyTorch's separate add rounds.
+  const bool inPlace = epilogue.addend == c;
+  const float *addend = inPlace ? nullptr : epilogue.addend;
+  const float *bias = epilogue.bias;
+  const bool relu = epilogue.activation == GemmActivation::Relu;
+  EntryHook finish = [&](int64_t entry, int64_t row, int64_t rows, int64_t col,
+                         int64_t cols) {
+    if (addend || bias || relu)
+      for (int64_t r = row; r < row + rows; ++r) {
+        const int64_t first = entry * strideC + r * ldc + col;
+        float *out = c + first;
+        for (int64_t j = 0; j < cols; ++j) {
+          float v = out[j];
+          if (addend)
+            v = v + addend[first + j];
+          if (bias)
+            v = v + bias[col + j];
+          if (relu) // NaN stays NaN, as torch.relu
+            v = v < 0.0f ? 0.0f : v;
+          out[j] = v;
+        }
+      }
+    if (!epilogue.range)
+      return;
+    if (cols == n && ldc == n) { // contiguous rows: one range
+      const int64_t first = entry * strideC + row * n;
+      epilogue.range(epilogue.env, first, first + rows * n);
+      return;
+    }
+    for (int64_t r = row; r < row + rows; ++r) {
+      const int64_t first = entry * strideC + r * ldc + col;
+      epilogue.range(epilogue.env, first, first + cols);
+    }
+  };
+  runBatch(transA, transB, m, n, k, 1.0f, a, lda, strideA, b, ldb, strideB,
+           inPlace ? 1.0f : 0.0f, c, ldc, strideC, batch, &finish);
   return Status();
 }
 

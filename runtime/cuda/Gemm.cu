@@ -88,6 +88,9 @@ struct GemmShape {
   bool transA, transB;
   int64_t m, n, k, lda, ldb, ldc, strideA, strideB, strideC, batch;
   int64_t alignA, alignB, alignC;
+  /// cublasLtEpilogue_t: DEFAULT, BIAS or RELU_BIAS (the bias pointer is
+  /// set per call).
+  int32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
 };
 
 /// The workspace cuBLASLt may use; 32 MiB is NVIDIA's recommendation for
@@ -124,6 +127,18 @@ Status buildGemmPlan(CudaContext &ctx, const GemmShape &s, int64_t layoutBatch,
   TRAINC_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(
       plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond,
       sizeof(opSecond)));
+  if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    // The column-major D is n x m: its rows are the row-major columns, so
+    // cuBLASLt's per-row bias is our per-column bias.
+    cublasLtEpilogue_t epilogue = static_cast<cublasLtEpilogue_t>(s.epilogue);
+    TRAINC_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(
+        plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+        sizeof(epilogue)));
+    cudaDataType_t biasType = CUDA_R_32F;
+    TRAINC_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(
+        plan.operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+        sizeof(biasType)));
+  }
 
   // Stored (pre-op) column-major shapes: row-major B is k x n (n x k when
   // transposed), which column-major reads as n x k (k x n).
@@ -201,12 +216,16 @@ Status prefixed(const char *kernel, Status status) {
 ///   with m * batch rows, the common `x[b, t, :] @ W` of linear layers.
 /// - any other zero stride: one cuBLASLt call per batch entry. cuBLASLt does
 ///   not document stride-0 broadcasting, so it is not relied on.
-Status gemm(Context &ctxBase, bool transA, bool transB, int64_t m, int64_t n,
-            int64_t k, float alpha, const float *a, int64_t lda,
-            int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-            float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
-  CudaContext &ctx = asCuda(ctxBase);
-  const char *kernel = "gemm";
+namespace {
+
+/// D = alpha * op(A) op(B) + beta * C (+ bias, activation): the body of
+/// gemm (C == D) and gemmEpilogue (C the addend, or D itself).
+Status gemmImpl(CudaContext &ctx, const char *kernel, bool transA, bool transB,
+                int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                int64_t lda, int64_t strideA, const float *b, int64_t ldb,
+                int64_t strideB, float beta, const float *cIn, float *c,
+                int64_t ldc, int64_t strideC, int64_t batch,
+                const float *bias, int32_t epilogue) {
   // The same checks, in the same order, as the CPU target.
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkNotNull(kernel, {{"a", a}, {"b", b}, {"c", c}}));
@@ -234,7 +253,7 @@ Status gemm(Context &ctxBase, bool transA, bool transB, int64_t m, int64_t n,
     return invalidArgument(kernel, "sizes beyond int32 are not supported by "
                                    "cuBLASLt");
 
-  if (alpha == 0.0f) {
+  if (alpha == 0.0f && cIn == c && !bias) {
     if (beta == 1.0f)
       return Status();
     int64_t total = batch * m * n;
@@ -245,7 +264,7 @@ Status gemm(Context &ctxBase, bool transA, bool transB, int64_t m, int64_t n,
   }
 
   GemmShape s{transA,  transB,  m,       n,     k, lda, ldb, ldc,
-              strideA, strideB, strideC, batch, 0, 0,   0};
+              strideA, strideB, strideC, batch, 0, 0,   0, epilogue};
   if (batch > 1 && strideB == 0 && !transA && strideA == m * lda &&
       strideC == m * ldc && m * batch <= kIntMax) {
     s.m = m * batch;
@@ -260,10 +279,13 @@ Status gemm(Context &ctxBase, bool transA, bool transB, int64_t m, int64_t n,
   key.kind = PlanKey::Gemm;
   key.values = {s.transA,  s.transB, s.m,      s.n,       s.k,
                 s.lda,     s.ldb,    s.ldc,    s.strideA, s.strideB,
-                s.strideC, s.batch,  s.alignA, s.alignB,  s.alignC};
+                s.strideC, s.batch,  s.alignA, s.alignB,  s.alignC,
+                s.epilogue};
   auto *plan = static_cast<GemmPlan *>(ctx.findPlan(key));
   if (!plan) {
-    bool needsLoop = s.batch > 1 && (s.strideA == 0 || s.strideB == 0);
+    // A bias is one vector for every entry: one call per entry keeps that
+    // without relying on a bias batch stride.
+    bool needsLoop = s.batch > 1 && (s.strideA == 0 || s.strideB == 0 || bias);
     auto fresh = std::make_unique<GemmPlan>();
     bool found = false;
     if (!needsLoop)
@@ -291,16 +313,60 @@ Status gemm(Context &ctxBase, bool transA, bool transB, int64_t m, int64_t n,
   if (plan->workspaceBytes > 0)
     TRAINC_RETURN_IF_ERROR(
         ctx.libraryWorkspace(&workspace, plan->workspaceBytes));
+  if (bias)
+    TRAINC_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(
+        plan->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+        sizeof(bias)));
   int64_t calls = plan->loopOverBatch ? s.batch : 1;
   for (int64_t i = 0; i < calls; ++i) {
     // Operands swapped, see the file comment.
     TRAINC_CUBLAS_CALL(cublasLtMatmul(
         ctx.cublasLt(), plan->operation, &alpha, b + i * s.strideB,
         plan->layoutA, a + i * s.strideA, plan->layoutB, &beta,
-        c + i * s.strideC, plan->layoutC, c + i * s.strideC, plan->layoutC,
+        cIn + i * s.strideC, plan->layoutC, c + i * s.strideC, plan->layoutC,
         &plan->algo, workspace, plan->workspaceBytes, ctx.stream()));
   }
   return Status();
+}
+
+} // namespace
+
+Status gemm(Context &ctx, bool transA, bool transB, int64_t m, int64_t n,
+            int64_t k, float alpha, const float *a, int64_t lda,
+            int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+            float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
+  return gemmImpl(asCuda(ctx), "gemm", transA, transB, m, n, k, alpha, a, lda,
+                  strideA, b, ldb, strideB, beta, c, c, ldc, strideC, batch,
+                  nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+}
+
+Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
+                    int64_t n, int64_t k, const float *a, int64_t lda,
+                    int64_t strideA, const float *b, int64_t ldb,
+                    int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                    int64_t batch, const ::trainc::rt::GemmEpilogue &epilogue) {
+  using ::trainc::rt::GemmActivation;
+  const char *kernel = "gemmEpilogue";
+  if (epilogue.range || epilogue.env)
+    return invalidArgument(kernel, "a range function runs on the CPU target "
+                                   "only (the CUDA code launches its kernel)");
+  int32_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  if (epilogue.activation == GemmActivation::Relu) {
+    if (!epilogue.bias)
+      return invalidArgument(kernel, "ReLU without a bias has no cuBLASLt "
+                                     "epilogue here");
+    kind = CUBLASLT_EPILOGUE_RELU_BIAS;
+  } else if (epilogue.activation != GemmActivation::None) {
+    return invalidArgument(kernel, "unknown activation " +
+                                       std::to_string(int(epilogue.activation)));
+  } else if (epilogue.bias) {
+    kind = CUBLASLT_EPILOGUE_BIAS;
+  }
+  // The addend is cuBLASLt's C (beta = 1) and may be D itself.
+  const float *cIn = epilogue.addend ? epilogue.addend : c;
+  return gemmImpl(asCuda(ctx), kernel, transA, transB, m, n, k, 1.0f, a, lda,
+                  strideA, b, ldb, strideB, epilogue.addend ? 1.0f : 0.0f, cIn,
+                  c, ldc, strideC, batch, epilogue.bias, kind);
 }
 
 } // namespace trainc::cuda

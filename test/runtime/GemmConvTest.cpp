@@ -8,6 +8,7 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace trainc::test {
@@ -144,6 +145,115 @@ TEST(Gemm, RejectsBadArguments) {
   EXPECT_ERROR(tk::gemm(*ctx, false, false, 2, 2, 2, 1, p, 2, -4, p, 2, 4, 0, p,
                         2, 4, 3),
                "negative batch stride");
+}
+
+//===----------------------------------------------------------------------===//
+// gemmEpilogue
+//===----------------------------------------------------------------------===//
+
+/// One epilogue case: C_i = relu?(op(A_i) op(B_i) + addend_i + bias), then
+/// a range function that doubles every finished element into `twice` and
+/// counts its visits (each element exactly once, after the GEMM wrote it).
+struct EpilogueCase {
+  bool transA, transB;
+  int64_t m, n, k, batch, strideA, strideB;
+  bool addend, inPlace, bias, relu, range;
+};
+
+struct RangeProbe {
+  const float *c;
+  float *twice;
+  int *visits;
+};
+
+void doubleRange(const void *env, int64_t begin, int64_t end) {
+  const RangeProbe &p = *static_cast<const RangeProbe *>(env);
+  for (int64_t e = begin; e < end; ++e) {
+    p.twice[e] = 2.0f * p.c[e];
+    ++p.visits[e];
+  }
+}
+
+void runEpilogue(const EpilogueCase &g) {
+  auto ctx = makeContext();
+  const int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
+  GemmCase plain{g.transA, g.transB, g.m, g.n, g.k, lda, ldb, g.n,
+                 g.strideA, g.strideB, g.m * g.n, g.batch, 1.0f, g.addend ? 1.0f : 0.0f};
+  int64_t rowsA = g.transA ? g.k : g.m, rowsB = g.transB ? g.n : g.k;
+  auto a = randomFloats(operandSize(rowsA, lda, g.strideA, g.batch), 1);
+  auto b = randomFloats(operandSize(rowsB, ldb, g.strideB, g.batch), 2);
+  auto addend = randomFloats(size_t(g.batch * g.m * g.n), 3);
+  auto bias = randomFloats(size_t(g.n), 4);
+  std::vector<double> want = gemmReference(plain, a, b, addend);
+  for (size_t e = 0; e < want.size(); ++e) {
+    if (g.bias)
+      want[e] += bias[e % g.n];
+    if (g.relu)
+      want[e] = std::max(want[e], 0.0);
+  }
+  std::vector<float> c(addend.size(), -7.0f), twice(addend.size(), 0.0f);
+  if (g.inPlace)
+    c = addend;
+  std::vector<int> visits(addend.size(), 0);
+  RangeProbe probe{c.data(), twice.data(), visits.data()};
+  rt::GemmEpilogue ep;
+  ep.addend = g.addend ? (g.inPlace ? c.data() : addend.data()) : nullptr;
+  ep.bias = g.bias ? bias.data() : nullptr;
+  ep.activation = g.relu ? rt::GemmActivation::Relu : rt::GemmActivation::None;
+  if (g.range) {
+    ep.range = doubleRange;
+    ep.env = &probe;
+  }
+  EXPECT_OK(tk::gemmEpilogue(*ctx, g.transA, g.transB, g.m, g.n, g.k, a.data(), lda,
+                             g.strideA, b.data(), ldb, g.strideB, c.data(), g.n,
+                             g.m * g.n, g.batch, ep));
+  EXPECT_TRUE(allClose(c, want, kRtol, kAtol * g.k));
+  if (!g.range)
+    return;
+  std::vector<double> doubled(want.size());
+  for (size_t e = 0; e < want.size(); ++e)
+    doubled[e] = 2.0 * want[e];
+  EXPECT_TRUE(allClose(twice, doubled, kRtol, 2 * kAtol * g.k));
+  EXPECT_TRUE(std::all_of(visits.begin(), visits.end(), [](int v) { return v == 1; }));
+}
+
+TEST(GemmEpilogue, BiasReluAddendAndRangeOnEveryPath) {
+  // Small batched (one GEMM per thread), a shared B (the batch folds into
+  // rows), tall C cut by rows, wide C cut by columns.
+  forEachThreadCount([] {
+    for (bool relu : {false, true})
+      for (bool range : {false, true}) {
+        SCOPED_TRACE(std::string("relu=") + (relu ? "1" : "0") + " range=" + (range ? "1" : "0"));
+        runEpilogue({false, true, 6, 4, 5, 9, 30, 20, false, false, true, relu, range});
+        runEpilogue({false, false, 40, 30, 20, 3, 800, 0, false, false, true, relu, range});
+        runEpilogue({true, false, 150, 70, 90, 1, 0, 0, false, false, true, relu, range});
+        runEpilogue({false, true, 37, 201, 90, 2, 37 * 90, 201 * 90, false, false, true, relu,
+                     range});
+      }
+  });
+}
+
+TEST(GemmEpilogue, AccumulatesAnAddendSeparateOrInPlace) {
+  forEachThreadCount([] {
+    for (bool inPlace : {false, true}) {
+      SCOPED_TRACE(std::string("inPlace=") + (inPlace ? "1" : "0"));
+      runEpilogue({false, true, 150, 70, 90, 1, 0, 0, true, inPlace, false, false, true});
+      runEpilogue({false, false, 16, 32, 64, 2, 16 * 64, 0, true, inPlace, true, true, false});
+    }
+  });
+}
+
+TEST(GemmEpilogue, RejectsAnEnvironmentWithoutRange) {
+  auto ctx = makeContext();
+  std::vector<float> buf(16);
+  float *p = buf.data();
+  rt::GemmEpilogue ep;
+  ep.env = p;
+  EXPECT_ERROR(tk::gemmEpilogue(*ctx, false, false, 2, 2, 2, p, 2, 0, p, 2, 0, p, 2, 0, 1, ep),
+               "an environment without a range function");
+  EXPECT_ERROR(tk::gemmEpilogue(*ctx, false, false, 2, 2, 2, nullptr, 2, 0, p, 2, 0, p, 2, 0, 1,
+                                rt::GemmEpilogue{}),
+               "gemmEpilogue: a is null");
 }
 
 //===----------------------------------------------------------------------===//

@@ -44,6 +44,27 @@ struct Pool2dDesc {
 enum class Reduction : int32_t { None = 0, Mean = 1, Sum = 2 };
 enum class ReduceKind : int32_t { Sum = 0, Mean = 1, Max = 2 };
 
+/// The activation a GEMM epilogue applies last.
+enum class GemmActivation : int32_t { None = 0, Relu = 1 };
+
+/// A function over the elements [begin, end) of a GEMM's output (linear
+/// indices into C as stored: entry * strideC + row * ldc + column).
+using ElementRangeFn = void (*)(const void *env, int64_t begin, int64_t end);
+
+/// What gemmEpilogue does to each element of alpha * op(A) op(B), in this
+/// order: adds `addend` (same layout as C: C = AB + addend, i.e. beta = 1
+/// with a separate input), adds `bias[column]` (one vector for every row of
+/// every entry), applies `activation`; then, on the CPU only, calls
+/// `range(env, begin, end)` over the finished elements while they are still
+/// in cache (the generated pointwise group that follows the GEMM).
+struct GemmEpilogue {
+  const float *addend = nullptr;
+  const float *bias = nullptr;
+  GemmActivation activation = GemmActivation::None;
+  ElementRangeFn range = nullptr;
+  const void *env = nullptr;
+};
+
 } // namespace trainc::rt
 
 namespace trainc::cpu {

@@ -1,15 +1,16 @@
 // RUN: trainc-opt %s --split-input-file --trainc-autodiff --verify-diagnostics | FileCheck %s
 
 // Linear -> ReLU -> loss. The bias gradient sums the output gradient over the
-// batch; ReLU stops it where its input was not positive (and passes it at
-// NaN, as threshold_backward); the weight gradient of x W^T is dY^T x.
+// batch; ReLU stops it where its output is not positive (and passes it at
+// NaN, as threshold_backward on the result); the weight gradient of x W^T
+// is dY^T x.
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3x4xf32> {tc.grad = @w, tc.output = "grad.w"}, tensor<3xf32> {tc.grad = @b, tc.output = "grad.b"})
 // CHECK: %[[Y:.*]] = tc.gemm %arg0, %arg1, %arg2 {trans_b = true}
 // CHECK: %[[R:.*]] = tc.relu %[[Y]]
 // CHECK: %[[ONE:.*]] = tc.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[DR:.*]] = tc.expand
-// CHECK: %[[NONPOS:.*]] = tc.less_equal %[[Y]], %{{.*}} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xi1>
+// CHECK: %[[NONPOS:.*]] = tc.less_equal %[[R]], %{{.*}} : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xi1>
 // CHECK: %[[DY:.*]] = tc.where %[[NONPOS]], %{{.*}}, %[[DR]]
 // CHECK: %[[DW:.*]] = tc.gemm %[[DY]], %arg0 {trans_a = true} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
 // CHECK: %[[DB:.*]] = tc.reduce_sum %[[DY]] {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<3xf32>

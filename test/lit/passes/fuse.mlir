@@ -1,5 +1,5 @@
-// RUN: trainc-opt %s --trainc-fuse --split-input-file | FileCheck %s
-// RUN: trainc-opt %s --trainc-fuse=max-ops=2 --split-input-file | FileCheck %s --check-prefix=SMALL
+// RUN: trainc-opt %s --trainc-fuse=epilogues=false --split-input-file | FileCheck %s
+// RUN: trainc-opt %s --trainc-fuse="max-ops=2 epilogues=false" --split-input-file | FileCheck %s --check-prefix=SMALL
 // RUN: not trainc-opt %s --trainc-fuse=max-ops=1 --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: trainc-fuse: max-ops must be at least 2
 
