@@ -480,10 +480,13 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
       return op.emitError("training step result ") << k << " is neither the loss, a parameter "
                                                        "update nor a state update";
     }
-    if (inPlace.contains(v)) {
+    if (inPlace.contains(v) && trainRole) {
       body += commentLine("'" + outName + "' was updated in place", "  ");
       continue;
     }
+    // Outside a training step (a loss or gradient entry run with --run) an
+    // in-place value is still an output: it is copied from the argument it
+    // overwrote.
     std::vector<std::string> comment = {"copy of output '" + outName + "' " +
                                         shapeText(shapeOf(v))};
     std::string kname = kernels.addKernel("copy_output", comment,

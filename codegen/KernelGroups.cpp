@@ -151,7 +151,7 @@ std::string kernelStem(StringRef name) {
 LogicalResult ProgramEmitter::emitFused(tc::FusedOp fused) {
   for (Operation &op : fused.getBlock().without_terminator())
     if (tc::isEpilogueHead(&op))
-      return emitEpilogueGroup(fused, cast<tc::MatMulOp>(op));
+      return emitEpilogueGroup(fused, &op);
   SmallVector<Operation *> ops;
   for (Operation &op : fused.getBlock().without_terminator())
     ops.push_back(&op);
@@ -313,18 +313,28 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     return success();
   }
   std::string host = outputPtrs[productOutput];
+  // A tc.gemm head's C is added by the library call.
+  auto gemmOp = dyn_cast<tc::GemmOp>(product.getDefiningOp());
+  Value c = gemmOp ? gemmOp.getC() : Value();
+  auto outside = [&](Value v) -> Value {
+    auto arg = dyn_cast_or_null<BlockArgument>(v);
+    return arg ? cast<tc::FusedOp>(anchor).getInputs()[arg.getArgNumber()] : Value();
+  };
   if (!cpu) {
     // The GEMM, then the kernel over its output.
-    call("tk::gemm(ctx, " + gemm->operands("1.0f") + ", 0.0f, " + host + gemm->outputTail() +
-         ")");
+    if (c)
+      call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + host + gemm->outputTail() +
+           ", " + gemmEpilogueArg(outside(c), product, "None", "nullptr", "nullptr") + ")");
+    else
+      call("tk::gemm(ctx, " + gemm->operands("1.0f") + ", 0.0f, " + host +
+           gemm->outputTail() + ")");
     call(name + "(ctx" + args + ")");
     return success();
   }
   // Each block of rows is finished on the thread that computed it.
   body += "  {\n    const " + name + "_env env{" + args.substr(2) + "};\n  ";
-  call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + host + gemm->outputTail() +
-       ", trainc::rt::GemmEpilogue{nullptr, nullptr, trainc::rt::GemmActivation::None, " + name +
-       "_range, &env})");
+  call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + host + gemm->outputTail() + ", " +
+       gemmEpilogueArg(outside(c), product, "None", name + "_range", "&env") + ")");
   body += "  }\n";
   return success();
 }
@@ -375,33 +385,64 @@ std::optional<LibraryEpilogue> libraryEpilogue(tc::FusedOp fused, Value product)
 
 } // namespace
 
-LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, tc::MatMulOp head) {
+LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *head) {
   Block &block = fused.getBlock();
   auto outside = [&](Value v) {
     auto arg = dyn_cast<BlockArgument>(v);
     return arg ? fused.getInputs()[arg.getArgNumber()] : Value();
   };
-  FailureOr<GemmDims> gemm = matmulDims(head, outside(head.getLhs()), outside(head.getRhs()));
-  if (failed(gemm))
-    return failure();
-  if (options.target == Target::Cuda)
-    if (std::optional<LibraryEpilogue> e = libraryEpilogue(fused, head.getResult())) {
-      call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + ptr(fused.getResult(0)) +
-           gemm->outputTail() + ", trainc::rt::GemmEpilogue{" +
+  GemmDims gemm;
+  if (auto matmul = dyn_cast<tc::MatMulOp>(head)) {
+    FailureOr<GemmDims> dims =
+        matmulDims(matmul, outside(matmul.getLhs()), outside(matmul.getRhs()));
+    if (failed(dims))
+      return failure();
+    gemm = *dims;
+  } else {
+    auto g = cast<tc::GemmOp>(head);
+    gemm = gemmDims(g, outside(g.getA()), outside(g.getB()));
+  }
+  Value product = head->getResult(0);
+  auto gemmOp = dyn_cast<tc::GemmOp>(head);
+  if (options.target == Target::Cuda) {
+    std::optional<LibraryEpilogue> e = libraryEpilogue(fused, product);
+    // A tc.gemm's own C is the epilogue's addend or bias; then only a ReLU
+    // may follow.
+    if (gemmOp && gemmOp.getC())
+      e = std::nullopt;
+    if (e) {
+      call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + ptr(fused.getResult(0)) +
+           gemm.outputTail() + ", trainc::rt::GemmEpilogue{" +
            (e->addend ? ptr(outside(e->addend)) : "nullptr") + ", " +
            (e->bias ? ptr(outside(e->bias)) : "nullptr") + ", trainc::rt::GemmActivation::" +
            (e->relu ? "Relu" : "None") + ", nullptr, nullptr})");
       return success();
     }
+    auto yield = cast<tc::YieldOp>(block.getTerminator());
+    SmallVector<Operation *> rest;
+    for (Operation &op : block.without_terminator())
+      if (&op != head && !tc::isSplatConstant(&op))
+        rest.push_back(&op);
+    auto relu = rest.size() == 1 ? dyn_cast<tc::ReluOp>(rest.front()) : tc::ReluOp();
+    if (gemmOp && gemmOp.getC() && relu && relu.getInput() == product &&
+        yield.getValues().size() == 1 && yield.getValues()[0] == relu.getResult() &&
+        shapeOf(gemmOp.getC()) != shapeOf(product)) {
+      call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + ptr(fused.getResult(0)) +
+           gemm.outputTail() + ", " +
+           gemmEpilogueArg(outside(gemmOp.getC()), product, "Relu", "nullptr", "nullptr") +
+           ")");
+      return success();
+    }
+  }
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
-    if (&op != head.getOperation())
+    if (&op != head)
       ops.push_back(&op);
   SmallVector<std::string> inputPtrs, outputPtrs;
   SmallVector<Value> inputs;
   for (auto [input, arg] : llvm::zip(fused.getInputs(), block.getArguments())) {
     // The GEMM's own operands are not the epilogue's.
-    if (llvm::all_of(arg.getUsers(), [&](Operation *u) { return u == head.getOperation(); }))
+    if (llvm::all_of(arg.getUsers(), [&](Operation *u) { return u == head; }))
       continue;
     inputs.push_back(arg);
     inputPtrs.push_back(ptr(input));
@@ -414,5 +455,5 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, tc::MatMulOp 
   while (!cast<ShapedType>(outputs[host].getType()).getElementType().isF32())
     ++host; // the verifier promises one
   return emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs,
-                   kernelStem(fused.getKernel()), &*gemm, head.getResult(), host);
+                   kernelStem(fused.getKernel()), &gemm, product, host);
 }

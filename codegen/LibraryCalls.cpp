@@ -207,9 +207,41 @@ LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
   return success();
 }
 
+ProgramEmitter::GemmDims ProgramEmitter::gemmDims(tc::GemmOp op, Value a, Value b) {
+  ArrayRef<int64_t> sa = shapeOf(a), y = shapeOf(op.getResult());
+  GemmDims g;
+  g.transA = op.getTransA();
+  g.transB = op.getTransB();
+  g.m = y[0];
+  g.n = y[1];
+  g.k = g.transA ? sa[0] : sa[1];
+  g.lda = sa[1];
+  g.ldb = shapeOf(b)[1];
+  g.strideA = g.strideB = 0;
+  g.batch = 1;
+  g.a = ptr(a);
+  g.b = ptr(b);
+  return g;
+}
+
+std::string ProgramEmitter::gemmEpilogueArg(Value c, Value result, StringRef activation,
+                                            StringRef range, StringRef env) {
+  bool whole = c && shapeOf(c) == shapeOf(result);
+  return "trainc::rt::GemmEpilogue{" + std::string(c && whole ? ptr(c) : "nullptr") + ", " +
+         (c && !whole ? ptr(c) : "nullptr") + ", trainc::rt::GemmActivation::" +
+         activation.str() + ", " + range.str() + ", " + env.str() + "}";
+}
+
 LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
-  ArrayRef<int64_t> a = shapeOf(op.getA()), y = shapeOf(op.getResult());
-  int64_t m = y[0], n = y[1], k = op.getTransA() ? a[0] : a[1];
+  GemmDims g = gemmDims(op, op.getA(), op.getB());
+  if (tc::isEpilogueHead(op) && op.getC()) {
+    // The library adds C (a bias row or a whole matrix, beta 1) itself.
+    call("tk::gemmEpilogue(ctx, " + g.operands() + ", " + ptr(op.getResult()) +
+         g.outputTail() + ", " +
+         gemmEpilogueArg(op.getC(), op.getResult(), "None", "nullptr", "nullptr") + ")");
+    return success();
+  }
+  ArrayRef<int64_t> y = shapeOf(op.getResult());
   float beta = 0.0f;
   if (Value c = op.getC()) {
     // Y starts as C broadcast to [M, N]; the GEMM then accumulates into it.
@@ -219,13 +251,9 @@ LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
       return failure();
     beta = op.getBeta().convertToFloat();
   }
-  int64_t lda = a[1], ldb = shapeOf(op.getB())[1];
-  call("tk::gemm(ctx, " + std::string(op.getTransA() ? "true" : "false") + ", " +
-       (op.getTransB() ? "true" : "false") + ", " + std::to_string(m) + ", " +
-       std::to_string(n) + ", " + std::to_string(k) + ", " +
-       literal(op.getAlpha().convertToFloat(), true) + ", " + ptr(op.getA()) + ", " +
-       std::to_string(lda) + ", 0, " + ptr(op.getB()) + ", " + std::to_string(ldb) + ", 0, " +
-       literal(beta, true) + ", " + ptr(op.getResult()) + ", " + std::to_string(n) + ", 0, 1)");
+  call("tk::gemm(ctx, " + g.operands(literal(op.getAlpha().convertToFloat(), true)) + ", " +
+       literal(beta, true) + ", " + ptr(op.getResult()) + ", " + std::to_string(g.n) +
+       ", 0, 1)");
   return success();
 }
 

@@ -104,7 +104,12 @@ private:
   /// CPU runs the group over each finished block; CUDA uses cuBLASLt's
   /// bias, ReLU and accumulation epilogues where they express the group),
   /// or on CUDA the GEMM and then the group's kernel.
-  LogicalResult emitEpilogueGroup(tc::FusedOp fused, tc::MatMulOp head);
+  LogicalResult emitEpilogueGroup(tc::FusedOp fused, Operation *head);
+  /// The `trainc::rt::GemmEpilogue{...}` that adds a tc.gemm's C in the
+  /// library call (a bias row or a whole matrix; none without C), with the
+  /// given activation and range function.
+  std::string gemmEpilogueArg(Value c, Value result, StringRef activation, StringRef range,
+                              StringRef env);
   /// An optimizer update: runs of updates of one kind become one
   /// multi-tensor kernel, emitted at the run's last update.
   LogicalResult emitUpdate(Operation *op);
@@ -128,6 +133,7 @@ private:
     std::string outputTail() const;
   };
   FailureOr<GemmDims> matmulDims(tc::MatMulOp op, Value lhs, Value rhs);
+  GemmDims gemmDims(tc::GemmOp op, Value a, Value b);
   LogicalResult emitMatMul(tc::MatMulOp op);
   LogicalResult emitGemm(tc::GemmOp op);
   LogicalResult emitConv(tc::ConvOp op);

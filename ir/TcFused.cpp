@@ -16,8 +16,21 @@ bool tc::isFusible(Operation *op) {
 }
 
 bool tc::isEpilogueHead(Operation *op) {
-  auto matmul = dyn_cast<MatMulOp>(op);
-  return matmul && cast<RankedTensorType>(matmul.getType()).getElementType().isF32();
+  if (!isa<MatMulOp, GemmOp>(op) ||
+      !cast<RankedTensorType>(op->getResult(0).getType()).getElementType().isF32())
+    return false;
+  auto gemm = dyn_cast<GemmOp>(op);
+  if (!gemm)
+    return true;
+  // The GEMM call adds C itself: a bias row or a whole matrix, beta 1.
+  if (gemm.getAlpha().convertToFloat() != 1.0f)
+    return false;
+  if (!gemm.getC())
+    return true;
+  ArrayRef<int64_t> c = cast<RankedTensorType>(gemm.getC().getType()).getShape();
+  ArrayRef<int64_t> y = cast<RankedTensorType>(gemm.getType()).getShape();
+  bool row = (c.size() == 1 && c[0] == y[1]) || (c.size() == 2 && c[0] == 1 && c[1] == y[1]);
+  return gemm.getBeta().convertToFloat() == 1.0f && (row || c == y);
 }
 
 bool tc::isSplatConstant(Operation *op) {

@@ -87,8 +87,10 @@ mlir::Value replacedOperand(mlir::OpResult result);
 /// Whether an op may be part of a tc.fused group: pointwise ops, expand, and
 /// training-mode dropout (its mask comes from the element index).
 bool isFusible(mlir::Operation *op);
-/// Whether an op may head a tc.fused group as its GEMM: an f32 tc.matmul,
-/// whose output the group's pointwise ops then finish (the GEMM epilogue).
+/// Whether an op may head a tc.fused group as its GEMM, whose output the
+/// group's pointwise ops then finish (the GEMM epilogue): an f32 tc.matmul,
+/// or an f32 tc.gemm with alpha 1 and no C or, with beta 1, a C that is a
+/// bias row or the whole result (the library call adds it).
 bool isEpilogueHead(mlir::Operation *op);
 /// Whether an op is a tc.constant with one repeated value (code generation
 /// writes it as a literal).

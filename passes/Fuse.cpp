@@ -72,8 +72,6 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
   }
 
   void fuseFunction(func::FuncOp func) {
-    if (epilogues)
-      splitGemms(func);
     std::vector<Group> groups;
     DenseMap<Operation *, unsigned> groupOf;
     auto find = [&](Operation *op) -> std::optional<unsigned> {
@@ -148,38 +146,21 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       op->erase();
   }
 
-  /// A tc.gemm with alpha 1 (and beta 1 with a C) as tc.matmul and tc.add,
-  /// so that the bias joins the epilogue group. Others stay.
-  void splitGemms(func::FuncOp func) {
-    SmallVector<tc::GemmOp> gemms(func.getBody().front().getOps<tc::GemmOp>());
-    for (tc::GemmOp gemm : gemms) {
-      if (gemm.getAlpha().convertToFloat() != 1.0f ||
-          (gemm.getC() && gemm.getBeta().convertToFloat() != 1.0f) ||
-          !cast<RankedTensorType>(gemm.getType()).getElementType().isF32())
-        continue;
-      OpBuilder b(gemm);
-      Value product = b.create<tc::MatMulOp>(gemm.getLoc(), gemm.getType(), gemm.getA(),
-                                             gemm.getB(), gemm.getTransAAttr(),
-                                             gemm.getTransBAttr());
-      if (Value c = gemm.getC())
-        product = b.create<tc::AddOp>(gemm.getLoc(), ValueRange{product, c})->getResult(0);
-      gemm.getResult().replaceAllUsesWith(product);
-      gemm.erase();
-    }
-  }
-
-  /// Each f32 matmul whose value one group (or one pointwise op of its
-  /// shape) alone reads becomes that group's head.
+  /// Each GEMM (tc::isEpilogueHead) whose value one group (or one pointwise
+  /// op of its shape) alone reads becomes that group's head.
   void attachEpilogues(func::FuncOp func) {
-    SmallVector<tc::MatMulOp> matmuls(func.getBody().front().getOps<tc::MatMulOp>());
-    for (tc::MatMulOp matmul : matmuls) {
-      Value product = matmul.getResult();
-      if (!tc::isEpilogueHead(matmul) || product.use_empty())
+    SmallVector<Operation *> heads;
+    for (Operation &op : func.getBody().front())
+      if (tc::isEpilogueHead(&op))
+        heads.push_back(&op);
+    for (Operation *head : heads) {
+      Value product = head->getResult(0);
+      if (product.use_empty())
         continue;
       Operation *user = *product.getUsers().begin();
       if (llvm::any_of(product.getUsers(), [&](Operation *u) { return u != user; }))
         continue; // also read elsewhere: it needs its own buffer anyway
-      ArrayRef<int64_t> shape = resultShape(matmul);
+      ArrayRef<int64_t> shape = resultShape(head);
       auto fused = dyn_cast<tc::FusedOp>(user);
       if (!fused) {
         if (!tc::isFusible(user) || user->getNumResults() != 1 ||
@@ -190,14 +171,16 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       bool hasF32Result = llvm::any_of(fused.getResultTypes(), [](Type t) {
         return cast<RankedTensorType>(t).getElementType().isF32();
       });
-      if (fused.getIterationShape() != shape || !hasF32Result)
-        continue;
-      absorb(fused, matmul);
+      bool headed = llvm::any_of(fused.getBlock().without_terminator(),
+                                 [](Operation &op) { return tc::isEpilogueHead(&op); });
+      if (fused.getIterationShape() != shape || !hasF32Result || headed)
+        continue; // one GEMM a group: a second product stays an input
+      absorb(fused, head);
     }
   }
 
-  /// Moves `matmul` into the head of `fused`, which reads its value.
-  void absorb(tc::FusedOp fused, tc::MatMulOp matmul) {
+  /// Moves `head` into the start of `fused`, which reads its value.
+  void absorb(tc::FusedOp fused, Operation *head) {
     Block &block = fused.getBlock();
     auto argFor = [&](Value x) -> Value {
       for (auto [k, input] : llvm::enumerate(fused.getInputs()))
@@ -207,16 +190,17 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       return block.addArgument(x.getType(), x.getLoc());
     };
     IRMapping map;
-    map.map(matmul.getLhs(), argFor(matmul.getLhs()));
-    map.map(matmul.getRhs(), argFor(matmul.getRhs()));
+    for (Value operand : head->getOperands())
+      map.map(operand, argFor(operand));
     OpBuilder inner = OpBuilder::atBlockBegin(&block);
-    Operation *head = inner.clone(*matmul, map);
-    unsigned index = llvm::find(fused.getInputs(), matmul.getResult()) - fused.getInputs().begin();
-    block.getArgument(index).replaceAllUsesWith(head->getResult(0));
+    Operation *clone = inner.clone(*head, map);
+    Value product = head->getResult(0);
+    unsigned index = llvm::find(fused.getInputs(), product) - fused.getInputs().begin();
+    block.getArgument(index).replaceAllUsesWith(clone->getResult(0));
     fused->eraseOperand(index);
     block.eraseArgument(index);
-    fused.setKernel("matmul_" + fused.getKernel().str());
-    matmul.erase();
+    fused.setKernel((head->getName().stripDialect() + "_" + fused.getKernel()).str());
+    head->erase();
   }
 
   tc::FusedOp formGroup(ArrayRef<Operation *> ops) {

@@ -80,9 +80,9 @@ def Fuse : Pass<"trainc-fuse", "mlir::ModuleOp"> {
     pointwise op) reads, at the group's shape, becomes that group's head (a
     `tc.fused "matmul_add_relu"`), so the bias, activation or gradient sum
     after it runs on the GEMM's output while it is in cache, or inside the
-    cuBLASLt call. A `tc.gemm` with alpha 1 (and beta 1 when it has a C) is
-    first written as `tc.matmul` plus `tc.add` so that its bias can join.
-    A matmul whose value is also read elsewhere (a saved activation, two
+    cuBLASLt call. A `tc.gemm` with alpha 1 (and, with beta 1, a C that is a
+    bias row or the whole result) heads a group the same way; its library
+    call adds C as PyTorch's addmm does (`tc.fused "gemm_relu"`). A GEMM whose value is also read elsewhere (a saved activation, two
     groups) stays a library call of its own.
   }];
   let options = [

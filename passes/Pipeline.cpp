@@ -87,7 +87,9 @@ const std::vector<Phase> &phases() {
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (!o.fuse)
            return false;
-         pm.addPass(trainc::createFuse());
+         trainc::FuseOptions fuse;
+         fuse.epilogues = o.gemmEpilogues;
+         pm.addPass(trainc::createFuse(fuse));
          return true;
        }},
       {"plan", false,

@@ -33,6 +33,9 @@ struct PipelineOptions {
   /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
   /// turns it off).
   bool fuse = true;
+  /// Let a matmul head the pointwise group that finishes its output (GEMM
+  /// epilogues; --fuse=pointwise turns them off).
+  bool gemmEpilogues = true;
   /// Stop after this phase (all when empty).
   std::string stopAfter;
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every

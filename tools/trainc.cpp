@@ -97,8 +97,11 @@ cl::opt<std::string> entryName("entry",
                                cl::value_desc("NAME"), cl::init("forward"), cl::cat(category));
 cl::opt<std::string> fuseMode("fuse",
                               cl::desc("Kernel fusion: auto (default) groups chains of pointwise "
-                                       "ops into one kernel each; none emits one kernel per op"),
-                              cl::value_desc("auto|none"), cl::init("auto"), cl::cat(category));
+                                       "ops into one kernel each and runs a group that finishes "
+                                       "a matmul's output as its GEMM epilogue; pointwise "
+                                       "groups without epilogues; none emits one kernel per op"),
+                              cl::value_desc("auto|pointwise|none"), cl::init("auto"),
+                              cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -124,7 +127,7 @@ usage:
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
-                 [--fuse=auto|none] [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
+                 [--fuse=auto|pointwise|none] [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
   trainc help | --help | --version
 
@@ -333,6 +336,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
   pipeline.fuse = fuseMode != "none";
+  pipeline.gemmEpilogues = fuseMode == "auto";
   pipeline.passManagerCLOptions = true;
   return pipeline;
 }
@@ -502,8 +506,8 @@ int runCompile() {
     errs() << "error: --emit must be binary, source or mlir, got '" << emitKind << "'\n";
     return 1;
   }
-  if (fuseMode != "auto" && fuseMode != "none") {
-    errs() << "error: --fuse must be auto or none, got '" << fuseMode << "'\n";
+  if (fuseMode != "auto" && fuseMode != "pointwise" && fuseMode != "none") {
+    errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
     return 1;
   }
   std::vector<std::string> phases = trainc::pipelinePhases();

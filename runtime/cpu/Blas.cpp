@@ -42,10 +42,13 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
 void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc,
-                   const GemmBlockHook *afterBlock) {
+                   const GemmBlockHook *afterBlock,
+                   const GemmBlockHook *beforeBlock) {
   useSingleThreadedBlas();
   const GemmBlocks blocks = gemmBlocks(m, n, k);
   if (blocks.count == 1) {
+    if (beforeBlock)
+      (*beforeBlock)(0, m, 0, n);
     sgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (afterBlock)
       (*afterBlock)(0, m, 0, n);
@@ -59,6 +62,8 @@ void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     if (blocks.byRows) {
       // Rows [begin, begin + size) of op(A) and of C.
       const float *aBlock = transA ? a + begin : a + begin * lda;
+      if (beforeBlock)
+        (*beforeBlock)(begin, size, 0, n);
       sgemmSerial(transA, transB, size, n, k, alpha, aBlock, lda, b, ldb, beta,
                   c + begin * ldc, ldc);
       if (afterBlock)
@@ -66,6 +71,8 @@ void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     } else {
       // Columns [begin, begin + size) of op(B) and of C.
       const float *bBlock = transB ? b + begin * ldb : b + begin;
+      if (beforeBlock)
+        (*beforeBlock)(0, m, begin, size);
       sgemmSerial(transA, transB, m, size, k, alpha, a, lda, bBlock, ldb, beta,
                   c + begin, ldc);
       if (afterBlock)

@@ -42,7 +42,8 @@ void sgemmSerial(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 /// is cut matters). Outside a parallel region the blocks are spread over
 /// the OpenMP threads; inside one (an image per thread) the calling thread
 /// runs them in order, with the same result.
-/// Runs on the thread that computed a block of C, right after it: rows
+/// Runs on the thread that computes a block of C, right before or after its
+/// sgemm: rows
 /// [row, row + rows) and columns [col, col + cols).
 using GemmBlockHook =
     std::function<void(int64_t row, int64_t rows, int64_t col, int64_t cols)>;
@@ -50,7 +51,8 @@ using GemmBlockHook =
 void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc,
-                   const GemmBlockHook *afterBlock = nullptr);
+                   const GemmBlockHook *afterBlock = nullptr,
+                   const GemmBlockHook *beforeBlock = nullptr);
 
 /// How sgemmParallel cuts C: `count` blocks of `step` rows (byRows) or
 /// columns of the `extent` ones, the last one possibly shorter.

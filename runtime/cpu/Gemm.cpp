@@ -53,7 +53,7 @@ void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               float alpha, const float *a, int64_t lda, int64_t strideA,
               const float *b, int64_t ldb, int64_t strideB, float beta,
               float *c, int64_t ldc, int64_t strideC, int64_t batch,
-              const EntryHook *afterBlock) {
+              const EntryHook *afterBlock, const EntryHook *beforeBlock = nullptr) {
   useSingleThreadedBlas();
   // B shared and A, C in contiguous row blocks (x[b, t, :] @ W of a linear
   // layer): one GEMM of m * batch rows, cut over the threads as one.
@@ -66,6 +66,8 @@ void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   if (batch > 1 && small) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; ++i) {
+      if (beforeBlock)
+        (*beforeBlock)(i, 0, m, 0, n);
       sgemmSerial(transA, transB, m, n, k, alpha, a + i * strideA, lda,
                   b + i * strideB, ldb, beta, c + i * strideC, ldc);
       if (afterBlock)
@@ -74,14 +76,18 @@ void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     return;
   }
   for (int64_t i = 0; i < batch; ++i) {
-    GemmBlockHook hook;
+    GemmBlockHook after, before;
     if (afterBlock)
-      hook = [&, i](int64_t row, int64_t rows, int64_t col, int64_t cols) {
+      after = [&, i](int64_t row, int64_t rows, int64_t col, int64_t cols) {
         (*afterBlock)(i, row, rows, col, cols);
+      };
+    if (beforeBlock)
+      before = [&, i](int64_t row, int64_t rows, int64_t col, int64_t cols) {
+        (*beforeBlock)(i, row, rows, col, cols);
       };
     sgemmParallel(transA, transB, m, n, k, alpha, a + i * strideA, lda,
                   b + i * strideB, ldb, beta, c + i * strideC, ldc,
-                  afterBlock ? &hook : nullptr);
+                  afterBlock ? &after : nullptr, beforeBlock ? &before : nullptr);
   }
 }
 
@@ -116,28 +122,31 @@ Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
       epilogue.activation != GemmActivation::Relu)
     return Status::error("gemmEpilogue: unknown activation " +
                          std::to_string(int(epilogue.activation)));
-  // An addend that is C itself is accumulated by the GEMM (beta = 1);
-  // another one is added after it, as PyTorch's separate add rounds.
-  const bool inPlace = epilogue.addend == c;
-  const float *addend = inPlace ? nullptr : epilogue.addend;
+  // The addend and the bias are written into each block of C before its
+  // sgemm, which then accumulates (beta = 1): the rounding of PyTorch's
+  // addmm and of tk::gemm after a broadcast of C. An addend that is C itself
+  // is there already.
+  const float *addend = epilogue.addend == c ? nullptr : epilogue.addend;
   const float *bias = epilogue.bias;
+  const bool accumulate = epilogue.addend || bias;
   const bool relu = epilogue.activation == GemmActivation::Relu;
+  EntryHook prepare = [&](int64_t entry, int64_t row, int64_t rows, int64_t col,
+                          int64_t cols) {
+    for (int64_t r = row; r < row + rows; ++r) {
+      const int64_t first = entry * strideC + r * ldc + col;
+      float *out = c + first;
+      for (int64_t j = 0; j < cols; ++j)
+        out[j] = addend ? (bias ? addend[first + j] + bias[col + j] : addend[first + j])
+                        : bias[col + j];
+    }
+  };
   EntryHook finish = [&](int64_t entry, int64_t row, int64_t rows, int64_t col,
                          int64_t cols) {
-    if (addend || bias || relu)
+    if (relu)
       for (int64_t r = row; r < row + rows; ++r) {
-        const int64_t first = entry * strideC + r * ldc + col;
-        float *out = c + first;
-        for (int64_t j = 0; j < cols; ++j) {
-          float v = out[j];
-          if (addend)
-            v = v + addend[first + j];
-          if (bias)
-            v = v + bias[col + j];
-          if (relu) // NaN stays NaN, as torch.relu
-            v = v < 0.0f ? 0.0f : v;
-          out[j] = v;
-        }
+        float *out = c + entry * strideC + r * ldc + col;
+        for (int64_t j = 0; j < cols; ++j) // NaN stays NaN, as torch.relu
+          out[j] = out[j] < 0.0f ? 0.0f : out[j];
       }
     if (!epilogue.range)
       return;
@@ -152,7 +161,8 @@ Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
     }
   };
   runBatch(transA, transB, m, n, k, 1.0f, a, lda, strideA, b, ldb, strideB,
-           inPlace ? 1.0f : 0.0f, c, ldc, strideC, batch, &finish);
+           accumulate ? 1.0f : 0.0f, c, ldc, strideC, batch, &finish,
+           addend || bias ? &prepare : nullptr);
   return Status();
 }
 

@@ -51,12 +51,13 @@ enum class GemmActivation : int32_t { None = 0, Relu = 1 };
 /// indices into C as stored: entry * strideC + row * ldc + column).
 using ElementRangeFn = void (*)(const void *env, int64_t begin, int64_t end);
 
-/// What gemmEpilogue does to each element of alpha * op(A) op(B), in this
-/// order: adds `addend` (same layout as C: C = AB + addend, i.e. beta = 1
-/// with a separate input), adds `bias[column]` (one vector for every row of
-/// every entry), applies `activation`; then, on the CPU only, calls
-/// `range(env, begin, end)` over the finished elements while they are still
-/// in cache (the generated pointwise group that follows the GEMM).
+/// What gemmEpilogue does to each element of op(A) op(B): `addend` (same
+/// layout as C) and `bias[column]` (one vector for every row of every
+/// entry) are added as BLAS's beta = 1 does (the CPU writes them into C
+/// before the GEMM accumulates, as PyTorch's addmm rounds; an addend that is
+/// C itself is there already), then `activation` is applied; then, on the
+/// CPU only, `range(env, begin, end)` runs over the finished elements while
+/// they are still in cache (the generated pointwise group that follows).
 struct GemmEpilogue {
   const float *addend = nullptr;
   const float *bias = nullptr;

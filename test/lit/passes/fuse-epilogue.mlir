@@ -24,18 +24,22 @@ func.func @linear_relu(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor<6
 
 // -----
 
-// ONNX Gemm (alpha 1, beta 1, bias C): written as matmul + add first, so a
-// lone bias add becomes the epilogue of a group of one; trans_b is kept.
+// ONNX Gemm (alpha 1, beta 1, bias C) heads the relu after it; the GEMM
+// call adds C. A lone Gemm stays a library op.
 // CHECK-LABEL: func.func @gemm_bias
-// CHECK-NOT: tc.gemm
-// CHECK: tc.fused "matmul_add"(%arg2, %arg0, %arg1)
-// CHECK: tc.matmul %{{.*}}, %{{.*}} {trans_b = true}
-// CHECK: tc.add
+// CHECK: tc.fused "gemm_relu"(%arg0, %arg1, %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tc.gemm %{{.*}}, %{{.*}}, %{{.*}} {trans_b = true}
+// CHECK-NEXT: tc.relu
+// CHECK: %[[L:.*]] = tc.gemm
+// CHECK: return %{{.*}}, %[[L]]
 // OFF-LABEL: func.func @gemm_bias
-// OFF: tc.gemm
-func.func @gemm_bias(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<8x64xf32> {
+// OFF-NOT: tc.fused
+func.func @gemm_bias(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
   %0 = tc.gemm %x, %w, %b {trans_b = true} : (tensor<8x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<8x64xf32>
-  return %0 : tensor<8x64xf32>
+  %1 = tc.relu %0 : tensor<8x64xf32>
+  %2 = tc.gemm %x, %w, %b {trans_b = true} : (tensor<8x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<8x64xf32>
+  return %1, %2 : tensor<8x64xf32>, tensor<8x64xf32>
 }
 
 // -----
@@ -65,6 +69,23 @@ func.func @product_saved(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %b: tensor
   %0 = tc.matmul %x, %w : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
   %1 = tc.add %0, %b : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32>
   return %1, %0 : tensor<8x64xf32>, tensor<8x64xf32>
+}
+
+// -----
+
+// Two products one group reads (a - b of two linear layers): the first
+// heads it, the second stays a library call whose value is an input.
+// CHECK-LABEL: func.func @two_products
+// CHECK: %[[P2:.*]] = tc.matmul %arg0, %arg2
+// CHECK: tc.fused "matmul_sub"(%[[P2]], %arg0, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tc.matmul
+// CHECK-NEXT: tc.sub
+func.func @two_products(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %w2: tensor<32x64xf32>) -> tensor<8x64xf32> {
+  %0 = tc.matmul %x, %w : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
+  %1 = tc.matmul %x, %w2 : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
+  %2 = tc.sub %0, %1 : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %2 : tensor<8x64xf32>
 }
 
 // -----
