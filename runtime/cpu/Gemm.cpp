@@ -135,9 +135,12 @@ Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
     for (int64_t r = row; r < row + rows; ++r) {
       const int64_t first = entry * strideC + r * ldc + col;
       float *out = c + first;
-      for (int64_t j = 0; j < cols; ++j)
-        out[j] = addend ? (bias ? addend[first + j] + bias[col + j] : addend[first + j])
-                        : bias[col + j];
+      for (int64_t j = 0; j < cols; ++j) {
+        if (addend)
+          out[j] = bias ? addend[first + j] + bias[col + j] : addend[first + j];
+        else // a bias alone, or on an addend that is C itself
+          out[j] = epilogue.addend ? out[j] + bias[col + j] : bias[col + j];
+      }
     }
   };
   EntryHook finish = [&](int64_t entry, int64_t row, int64_t rows, int64_t col,
