@@ -252,7 +252,8 @@ def update_errors(got, before, after32, after64, mask=None):
     """Norm-wise relative errors of one tensor's update (the state after the
     step minus before it) against PyTorch float64's, over the elements in
     `mask`: ours, PyTorch float32's, and that of float64's state rounded to
-    float32 (what storing the weights in float32 costs any implementation)."""
+    float32 (what storing the weights in float32 costs any implementation);
+    then the distance of ours from PyTorch float32's, on the same scale."""
     if mask is not None:
         got, before, after32, after64 = got[mask], before[mask], after32[mask], after64[mask]
     b = before.astype(np.float64)
@@ -260,7 +261,8 @@ def update_errors(got, before, after32, after64, mask=None):
     scale = max(float(np.linalg.norm(d64)), 1e-30)
     def err(a):
         return float(np.linalg.norm((a.astype(np.float64) - b) - d64)) / scale
-    return err(got), err(after32), err(after64.astype(np.float32))
+    gap = float(np.linalg.norm(got.astype(np.float64) - after32.astype(np.float64))) / scale
+    return err(got), err(after32), err(after64.astype(np.float32)), gap
 
 
 def update_verdict(errors):
@@ -268,7 +270,13 @@ def update_verdict(errors):
     rounding)} relative update errors (update_errors)."""
     def tolerance(e):
         return 2 * e[2] + min(max(UPDATE_FACTOR * e[1], UPDATE_FLOOR), UPDATE_CAP)
-    bad = [k for k, e in errors.items() if e[0] > tolerance(e)]
+    # Where PyTorch float32 is itself farther than the cap from float64 (an
+    # ill-conditioned step: a batch of 2 through training batch norms, whose
+    # rounding differs with the CPU's BLAS kernels), ours must instead be
+    # within the cap of PyTorch float32's update.
+    def passes(e):
+        return e[0] <= tolerance(e) or (e[1] > UPDATE_CAP and e[3] <= UPDATE_CAP)
+    bad = [k for k, e in errors.items() if not passes(e)]
     worst = max(errors, key=lambda k: errors[k][0] / tolerance(errors[k]))
     return not bad, worst, bad
 
@@ -322,13 +330,14 @@ def check_resnet_steps(check, tag, prog, flags, work, inputs, labels, steps, the
                   % (tag, k + 1, kept, total, ADAM_GRAD_FLOOR,
                      (": differ: " + ", ".join(jumps[:5])) if jumps else ""))
         if os.environ.get("TRAINC_SHOW_UPDATE_ERRORS"):
-            for key, (e, e32, er) in sorted(errors.items(), key=lambda kv: -kv[1][0]):
+            for key, (e, e32, er, _) in sorted(errors.items(), key=lambda kv: -kv[1][0]):
                 print("  %s step %d %-32s ours %.3g  float32 %.3g  rounding %.3g  (element-"
                       "wise: max abs difference to float32 %.3g)"
                       % (tag, k + 1, key, e, e32, er, np.abs(got[key] - after[key]).max()))
         check(ok, "%s step %d: the update of each of %d tensors within %g x PyTorch "
               "float32's error (clamped to [%g, %g]) + 2 x float32 rounding's of PyTorch "
-              "float64's, norm-wise (worst %s: %.3g, float32 %.3g, rounding %.3g)%s"
+              "float64's, norm-wise, or within the cap of PyTorch float32 where it is "
+              "farther from float64 (worst %s: %.3g, float32 %.3g, rounding %.3g)%s"
               % (tag, k + 1, len(errors), UPDATE_FACTOR, UPDATE_FLOOR, UPDATE_CAP, worst,
                  errors[worst][0], errors[worst][1], errors[worst][2],
                  (": differ: " + ", ".join(bad[:5])) if bad else ""))
@@ -803,7 +812,7 @@ def check_mlp_training(trainc, work, check, model_path, init, layer_names, data,
                 # own error plus 2e-6 (an ill-conditioned element, above, moves its
                 # neighbours: 1.7e-6 on AdamW's 2.weight). Rounding 1 - beta2 in float32 (what
                 # float32 beta2 leaves: 1.3e-5 relative) cost 5e-6 to 1e-5.
-                ours, theirs32, _ = update_errors(got, init[param], state32[param].detach().numpy(),
+                ours, theirs32, _, _ = update_errors(got, init[param], state32[param].detach().numpy(),
                                                   want, conditioned)
                 check(ours <= 4 * theirs32 + 2e-6,
                       "%s: final %s within 4x of PyTorch float32's error against float64, "
