@@ -300,9 +300,10 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   }
   code += stores;
   bool cpu = options.target == Target::Cpu;
+  // A GEMM's product is read and written through the same output pointer
+  // only, and the planner keeps inputs and outputs apart: __restrict__ holds.
   std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code,
-                                       /*mayAlias=*/product != nullptr,
-                                       /*cpuRange=*/product && cpu);
+                                       /*mayAlias=*/false, /*cpuRange=*/product && cpu);
   std::string args;
   for (const std::string &p : inputPtrs)
     args += ", " + p;

@@ -74,16 +74,17 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   std::string launchParams = paramList(params, false);
   if (target == Target::Cpu && cpuRange) {
     os << "struct " << name << "_env {\n";
-    std::string fields;
-    for (const KernelParam &p : params) {
+    for (const KernelParam &p : params)
       os << "  " << (p.output ? "" : "const ") << p.type << " *" << p.name << ";\n";
-      fields += ", e." + p.name;
-    }
     os << "};\n"
        << "static void " << name << "_range(const void *env, int64_t begin, int64_t end) {\n"
-       << "  const " << name << "_env &e = *static_cast<const " << name << "_env *>(env);\n"
-       << "  for (int64_t i = begin; i < end; ++i)\n"
-       << "    " << name << "_body(i" << fields << ");\n}\n\n";
+       << "  const " << name << "_env &e = *static_cast<const " << name << "_env *>(env);\n";
+    // Local copies carry the body's __restrict__ into the loop.
+    for (const KernelParam &p : params)
+      os << "  " << (p.output ? "" : "const ") << p.type << " *" << (mayAlias ? "" : "__restrict__ ")
+         << p.name << " = e." << p.name << ";\n";
+    os << "  for (int64_t i = begin; i < end; ++i)\n"
+       << "    " << name << "_body(i" << argList(params) << ");\n}\n\n";
     return name;
   }
   if (target == Target::Cpu) {
