@@ -22,14 +22,13 @@ that wait4 reports for the process and the children it waited for), with
 the ONNX op count. A quick run: --sizes 1000 --concat 0 --train-size 0.
 """
 import argparse
-import contextlib
-import fcntl
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
+from benchlib import held
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -90,20 +89,6 @@ def measure(cmd):
         err.seek(0)
         tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
     return wall, usage.ru_maxrss / 1024.0, proc.returncode, tail
-
-
-@contextlib.contextmanager
-def held(lock):
-    """The file's flock for the duration (nothing without a file)."""
-    if not lock:
-        yield
-        return
-    with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def main():

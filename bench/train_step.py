@@ -31,9 +31,7 @@ trainc / best peer (below 1: trainc is faster), naming that peer. Numbers
 from a shared machine: compare ratios, not absolute times.
 """
 import argparse
-import contextlib
 import copy
-import fcntl
 import json
 import os
 import re
@@ -42,6 +40,7 @@ import sys
 import tempfile
 import time
 
+from benchlib import best_seconds_per_step, held
 import numpy as np
 import onnx
 import torch
@@ -145,13 +144,7 @@ def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3):
     cold = time.perf_counter() - start
     for i in range(1, warm):
         step(i)
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for i in range(steps):
-            step(i)
-        best = min(best, time.perf_counter() - start)
-    return best / steps, cold if compiled else None
+    return best_seconds_per_step(step, steps, repeat), cold if compiled else None
 
 
 def time_ort(path, trainable, x, y, batch, steps, warm, tokens, threads, work, repeat=3):
@@ -220,13 +213,7 @@ def time_ort(path, trainable, x, y, batch, steps, warm, tokens, threads, work, r
 
     for i in range(warm):
         step(i)
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for i in range(steps):
-            step(i)
-        best = min(best, time.perf_counter() - start)
-    return best / steps, optimizer, setup
+    return best_seconds_per_step(step, steps, repeat), optimizer, setup
 
 
 # The venv's peers, each in its own process (one that crashes, as ORT can
@@ -400,19 +387,6 @@ def bench_model(spec, args, work):
     print(line, flush=True)
     for note in notes:
         print("    " + note, flush=True)
-
-
-@contextlib.contextmanager
-def held(lock):
-    if not lock:
-        yield
-        return
-    with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def main():

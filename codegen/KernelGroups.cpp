@@ -190,8 +190,8 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
                                         ArrayRef<std::string> inputPtrs,
                                         ArrayRef<Value> outputs,
                                         ArrayRef<std::string> outputPtrs, StringRef what,
-                                        const GemmDims *gemm, Value product,
-                                        unsigned productOutput) {
+                                        Value product, unsigned productOutput,
+                                        std::string *kernel) {
   ArrayRef<int64_t> shape = shapeOf(outputs.front());
   // Inputs used only as a dropout's key are passed as pointers, not read.
   auto onlyKey = [&](Value v) {
@@ -304,83 +304,69 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   // only, and the planner keeps inputs and outputs apart: __restrict__ holds.
   std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code,
                                        /*mayAlias=*/false, /*cpuRange=*/product && cpu);
+  if (kernel) {
+    *kernel = name; // a GEMM's epilogue: emitEpilogueGroup calls it
+    return success();
+  }
   std::string args;
   for (const std::string &p : inputPtrs)
     args += ", " + p;
   for (const std::string &p : outputPtrs)
     args += ", " + p;
-  if (!gemm) {
-    call(name + "(ctx" + args + ")");
-    return success();
-  }
-  std::string host = outputPtrs[productOutput];
-  // A tc.gemm head's C is added by the library call.
-  auto gemmOp = dyn_cast<tc::GemmOp>(product.getDefiningOp());
-  Value c = gemmOp ? gemmOp.getC() : Value();
-  auto outside = [&](Value v) -> Value {
-    auto arg = dyn_cast_or_null<BlockArgument>(v);
-    return arg ? cast<tc::FusedOp>(anchor).getInputs()[arg.getArgNumber()] : Value();
-  };
-  if (!cpu) {
-    // The GEMM, then the kernel over its output.
-    if (c)
-      call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + host + gemm->outputTail() +
-           ", " + gemmEpilogueArg(outside(c), product, "None", "nullptr", "nullptr") + ")");
-    else
-      call("tk::gemm(ctx, " + gemm->operands("1.0f") + ", 0.0f, " + host +
-           gemm->outputTail() + ")");
-    call(name + "(ctx" + args + ")");
-    return success();
-  }
-  // Each block of rows is finished on the thread that computed it.
-  body += "  {\n    const " + name + "_env env{" + args.substr(2) + "};\n  ";
-  call("tk::gemmEpilogue(ctx, " + gemm->operands() + ", " + host + gemm->outputTail() + ", " +
-       gemmEpilogueArg(outside(c), product, "None", name + "_range", "&env") + ")");
-  body += "  }\n";
+  call(name + "(ctx" + args + ")");
   return success();
 }
 
 namespace {
 
 /// A group cuBLASLt's epilogues compute on their own: the product plus a
-/// same-shaped addend (beta = 1), or plus a bias row [.., n] (BIAS), then
-/// optionally ReLU (RELU_BIAS), yielding only the last value.
+/// same-shaped addend (beta = 1) or a bias row [.., n] (BIAS), then
+/// optionally ReLU after a bias (RELU_BIAS), yielding only the last value.
+/// The addend or bias is a tc.gemm head's C, or the block argument that the
+/// group's first op adds to a matmul's product.
 struct LibraryEpilogue {
   Value addend, bias;
   bool relu = false;
 };
 
-std::optional<LibraryEpilogue> libraryEpilogue(tc::FusedOp fused, Value product) {
-  SmallVector<Operation *> ops;
+std::optional<LibraryEpilogue> libraryEpilogue(tc::FusedOp fused, Operation *head) {
+  Value product = head->getResult(0);
+  SmallVector<Operation *> rest;
   for (Operation &op : fused.getBlock().without_terminator())
-    if (op.getResult(0) != product)
-      ops.push_back(&op);
+    if (&op != head)
+      rest.push_back(&op);
   auto yield = cast<tc::YieldOp>(fused.getBlock().getTerminator());
-  if (ops.empty() || ops.size() > 2 || yield.getValues().size() != 1 ||
-      yield.getValues()[0] != ops.back()->getResult(0))
+  if (rest.empty() || yield.getValues().size() != 1 ||
+      yield.getValues()[0] != rest.back()->getResult(0))
     return std::nullopt;
-  auto add = dyn_cast<tc::AddOp>(ops.front());
-  if (!add || (add.getLhs() != product && add.getRhs() != product))
-    return std::nullopt;
-  Value other = add.getLhs() == product ? add.getRhs() : add.getLhs();
-  if (!isa<BlockArgument>(other) || other == product)
-    return std::nullopt;
-  LibraryEpilogue e;
-  ArrayRef<int64_t> shape = shapeOf(product), o = shapeOf(other);
-  if (o == shape) {
-    e.addend = other;
-  } else if (!o.empty() && o.back() == shape.back() &&
-             llvm::all_of(o.drop_back(), [](int64_t d) { return d == 1; })) {
-    e.bias = other;
+  Value c, sum = product;
+  if (auto gemm = dyn_cast<tc::GemmOp>(head); gemm && gemm.getC()) {
+    c = gemm.getC();
   } else {
-    return std::nullopt;
-  }
-  if (ops.size() == 2) {
-    auto relu = dyn_cast<tc::ReluOp>(ops.back());
-    if (!relu || relu.getInput() != add.getResult() || !e.bias)
+    auto add = dyn_cast<tc::AddOp>(rest.front());
+    if (!add || (add.getLhs() != product && add.getRhs() != product))
       return std::nullopt;
-    e.relu = true;
+    c = add.getLhs() == product ? add.getRhs() : add.getLhs();
+    if (!isa<BlockArgument>(c) || c == product)
+      return std::nullopt;
+    sum = add.getResult();
+    rest.erase(rest.begin());
   }
+  LibraryEpilogue e;
+  ArrayRef<int64_t> shape = shapeOf(product), o = shapeOf(c);
+  if (o == shape)
+    e.addend = c;
+  else if (!o.empty() && o.back() == shape.back() &&
+           llvm::all_of(o.drop_back(), [](int64_t d) { return d == 1; }))
+    e.bias = c;
+  else
+    return std::nullopt;
+  if (rest.empty())
+    return e;
+  auto relu = dyn_cast<tc::ReluOp>(rest.front());
+  if (rest.size() != 1 || !relu || relu.getInput() != sum || !e.bias)
+    return std::nullopt;
+  e.relu = true;
   return e;
 }
 
@@ -405,13 +391,11 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *he
   }
   Value product = head->getResult(0);
   auto gemmOp = dyn_cast<tc::GemmOp>(head);
-  if (options.target == Target::Cuda) {
-    std::optional<LibraryEpilogue> e = libraryEpilogue(fused, product);
-    // A tc.gemm's own C is the epilogue's addend or bias; then only a ReLU
-    // may follow.
-    if (gemmOp && gemmOp.getC())
-      e = std::nullopt;
-    if (e) {
+  // A tc.gemm head's C is added by the library call.
+  Value c = gemmOp && gemmOp.getC() ? outside(gemmOp.getC()) : Value();
+  bool cpu = options.target == Target::Cpu;
+  if (!cpu)
+    if (std::optional<LibraryEpilogue> e = libraryEpilogue(fused, head)) {
       call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + ptr(fused.getResult(0)) +
            gemm.outputTail() + ", trainc::rt::GemmEpilogue{" +
            (e->addend ? ptr(outside(e->addend)) : "nullptr") + ", " +
@@ -419,22 +403,6 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *he
            (e->relu ? "Relu" : "None") + ", nullptr, nullptr})");
       return success();
     }
-    auto yield = cast<tc::YieldOp>(block.getTerminator());
-    SmallVector<Operation *> rest;
-    for (Operation &op : block.without_terminator())
-      if (&op != head && !tc::isSplatConstant(&op))
-        rest.push_back(&op);
-    auto relu = rest.size() == 1 ? dyn_cast<tc::ReluOp>(rest.front()) : tc::ReluOp();
-    if (gemmOp && gemmOp.getC() && relu && relu.getInput() == product &&
-        yield.getValues().size() == 1 && yield.getValues()[0] == relu.getResult() &&
-        shapeOf(gemmOp.getC()) != shapeOf(product)) {
-      call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + ptr(fused.getResult(0)) +
-           gemm.outputTail() + ", " +
-           gemmEpilogueArg(outside(gemmOp.getC()), product, "Relu", "nullptr", "nullptr") +
-           ")");
-      return success();
-    }
-  }
   SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
     if (&op != head)
@@ -455,6 +423,29 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *he
   unsigned host = 0;
   while (!cast<ShapedType>(outputs[host].getType()).getElementType().isF32())
     ++host; // the verifier promises one
-  return emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs,
-                   kernelStem(fused.getKernel()), &gemm, product, host);
+  std::string kernel;
+  if (failed(emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs,
+                       kernelStem(fused.getKernel()), product, host, &kernel)))
+    return failure();
+  std::string args;
+  for (const std::string &p : llvm::concat<const std::string>(inputPtrs, outputPtrs))
+    args += ", " + p;
+  std::string hostPtr = outputPtrs[host];
+  if (!cpu) {
+    // The GEMM, then the kernel over its output.
+    if (c)
+      call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + hostPtr + gemm.outputTail() +
+           ", " + gemmEpilogueArg(c, product, "None", "nullptr", "nullptr") + ")");
+    else
+      call("tk::gemm(ctx, " + gemm.operands("1.0f") + ", 0.0f, " + hostPtr +
+           gemm.outputTail() + ")");
+    call(kernel + "(ctx" + args + ")");
+    return success();
+  }
+  // Each block of rows is finished on the thread that computed it.
+  body += "  {\n    const " + kernel + "_env env{" + args.substr(2) + "};\n  ";
+  call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + hostPtr + gemm.outputTail() + ", " +
+       gemmEpilogueArg(c, product, "None", kernel + "_range", "&env") + ")");
+  body += "  }\n";
+  return success();
 }

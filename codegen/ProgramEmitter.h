@@ -91,15 +91,15 @@ private:
   LogicalResult emitPointwise(Operation *op);
   /// A tc.fused group, or one pointwise op (a group of one), as one kernel.
   LogicalResult emitFused(tc::FusedOp fused);
-  /// With `gemm` set, the group is a GEMM's epilogue: `product` (the
-  /// matmul's value) is read in place from output `productOutput`, which the
-  /// GEMM `gemm` describes wrote first (see emitEpilogueGroup).
-  struct GemmDims;
+  /// With `product` set, the group is a GEMM's epilogue: `product` (the
+  /// GEMM's value) is read in place from output `productOutput`, which the
+  /// GEMM wrote first; the kernel (a CPU range function) is only built, its
+  /// name stored in `kernel`, and emitEpilogueGroup calls it.
   LogicalResult emitGroup(Operation *anchor, ArrayRef<Operation *> ops, ArrayRef<Value> inputs,
                           ArrayRef<std::string> inputPtrs, ArrayRef<Value> outputs,
                           ArrayRef<std::string> outputPtrs, StringRef what,
-                          const GemmDims *gemm = nullptr, Value product = nullptr,
-                          unsigned productOutput = 0);
+                          Value product = nullptr, unsigned productOutput = 0,
+                          std::string *kernel = nullptr);
   /// A tc.fused group headed by a matmul: one tk::gemmEpilogue call (the
   /// CPU runs the group over each finished block; CUDA uses cuBLASLt's
   /// bias, ReLU and accumulation epilogues where they express the group),

@@ -1,0 +1,30 @@
+"""Helpers the benchmark scripts share."""
+
+import contextlib
+import fcntl
+import time
+
+
+@contextlib.contextmanager
+def held(lock):
+    """The file's flock for the duration (nothing without a file)."""
+    if not lock:
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def best_seconds_per_step(step, steps, repeat):
+    """The best of `repeat` timed runs of `steps` calls step(i), per step."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for i in range(steps):
+            step(i)
+        best = min(best, time.perf_counter() - start)
+    return best / steps
