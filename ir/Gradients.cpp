@@ -80,6 +80,15 @@ Value select(OpBuilder &b, Location loc, Value keep, Value dy) {
   return make<WhereOp>(b, loc, {keep, dy, scalar(b, loc, dy, 0.0)});
 }
 
+/// `v` converted to element type `element` (itself when it has that type):
+/// a mixed-precision contraction's f32 result gradient enters its backward
+/// products in the operands' precision, as autocast's backward does.
+Value castTo(OpBuilder &b, Location loc, Value v, Type element) {
+  if (typeOf(v).getElementType() == element)
+    return v;
+  return make<CastOp>(b, loc, v, {b.getNamedAttr("to", TypeAttr::get(element))});
+}
+
 /// trans_a / trans_b attributes of a contraction (both given: the shape
 /// function sees the attributes before the op fills in defaults).
 SmallVector<NamedAttribute> transFlags(OpBuilder &b, bool ta, bool tb) {
@@ -335,7 +344,8 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   // Y = alpha op(A) op(B) + beta C.
   Location loc = getLoc();
-  Value dy = dys[0], a = getA(), bm = getB();
+  Value a = getA(), bm = getB();
+  Value dy = castTo(b, loc, dys[0], typeOf(a).getElementType());
   bool ta = getTransA(), tb = getTransB();
   auto gemm = [&](Value x, Value y, bool tx, bool ty) {
     SmallVector<NamedAttribute> attrs = transFlags(b, tx, ty);
@@ -347,9 +357,9 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   // dB = alpha op(A)^T dY (transposed back when B was transposed).
   dxs.push_back(tb ? gemm(dy, a, true, ta) : gemm(a, dy, !ta, false));
   if (Value c = getC()) {
-    Value dc = dy;
+    Value dc = dys[0]; // C has the result's type
     if (getBeta().convertToFloat() != 1.0f)
-      dc = mul(b, loc, dy, scalar(b, loc, dy, getBeta().convertToFloat()));
+      dc = mul(b, loc, dc, scalar(b, loc, dc, getBeta().convertToFloat()));
     dxs.push_back(sumToShape(b, loc, dc, c.getType()));
   }
   return success();
@@ -358,7 +368,8 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                        SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
-  Value dy = dys[0], a = getLhs(), bm = getRhs();
+  Value a = getLhs(), bm = getRhs();
+  Value dy = castTo(b, loc, dys[0], typeOf(a).getElementType());
   if (typeOf(a).getRank() < 2 || typeOf(bm).getRank() < 2)
     return emitOpError("has no gradient rule for 1-D operands yet");
   // Y = op(A) op(B): d op(A) = dY op(B)^T, d op(B) = op(A)^T dY, transposed
@@ -382,7 +393,7 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
-  Value dy = dys[0];
+  Value dy = castTo(b, loc, dys[0], typeOf(getInput()).getElementType());
   SmallVector<NamedAttribute> window = {b.getNamedAttr("strides", getStridesAttr()),
                                         b.getNamedAttr("pads", getPadsAttr()),
                                         b.getNamedAttr("dilations", getDilationsAttr()),
@@ -399,7 +410,7 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     SmallVector<int64_t> axes = {0};
     for (int64_t d = 2; d < typeOf(dy).getRank(); ++d)
       axes.push_back(d);
-    dxs.push_back(make<ReduceSumOp>(b, loc, dy,
+    dxs.push_back(make<ReduceSumOp>(b, loc, dys[0], // the bias has the result's type
                                     {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
                                      b.getNamedAttr("keepdims", b.getBoolAttr(false))}));
   }

@@ -6,6 +6,11 @@
 // trans_b flag, so the product reads the untransposed tensor and the copy
 // dies when nothing else uses it.
 //
+// Casts: a cast to the input's own type and a cast that goes back through an exact widening (bf16 -> f32 -> bf16,
+// what autodiff leaves between mixed-precision ops) fold; a cast to f32 of a
+// low-precision contraction that nothing else reads becomes the
+// contraction's out_type, so its f32 sum is not rounded to bf16 and back.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/TcOps.h"
@@ -70,7 +75,66 @@ struct FoldTransposeIntoFlags : OpRewritePattern<OpTy> {
   }
 };
 
+/// Whether every value of float type `from` is exactly a value of `to`.
+bool isExactWidening(Type from, Type to) {
+  auto f = dyn_cast<FloatType>(from), t = dyn_cast<FloatType>(to);
+  if (!f || !t || f == t)
+    return false;
+  if (t.isF64())
+    return f.isF32() || f.isF16() || f.isBF16();
+  return t.isF32() && (f.isF16() || f.isBF16());
+}
+
+/// cast(contraction(f16/bf16 operands) -> f32), the cast the contraction's
+/// only use -> the contraction with out_type = f32. A gemm's C and a conv's
+/// bias would have to be f32 too: those keep the cast.
+struct CastIntoContraction : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp op, PatternRewriter &rewriter) const override {
+    Operation *def = op.getInput().getDefiningOp();
+    if (!def || !op.getTo().isF32() || !def->hasOneUse() ||
+        !isa<MatMulOp, GemmOp, ConvOp, ConvBackwardDataOp, ConvBackwardFilterOp>(def))
+      return rewriter.notifyMatchFailure(op, "not the only use of a contraction");
+    Type in = cast<ShapedType>(op.getInput().getType()).getElementType();
+    if ((!in.isBF16() && !in.isF16()) || def->hasAttr("out_type"))
+      return rewriter.notifyMatchFailure(op, "not a low-precision contraction");
+    if ((isa<GemmOp>(def) && cast<GemmOp>(def).getC()) ||
+        (isa<ConvOp>(def) && cast<ConvOp>(def).getBias()))
+      return rewriter.notifyMatchFailure(op, "C or the bias has the low type");
+    SmallVector<NamedAttribute> attrs(def->getAttrs());
+    attrs.push_back(rewriter.getNamedAttr("out_type", TypeAttr::get(op.getTo())));
+    OperationState state(def->getLoc(), def->getName(), def->getOperands(),
+                         {op.getResult().getType()}, attrs);
+    Operation *widened = rewriter.create(state);
+    rewriter.replaceOp(op, widened->getResult(0));
+    rewriter.eraseOp(def);
+    return success();
+  }
+};
+
 } // namespace
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  Type from = cast<ShapedType>(getInput().getType()).getElementType();
+  Type to = getTo();
+  if (from == to)
+    return getInput();
+  auto inner = getInput().getDefiningOp<CastOp>();
+  if (!inner)
+    return {};
+  Type source = cast<ShapedType>(inner.getInput().getType()).getElementType();
+  if (!isExactWidening(source, from))
+    return {};
+  // The widening changed nothing: cast the source directly.
+  if (source == to)
+    return inner.getInput();
+  getInputMutable().assign(inner.getInput());
+  return getResult();
+}
+
+void CastOp::getCanonicalizationPatterns(RewritePatternSet &patterns, MLIRContext *context) {
+  patterns.add<CastIntoContraction>(context);
+}
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
   ArrayRef<int64_t> perm = getPerm();

@@ -45,6 +45,19 @@ LogicalResult requireSameElementType(std::optional<Location> loc,
   return success();
 }
 
+/// The result element type of a contraction (matmul, gemm, convolution and
+/// its gradients) over operands of element type `input`: that type, or f32
+/// when `outType` asks for it, which only f16 and bf16 operands may do (they
+/// accumulate in f32 and the result keeps that sum unrounded).
+FailureOr<Type> contractionResult(std::optional<Location> loc, Type input, TypeAttr outType) {
+  if (!outType)
+    return input;
+  if (!input.isF16() && !input.isBF16())
+    return emitOptionalError(loc, "out_type ", outType.getValue(),
+                             " needs f16 or bf16 operands, got ", input);
+  return outType.getValue();
+}
+
 /// Shape function of sliding-window ops (convolution and pooling) over the
 /// spatial axes 2.. of an NC... input.
 LogicalResult inferWindowShape(std::optional<Location> loc,
@@ -311,7 +324,11 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   if (!shape)
     return emitOptionalError(location, error,
                              ta || tb ? " (operands as transposed by trans_a/trans_b)" : "");
-  inferred.push_back(RankedTensorType::get(*shape, lhs.getElementType()));
+  FailureOr<Type> element =
+      contractionResult(location, lhs.getElementType(), adaptor.getOutTypeAttr());
+  if (failed(element))
+    return failure();
+  inferred.push_back(RankedTensorType::get(*shape, *element));
   return success();
 }
 
@@ -334,16 +351,21 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, "contraction dimensions differ: op(A) is ",
                              m, "x", ka, ", op(B) is ", kb, "x", n);
   SmallVector<int64_t> shape = {m, n};
+  FailureOr<Type> element =
+      contractionResult(location, a.getElementType(), adaptor.getOutTypeAttr());
+  if (failed(element))
+    return failure();
   if (RankedTensorType c = ranked(adaptor.getC())) {
-    if (failed(requireSameElementType(location, a, c, "C", "A")))
-      return failure();
+    if (c.getElementType() != *element)
+      return emitOptionalError(location, "C has element type ", c.getElementType(),
+                               " but the result has ", *element);
     auto joined = shape::broadcast(c.getShape(), shape);
     if (!joined || ArrayRef<int64_t>(*joined) != ArrayRef<int64_t>(shape))
       return emitOptionalError(location, "C of shape ",
                                shape::format(c.getShape()),
                                " does not broadcast to ", shape::format(shape));
   }
-  inferred.push_back(RankedTensorType::get(shape, a.getElementType()));
+  inferred.push_back(RankedTensorType::get(shape, *element));
   return success();
 }
 
@@ -369,9 +391,14 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, "weight ", shape::format(weight.getShape()),
                              " does not match ", channels,
                              " input channels in ", group, " group(s)");
+  FailureOr<Type> element =
+      contractionResult(location, input.getElementType(), adaptor.getOutTypeAttr());
+  if (failed(element))
+    return failure();
   if (RankedTensorType bias = ranked(adaptor.getBias())) {
-    if (failed(requireSameElementType(location, input, bias, "the bias")))
-      return failure();
+    if (bias.getElementType() != *element)
+      return emitOptionalError(location, "the bias has element type ", bias.getElementType(),
+                               " but the result has ", *element);
     if (bias.getRank() != 1 || bias.getDimSize(0) != filters)
       return emitOptionalError(location, "bias must have shape ", filters,
                                ", got ", shape::format(bias.getShape()));
@@ -382,7 +409,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                               adaptor.getStrides(), adaptor.getPads(),
                               adaptor.getDilations(), false, shape)))
     return failure();
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(RankedTensorType::get(shape, *element));
   return success();
 }
 
@@ -414,7 +441,12 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
                                                    Adaptor adaptor,
                                                    SmallVectorImpl<Type> &inferred) {
   RankedTensorType dy = ranked(adaptor.getResultGrad()), w = ranked(adaptor.getWeight());
-  if (failed(requireRanked(location, {dy, w})))
+  if (failed(requireRanked(location, {dy, w})) ||
+      failed(requireSameElementType(location, dy, w, "the weight", "the result gradient")))
+    return failure();
+  FailureOr<Type> element =
+      contractionResult(location, dy.getElementType(), adaptor.getOutTypeAttr());
+  if (failed(element))
     return failure();
   ArrayRef<int64_t> in = adaptor.getInputShape();
   if (in.size() != static_cast<size_t>(w.getRank()) || in.size() < 3)
@@ -424,7 +456,7 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
                                adaptor.getPads(), adaptor.getDilations(), false,
                                dy.getShape())))
     return failure();
-  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
+  inferred.push_back(RankedTensorType::get(in, *element));
   return success();
 }
 
@@ -433,7 +465,12 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
                                                      Adaptor adaptor,
                                                      SmallVectorImpl<Type> &inferred) {
   RankedTensorType x = ranked(adaptor.getInput()), dy = ranked(adaptor.getResultGrad());
-  if (failed(requireRanked(location, {x, dy})))
+  if (failed(requireRanked(location, {x, dy})) ||
+      failed(requireSameElementType(location, x, dy, "the result gradient")))
+    return failure();
+  FailureOr<Type> element =
+      contractionResult(location, x.getElementType(), adaptor.getOutTypeAttr());
+  if (failed(element))
     return failure();
   ArrayRef<int64_t> ws = adaptor.getWeightShape();
   if (ws.size() != static_cast<size_t>(x.getRank()) || ws.size() < 3)
@@ -442,7 +479,7 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
                                ws.drop_front(2), adaptor.getStrides(), adaptor.getPads(),
                                adaptor.getDilations(), false, dy.getShape())))
     return failure();
-  inferred.push_back(RankedTensorType::get(ws, x.getElementType()));
+  inferred.push_back(RankedTensorType::get(ws, *element));
   return success();
 }
 

@@ -216,6 +216,9 @@ def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_
   let summary = "elementwise conversion to another element type";
   let description = [{
     Float to integer truncates toward zero; anything to `i1` is `x != 0`.
+    Casts fold away where they change nothing: to the input's own type, and a
+    cast back through an exact widening (bf16 -> f32 -> bf16). A cast to f32
+    of a contraction's only use becomes the contraction's `out_type = f32`.
 
     ```mlir
     %y = tc.cast %x {to = f16} : (tensor<4xf32>) -> tensor<4xf16>
@@ -224,6 +227,8 @@ def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_
   let arguments = (ins Tc_Tensor:$input, TypeAttrOf<Tc_AnyElement>:$to);
   let results = (outs Tc_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -240,6 +245,10 @@ def Tc_MatMulOp : Tc_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
     A `tc.transpose` of the last two axes that feeds an operand folds into the
     flag (canonicalization).
 
+    The result has the operands' element type, or `out_type` (f32 only) for
+    f16/bf16 operands: low-precision inputs always accumulate in f32, and
+    `out_type = f32` keeps the sum unrounded (mixed precision).
+
     ```mlir
     %y = tc.matmul %a, %b : (tensor<2x16x32xf32>, tensor<32x64xf32>) -> tensor<2x16x64xf32>
     %z = tc.matmul %a, %w {trans_b = true} : (tensor<2x16x32xf32>, tensor<64x32xf32>) -> tensor<2x16x64xf32>
@@ -247,7 +256,8 @@ def Tc_MatMulOp : Tc_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   }];
   let arguments = (ins Tc_NumericTensor:$lhs, Tc_NumericTensor:$rhs,
       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
-      DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+      DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+      OptionalAttr<TypeAttrOf<F32>>:$out_type);
   let results = (outs Tc_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasCanonicalizer = 1;
@@ -257,7 +267,8 @@ def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
   let summary = "alpha * op(A) * op(B) + beta * C for 2-D A and B";
   let description = [{
     `op(X)` is `X` or its transpose (`trans_a`, `trans_b`). `C` is optional and
-    broadcasts to the [M, N] result (ONNX Gemm).
+    broadcasts to the [M, N] result (ONNX Gemm). With f16/bf16 A and B,
+    `out_type = f32` makes the result (and C) f32, as for tc.matmul.
 
     ```mlir
     %y = tc.gemm %x, %w, %b {trans_b = true} : (tensor<8x784xf32>, tensor<128x784xf32>, tensor<128xf32>) -> tensor<8x128xf32>
@@ -267,7 +278,8 @@ def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
       DefaultValuedAttr<F32Attr, "1.0">:$beta,
       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
-      DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+      DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+      OptionalAttr<TypeAttrOf<F32>>:$out_type);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)";
   let hasCanonicalizer = 1;
@@ -278,7 +290,8 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
   let description = [{
     `input` is [N, C, spatial...], `weight` is [M, C/group, kernel...], the
     optional `bias` is [M]. `pads` holds the begin pads of every spatial axis,
-    then the end pads (ONNX order).
+    then the end pads (ONNX order). With f16/bf16 input and weight,
+    `out_type = f32` makes the result (and the bias) f32, as for tc.matmul.
 
     ```mlir
     %y = tc.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>,
@@ -290,7 +303,8 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
       Optional<Tc_FloatTensor>:$bias,
       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
       DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group);
+      DefaultValuedAttr<I64Attr, "1">:$group,
+      OptionalAttr<TypeAttrOf<F32>>:$out_type);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
@@ -315,7 +329,8 @@ def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$result_grad, Tc_FloatTensor:$weight,
       DenseI64ArrayAttr:$input_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group);
+      DefaultValuedAttr<I64Attr, "1">:$group,
+      OptionalAttr<TypeAttrOf<F32>>:$out_type);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -332,7 +347,8 @@ def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$result_grad,
       DenseI64ArrayAttr:$weight_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group);
+      DefaultValuedAttr<I64Attr, "1">:$group,
+      OptionalAttr<TypeAttrOf<F32>>:$out_type);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

@@ -41,6 +41,49 @@ def FoldBiasBeforeBatchNorm : Pass<"trainc-fold-bias-bn", "mlir::ModuleOp"> {
   }];
 }
 
+def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "autocast: contractions in bf16/f16 with f32 accumulation, the rest by PyTorch's rules";
+  let description = [{
+    Rewrites `@loss` (before autodiff, so the backward follows the casts) with
+    the rules of PyTorch's autocast:
+    - `tc.matmul`, `tc.gemm` and `tc.conv` read their f32 operands cast to the
+      low type and accumulate in f32. Their result is low precision; a gemm's
+      C and a conv's bias stay f32 (`out_type = f32`, one cast rounds the
+      biased sum);
+    - softmax, log-softmax, batch/layer norm, reductions, exp, log, pow,
+      reciprocal and the losses read f32;
+    - other pointwise ops (and concat) compute in the widest type of their
+      operands that are not parameters or constants; those are cast to it;
+    - reshape, transpose, expand and slice keep their input's type;
+    - every other op reads f32 (its runtime kernel is f32);
+    - `@loss`'s results keep their declared types.
+    Parameters stay f32: they are the master weights the optimizer updates.
+    Casts are placed once per value; the cleanup after the phase folds the
+    round trips (`tc.cast` folds) and autodiff's casts cancel the same way.
+    `@forward` (prediction and export) stays f32. With `precision=fp32` the
+    pass changes nothing. In `trainc compile` it is the phase
+    `mixed-precision` (`--precision`), after `fold-bias-bn`.
+
+    Before:
+    ```mlir
+    %0 = tc.gemm %x, %w, %b {trans_b = true} : (tensor<4x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<4x128xf32>
+    %1 = tc.relu %0 : tensor<4x128xf32>
+    ```
+    After (bf16):
+    ```mlir
+    %xl = tc.cast %x {to = bf16} : (tensor<4x64xf32>) -> tensor<4x64xbf16>
+    %wl = tc.cast %w {to = bf16} : (tensor<128x64xf32>) -> tensor<128x64xbf16>
+    %0 = tc.gemm %xl, %wl, %b {out_type = f32, trans_b = true} : (tensor<4x64xbf16>, tensor<128x64xbf16>, tensor<128xf32>) -> tensor<4x128xf32>
+    %r = tc.cast %0 {to = bf16} : (tensor<4x128xf32>) -> tensor<4x128xbf16>
+    %1 = tc.relu %r : tensor<4x128xbf16>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "fp32 (nothing changes), bf16 or fp16">
+  ];
+}
+
 def Fuse : Pass<"trainc-fuse", "mlir::ModuleOp"> {
   let summary = "group chains of pointwise ops into tc.fused kernels";
   let description = [{

@@ -65,6 +65,15 @@ const std::vector<Phase> &phases() {
          pm.addPass(trainc::createFoldBiasBeforeBatchNorm());
          return true;
        }},
+      {"mixed-precision", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.precision == "fp32")
+           return false;
+         trainc::MixedPrecisionOptions mixed;
+         mixed.precision = o.precision;
+         pm.addPass(trainc::createMixedPrecision(mixed));
+         return true;
+       }},
       {"autodiff", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          trainc::AutodiffOptions autodiff;

@@ -30,6 +30,9 @@ struct PipelineOptions {
   /// @train_step returns gradients.
   std::string optimizer;
   bool nesterov = false;
+  /// fp32, bf16 or fp16: the mixed-precision phase's low type (fp32: the
+  /// phase is left out).
+  std::string precision = "fp32";
   /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
   /// turns it off).
   bool fuse = true;

@@ -102,6 +102,13 @@ cl::opt<std::string> fuseMode("fuse",
                                        "groups without epilogues; none emits one kernel per op"),
                               cl::value_desc("auto|pointwise|none"), cl::init("auto"),
                               cl::cat(category));
+cl::opt<std::string> precisionMode(
+    "precision",
+    cl::desc("Training precision: fp32 (default), or bf16 (mixed precision with PyTorch "
+             "autocast's rules: matmul, gemm and conv in bf16 with f32 accumulation, "
+             "norms, softmax, reductions and the loss in f32, f32 master weights); fp16 "
+             "needs dynamic loss scaling, which is not built yet"),
+    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -127,7 +134,8 @@ usage:
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
-                 [--fuse=auto|pointwise|none] [--report-memory] [--compile-to=PHASE] [--dump-ir=DIR]
+                 [--precision=fp32|bf16] [--fuse=auto|pointwise|none] [--report-memory]
+                 [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
   trainc help | --help | --version
 
@@ -335,6 +343,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.clipGradNorm = clipGradNorm;
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
+  pipeline.precision = precisionMode;
   pipeline.fuse = fuseMode != "none";
   pipeline.gemmEpilogues = fuseMode == "auto";
   pipeline.passManagerCLOptions = true;
@@ -510,6 +519,20 @@ int runCompile() {
     errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
     return 1;
   }
+  if (precisionMode == "fp16") {
+    errs() << "error: --precision=fp16 needs dynamic loss scaling, which trainc does not "
+              "build yet; use --precision=bf16 (same exponent range as fp32, no scaling)\n";
+    return 1;
+  }
+  if (precisionMode != "fp32" && precisionMode != "bf16") {
+    errs() << "error: --precision must be fp32 or bf16, got '" << precisionMode << "'\n";
+    return 1;
+  }
+  if (precisionMode != "fp32" && lossKind.empty()) {
+    errs() << "error: --precision=" << precisionMode
+           << " is a training precision and needs --loss (prediction runs in fp32)\n";
+    return 1;
+  }
   std::vector<std::string> phases = trainc::pipelinePhases();
   if (!compileTo.empty() && compileTo != "import" &&
       std::find(phases.begin(), phases.end(), compileTo) == phases.end()) {
@@ -519,7 +542,7 @@ int runCompile() {
     errs() << "\n";
     return 1;
   }
-  if ((compileTo == "loss" || compileTo == "autodiff" || compileTo == "optimizer") &&
+  if ((compileTo == "loss" || compileTo == "mixed-precision" || compileTo == "autodiff" || compileTo == "optimizer") &&
       lossKind.empty()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
     return 1;

@@ -1,0 +1,226 @@
+//===- MixedPrecision.cpp - autocast's rules on @loss ---------------------===//
+//
+// Decides, op by op in program order, the element type each float op of
+// @loss computes in, and places the casts that make it so. The rules are
+// PyTorch autocast's (torch/csrc/autograd/autocast_mode.cpp):
+//  - contractions (matmul, gemm, conv) read f16/bf16 operands and accumulate
+//    in f32; their result is low precision, as autocast's. A gemm's C and a
+//    conv's bias stay f32: the op's out_type is f32, the bias is added to
+//    the f32 sum, and a cast rounds the result once;
+//  - the f32 ops (softmax, log-softmax, the norms, reductions, exp, log,
+//    pow, reciprocal, the losses) read f32;
+//  - other pointwise ops, and concat, compute in the widest type of their
+//    non-parameter operands; parameters and constants are cast to it (as
+//    autocast casts a Linear's bias with its weight);
+//  - reshape, transpose, expand and slice keep their input's type;
+//  - every other op reads f32: their runtime kernels are f32 (pooling,
+//    gather, cumsum, ...). Function results keep their declared types.
+// A cast is placed once per value and type. Autodiff then differentiates
+// the casts (the gradient of a cast is the cast back), and the cleanup's
+// folds cancel the round trips that leaves (bf16 -> f32 -> bf16) and give a
+// contraction whose result is only widened out_type = f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace trainc {
+#define GEN_PASS_DEF_MIXEDPRECISION
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+enum class Rule {
+  /// matmul, gemm, conv: low-precision operands, f32 accumulation.
+  Contraction,
+  /// Reads f32.
+  F32,
+  /// The widest type of the non-parameter float operands.
+  Widest,
+  /// Keeps the input's type.
+  Follow,
+};
+
+Rule ruleOf(Operation *op) {
+  if (isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp>(op))
+    return Rule::Contraction;
+  if (isa<tc::ReshapeOp, tc::TransposeOp, tc::ExpandOp, tc::SliceOp>(op))
+    return Rule::Follow;
+  if (isa<tc::ExpOp, tc::LogOp, tc::PowOp, tc::ReciprocalOp>(op))
+    return Rule::F32;
+  if (op->hasTrait<tc::OpTrait::Pointwise>() || isa<tc::DropoutOp, tc::ConcatOp>(op))
+    return Rule::Widest;
+  return Rule::F32;
+}
+
+Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+bool isFloat(Value v) { return isa<FloatType>(elementOf(v)); }
+
+/// Float rank of the types this pass chooses between.
+int width(Type t) { return t.isF64() ? 3 : t.isF32() ? 2 : 1; }
+
+struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass> {
+  using MixedPrecisionBase::MixedPrecisionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (precision == "fp32")
+      return;
+    if (precision != "bf16" && precision != "fp16") {
+      module.emitError("precision must be fp32, bf16 or fp16, got '") << precision << "'";
+      return signalPassFailure();
+    }
+    auto loss = module.lookupSymbol<func::FuncOp>("loss");
+    if (!loss)
+      return;
+    OpBuilder b(module.getContext());
+    low = precision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    f32 = b.getF32Type();
+    params.clear();
+    for (BlockArgument arg : loss.getArguments())
+      if (loss.getArgAttr(arg.getArgNumber(), tc::kParamAttrName))
+        params.insert(arg);
+    for (Operation &op : llvm::make_early_inc_range(loss.getBody().front()))
+      if (failed(visit(b, &op)))
+        return signalPassFailure();
+  }
+
+  /// Whether `v` is a parameter or a constant (cast to its reader's type).
+  bool isWeight(Value v) const {
+    return params.contains(v) || isa_and_nonnull<tc::ConstantOp>(v.getDefiningOp());
+  }
+
+  /// `v` in element type `to`: itself, a splat constant of that type, or a
+  /// cast placed once after its definition.
+  Value convert(OpBuilder &b, Value v, Type to) {
+    if (elementOf(v) == to)
+      return v;
+    auto key = std::make_pair(v, to);
+    if (Value done = casts.lookup(key))
+      return done;
+    OpBuilder::InsertionGuard guard(b);
+    if (auto def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    auto type = cast<RankedTensorType>(v.getType()).clone(to);
+    Value converted;
+    auto constant = v.getDefiningOp<tc::ConstantOp>();
+    if (constant && tc::isSplatConstant(constant)) {
+      APFloat value = cast<DenseElementsAttr>(constant.getValue()).getSplatValue<APFloat>();
+      bool lost = false;
+      value.convert(cast<FloatType>(to).getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &lost);
+      converted = b.create<tc::ConstantOp>(v.getLoc(), DenseElementsAttr::get(type, value))
+                      .getResult();
+    } else {
+      converted = b.create<tc::CastOp>(v.getLoc(), type, v, TypeAttr::get(to)).getResult();
+    }
+    casts[key] = converted;
+    return converted;
+  }
+
+  /// Sets float operand `i` of `op` to its value in type `to`.
+  void setOperand(OpBuilder &b, Operation *op, unsigned i, Type to) {
+    Value v = op->getOperand(i);
+    if (v && isFloat(v))
+      op->setOperand(i, convert(b, v, to));
+  }
+
+  /// Re-infers the result types after the operands changed.
+  LogicalResult reinfer(Operation *op) {
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      return success();
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                      op->getAttrDictionary(), op->getPropertiesStorage(),
+                                      op->getRegions(), types)))
+      return op->emitError("mixed precision: the op does not take these element types");
+    for (auto [result, type] : llvm::zip(op->getResults(), types))
+      result.setType(type);
+    return success();
+  }
+
+  LogicalResult visit(OpBuilder &b, Operation *op) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      auto fn = cast<func::FuncOp>(ret->getParentOp());
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+        Type declared = cast<ShapedType>(fn.getResultTypes()[i]).getElementType();
+        if (isFloat(ret.getOperand(i)))
+          ret->setOperand(i, convert(b, ret.getOperand(i), declared));
+      }
+      return success();
+    }
+    if (isa<tc::CastOp, tc::ConstantOp>(op) ||
+        llvm::none_of(op->getOperands(), [](Value v) { return isFloat(v); }))
+      return success();
+    switch (ruleOf(op)) {
+    case Rule::Contraction:
+      return contraction(b, op);
+    case Rule::F32:
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (elementOf(op->getOperand(i)) != b.getF64Type())
+          setOperand(b, op, i, f32);
+      return reinfer(op);
+    case Rule::Follow:
+      return reinfer(op);
+    case Rule::Widest: {
+      Type widest;
+      auto consider = [&](bool weights) {
+        for (Value v : op->getOperands())
+          if (isFloat(v) && isWeight(v) == weights &&
+              (!widest || width(elementOf(v)) > width(widest)))
+            widest = elementOf(v);
+      };
+      consider(false);
+      if (!widest)
+        consider(true); // parameters and constants alone: nothing changes
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        setOperand(b, op, i, widest);
+      return reinfer(op);
+    }
+    }
+    return success();
+  }
+
+  /// A contraction reads its data operands in the low type; a gemm's C and
+  /// a conv's bias stay f32 and the op's f32 result is rounded by one cast.
+  LogicalResult contraction(OpBuilder &b, Operation *op) {
+    for (unsigned i : {0u, 1u})
+      if (elementOf(op->getOperand(i)).isF64())
+        return success(); // the model's own choice
+    setOperand(b, op, 0, low);
+    setOperand(b, op, 1, low);
+    bool withBias = op->getNumOperands() > 2;
+    if (withBias) {
+      setOperand(b, op, 2, f32);
+      op->setAttr("out_type", TypeAttr::get(f32));
+    }
+    if (failed(reinfer(op)))
+      return failure();
+    if (!withBias)
+      return success();
+    Value sum = op->getResult(0);
+    Value rounded = convert(b, sum, low);
+    sum.replaceAllUsesExcept(rounded, rounded.getDefiningOp());
+    return success();
+  }
+
+  Type low, f32;
+  llvm::DenseSet<Value> params;
+  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+};
+
+} // namespace
