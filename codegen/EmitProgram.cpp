@@ -234,7 +234,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "#include \"trainc_rt/generated.h\"\n\n"
      << "namespace {\n\n"
      << "namespace tk = trainc::" << (cuda ? "cuda" : "cpu") << ";\n"
-     << "using trainc::rt::Context;\nusing trainc::rt::Status;\n\n"
+     << "using trainc::rt::Context;\nusing trainc::rt::Status;\n"
+     << "using trainc::rt::bf16; // storage of 16-bit floats (trainc_rt/half.h)\n"
+     << "using trainc::rt::f16;\n\n"
      << kernels.text()
      << stepFunction("forward", "ForwardArgs",
                      "/// @" + commentText(options.entry) + " on one batch of " +

@@ -14,10 +14,19 @@ std::string cType(Type type) {
   Type e = isa<ShapedType>(type) ? cast<ShapedType>(type).getElementType() : type;
   if (e.isF32()) return "float";
   if (e.isF64()) return "double";
+  if (e.isBF16()) return "bf16";
+  if (e.isF16()) return "f16";
   if (e.isInteger(64)) return "int64_t";
   if (e.isInteger(32)) return "int32_t";
   if (e.isInteger(1)) return "bool";
   return "";
+}
+
+/// The C++ type one element is computed in: float for the 16-bit storage
+/// types (their kernels load, compute in float and round when storing).
+std::string valueType(Type type) {
+  Type e = isa<ShapedType>(type) ? cast<ShapedType>(type).getElementType() : type;
+  return e.isBF16() || e.isF16() ? "float" : cType(type);
 }
 
 std::string dtypeEnum(Type type) {

@@ -237,7 +237,7 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
                         : countOf(v) == 1   ? "0"
                                             : linearIndex(broadcastStrides(shapeOf(v), shape), 0, "c");
     std::string a = "a" + std::to_string(k);
-    code += "  const " + t + " " + a + " = " + name + "[" + index + "];\n";
+    code += "  const " + valueType(v.getType()) + " " + a + " = " + name + "[" + index + "];\n";
     element[v] = a;
   }
   std::vector<std::string> comment;
@@ -280,7 +280,7 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
       element[result] = "";
     } else {
       std::string v = "v" + std::to_string(computed++);
-      code += "  const " + t + " " + v + " = " + *expr + ";\n";
+      code += "  const " + valueType(result.getType()) + " " + v + " = " + *expr + ";\n";
       element[result] = v;
     }
     if (shown++ < 12) {

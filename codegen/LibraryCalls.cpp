@@ -168,8 +168,10 @@ std::string ProgramEmitter::GemmDims::outputTail() const {
 FailureOr<ProgramEmitter::GemmDims> ProgramEmitter::matmulDims(tc::MatMulOp op, Value lhs,
                                                                 Value rhs) {
   ArrayRef<int64_t> a = shapeOf(lhs), b = shapeOf(rhs);
-  if (!cast<ShapedType>(lhs.getType()).getElementType().isF32())
-    return op.emitError("codegen supports f32 matmul only");
+  // f32, or f16/bf16 (tk::gemm's mixed-precision overloads).
+  Type element = cast<ShapedType>(lhs.getType()).getElementType();
+  if (!element.isF32() && !element.isBF16() && !element.isF16())
+    return op.emitError("codegen supports f32, bf16 and f16 matmul only, got ") << element;
   // Row-major: A is stored [.., m, k] (lda = k), or [.., k, m] with trans_a
   // (lda = m); B is [.., k, n] (ldb = n), or [.., n, k] with trans_b (ldb = k).
   // The verifier refuses a flag on a 1-D operand.

@@ -31,6 +31,7 @@ namespace trainc::codegen {
 
 /// The C++ element type of a tensor type, or "" if codegen does not support it.
 std::string cType(mlir::Type type);
+std::string valueType(mlir::Type type);
 /// The runtime's DType enumerator of a tensor type.
 std::string dtypeEnum(mlir::Type type);
 int64_t elementBytes(mlir::Type type);

@@ -22,7 +22,8 @@ std::string trainc::codegen::splatLiteral(DenseElementsAttr value) {
       return "(-INT64_C(9223372036854775807) - 1)";
     return (i.getWidth() == 64 ? "INT64_C(" : "int32_t(") + std::to_string(v) + ")";
   }
-  return literal(value.getSplatValue<APFloat>().convertToDouble(), e.isF32());
+  // A 16-bit float constant is computed with as a float.
+  return literal(value.getSplatValue<APFloat>().convertToDouble(), !e.isF64());
 }
 
 FailureOr<std::string> trainc::codegen::scalarExpression(Operation *op, ArrayRef<std::string> a,
@@ -30,8 +31,10 @@ FailureOr<std::string> trainc::codegen::scalarExpression(Operation *op, ArrayRef
   Type inElem = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
   Type outElem = cast<ShapedType>(op->getResult(0).getType()).getElementType();
   bool isFloat = isa<FloatType>(inElem);
-  bool f32 = inElem.isF32();
-  std::string t = cType(inElem);
+  // f16 and bf16 elements are computed in float (loaded as float, rounded
+  // only where stored or cast).
+  bool f32 = isFloat && !inElem.isF64();
+  std::string t = valueType(inElem);
   auto fn = [&](StringRef name) { return (name + (f32 ? "f" : "")).str(); };
   StringRef mnemonic = op->getName().stripDialect();
 

@@ -85,22 +85,21 @@ bool isExactWidening(Type from, Type to) {
   return t.isF32() && (f.isF16() || f.isBF16());
 }
 
-/// cast(contraction(f16/bf16 operands) -> f32), the cast the contraction's
-/// only use -> the contraction with out_type = f32. A gemm's C and a conv's
-/// bias would have to be f32 too: those keep the cast.
+/// cast(matmul or gemm of f16/bf16 operands -> f32), the cast the product's
+/// only use -> the product with out_type = f32. A gemm's C would have to be
+/// f32 too: such a gemm keeps the cast.
 struct CastIntoContraction : OpRewritePattern<CastOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CastOp op, PatternRewriter &rewriter) const override {
     Operation *def = op.getInput().getDefiningOp();
     if (!def || !op.getTo().isF32() || !def->hasOneUse() ||
-        !isa<MatMulOp, GemmOp, ConvOp, ConvBackwardDataOp, ConvBackwardFilterOp>(def))
+        !isa<MatMulOp, GemmOp>(def))
       return rewriter.notifyMatchFailure(op, "not the only use of a contraction");
     Type in = cast<ShapedType>(op.getInput().getType()).getElementType();
     if ((!in.isBF16() && !in.isF16()) || def->hasAttr("out_type"))
       return rewriter.notifyMatchFailure(op, "not a low-precision contraction");
-    if ((isa<GemmOp>(def) && cast<GemmOp>(def).getC()) ||
-        (isa<ConvOp>(def) && cast<ConvOp>(def).getBias()))
-      return rewriter.notifyMatchFailure(op, "C or the bias has the low type");
+    if (isa<GemmOp>(def) && cast<GemmOp>(def).getC())
+      return rewriter.notifyMatchFailure(op, "C has the low type");
     SmallVector<NamedAttribute> attrs(def->getAttrs());
     attrs.push_back(rewriter.getNamedAttr("out_type", TypeAttr::get(op.getTo())));
     OperationState state(def->getLoc(), def->getName(), def->getOperands(),

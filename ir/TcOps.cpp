@@ -45,8 +45,7 @@ LogicalResult requireSameElementType(std::optional<Location> loc,
   return success();
 }
 
-/// The result element type of a contraction (matmul, gemm, convolution and
-/// its gradients) over operands of element type `input`: that type, or f32
+/// The result element type of a contraction (matmul, gemm) over operands of element type `input`: that type, or f32
 /// when `outType` asks for it, which only f16 and bf16 operands may do (they
 /// accumulate in f32 and the result keeps that sum unrounded).
 FailureOr<Type> contractionResult(std::optional<Location> loc, Type input, TypeAttr outType) {
@@ -391,14 +390,9 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, "weight ", shape::format(weight.getShape()),
                              " does not match ", channels,
                              " input channels in ", group, " group(s)");
-  FailureOr<Type> element =
-      contractionResult(location, input.getElementType(), adaptor.getOutTypeAttr());
-  if (failed(element))
-    return failure();
   if (RankedTensorType bias = ranked(adaptor.getBias())) {
-    if (bias.getElementType() != *element)
-      return emitOptionalError(location, "the bias has element type ", bias.getElementType(),
-                               " but the result has ", *element);
+    if (failed(requireSameElementType(location, input, bias, "the bias")))
+      return failure();
     if (bias.getRank() != 1 || bias.getDimSize(0) != filters)
       return emitOptionalError(location, "bias must have shape ", filters,
                                ", got ", shape::format(bias.getShape()));
@@ -409,7 +403,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                               adaptor.getStrides(), adaptor.getPads(),
                               adaptor.getDilations(), false, shape)))
     return failure();
-  inferred.push_back(RankedTensorType::get(shape, *element));
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }
 
@@ -444,10 +438,6 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
   if (failed(requireRanked(location, {dy, w})) ||
       failed(requireSameElementType(location, dy, w, "the weight", "the result gradient")))
     return failure();
-  FailureOr<Type> element =
-      contractionResult(location, dy.getElementType(), adaptor.getOutTypeAttr());
-  if (failed(element))
-    return failure();
   ArrayRef<int64_t> in = adaptor.getInputShape();
   if (in.size() != static_cast<size_t>(w.getRank()) || in.size() < 3)
     return emitOptionalError(location, "input_shape must have the weight's rank");
@@ -456,7 +446,7 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
                                adaptor.getPads(), adaptor.getDilations(), false,
                                dy.getShape())))
     return failure();
-  inferred.push_back(RankedTensorType::get(in, *element));
+  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
   return success();
 }
 
@@ -468,10 +458,6 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
   if (failed(requireRanked(location, {x, dy})) ||
       failed(requireSameElementType(location, x, dy, "the result gradient")))
     return failure();
-  FailureOr<Type> element =
-      contractionResult(location, x.getElementType(), adaptor.getOutTypeAttr());
-  if (failed(element))
-    return failure();
   ArrayRef<int64_t> ws = adaptor.getWeightShape();
   if (ws.size() != static_cast<size_t>(x.getRank()) || ws.size() < 3)
     return emitOptionalError(location, "weight_shape must have the input's rank");
@@ -479,7 +465,7 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
                                ws.drop_front(2), adaptor.getStrides(), adaptor.getPads(),
                                adaptor.getDilations(), false, dy.getShape())))
     return failure();
-  inferred.push_back(RankedTensorType::get(ws, *element));
+  inferred.push_back(RankedTensorType::get(ws, x.getElementType()));
   return success();
 }
 

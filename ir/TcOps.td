@@ -290,8 +290,8 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
   let description = [{
     `input` is [N, C, spatial...], `weight` is [M, C/group, kernel...], the
     optional `bias` is [M]. `pads` holds the begin pads of every spatial axis,
-    then the end pads (ONNX order). With f16/bf16 input and weight,
-    `out_type = f32` makes the result (and the bias) f32, as for tc.matmul.
+    then the end pads (ONNX order). Input, weight, bias and result have one
+    element type (f16/bf16 convolutions accumulate in f32).
 
     ```mlir
     %y = tc.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>,
@@ -303,8 +303,7 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
       Optional<Tc_FloatTensor>:$bias,
       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
       DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group,
-      OptionalAttr<TypeAttrOf<F32>>:$out_type);
+      DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
@@ -329,8 +328,7 @@ def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$result_grad, Tc_FloatTensor:$weight,
       DenseI64ArrayAttr:$input_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group,
-      OptionalAttr<TypeAttrOf<F32>>:$out_type);
+      DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -347,8 +345,7 @@ def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$result_grad,
       DenseI64ArrayAttr:$weight_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group,
-      OptionalAttr<TypeAttrOf<F32>>:$out_type);
+      DefaultValuedAttr<I64Attr, "1">:$group);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

@@ -4,9 +4,9 @@
 // @loss computes in, and places the casts that make it so. The rules are
 // PyTorch autocast's (torch/csrc/autograd/autocast_mode.cpp):
 //  - contractions (matmul, gemm, conv) read f16/bf16 operands and accumulate
-//    in f32; their result is low precision, as autocast's. A gemm's C and a
-//    conv's bias stay f32: the op's out_type is f32, the bias is added to
-//    the f32 sum, and a cast rounds the result once;
+//    in f32; their result is low precision, as autocast's. A gemm's C stays
+//    f32: the op's out_type is f32, C is added to the f32 sum, and a cast
+//    rounds the result once;
 //  - the f32 ops (softmax, log-softmax, the norms, reductions, exp, log,
 //    pow, reciprocal, the losses) read f32;
 //  - other pointwise ops, and concat, compute in the widest type of their
@@ -15,6 +15,9 @@
 //  - reshape, transpose, expand and slice keep their input's type;
 //  - every other op reads f32: their runtime kernels are f32 (pooling,
 //    gather, cumsum, ...). Function results keep their declared types.
+// After autodiff the pass runs again on @train_step (legalize-step): the
+// gradient rules build ops in their operands' types, and those of the last
+// rule (a bias gradient's reduce_sum of a bf16 dy) are made to read f32.
 // A cast is placed once per value and type. Autodiff then differentiates
 // the casts (the gradient of a cast is the cast back), and the cleanup's
 // folds cancel the round trips that leaves (bf16 -> f32 -> bf16) and give a
@@ -81,18 +84,19 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
       module.emitError("precision must be fp32, bf16 or fp16, got '") << precision << "'";
       return signalPassFailure();
     }
-    auto loss = module.lookupSymbol<func::FuncOp>("loss");
-    if (!loss)
+    auto fn = module.lookupSymbol<func::FuncOp>(legalizeStep ? "train_step" : "loss");
+    if (!fn)
       return;
     OpBuilder b(module.getContext());
     low = precision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
     f32 = b.getF32Type();
     params.clear();
-    for (BlockArgument arg : loss.getArguments())
-      if (loss.getArgAttr(arg.getArgNumber(), tc::kParamAttrName))
+    casts.clear();
+    for (BlockArgument arg : fn.getArguments())
+      if (fn.getArgAttr(arg.getArgNumber(), tc::kParamAttrName))
         params.insert(arg);
-    for (Operation &op : llvm::make_early_inc_range(loss.getBody().front()))
-      if (failed(visit(b, &op)))
+    for (Operation &op : llvm::make_early_inc_range(fn.getBody().front()))
+      if (failed(legalizeStep ? legalize(b, &op) : visit(b, &op)))
         return signalPassFailure();
   }
 
@@ -195,26 +199,54 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
     return success();
   }
 
-  /// A contraction reads its data operands in the low type; a gemm's C and
-  /// a conv's bias stay f32 and the op's f32 result is rounded by one cast.
+  /// A contraction reads its data operands in the low type. A gemm's C
+  /// stays f32 and its f32 result is rounded by one cast; a conv's bias is
+  /// cast with its weight (cuDNN convolves one type), as autocast does.
   LogicalResult contraction(OpBuilder &b, Operation *op) {
-    for (unsigned i : {0u, 1u})
-      if (elementOf(op->getOperand(i)).isF64())
+    for (Value v : op->getOperands())
+      if (elementOf(v).isF64())
         return success(); // the model's own choice
-    setOperand(b, op, 0, low);
-    setOperand(b, op, 1, low);
-    bool withBias = op->getNumOperands() > 2;
-    if (withBias) {
-      setOperand(b, op, 2, f32);
+    bool gemmBias = isa<tc::GemmOp>(op) && op->getNumOperands() > 2;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      setOperand(b, op, i, i == 2 && gemmBias ? f32 : low);
+    if (gemmBias)
       op->setAttr("out_type", TypeAttr::get(f32));
-    }
     if (failed(reinfer(op)))
       return failure();
-    if (!withBias)
+    if (!gemmBias)
       return success();
     Value sum = op->getResult(0);
     Value rounded = convert(b, sum, low);
     sum.replaceAllUsesExcept(rounded, rounded.getDefiningOp());
+    return success();
+  }
+
+  /// After autodiff: an op of @train_step whose kernel computes in f32 only
+  /// (the gradient rules build them in their operands' type: a bias
+  /// gradient's reduce_sum of a bf16 dy) reads f32, and each result that
+  /// changed type is cast back to the type the rule gave it.
+  LogicalResult legalize(OpBuilder &b, Operation *op) {
+    if (isa<func::ReturnOp, tc::CastOp, tc::ConstantOp, tc::ConvBackwardDataOp,
+            tc::ConvBackwardFilterOp>(op) ||
+        ruleOf(op) != Rule::F32)
+      return success();
+    if (llvm::none_of(op->getOperands(), [](Value v) {
+          return isFloat(v) && width(elementOf(v)) < 2;
+        }))
+      return success();
+    SmallVector<Type> before(op->getResultTypes());
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (isFloat(op->getOperand(i)) && width(elementOf(op->getOperand(i))) < 2)
+        setOperand(b, op, i, f32);
+    if (failed(reinfer(op)))
+      return failure();
+    for (auto [result, type] : llvm::zip(op->getResults(), before)) {
+      Type original = cast<ShapedType>(type).getElementType();
+      if (elementOf(result) == original)
+        continue;
+      Value back = convert(b, result, original);
+      result.replaceAllUsesExcept(back, back.getDefiningOp());
+    }
     return success();
   }
 

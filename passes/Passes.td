@@ -48,8 +48,8 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
     the rules of PyTorch's autocast:
     - `tc.matmul`, `tc.gemm` and `tc.conv` read their f32 operands cast to the
       low type and accumulate in f32. Their result is low precision; a gemm's
-      C and a conv's bias stay f32 (`out_type = f32`, one cast rounds the
-      biased sum);
+      C stays f32 (`out_type = f32`, one cast rounds the biased sum), a
+      conv's bias is cast with its weight;
     - softmax, log-softmax, batch/layer norm, reductions, exp, log, pow,
       reciprocal and the losses read f32;
     - other pointwise ops (and concat) compute in the widest type of their
@@ -57,12 +57,17 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
     - reshape, transpose, expand and slice keep their input's type;
     - every other op reads f32 (its runtime kernel is f32);
     - `@loss`'s results keep their declared types.
+    With `legalize-step` (run after autodiff, in the same phase of `trainc
+    compile`) it only makes the ops of `@train_step` that the last rule
+    sends to f32 read f32 (a gradient rule builds them in its operands' type,
+    a bias gradient's reduce_sum of a bf16 dy) and casts their results back.
     Parameters stay f32: they are the master weights the optimizer updates.
     Casts are placed once per value; the cleanup after the phase folds the
     round trips (`tc.cast` folds) and autodiff's casts cancel the same way.
     `@forward` (prediction and export) stays f32. With `precision=fp32` the
     pass changes nothing. In `trainc compile` it is the phase
-    `mixed-precision` (`--precision`), after `fold-bias-bn`.
+    `mixed-precision` (`--precision`), after `fold-bias-bn`; the phase
+    `autodiff` then runs it again with `legalize-step`.
 
     Before:
     ```mlir
@@ -80,7 +85,11 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
-           "fp32 (nothing changes), bf16 or fp16">
+           "fp32 (nothing changes), bf16 or fp16">,
+    Option<"legalizeStep", "legalize-step", "bool", /*default=*/"false",
+           "after autodiff: ops of @train_step whose kernels are f32 read f32 "
+           "(a gradient rule's reduce_sum of a bf16 dy) and give back the type "
+           "the rule chose">
   ];
 }
 

@@ -79,6 +79,12 @@ const std::vector<Phase> &phases() {
          trainc::AutodiffOptions autodiff;
          autodiff.freeze = o.freeze;
          pm.addPass(trainc::createAutodiff(autodiff));
+         if (o.precision != "fp32") {
+           trainc::MixedPrecisionOptions legalize;
+           legalize.precision = o.precision;
+           legalize.legalizeStep = true;
+           pm.addPass(trainc::createMixedPrecision(legalize));
+         }
          return true;
        }},
       {"optimizer", true,

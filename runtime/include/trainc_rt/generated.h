@@ -10,6 +10,7 @@
 #define TRAINC_RT_GENERATED_H
 
 #include "trainc_rt/device.h"
+#include "trainc_rt/half.h"
 #include "trainc_rt/kernels.h"
 #include "trainc_rt/program.h"
 #include "trainc_rt/random.h"

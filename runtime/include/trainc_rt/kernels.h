@@ -15,6 +15,8 @@
 #define TRAINC_RT_KERNELS_H
 
 #include "trainc_rt/device.h"
+#include "trainc_rt/half.h"
+#include "trainc_rt/program.h"
 
 #include <cstdint>
 
@@ -65,6 +67,15 @@ struct GemmEpilogue {
   ElementRangeFn range = nullptr;
   const void *env = nullptr;
 };
+
+/// The DType of a storage type, for the mixed-precision overloads.
+template <typename T> struct ElementType;
+template <> struct ElementType<float> { static constexpr DType value = DType::F32; };
+template <> struct ElementType<bf16> { static constexpr DType value = DType::BF16; };
+template <> struct ElementType<f16> { static constexpr DType value = DType::F16; };
+
+/// T itself, in a context that does not deduce T (a bias that is nullptr).
+template <typename T> struct Same { using type = T; };
 
 } // namespace trainc::rt
 

@@ -1,0 +1,179 @@
+//===- Mixed.cpp - f16/bf16 GEMM and convolution on the CPU ---------------===//
+//
+// The 16-bit operands are widened to f32 (exactly), the f32 kernel runs, and
+// a 16-bit result is rounded to nearest even once: the arithmetic of a
+// tensor-core GEMM with f32 accumulation, on OpenBLAS. Debian's OpenBLAS
+// 0.3.21 has no sbgemm, and oneDNN's bf16 kernels need AVX512-BF16; on
+// other CPUs this is what they would do too.
+//
+// The staging buffers are this thread's own and separate from the context's
+// workspace, which the f32 convolution uses for im2col.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/KernelChecks.h"
+#include "trainc_rt/kernels.h"
+
+#include <string>
+#include <vector>
+
+namespace trainc::cpu {
+using namespace ::trainc::rt;
+
+namespace {
+
+bool isHalf(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/// Widens `count` elements of `type` (F32, BF16 or F16) into `out`.
+void widen(DType type, const void *in, float *out, int64_t count) {
+  if (type == DType::F32) {
+    const float *src = static_cast<const float *>(in);
+#pragma omp parallel for schedule(static) if (count > (int64_t(1) << 16))
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = src[i];
+  } else if (type == DType::BF16) {
+    const bf16 *src = static_cast<const bf16 *>(in);
+#pragma omp parallel for schedule(static) if (count > (int64_t(1) << 16))
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = src[i];
+  } else {
+    const f16 *src = static_cast<const f16 *>(in);
+#pragma omp parallel for schedule(static) if (count > (int64_t(1) << 16))
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = src[i];
+  }
+}
+
+/// Rounds `count` f32 elements into `out` of type BF16 or F16.
+void narrow(DType type, const float *in, void *out, int64_t count) {
+  if (type == DType::BF16) {
+    bf16 *dst = static_cast<bf16 *>(out);
+#pragma omp parallel for schedule(static) if (count > (int64_t(1) << 16))
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = in[i];
+  } else {
+    f16 *dst = static_cast<f16 *>(out);
+#pragma omp parallel for schedule(static) if (count > (int64_t(1) << 16))
+    for (int64_t i = 0; i < count; ++i)
+      dst[i] = in[i];
+  }
+}
+
+/// This thread's f32 copy number `slot` of a 16-bit operand.
+float *staging(int slot, int64_t count) {
+  thread_local std::vector<float> buffers[4];
+  std::vector<float> &buffer = buffers[slot];
+  if (buffer.size() < size_t(count))
+    buffer.resize(size_t(count));
+  return buffer.data();
+}
+
+/// Elements a (batched, strided) row-major matrix spans.
+int64_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+  return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+Status checkTypes(const char *kernel, DType operands, DType result, bool resultMayBeF32) {
+  if (!isHalf(operands))
+    return Status::error(std::string(kernel) + ": operands of type " + dtypeName(operands) +
+                         " (the mixed-precision entry takes f16 or bf16)");
+  if (result != operands && !(resultMayBeF32 && result == DType::F32))
+    return Status::error(std::string(kernel) + ": a result of type " + dtypeName(result) +
+                         " for " + dtypeName(operands) + " operands");
+  return Status();
+}
+
+/// Element counts of a checked Conv2dDesc.
+int64_t inputCount(const Conv2dDesc &d) { return d.n * d.c * d.h * d.w; }
+int64_t weightCount(const Conv2dDesc &d) { return d.m * (d.c / (d.groups > 0 ? d.groups : 1)) * d.kh * d.kw; }
+int64_t outputCount(const Conv2dDesc &d) { return d.n * d.m * d.outH * d.outW; }
+
+} // namespace
+
+Status gemmMixed(Context &ctx, DType ab, DType c, bool transA, bool transB, int64_t m,
+                 int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+                 int64_t strideA, const void *b, int64_t ldb, int64_t strideB, float beta,
+                 void *cOut, int64_t ldc, int64_t strideC, int64_t batch,
+                 const GemmEpilogue *epilogue) {
+  const char *kernel = epilogue ? "gemmEpilogue" : "gemm";
+  TRAINC_RETURN_IF_ERROR(checkTypes(kernel, ab, c, /*resultMayBeF32=*/true));
+  TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"a", a}, {"b", b}, {"c", cOut}}));
+  TRAINC_RETURN_IF_ERROR(
+      checkPositive(kernel, {{"m", m}, {"n", n}, {"k", k}, {"batch", batch}}));
+  if (lda <= 0 || ldb <= 0 || ldc <= 0 || strideA < 0 || strideB < 0 || strideC < 0)
+    return Status::error(std::string(kernel) + ": leading dimensions and strides");
+  if (epilogue && epilogue->range && c != DType::F32)
+    return Status::error(std::string(kernel) + ": a range function needs an f32 C");
+  // The f32 kernel checks the shapes against the leading dimensions again.
+  int64_t countA = extent(transA ? k : m, transA ? m : k, lda, strideA, batch);
+  int64_t countB = extent(transB ? n : k, transB ? k : n, ldb, strideB, batch);
+  float *a32 = staging(0, countA), *b32 = staging(1, countB);
+  widen(ab, a, a32, countA);
+  widen(ab, b, b32, countB);
+  float *c32 = static_cast<float *>(cOut);
+  int64_t countC = extent(m, n, ldc, strideC, batch);
+  if (c != DType::F32) {
+    c32 = staging(2, countC);
+    if (!epilogue && beta != 0.0f)
+      widen(c, cOut, c32, countC);
+  }
+  Status status =
+      epilogue ? gemmEpilogue(ctx, transA, transB, m, n, k, a32, lda, strideA, b32, ldb,
+                              strideB, c32, ldc, strideC, batch, *epilogue)
+               : gemm(ctx, transA, transB, m, n, k, alpha, a32, lda, strideA, b32, ldb,
+                      strideB, beta, c32, ldc, strideC, batch);
+  TRAINC_RETURN_IF_ERROR(status);
+  if (c != DType::F32)
+    narrow(c, c32, cOut, countC);
+  return Status();
+}
+
+Status conv2dMixed(Context &ctx, DType type, const Conv2dDesc &d, const void *x,
+                   const void *w, const void *bias, void *y) {
+  TRAINC_RETURN_IF_ERROR(checkTypes("conv2d", type, type, false));
+  TRAINC_RETURN_IF_ERROR(checkNotNull("conv2d", {{"x", x}, {"w", w}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2d", d));
+  float *x32 = staging(0, inputCount(d)), *w32 = staging(1, weightCount(d));
+  float *y32 = staging(2, outputCount(d)), *bias32 = nullptr;
+  widen(type, x, x32, inputCount(d));
+  widen(type, w, w32, weightCount(d));
+  if (bias) {
+    bias32 = staging(3, d.m);
+    widen(type, bias, bias32, d.m);
+  }
+  TRAINC_RETURN_IF_ERROR(conv2d(ctx, d, x32, w32, bias32, y32));
+  narrow(type, y32, y, outputCount(d));
+  return Status();
+}
+
+Status conv2dBackwardDataMixed(Context &ctx, DType type, const Conv2dDesc &d,
+                               const void *dy, const void *w, void *dx) {
+  TRAINC_RETURN_IF_ERROR(checkTypes("conv2dBackwardData", type, type, false));
+  TRAINC_RETURN_IF_ERROR(
+      checkNotNull("conv2dBackwardData", {{"dy", dy}, {"w", w}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2dBackwardData", d));
+  float *dy32 = staging(0, outputCount(d)), *w32 = staging(1, weightCount(d));
+  float *dx32 = staging(2, inputCount(d));
+  widen(type, dy, dy32, outputCount(d));
+  widen(type, w, w32, weightCount(d));
+  TRAINC_RETURN_IF_ERROR(conv2dBackwardData(ctx, d, dy32, w32, dx32));
+  narrow(type, dx32, dx, inputCount(d));
+  return Status();
+}
+
+Status conv2dBackwardFilterMixed(Context &ctx, DType type, const Conv2dDesc &d,
+                                 const void *x, const void *dy, void *dw) {
+  TRAINC_RETURN_IF_ERROR(checkTypes("conv2dBackwardFilter", type, type, false));
+  TRAINC_RETURN_IF_ERROR(
+      checkNotNull("conv2dBackwardFilter", {{"x", x}, {"dy", dy}, {"dw", dw}}));
+  TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2dBackwardFilter", d));
+  float *x32 = staging(0, inputCount(d)), *dy32 = staging(1, outputCount(d));
+  float *dw32 = staging(2, weightCount(d));
+  widen(type, x, x32, inputCount(d));
+  widen(type, dy, dy32, outputCount(d));
+  TRAINC_RETURN_IF_ERROR(conv2dBackwardFilter(ctx, d, x32, dy32, dw32));
+  narrow(type, dw32, dw, weightCount(d));
+  return Status();
+}
+
+} // namespace trainc::cpu
