@@ -96,6 +96,11 @@ def run_train():
     return run_python_suite(os.path.join(ROOT, "test", "train", "check_training.py"), "train")
 
 
+def run_precision():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_precision.py"),
+                            "precision")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -145,7 +150,8 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     totals = {}
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
-                     ("zoo", run_zoo), ("grad", run_grad), ("train", run_train), ("nan", run_nan),
+                     ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
+                     ("precision", run_precision), ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):
         print("== %s tests" % name, flush=True)
