@@ -271,6 +271,11 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     if (t.empty())
       return op->emitError("codegen does not support element type ")
              << cast<ShapedType>(result.getType()).getElementType() << " yet";
+    // A 16-bit result is rounded to its type as PyTorch's op would (computed
+    // in float, kept in a float local): fused and unfused kernels agree
+    // bit for bit. A cast to the type rounds by itself.
+    if (t != valueType(result.getType()) && !isa<tc::CastOp>(op))
+      *expr = t + "(" + *expr + ")";
     // A result that only leaves the group is written straight to its output.
     auto output = llvm::find(outputs, result);
     if (output != outputs.end() && llvm::none_of(result.getUsers(), [&](Operation *user) {

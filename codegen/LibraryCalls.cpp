@@ -50,6 +50,19 @@ std::string batchNormDims(ArrayRef<int64_t> x) {
 } // namespace
 
 LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
+  // The runtime's 16-bit entry points are the GEMMs and convolutions (the
+  // mixed-precision phase sends every other library op to f32); a gather
+  // moves bytes of any type.
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::append_range(types, op->getResultTypes());
+  if (!isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp, tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp,
+           tc::GatherOp>(op))
+    for (Type type : types)
+      if (auto shaped = dyn_cast<ShapedType>(type))
+        if (shaped.getElementType().isF16() || shaped.getElementType().isBF16())
+          return op->emitError("codegen supports ")
+                 << op->getName() << " on f32 only, not " << shaped.getElementType()
+                 << " (--precision=bf16 computes it in f32)";
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](tc::MatMulOp o) { return emitMatMul(o); })
       .Case([&](tc::GemmOp o) { return emitGemm(o); })

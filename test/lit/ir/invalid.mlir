@@ -504,7 +504,7 @@ func.func @gemm_b_element(%a: tensor<3x4xf32>, %b: tensor<4x5xf16>) {
 // -----
 
 func.func @gemm_c_element(%a: tensor<3x4xf32>, %b: tensor<4x5xf32>, %c: tensor<5xf64>) {
-  // expected-error @+2 {{C has element type 'f64' but A has 'f32'}}
+  // expected-error @+2 {{C has element type 'f64' but the result has 'f32'}}
   // expected-error @+1 {{'tc.gemm' op failed to infer returned types}}
   %0 = tc.gemm %a, %b, %c : (tensor<3x4xf32>, tensor<4x5xf32>, tensor<5xf64>) -> tensor<3x5xf32>
   return
