@@ -8,8 +8,9 @@
 // input is copied into a buffer that carries the excess padding of one side,
 // and cuDNN pads the symmetric remainder.
 //
-// Precision: the algorithm is restricted to plain fp32 math (no TF32), like
-// the GEMM, so the CUDA and CPU targets agree to fp32 rounding.
+// Precision: for f32 the algorithm is restricted to plain fp32 math (no
+// TF32), like the GEMM, so the CUDA and CPU targets agree to fp32 rounding.
+// bf16/f16 data (mixed precision) convolve with f32 compute on tensor cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +33,8 @@ namespace {
 /// Copies x [planes, h, w] into the centre of y [planes, hp, wp], zeros
 /// elsewhere. One thread per element of y with w fastest, so both the reads
 /// and the writes of a warp are contiguous runs.
-__global__ void padPlanesKernel(const float *x, float *y, int64_t planes,
+template <typename T>
+__global__ void padPlanesKernel(const T *x, T *y, int64_t planes,
                                 int64_t h, int64_t w, int64_t hp, int64_t wp,
                                 int64_t top, int64_t left) {
   int64_t total = planes * hp * wp;
@@ -42,7 +44,7 @@ __global__ void padPlanesKernel(const float *x, float *y, int64_t planes,
     int64_t row = (i / wp) % hp - top;
     int64_t plane = i / (wp * hp);
     bool inside = row >= 0 && row < h && col >= 0 && col < w;
-    y[i] = inside ? x[(plane * h + row) * w + col] : 0.0f;
+    y[i] = inside ? x[(plane * h + row) * w + col] : T(0.0f);
   }
 }
 
@@ -82,16 +84,16 @@ struct ConvPlan final : CachedPlan {
 
 /// Picks the heuristic's best algorithm that succeeds in plain fp32 math
 /// within the workspace limit (CUDNN_DEFAULT_MATH admits TF32 on sm_80+, so
-/// FMA-only results are preferred). The heuristic runs no kernels, so this
-/// is safe under CUDA graph capture.
-Status chooseAlgorithm(CudaContext &ctx, ConvPlan &plan) {
+/// FMA-only results are preferred); for 16-bit data, tensor-core math first.
+/// The heuristic runs no kernels, so this is safe under CUDA graph capture.
+Status chooseAlgorithm(CudaContext &ctx, ConvPlan &plan, bool half) {
   cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   TRAINC_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithm_v7(
       ctx.cudnn(), plan.input, plan.filter, plan.conv, plan.output,
       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results));
   const cudnnConvolutionFwdAlgoPerf_t *chosen = nullptr;
-  for (cudnnMathType_t wanted : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH}) {
+  for (cudnnMathType_t wanted : convMathOrder(half)) {
     for (int i = 0; i < returned && !chosen; ++i)
       if (results[i].status == CUDNN_STATUS_SUCCESS &&
           results[i].mathType == wanted &&
@@ -115,7 +117,7 @@ Status chooseAlgorithm(CudaContext &ctx, ConvPlan &plan) {
 }
 
 Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
-                     ConvPlan &plan) {
+                     cudnnDataType_t type, ConvPlan &plan) {
   int64_t padH = std::min(d.padTop, d.padBottom);
   int64_t padW = std::min(d.padLeft, d.padRight);
   plan.extraTop = d.padTop - padH;
@@ -126,11 +128,11 @@ Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
 
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.input, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.c),
+      plan.input, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.c),
       int(plan.paddedH), int(plan.paddedW)));
   TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
   TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
-      plan.filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(d.m),
+      plan.filter, type, CUDNN_TENSOR_NCHW, int(d.m),
       int(d.c / d.groups), int(d.kh), int(d.kw)));
   TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
   // Cross-correlation is what ONNX Conv (and every framework) calls conv.
@@ -153,12 +155,12 @@ Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
                          std::to_string(d.outW) + "]");
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.output, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.m),
+      plan.output, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.m),
       int(d.outH), int(d.outW)));
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.bias));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(d.m), 1, 1));
-  return chooseAlgorithm(ctx, plan);
+      plan.bias, CUDNN_TENSOR_NCHW, type, 1, int(d.m), 1, 1));
+  return chooseAlgorithm(ctx, plan, type != CUDNN_DATA_FLOAT);
 }
 
 size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
@@ -169,10 +171,14 @@ size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
 // Launcher
 //===----------------------------------------------------------------------===//
 
+namespace {
+
 /// The plan (descriptors, algorithm, workspace size) is built on the first
-/// call of a shape and cached in the context; later calls only enqueue.
-Status conv2d(Context &ctxBase, const ::trainc::rt::Conv2dDesc &d,
-              const float *x, const float *w, const float *bias, float *y) {
+/// call of a shape and element type and cached in the context; later calls
+/// only enqueue.
+Status conv2dImpl(Context &ctxBase, ::trainc::rt::DType dtype,
+                  const ::trainc::rt::Conv2dDesc &d, const void *x,
+                  const void *w, const void *bias, void *y) {
   CudaContext &ctx = asCuda(ctxBase);
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkConv2dDesc("conv2d", d));
   TRAINC_RETURN_IF_ERROR(
@@ -191,11 +197,11 @@ Status conv2d(Context &ctxBase, const ::trainc::rt::Conv2dDesc &d,
   key.values = {d.n,       d.c,         d.h,        d.w,         d.m,
                 d.kh,      d.kw,        d.strideH,  d.strideW,   d.padTop,
                 d.padLeft, d.padBottom, d.padRight, d.dilationH, d.dilationW,
-                d.groups,  d.outH,      d.outW};
+                d.groups,  d.outH,      d.outW,     0,           int64_t(dtype)};
   auto *plan = static_cast<ConvPlan *>(ctx.findPlan(key));
   if (!plan) {
     auto fresh = std::make_unique<ConvPlan>();
-    Status built = buildConvPlan(ctx, d, *fresh);
+    Status built = buildConvPlan(ctx, d, cudnnTypeOf(dtype), *fresh);
     if (!built.ok())
       return Status::error("conv2d: " + built.message());
     plan = static_cast<ConvPlan *>(ctx.addPlan(key, std::move(fresh)));
@@ -203,10 +209,11 @@ Status conv2d(Context &ctxBase, const ::trainc::rt::Conv2dDesc &d,
 
   // One library workspace holds the padded input (if any) and then cuDNN's
   // scratch, 256-byte aligned.
+  const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;
   size_t paddedBytes =
       plan->explicitPad
           ? roundUp256(size_t(d.n * d.c * plan->paddedH * plan->paddedW) *
-                       sizeof(float))
+                       element)
           : 0;
   char *scratch = nullptr;
   if (paddedBytes + plan->workspaceBytes > 0)
@@ -214,16 +221,22 @@ Status conv2d(Context &ctxBase, const ::trainc::rt::Conv2dDesc &d,
         ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
                              paddedBytes + plan->workspaceBytes));
 
-  const float *input = x;
+  const void *input = x;
   if (plan->explicitPad) {
-    auto *padded = reinterpret_cast<float *>(scratch);
     int64_t total = d.n * d.c * plan->paddedH * plan->paddedW;
-    padPlanesKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
-                      ctx.stream()>>>(x, padded, d.n * d.c, d.h, d.w,
-                                      plan->paddedH, plan->paddedW,
-                                      plan->extraTop, plan->extraLeft);
+    unsigned grid = gridFor(ctx, total, kBlockSize);
+    if (dtype == ::trainc::rt::DType::F32)
+      padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
+          static_cast<const float *>(x), reinterpret_cast<float *>(scratch),
+          d.n * d.c, d.h, d.w, plan->paddedH, plan->paddedW, plan->extraTop,
+          plan->extraLeft);
+    else // 16-bit: the padding only moves bits
+      padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
+          static_cast<const ::trainc::rt::bf16 *>(x),
+          reinterpret_cast<::trainc::rt::bf16 *>(scratch), d.n * d.c, d.h,
+          d.w, plan->paddedH, plan->paddedW, plan->extraTop, plan->extraLeft);
     TRAINC_CHECK_LAUNCH("padPlanesKernel");
-    input = padded;
+    input = scratch;
   }
 
   const float one = 1.0f, zero = 0.0f;
@@ -235,6 +248,20 @@ Status conv2d(Context &ctxBase, const ::trainc::rt::Conv2dDesc &d,
     TRAINC_CUDNN_CALL(cudnnAddTensor(ctx.cudnn(), &one, plan->bias, bias, &one,
                                      plan->output, y));
   return Status();
+}
+
+} // namespace
+
+Status conv2d(Context &ctx, const ::trainc::rt::Conv2dDesc &d, const float *x,
+              const float *w, const float *bias, float *y) {
+  return conv2dImpl(ctx, ::trainc::rt::DType::F32, d, x, w, bias, y);
+}
+
+Status conv2dMixed(Context &ctx, ::trainc::rt::DType type,
+                   const ::trainc::rt::Conv2dDesc &d, const void *x,
+                   const void *w, const void *bias, void *y) {
+  TRAINC_RETURN_IF_ERROR(checkHalf("conv2d", type));
+  return conv2dImpl(ctx, type, d, x, w, bias, y);
 }
 
 } // namespace trainc::cuda

@@ -11,7 +11,8 @@
 // padded buffer and the interior is then copied out into dx.
 //
 // Algorithms: the _v7 heuristics' best choice that runs in plain fp32 math
-// (no TF32, like the forward conv and the GEMM) within the workspace limit,
+// (no TF32, like the forward conv and the GEMM; tensor cores for bf16/f16
+// data, which --precision=bf16 gives) within the workspace limit,
 // deterministic ones first (the atomics-based variants are kept only as a
 // last resort), so gradients are reproducible run to run.
 //
@@ -37,7 +38,8 @@ using ::trainc::rt::Conv2dDesc;
 
 /// Copies x [planes, h, w] into the centre of y [planes, hp, wp], zeros
 /// elsewhere (the same as Conv.cu's kernel of that name).
-__global__ void padPlanesKernel(const float *x, float *y, int64_t planes,
+template <typename T>
+__global__ void padPlanesKernel(const T *x, T *y, int64_t planes,
                                 int64_t h, int64_t w, int64_t hp, int64_t wp,
                                 int64_t top, int64_t left) {
   int64_t total = planes * hp * wp;
@@ -47,13 +49,14 @@ __global__ void padPlanesKernel(const float *x, float *y, int64_t planes,
     int64_t row = (i / wp) % hp - top;
     int64_t plane = i / (wp * hp);
     bool inside = row >= 0 && row < h && col >= 0 && col < w;
-    y[i] = inside ? x[(plane * h + row) * w + col] : 0.0f;
+    y[i] = inside ? x[(plane * h + row) * w + col] : T(0.0f);
   }
 }
 
 /// The inverse: copies the [h, w] window at (top, left) of each plane of
 /// xp [planes, hp, wp] into x [planes, h, w]. One thread per element of x.
-__global__ void cropPlanesKernel(const float *xp, float *x, int64_t planes,
+template <typename T>
+__global__ void cropPlanesKernel(const T *xp, T *x, int64_t planes,
                                  int64_t h, int64_t w, int64_t hp, int64_t wp,
                                  int64_t top, int64_t left) {
   int64_t total = planes * h * w;
@@ -102,10 +105,11 @@ struct ConvBackwardPlan final : CachedPlan {
 };
 
 /// The first of the heuristic's results that succeeds within the workspace
-/// limit, preferring FMA math over TF32 and then deterministic algorithms.
+/// limit, preferring FMA math over TF32 (tensor cores for 16-bit data) and
+/// then deterministic algorithms.
 template <typename Perf>
-const Perf *pickPerf(const Perf *results, int returned) {
-  for (cudnnMathType_t math : {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH})
+const Perf *pickPerf(const Perf *results, int returned, bool half) {
+  for (cudnnMathType_t math : convMathOrder(half))
     for (bool deterministic : {true, false})
       for (int i = 0; i < returned; ++i)
         if (results[i].status == CUDNN_STATUS_SUCCESS &&
@@ -126,7 +130,7 @@ Status noAlgorithm() {
 
 /// Runs no kernels (heuristics only), so it is safe under graph capture.
 Status chooseAlgorithm(CudaContext &ctx, Direction direction,
-                       ConvBackwardPlan &plan) {
+                       ConvBackwardPlan &plan, bool half) {
   if (direction == Direction::BackwardData) {
     cudnnConvolutionBwdDataAlgoPerf_t
         results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -134,7 +138,7 @@ Status chooseAlgorithm(CudaContext &ctx, Direction direction,
     TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input,
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
-    const auto *chosen = pickPerf(results, returned);
+    const auto *chosen = pickPerf(results, returned, half);
     if (!chosen)
       return noAlgorithm();
     TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
@@ -150,7 +154,7 @@ Status chooseAlgorithm(CudaContext &ctx, Direction direction,
   TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter,
       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results));
-  const auto *chosen = pickPerf(results, returned);
+  const auto *chosen = pickPerf(results, returned, half);
   if (!chosen)
     return noAlgorithm();
   TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
@@ -162,7 +166,7 @@ Status chooseAlgorithm(CudaContext &ctx, Direction direction,
 }
 
 Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
-                 ConvBackwardPlan &plan) {
+                 cudnnDataType_t type, ConvBackwardPlan &plan) {
   int64_t padH = std::min(d.padTop, d.padBottom);
   int64_t padW = std::min(d.padLeft, d.padRight);
   plan.extraTop = d.padTop - padH;
@@ -173,11 +177,11 @@ Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
 
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.input, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.c),
+      plan.input, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.c),
       int(plan.paddedH), int(plan.paddedW)));
   TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
   TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
-      plan.filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, int(d.m),
+      plan.filter, type, CUDNN_TENSOR_NCHW, int(d.m),
       int(d.c / d.groups), int(d.kh), int(d.kw)));
   TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
   TRAINC_CUDNN_CALL(cudnnSetConvolution2dDescriptor(
@@ -199,9 +203,9 @@ Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
                          std::to_string(d.outW) + "]");
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.output, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(d.n), int(d.m),
+      plan.output, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.m),
       int(d.outH), int(d.outW)));
-  return chooseAlgorithm(ctx, direction, plan);
+  return chooseAlgorithm(ctx, direction, plan, type != CUDNN_DATA_FLOAT);
 }
 
 size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
@@ -209,7 +213,8 @@ size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
 /// Checks shared by both gradients, then the cached plan of the shape
 /// (built on first use).
 Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
-                   Direction direction, ConvBackwardPlan *&plan) {
+                   Direction direction, ::trainc::rt::DType dtype,
+                   ConvBackwardPlan *&plan) {
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkConv2dDesc(kernel, d));
   // Legacy cuDNN descriptors hold int sizes and strides.
   constexpr int64_t kIntMax = 2147483647;
@@ -224,12 +229,13 @@ Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
   key.values = {d.n,       d.c,         d.h,        d.w,         d.m,
                 d.kh,      d.kw,        d.strideH,  d.strideW,   d.padTop,
                 d.padLeft, d.padBottom, d.padRight, d.dilationH, d.dilationW,
-                d.groups,  d.outH,      d.outW,     int64_t(direction)};
+                d.groups,  d.outH,      d.outW,     int64_t(direction),
+                int64_t(dtype)};
   plan = static_cast<ConvBackwardPlan *>(ctx.findPlan(key));
   if (plan)
     return Status();
   auto fresh = std::make_unique<ConvBackwardPlan>();
-  Status built = buildPlan(ctx, d, direction, *fresh);
+  Status built = buildPlan(ctx, d, direction, cudnnTypeOf(dtype), *fresh);
   if (!built.ok())
     return Status::error(std::string(kernel) + ": " + built.message());
   plan = static_cast<ConvBackwardPlan *>(ctx.addPlan(key, std::move(fresh)));
@@ -242,73 +248,96 @@ Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
 // Launchers
 //===----------------------------------------------------------------------===//
 
-Status conv2dBackwardData(Context &ctxBase, const Conv2dDesc &d,
-                          const float *dy, const float *w, float *dx) {
+namespace {
+
+/// Pads (or crops) f32 or 16-bit planes with padPlanesKernel
+/// (cropPlanesKernel); 16-bit elements are only moved, so bf16 serves f16.
+Status movePlanes(CudaContext &ctx, bool pad, ::trainc::rt::DType dtype,
+                  int64_t total, const void *from, void *to, const Conv2dDesc &d,
+                  const ConvBackwardPlan &plan) {
+  unsigned grid = gridFor(ctx, total, kBlockSize);
+  using ::trainc::rt::bf16;
+  bool f32 = dtype == ::trainc::rt::DType::F32;
+  if (pad && f32)
+    padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
+        static_cast<const float *>(from), static_cast<float *>(to), d.n * d.c, d.h, d.w,
+        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
+  else if (pad)
+    padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
+        static_cast<const bf16 *>(from), static_cast<bf16 *>(to), d.n * d.c, d.h, d.w,
+        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
+  else if (f32)
+    cropPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
+        static_cast<const float *>(from), static_cast<float *>(to), d.n * d.c, d.h, d.w,
+        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
+  else
+    cropPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
+        static_cast<const bf16 *>(from), static_cast<bf16 *>(to), d.n * d.c, d.h, d.w,
+        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
+  TRAINC_CHECK_LAUNCH(pad ? "padPlanesKernel" : "cropPlanesKernel");
+  return Status();
+}
+
+Status backwardData(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dDesc &d,
+                    const void *dy, const void *w, void *dx) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "conv2dBackwardData";
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
       kernel, {{"dy", dy}, {"w", w}, {"dx", dx}}));
   ConvBackwardPlan *plan = nullptr;
   TRAINC_RETURN_IF_ERROR(
-      preparePlan(ctx, kernel, d, Direction::BackwardData, plan));
+      preparePlan(ctx, kernel, d, Direction::BackwardData, dtype, plan));
 
   // One library workspace: the gradient of the padded input (if any), then
   // cuDNN's scratch, 256-byte aligned.
+  const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;
   const int64_t paddedElems = d.n * d.c * plan->paddedH * plan->paddedW;
   size_t paddedBytes =
-      plan->explicitPad ? roundUp256(size_t(paddedElems) * sizeof(float)) : 0;
+      plan->explicitPad ? roundUp256(size_t(paddedElems) * element) : 0;
   char *scratch = nullptr;
   if (paddedBytes + plan->workspaceBytes > 0)
     TRAINC_RETURN_IF_ERROR(
         ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
                              paddedBytes + plan->workspaceBytes));
-  float *target = plan->explicitPad ? reinterpret_cast<float *>(scratch) : dx;
+  void *target = plan->explicitPad ? static_cast<void *>(scratch) : dx;
 
   const float one = 1.0f, zero = 0.0f;
   TRAINC_CUDNN_CALL(cudnnConvolutionBackwardData(
       ctx.cudnn(), &one, plan->filter, w, plan->output, dy, plan->conv,
       plan->dataAlgo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
       plan->workspaceBytes, &zero, plan->input, target));
-  if (plan->explicitPad) {
-    int64_t total = d.n * d.c * d.h * d.w;
-    cropPlanesKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
-                       ctx.stream()>>>(target, dx, d.n * d.c, d.h, d.w,
-                                       plan->paddedH, plan->paddedW,
-                                       plan->extraTop, plan->extraLeft);
-    TRAINC_CHECK_LAUNCH("cropPlanesKernel");
-  }
+  if (plan->explicitPad)
+    return movePlanes(ctx, /*pad=*/false, dtype, d.n * d.c * d.h * d.w, target, dx, d,
+                      *plan);
   return Status();
 }
 
-Status conv2dBackwardFilter(Context &ctxBase, const Conv2dDesc &d,
-                            const float *x, const float *dy, float *dw) {
+Status backwardFilter(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dDesc &d,
+                      const void *x, const void *dy, void *dw) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "conv2dBackwardFilter";
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
       kernel, {{"x", x}, {"dy", dy}, {"dw", dw}}));
   ConvBackwardPlan *plan = nullptr;
   TRAINC_RETURN_IF_ERROR(
-      preparePlan(ctx, kernel, d, Direction::BackwardFilter, plan));
+      preparePlan(ctx, kernel, d, Direction::BackwardFilter, dtype, plan));
 
   // One library workspace: the padded input (if any), then cuDNN's scratch.
+  const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;
   const int64_t paddedElems = d.n * d.c * plan->paddedH * plan->paddedW;
   size_t paddedBytes =
-      plan->explicitPad ? roundUp256(size_t(paddedElems) * sizeof(float)) : 0;
+      plan->explicitPad ? roundUp256(size_t(paddedElems) * element) : 0;
   char *scratch = nullptr;
   if (paddedBytes + plan->workspaceBytes > 0)
     TRAINC_RETURN_IF_ERROR(
         ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
                              paddedBytes + plan->workspaceBytes));
 
-  const float *input = x;
+  const void *input = x;
   if (plan->explicitPad) {
-    auto *padded = reinterpret_cast<float *>(scratch);
-    padPlanesKernel<<<gridFor(ctx, paddedElems, kBlockSize), kBlockSize, 0,
-                      ctx.stream()>>>(x, padded, d.n * d.c, d.h, d.w,
-                                      plan->paddedH, plan->paddedW,
-                                      plan->extraTop, plan->extraLeft);
-    TRAINC_CHECK_LAUNCH("padPlanesKernel");
-    input = padded;
+    TRAINC_RETURN_IF_ERROR(
+        movePlanes(ctx, /*pad=*/true, dtype, paddedElems, x, scratch, d, *plan));
+    input = scratch;
   }
 
   const float one = 1.0f, zero = 0.0f;
@@ -317,6 +346,32 @@ Status conv2dBackwardFilter(Context &ctxBase, const Conv2dDesc &d,
       plan->filterAlgo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
       plan->workspaceBytes, &zero, plan->filter, dw));
   return Status();
+}
+
+} // namespace
+
+Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
+                          const float *w, float *dx) {
+  return backwardData(ctx, ::trainc::rt::DType::F32, d, dy, w, dx);
+}
+
+Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
+                            const float *dy, float *dw) {
+  return backwardFilter(ctx, ::trainc::rt::DType::F32, d, x, dy, dw);
+}
+
+Status conv2dBackwardDataMixed(Context &ctx, ::trainc::rt::DType type,
+                               const Conv2dDesc &d, const void *dy,
+                               const void *w, void *dx) {
+  TRAINC_RETURN_IF_ERROR(checkHalf("conv2dBackwardData", type));
+  return backwardData(ctx, type, d, dy, w, dx);
+}
+
+Status conv2dBackwardFilterMixed(Context &ctx, ::trainc::rt::DType type,
+                                 const Conv2dDesc &d, const void *x,
+                                 const void *dy, void *dw) {
+  TRAINC_RETURN_IF_ERROR(checkHalf("conv2dBackwardFilter", type));
+  return backwardFilter(ctx, type, d, x, dy, dw);
 }
 
 } // namespace trainc::cuda

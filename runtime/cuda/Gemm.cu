@@ -91,16 +91,19 @@ struct GemmShape {
   /// cublasLtEpilogue_t: DEFAULT, BIAS or RELU_BIAS (the bias pointer is
   /// set per call).
   int32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  /// cudaDataType_t of A and B, and of C and D (compute and scale are f32).
+  int32_t typeAB = CUDA_R_32F, typeC = CUDA_R_32F;
 };
 
 /// The workspace cuBLASLt may use; 32 MiB is NVIDIA's recommendation for
 /// Hopper and enough for split-K on every shape.
 constexpr size_t kMaxGemmWorkspace = size_t(32) << 20;
 
-Status makeLayout(cublasLtMatrixLayout_t &layout, int64_t rows, int64_t cols,
-                  int64_t ld, int64_t batch, int64_t stride) {
+Status makeLayout(cublasLtMatrixLayout_t &layout, int32_t type, int64_t rows,
+                  int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
   TRAINC_CUBLAS_CALL(cublasLtMatrixLayoutCreate(
-      &layout, CUDA_R_32F, uint64_t(rows), uint64_t(cols), ld));
+      &layout, static_cast<cudaDataType_t>(type), uint64_t(rows),
+      uint64_t(cols), ld));
   if (batch > 1) {
     int32_t count = static_cast<int32_t>(batch);
     TRAINC_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(
@@ -142,14 +145,14 @@ Status buildGemmPlan(CudaContext &ctx, const GemmShape &s, int64_t layoutBatch,
 
   // Stored (pre-op) column-major shapes: row-major B is k x n (n x k when
   // transposed), which column-major reads as n x k (k x n).
-  TRAINC_RETURN_IF_ERROR(makeLayout(plan.layoutA, s.transB ? s.k : s.n,
-                                    s.transB ? s.n : s.k, s.ldb, layoutBatch,
-                                    s.strideB));
-  TRAINC_RETURN_IF_ERROR(makeLayout(plan.layoutB, s.transA ? s.m : s.k,
-                                    s.transA ? s.k : s.m, s.lda, layoutBatch,
-                                    s.strideA));
-  TRAINC_RETURN_IF_ERROR(
-      makeLayout(plan.layoutC, s.n, s.m, s.ldc, layoutBatch, s.strideC));
+  TRAINC_RETURN_IF_ERROR(makeLayout(plan.layoutA, s.typeAB,
+                                    s.transB ? s.k : s.n, s.transB ? s.n : s.k,
+                                    s.ldb, layoutBatch, s.strideB));
+  TRAINC_RETURN_IF_ERROR(makeLayout(plan.layoutB, s.typeAB,
+                                    s.transA ? s.m : s.k, s.transA ? s.k : s.m,
+                                    s.lda, layoutBatch, s.strideA));
+  TRAINC_RETURN_IF_ERROR(makeLayout(plan.layoutC, s.typeC, s.n, s.m, s.ldc,
+                                    layoutBatch, s.strideC));
 
   cublasLtMatmulPreference_t preference = nullptr;
   TRAINC_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&preference));
@@ -220,10 +223,20 @@ namespace {
 
 /// D = alpha * op(A) op(B) + beta * C (+ bias, activation): the body of
 /// gemm (C == D) and gemmEpilogue (C the addend, or D itself).
-Status gemmImpl(CudaContext &ctx, const char *kernel, bool transA, bool transB,
-                int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                int64_t lda, int64_t strideA, const float *b, int64_t ldb,
-                int64_t strideB, float beta, const float *cIn, float *c,
+/// The cuBLASLt type of a DType (F32, BF16 or F16) and its size in bytes.
+int32_t cudaTypeOf(::trainc::rt::DType t) {
+  using ::trainc::rt::DType;
+  return t == DType::BF16 ? CUDA_R_16BF : t == DType::F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+int64_t bytesOf(::trainc::rt::DType t) {
+  return t == ::trainc::rt::DType::F32 ? 4 : 2;
+}
+
+Status gemmImpl(CudaContext &ctx, const char *kernel, ::trainc::rt::DType typeAB,
+                ::trainc::rt::DType typeC, bool transA, bool transB,
+                int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+                int64_t strideB, float beta, const void *cIn, void *c,
                 int64_t ldc, int64_t strideC, int64_t batch,
                 const float *bias, int32_t epilogue) {
   // The same checks, in the same order, as the CPU target.
@@ -256,31 +269,36 @@ Status gemmImpl(CudaContext &ctx, const char *kernel, bool transA, bool transB,
   if (alpha == 0.0f && cIn == c && !bias) {
     if (beta == 1.0f)
       return Status();
+    if (typeC != ::trainc::rt::DType::F32)
+      return invalidArgument(kernel, "alpha 0 with a 16-bit C");
     int64_t total = batch * m * n;
     scaleMatricesKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
-                          ctx.stream()>>>(c, m, n, ldc, strideC, batch, beta);
+                          ctx.stream()>>>(static_cast<float *>(c), m, n, ldc,
+                                          strideC, batch, beta);
     TRAINC_CHECK_LAUNCH("scaleMatricesKernel");
     return Status();
   }
 
   GemmShape s{transA,  transB,  m,       n,     k, lda, ldb, ldc,
-              strideA, strideB, strideC, batch, 0, 0,   0, epilogue};
+              strideA, strideB, strideC, batch, 0, 0,   0, epilogue,
+              cudaTypeOf(typeAB), cudaTypeOf(typeC)};
+  const int64_t sizeAB = bytesOf(typeAB), sizeC = bytesOf(typeC);
   if (batch > 1 && strideB == 0 && !transA && strideA == m * lda &&
       strideC == m * ldc && m * batch <= kIntMax) {
     s.m = m * batch;
     s.batch = 1;
     s.strideA = s.strideC = 0;
   }
-  s.alignA = alignmentOf(a, s.strideA * 4, s.batch);
-  s.alignB = alignmentOf(b, s.strideB * 4, s.batch);
-  s.alignC = alignmentOf(c, s.strideC * 4, s.batch);
+  s.alignA = alignmentOf(a, s.strideA * sizeAB, s.batch);
+  s.alignB = alignmentOf(b, s.strideB * sizeAB, s.batch);
+  s.alignC = alignmentOf(c, s.strideC * sizeC, s.batch);
 
   PlanKey key;
   key.kind = PlanKey::Gemm;
   key.values = {s.transA,  s.transB, s.m,      s.n,       s.k,
                 s.lda,     s.ldb,    s.ldc,    s.strideA, s.strideB,
                 s.strideC, s.batch,  s.alignA, s.alignB,  s.alignC,
-                s.epilogue};
+                s.epilogue, s.typeAB, s.typeC};
   auto *plan = static_cast<GemmPlan *>(ctx.findPlan(key));
   if (!plan) {
     // A bias is one vector for every entry: one call per entry keeps that
@@ -321,36 +339,26 @@ Status gemmImpl(CudaContext &ctx, const char *kernel, bool transA, bool transB,
   for (int64_t i = 0; i < calls; ++i) {
     // Operands swapped, see the file comment.
     TRAINC_CUBLAS_CALL(cublasLtMatmul(
-        ctx.cublasLt(), plan->operation, &alpha, b + i * s.strideB,
-        plan->layoutA, a + i * s.strideA, plan->layoutB, &beta,
-        cIn + i * s.strideC, plan->layoutC, c + i * s.strideC, plan->layoutC,
-        &plan->algo, workspace, plan->workspaceBytes, ctx.stream()));
+        ctx.cublasLt(), plan->operation, &alpha,
+        static_cast<const char *>(b) + i * s.strideB * sizeAB, plan->layoutA,
+        static_cast<const char *>(a) + i * s.strideA * sizeAB, plan->layoutB,
+        &beta, static_cast<const char *>(cIn) + i * s.strideC * sizeC,
+        plan->layoutC, static_cast<char *>(c) + i * s.strideC * sizeC,
+        plan->layoutC, &plan->algo, workspace, plan->workspaceBytes,
+        ctx.stream()));
   }
   return Status();
 }
 
-} // namespace
-
-Status gemm(Context &ctx, bool transA, bool transB, int64_t m, int64_t n,
-            int64_t k, float alpha, const float *a, int64_t lda,
-            int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
-            float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
-  return gemmImpl(asCuda(ctx), "gemm", transA, transB, m, n, k, alpha, a, lda,
-                  strideA, b, ldb, strideB, beta, c, c, ldc, strideC, batch,
-                  nullptr, CUBLASLT_EPILOGUE_DEFAULT);
-}
-
-Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
-                    int64_t n, int64_t k, const float *a, int64_t lda,
-                    int64_t strideA, const float *b, int64_t ldb,
-                    int64_t strideB, float *c, int64_t ldc, int64_t strideC,
-                    int64_t batch, const ::trainc::rt::GemmEpilogue &epilogue) {
+/// The cuBLASLt epilogue of a GemmEpilogue (no range function: the CUDA code
+/// launches its group's kernel itself).
+Status epilogueKind(const char *kernel, const ::trainc::rt::GemmEpilogue &epilogue,
+                    int32_t &kind) {
   using ::trainc::rt::GemmActivation;
-  const char *kernel = "gemmEpilogue";
   if (epilogue.range || epilogue.env)
     return invalidArgument(kernel, "a range function runs on the CPU target "
                                    "only (the CUDA code launches its kernel)");
-  int32_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  kind = CUBLASLT_EPILOGUE_DEFAULT;
   if (epilogue.activation == GemmActivation::Relu) {
     if (!epilogue.bias)
       return invalidArgument(kernel, "ReLU without a bias has no cuBLASLt "
@@ -362,11 +370,70 @@ Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
   } else if (epilogue.bias) {
     kind = CUBLASLT_EPILOGUE_BIAS;
   }
+  return Status();
+}
+
+} // namespace
+
+Status gemm(Context &ctx, bool transA, bool transB, int64_t m, int64_t n,
+            int64_t k, float alpha, const float *a, int64_t lda,
+            int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+            float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
+  using ::trainc::rt::DType;
+  return gemmImpl(asCuda(ctx), "gemm", DType::F32, DType::F32, transA, transB,
+                  m, n, k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, c,
+                  ldc, strideC, batch, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+}
+
+Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
+                    int64_t n, int64_t k, const float *a, int64_t lda,
+                    int64_t strideA, const float *b, int64_t ldb,
+                    int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                    int64_t batch, const ::trainc::rt::GemmEpilogue &epilogue) {
+  using ::trainc::rt::DType;
+  const char *kernel = "gemmEpilogue";
+  int32_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  TRAINC_RETURN_IF_ERROR(epilogueKind(kernel, epilogue, kind));
   // The addend is cuBLASLt's C (beta = 1) and may be D itself.
   const float *cIn = epilogue.addend ? epilogue.addend : c;
-  return gemmImpl(asCuda(ctx), kernel, transA, transB, m, n, k, 1.0f, a, lda,
-                  strideA, b, ldb, strideB, epilogue.addend ? 1.0f : 0.0f, cIn,
-                  c, ldc, strideC, batch, epilogue.bias, kind);
+  return gemmImpl(asCuda(ctx), kernel, DType::F32, DType::F32, transA, transB,
+                  m, n, k, 1.0f, a, lda, strideA, b, ldb, strideB,
+                  epilogue.addend ? 1.0f : 0.0f, cIn, c, ldc, strideC, batch,
+                  epilogue.bias, kind);
+}
+
+/// bf16/f16 A and B with f32 compute (tensor cores), C and D of the same
+/// 16-bit type or f32. An epilogue's addend and bias are f32: an addend
+/// needs an f32 D (it is cuBLASLt's C, which has D's type).
+Status gemmMixed(Context &ctx, ::trainc::rt::DType typeAB,
+                 ::trainc::rt::DType typeC, bool transA, bool transB, int64_t m,
+                 int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+                 int64_t strideA, const void *b, int64_t ldb, int64_t strideB,
+                 float beta, void *c, int64_t ldc, int64_t strideC,
+                 int64_t batch, const ::trainc::rt::GemmEpilogue *epilogue) {
+  using ::trainc::rt::DType;
+  const char *kernel = epilogue ? "gemmEpilogue" : "gemm";
+  if (typeAB != DType::BF16 && typeAB != DType::F16)
+    return invalidArgument(kernel, std::string("operands of type ") +
+                                       ::trainc::rt::dtypeName(typeAB) +
+                                       " (the mixed-precision entry takes f16 or bf16)");
+  if (typeC != DType::F32 && typeC != typeAB)
+    return invalidArgument(kernel, std::string("a result of type ") +
+                                       ::trainc::rt::dtypeName(typeC) + " for " +
+                                       ::trainc::rt::dtypeName(typeAB) + " operands");
+  if (!epilogue)
+    return gemmImpl(asCuda(ctx), kernel, typeAB, typeC, transA, transB, m, n,
+                    k, alpha, a, lda, strideA, b, ldb, strideB, beta, c, c,
+                    ldc, strideC, batch, nullptr, CUBLASLT_EPILOGUE_DEFAULT);
+  int32_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  TRAINC_RETURN_IF_ERROR(epilogueKind(kernel, *epilogue, kind));
+  if (epilogue->addend && typeC != DType::F32)
+    return invalidArgument(kernel, "an f32 addend needs an f32 C");
+  const void *cIn = epilogue->addend ? static_cast<const void *>(epilogue->addend) : c;
+  return gemmImpl(asCuda(ctx), kernel, typeAB, typeC, transA, transB, m, n, k,
+                  1.0f, a, lda, strideA, b, ldb, strideB,
+                  epilogue->addend ? 1.0f : 0.0f, cIn, c, ldc, strideC, batch,
+                  epilogue->bias, kind);
 }
 
 } // namespace trainc::cuda

@@ -11,8 +11,12 @@
 
 #include "CudaContext.h"
 
+#include "trainc_rt/program.h"
+
 #include <cstdint>
 #include <math_constants.h>
+#include <string>
+#include <vector>
 
 namespace trainc::cuda {
 
@@ -33,6 +37,30 @@ inline unsigned gridFor(const CudaContext &ctx, int64_t work,
   if (blocks > cap)
     blocks = cap;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+/// cuDNN's data type of a float DType (F32, BF16, F16).
+inline cudnnDataType_t cudnnTypeOf(::trainc::rt::DType t) {
+  return t == ::trainc::rt::DType::BF16  ? CUDNN_DATA_BFLOAT16
+         : t == ::trainc::rt::DType::F16 ? CUDNN_DATA_HALF
+                                         : CUDNN_DATA_FLOAT;
+}
+
+/// The math types a convolution's algorithm is taken from, in order: plain
+/// fp32 FMA before TF32 for f32 data; tensor cores first for 16-bit data.
+inline std::vector<cudnnMathType_t> convMathOrder(bool half) {
+  if (half)
+    return {CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH};
+  return {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH};
+}
+
+/// The element type check of the *Mixed convolution entry points.
+inline ::trainc::rt::Status checkHalf(const char *kernel, ::trainc::rt::DType t) {
+  if (t == ::trainc::rt::DType::BF16 || t == ::trainc::rt::DType::F16)
+    return ::trainc::rt::Status();
+  return ::trainc::rt::Status::error(std::string(kernel) + ": elements of type " +
+                                     ::trainc::rt::dtypeName(t) +
+                                     " (the mixed-precision entry takes f16 or bf16)");
 }
 
 template <typename T> __device__ __forceinline__ T warpSum(T value) {

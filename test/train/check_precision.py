@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Mixed precision (--precision=bf16) against PyTorch's CPU autocast.
 
-Usage: check_precision.py TRAINC WORKDIR [--only mlp,lenet,gpt,digits]
+Usage: check_precision.py TRAINC WORKDIR [--only mlp,lenet,gpt,digits,cuda]
 
 For the zoo's MLP, LeNet and GPT: `trainc compile --precision=bf16
 --entry=train_step`, one step on a batch of 16, and the loss and every
@@ -19,6 +19,8 @@ digits: the example MLP trains 200 steps in fp32 and in bf16 (same data
 order); the bf16 loss curve stays within 2% of fp32's (mean of the last 50
 steps, and every 25-step window) and the held-out accuracy is >= 97%; bf16
 with --fuse=none logs the same losses bit for bit.
+cuda (where nvcc is): every zoo trainer (MLP, LeNet, ResNet-18, GPT) compiles
+for CUDA sm_80,sm_90 in bf16 with no warning.
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -206,13 +208,41 @@ def check_digits(trainc, work, check):
           % (accuracy["bf16"], accuracy["fp32"]))
 
 
+def check_cuda(trainc, work, check):
+    """Every zoo trainer compiles for CUDA in bf16 with no warning (no GPU
+    needed: nvcc, cuBLASLt's and cuDNN's bf16 types)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+    import make_zoo
+    for spec in make_zoo.TORCH_MODELS:
+        name = spec["name"]
+        path = os.path.join(work, name + "_cuda_bf16.onnx")
+        torch.manual_seed(0)
+        model = spec["build"]()
+        model.train()
+        inputs, _, flags = data_for(name, spec, np.random.RandomState(5))
+        names = list(inputs)
+        torch.onnx.export(model, tuple(torch.tensor(v[:2]) for v in inputs.values()), path,
+                          input_names=names, output_names=["logits"],
+                          dynamic_axes={n: {0: "batch"} for n in names + ["logits"]},
+                          opset_version=17, do_constant_folding=False,
+                          training=torch.onnx.TrainingMode.TRAINING)
+        build = subprocess.run([trainc, "compile", path, "--target=cuda",
+                                "--cuda-arch=sm_80,sm_90", "--batch-size=8",
+                                "--loss=cross-entropy", "--optimizer=adamw", "--precision=bf16",
+                                "-o", os.path.join(work, name + "_cuda_bf16")] + flags,
+                               capture_output=True, text=True)
+        check(build.returncode == 0 and not build.stderr.strip(),
+              "bf16 zoo %s trainer compiles for CUDA sm_80,sm_90 with no warning%s"
+              % (name, (": " + build.stderr.strip()[:300]) if build.stderr.strip() else ""))
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 2:
         print(__doc__)
         return 2
     trainc, work = args[0], args[1]
-    only = {"mlp", "lenet", "gpt", "digits"}
+    only = {"mlp", "lenet", "gpt", "digits", "cuda"}
     if len(args) > 3 and args[2] == "--only":
         only = set(args[3].split(","))
     os.makedirs(work, exist_ok=True)
@@ -224,6 +254,8 @@ def main():
     check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt"})
     if "digits" in only:
         check_digits(trainc, work, check)
+    if "cuda" in only and os.path.exists("/usr/local/cuda/bin/nvcc"):
+        check_cuda(trainc, work, check)
     passed = sum(results)
     print("%d passed, %d failed" % (passed, len(results) - passed))
     return 0 if passed == len(results) else 1
