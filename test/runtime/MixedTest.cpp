@@ -1,0 +1,210 @@
+//===- MixedTest.cpp - bf16/f16 storage and the mixed-precision kernels ---===//
+//
+// Conversions: float -> bf16 / f16 must round to nearest, ties to even, with
+// NaN kept, overflow to infinity and f16 subnormals, checked against the two
+// neighbouring 16-bit values (and, for f16, against the compiler's _Float16
+// where it has one). Kernels: the CPU's 16-bit GEMM and convolutions widen
+// exactly and run the f32 kernels, so they must equal those kernels on the
+// widened operands bit for bit, and a 16-bit result must be their result
+// rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "trainc_rt/half.h"
+
+#include <cstring>
+#include <limits>
+
+namespace trainc::test {
+namespace {
+
+namespace tk = trainc::cpu;
+using rt::bf16;
+using rt::Conv2dDesc;
+using rt::DType;
+using rt::f16;
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// Values around every rounding boundary: random bit patterns of every
+/// exponent, and the special values.
+std::vector<float> probeValues() {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.0f, 65520.0f,
+                          6.1035156e-05f, 5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f,
+                          std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()};
+  std::mt19937 engine(7);
+  for (int i = 0; i < 200000; ++i)
+    v.push_back(floatOf(engine()));
+  // Exact ties: the dropped bits are exactly half.
+  for (uint32_t m : {0x3f808000u, 0x3f818000u, 0x40490000u | 0x8000u})
+    v.push_back(floatOf(m));
+  return v;
+}
+
+TEST(Half, BF16RoundsToNearestEven) {
+  for (float x : probeValues()) {
+    float got = bf16(x);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got));
+      continue;
+    }
+    if (std::isinf(x)) {
+      ASSERT_EQ(bitsOf(got), bitsOf(x));
+      continue;
+    }
+    // The two bf16 values around x: truncated, and one ulp farther from 0
+    // (infinity past the largest, which rounds as 2^128 would).
+    uint32_t lo = bitsOf(x) & 0xffff0000u, hi = lo + 0x10000u;
+    auto value = [](uint32_t bits) {
+      float f = floatOf(bits);
+      return std::isinf(f) ? std::copysign(std::ldexp(1.0, 128), double(f)) : double(f);
+    };
+    double dl = std::fabs(value(lo) - double(x)), dh = std::fabs(value(hi) - double(x));
+    uint32_t want = dl < dh ? lo : dh < dl ? hi : ((lo >> 16) & 1u) ? hi : lo;
+    ASSERT_EQ(bitsOf(got), want) << "x = " << x;
+  }
+}
+
+TEST(Half, F16RoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    f16 v;
+    v.bits = uint16_t(h);
+    float x = v;
+    f16 back = x;
+    if (std::isnan(x))
+      EXPECT_EQ(back.bits & 0x7c00u, 0x7c00u) << h;
+    else
+      ASSERT_EQ(back.bits, h) << "f16 bits " << h;
+  }
+}
+
+#if defined(__FLT16_MAX__)
+TEST(Half, F16MatchesTheCompilersConversion) {
+  for (float x : probeValues()) {
+    _Float16 ref = static_cast<_Float16>(x);
+    f16 got = x;
+    uint16_t refBits;
+    std::memcpy(&refBits, &ref, 2);
+    if (std::isnan(x))
+      EXPECT_TRUE(std::isnan(float(got)));
+    else
+      ASSERT_EQ(got.bits, refBits) << "x = " << x;
+    EXPECT_EQ(float(got) == float(ref) || std::isnan(x), true);
+  }
+}
+#endif
+
+template <typename H> std::vector<H> rounded(const std::vector<float> &v) {
+  return std::vector<H>(v.begin(), v.end());
+}
+
+template <typename H> std::vector<float> widened(const std::vector<H> &v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+
+template <typename H> void checkGemm(bool transA, bool transB) {
+  auto ctx = makeContext();
+  const int64_t m = 37, n = 29, k = 53, batch = 3;
+  auto a = rounded<H>(randomFloats(m * k * batch, 1));
+  auto b = rounded<H>(randomFloats(k * n * batch, 2));
+  const int64_t lda = transA ? m : k, ldb = transB ? k : n;
+  std::vector<float> want(m * n * batch), got32(m * n * batch);
+  EXPECT_OK(tk::gemm(*ctx, transA, transB, m, n, k, 1.0f, widened(a).data(), lda, m * k,
+                     widened(b).data(), ldb, k * n, 0.0f, want.data(), n, m * n, batch));
+  EXPECT_OK(tk::gemm(*ctx, transA, transB, m, n, k, 1.0f, a.data(), lda, m * k, b.data(),
+                     ldb, k * n, 0.0f, got32.data(), n, m * n, batch));
+  EXPECT_EQ(got32, want) << "an f32 result equals the f32 kernel on the widened operands";
+  std::vector<H> got16(m * n * batch);
+  EXPECT_OK(tk::gemm(*ctx, transA, transB, m, n, k, 1.0f, a.data(), lda, m * k, b.data(),
+                     ldb, k * n, 0.0f, got16.data(), n, m * n, batch));
+  EXPECT_EQ(widened(got16), widened(rounded<H>(want))) << "a 16-bit result is rounded once";
+  // The bias epilogue adds an f32 row to the f32 sum.
+  auto bias = randomFloats(n, 3);
+  std::vector<float> wantBias(m * n), gotBias(m * n);
+  rt::GemmEpilogue e{nullptr, bias.data(), rt::GemmActivation::Relu, nullptr, nullptr};
+  EXPECT_OK(tk::gemmEpilogue(*ctx, transA, transB, m, n, k, widened(a).data(), lda, 0,
+                             widened(b).data(), ldb, 0, wantBias.data(), n, 0, 1, e));
+  EXPECT_OK(tk::gemmEpilogue(*ctx, transA, transB, m, n, k, a.data(), lda, 0, b.data(), ldb,
+                             0, gotBias.data(), n, 0, 1, e));
+  EXPECT_EQ(gotBias, wantBias);
+}
+
+TEST(GemmMixed, BF16AndF16EqualTheF32KernelOnWidenedOperands) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("transA=") + (ta ? "1" : "0") + " transB=" + (tb ? "1" : "0"));
+      checkGemm<bf16>(ta, tb);
+      checkGemm<f16>(ta, tb);
+    }
+}
+
+TEST(GemmMixed, RejectsWhatItCannotDo) {
+  auto ctx = makeContext();
+  std::vector<bf16> a(4, bf16(1.0f));
+  std::vector<bf16> c16(4);
+  std::vector<float> c32(4);
+  Status s = tk::gemmMixed(*ctx, DType::F32, DType::F32, false, false, 2, 2, 2, 1.0f,
+                           c32.data(), 2, 0, c32.data(), 2, 0, 0.0f, c32.data(), 2, 0, 1,
+                           nullptr);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("takes f16 or bf16"), std::string::npos) << s.message();
+  s = tk::gemmMixed(*ctx, DType::BF16, DType::F16, false, false, 2, 2, 2, 1.0f, a.data(), 2, 0,
+                    a.data(), 2, 0, 0.0f, c16.data(), 2, 0, 1, nullptr);
+  EXPECT_FALSE(s.ok());
+  rt::GemmEpilogue e{nullptr, nullptr, rt::GemmActivation::None,
+                     [](const void *, int64_t, int64_t) {}, nullptr};
+  s = tk::gemmEpilogue(*ctx, false, false, 2, 2, 2, a.data(), 2, 0, a.data(), 2, 0, c16.data(),
+                       2, 0, 1, e);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("range function needs an f32 C"), std::string::npos)
+      << s.message();
+}
+
+template <typename H> void checkConv(const Conv2dDesc &d) {
+  auto ctx = makeContext();
+  auto x = rounded<H>(randomFloats(d.n * d.c * d.h * d.w, 11));
+  auto w = rounded<H>(randomFloats(d.m * (d.c / d.groups) * d.kh * d.kw, 12));
+  auto bias = rounded<H>(randomFloats(d.m, 13));
+  auto dy = rounded<H>(randomFloats(d.n * d.m * d.outH * d.outW, 14));
+  std::vector<float> y32(dy.size()), dx32(x.size()), dw32(w.size());
+  EXPECT_OK(tk::conv2d(*ctx, d, widened(x).data(), widened(w).data(), widened(bias).data(),
+                       y32.data()));
+  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, widened(dy).data(), widened(w).data(), dx32.data()));
+  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, widened(x).data(), widened(dy).data(),
+                                     dw32.data()));
+  std::vector<H> y(dy.size()), dx(x.size()), dw(w.size());
+  EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), bias.data(), y.data()));
+  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, dy.data(), w.data(), dx.data()));
+  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, x.data(), dy.data(), dw.data()));
+  EXPECT_EQ(widened(y), widened(rounded<H>(y32)));
+  EXPECT_EQ(widened(dx), widened(rounded<H>(dx32)));
+  EXPECT_EQ(widened(dw), widened(rounded<H>(dw32)));
+  std::vector<H> noBias(dy.size());
+  EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), nullptr, noBias.data()));
+}
+
+TEST(ConvMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
+  //             n  c  h  w  m  kh kw sH sW pT pL pB pR dH dW g  outH outW
+  Conv2dDesc d{2, 4, 9, 8, 6, 3, 3, 2, 1, 1, 0, 1, 2, 1, 1, 2, 5, 8};
+  checkConv<bf16>(d);
+  checkConv<f16>(d);
+}
+
+} // namespace
+} // namespace trainc::test
