@@ -2,7 +2,7 @@
 """Step time of the CPU trainer against PyTorch and ONNX Runtime training.
 
 Usage: bench/train_step.py [--trainc PATH] [--trainc-before PATH] [--venv DIR]
-                           [--threads N] [--batch B] [--steps S]
+                           [--precision fp32|bf16|fp32,bf16] [--threads N] [--batch B] [--steps S]
                            [--resnet-batch B] [--resnet-steps S] [--repeat R]
                            [--models REGEX] [--lock FILE]
 
@@ -25,6 +25,11 @@ run. The sides:
     ORT's artifacts offer AdamW and SGD; its SGD has no momentum, so that
     peer runs plain SGD, lr 0.01. They run in a subprocess with the venv's
     python (this file with --worker): that torch cannot load beside Debian's.
+With --precision bf16 (or fp32,bf16: both, one line each, the trainers all
+timed in one interleaved run) trainc builds with --precision=bf16 and the
+PyTorch peers run their forward and loss under torch.autocast("cpu",
+dtype=torch.bfloat16); ORT has no bf16 training and is left out; the line
+adds trainc bf16/fp32.
 PyTorch and ORT times come from timed loops after warm-up steps (the best
 of --repeat loops). Prints one line per model: ms/step of every side and the ratio
 trainc / best peer (below 1: trainc is faster), naming that peer. Numbers
@@ -123,8 +128,10 @@ def torch_model(spec):
     return torch_zoo(spec["build"], spec["path"])
 
 
-def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3):
-    """(seconds per step, seconds of the first step or None)."""
+def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3,
+               autocast=False):
+    """(seconds per step, seconds of the first step or None). With autocast the
+    forward and the loss run under torch.autocast("cpu", dtype=torch.bfloat16)."""
     net.train()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     model = torch.compile(net) if compiled else net
@@ -133,10 +140,12 @@ def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3):
     def step(i):
         xb, yb = xt[i * batch:(i + 1) * batch], yt[i * batch:(i + 1) * batch]
         opt.zero_grad()
-        logits = model(xb)
-        if tokens:
-            logits, yb = logits.reshape(-1, logits.shape[-1]), yb.reshape(-1)
-        torch.nn.functional.cross_entropy(logits, yb).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(xb)
+            if tokens:
+                logits, yb = logits.reshape(-1, logits.shape[-1]), yb.reshape(-1)
+            loss = torch.nn.functional.cross_entropy(logits, yb)
+        loss.backward()
         opt.step()
 
     start = time.perf_counter()
@@ -233,13 +242,16 @@ def worker(job_path, kind):
     y = np.load(os.path.join(job["data"], "label.npy"))
     common = (x, y, job["batch"], job["steps"], job["warm"], job["tokens"])
     version = torch.__version__.split("+")[0]
-    result = dict(peer="torch %s %s" % (version, kind))
+    amp = job.get("precision") == "bf16"
+    result = dict(peer="torch %s %s%s" % (version, kind, " autocast" if amp else ""))
     try:
         if kind == "eager":
-            result["s"] = time_torch(torch_model(job)[0], *common, repeat=job["repeat"])[0]
+            result["s"] = time_torch(torch_model(job)[0], *common, repeat=job["repeat"],
+                                     autocast=amp)[0]
         elif kind == "compile":
             result["s"], result["cold"] = time_torch(torch_model(job)[0], *common,
-                                                     compiled=True, repeat=job["repeat"])
+                                                     compiled=True, repeat=job["repeat"],
+                                                     autocast=amp)
         else:
             import onnxruntime
             result["peer"] = "ORT %s" % onnxruntime.__version__
@@ -252,10 +264,13 @@ def worker(job_path, kind):
     print(json.dumps(result), flush=True)
 
 
-def venv_peers(args, job_path):
-    """[(peer name, seconds per step or None, note or None)] of the venv's peers."""
+def venv_peers(args, job_path, precision):
+    """[(peer name, seconds per step or None, note or None)] of the venv's peers
+    (in bf16: eager and torch.compile under autocast; ORT trains in f32 only)."""
     out = []
     for kind, extra in VENV_PEERS:
+        if kind == "ort" and precision != "fp32":
+            continue
         env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), **extra)
         env.pop("PYTHONPATH", None)
         done = subprocess.run([os.path.join(args.venv, "bin", "python"),
@@ -277,11 +292,12 @@ def venv_peers(args, job_path):
     return out
 
 
-def compile_trainc(trainc, spec, batch, prog):
+def compile_trainc(trainc, spec, batch, prog, precision="fp32"):
     """Builds the trainer; None, or why it failed."""
     built = subprocess.run([trainc, "compile", spec["path"], "--target=cpu",
                             "--batch-size=%d" % batch, "--loss=cross-entropy",
                             "--optimizer=sgd", "-o", prog]
+                           + (["--precision=" + precision] if precision != "fp32" else [])
                            + (["--class-axis=-1"] if spec.get("tokens") else []),
                            capture_output=True, text=True)
     if built.returncode:
@@ -348,45 +364,59 @@ def bench_model(spec, args, work):
     input_name, x, y = make_data(spec, batch, steps, warm, data)
     sides = [("trainc", args.trainc)] + ([("before", args.trainc_before)]
                                          if args.trainc_before else [])
+    # Every trainer of every precision is timed in one interleaved run.
     ours, progs = {}, {}
-    for side, binary in sides:
-        progs[side] = "%s-%s" % (stem, side)
-        ours[side] = compile_trainc(binary, spec, batch, progs[side])
-    timed = time_trainers([progs[side] for side, _ in sides if ours[side] is None],
+    for precision in args.precision:
+        for side, binary in sides:
+            key = (side, precision)
+            progs[key] = "%s-%s-%s" % (stem, side, precision)
+            ours[key] = compile_trainc(binary, spec, batch, progs[key], precision)
+    timed = time_trainers([progs[k] for k in progs if ours[k] is None],
                           steps, warm, data, args.threads, args.repeat)
-    for side, _ in sides:
-        ours[side] = timed.get(progs[side], ours[side])
+    for key in progs:
+        ours[key] = timed.get(progs[key], ours[key])
     torch.set_num_threads(args.threads)
-    peers, notes = {}, []
-    peers["torch %s eager" % torch.__version__.split("+")[0].split("a")[0]] = time_torch(
-        torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"), repeat=args.repeat)[0]
-    if args.venv:
-        job = dict(spec, data=data, input=input_name, batch=batch, steps=steps, warm=warm,
-                   threads=args.threads, tokens=bool(spec.get("tokens")), repeat=args.repeat)
-        job_dir = stem + "-venv"
-        os.makedirs(job_dir, exist_ok=True)
-        job_path = os.path.join(job_dir, "job.json")
-        json.dump(job, open(job_path, "w"))
-        for peer, seconds, note in venv_peers(args, job_path):
-            if seconds is not None:
-                peers[peer] = seconds
-            if note:
-                notes.append("%s %s" % (peer, note))
-    line = "%-12s batch %3d threads %d, ms/step: " % (spec["name"], batch, args.threads)
-    line += ", ".join("%s %s" % (side, ms(ours[side])) for side, _ in sides)
-    line += " | " + ", ".join("%s %s" % (p, ms(v)) for p, v in peers.items())
-    best = min(peers, key=peers.get)
-    ratios = ["%s/best %.2f" % (side, ours[side] / peers[best])
-              for side, _ in sides if isinstance(ours[side], float)]
-    if len(sides) > 1 and all(isinstance(ours[side], float) for side, _ in sides):
-        ratios.append("trainc/before %.2f" % (ours["trainc"] / ours["before"]))
-    line += " | best peer %s%s" % (best, ": " + ", ".join(ratios) if ratios else "")
-    for side, _ in sides:
-        if not isinstance(ours[side], float):
-            notes.append("%s: %s" % (side, ours[side]))
-    print(line, flush=True)
-    for note in notes:
-        print("    " + note, flush=True)
+    for precision in args.precision:
+        amp = precision == "bf16"
+        peers, notes = {}, []
+        peers["torch %s eager%s" % (torch.__version__.split("+")[0].split("a")[0],
+                                    " autocast" if amp else "")] = time_torch(
+            torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"),
+            repeat=args.repeat, autocast=amp)[0]
+        if args.venv:
+            job = dict(spec, data=data, input=input_name, batch=batch, steps=steps, warm=warm,
+                       threads=args.threads, tokens=bool(spec.get("tokens")),
+                       repeat=args.repeat, precision=precision)
+            job_dir = stem + "-venv-" + precision
+            os.makedirs(job_dir, exist_ok=True)
+            job_path = os.path.join(job_dir, "job.json")
+            json.dump(job, open(job_path, "w"))
+            for peer, seconds, note in venv_peers(args, job_path, precision):
+                if seconds is not None:
+                    peers[peer] = seconds
+                if note:
+                    notes.append("%s %s" % (peer, note))
+        mine = {side: ours[(side, precision)] for side, _ in sides}
+        line = "%-12s %s batch %3d threads %d, ms/step: " % (spec["name"], precision, batch,
+                                                             args.threads)
+        line += ", ".join("%s %s" % (side, ms(mine[side])) for side, _ in sides)
+        line += " | " + ", ".join("%s %s" % (p, ms(v)) for p, v in peers.items())
+        best = min(peers, key=peers.get)
+        ratios = ["%s/best %.2f" % (side, mine[side] / peers[best])
+                  for side, _ in sides if isinstance(mine[side], float)]
+        if len(sides) > 1 and all(isinstance(mine[side], float) for side, _ in sides):
+            ratios.append("trainc/before %.2f" % (mine["trainc"] / mine["before"]))
+        if precision != "fp32" and isinstance(mine["trainc"], float) and \
+                isinstance(ours.get(("trainc", "fp32")), float):
+            ratios.append("trainc %s/fp32 %.2f" % (precision,
+                                                   mine["trainc"] / ours[("trainc", "fp32")]))
+        line += " | best peer %s%s" % (best, ": " + ", ".join(ratios) if ratios else "")
+        for side, _ in sides:
+            if not isinstance(mine[side], float):
+                notes.append("%s: %s" % (side, mine[side]))
+        print(line, flush=True)
+        for note in notes:
+            print("    " + note, flush=True)
 
 
 def main():
@@ -406,9 +436,15 @@ def main():
                         help="timed repetitions of every side; the fastest counts")
     parser.add_argument("--lock", help="hold this file's flock while timing each model "
                         "(e.g. the build lock, so that no build shares the cores)")
+    parser.add_argument("--precision", default="fp32",
+                        help="comma list of fp32 and bf16: trainc --precision=bf16 against "
+                             "PyTorch under torch.autocast('cpu', dtype=torch.bfloat16)")
     parser.add_argument("--models", default="", help="only the models whose name this "
                                                      "regular expression matches (searched)")
     args = parser.parse_args()
+    args.precision = args.precision.split(",")
+    if not args.precision or any(p not in ("fp32", "bf16") for p in args.precision):
+        parser.error("--precision takes fp32, bf16 or fp32,bf16")
     if not os.path.exists(os.path.join(ZOO, "zoo.json")):
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "make_zoo.py"), ZOO],
                        check=True)
