@@ -50,13 +50,14 @@ std::string batchNormDims(ArrayRef<int64_t> x) {
 } // namespace
 
 LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
-  // The runtime's 16-bit entry points are the GEMMs and convolutions (the
-  // mixed-precision phase sends every other library op to f32); a gather
-  // moves bytes of any type.
+  // The runtime's 16-bit entry points are the GEMMs, the convolutions,
+  // batch norm and pooling (the mixed-precision phase sends every other
+  // library op to f32); a gather moves bytes of any type.
   SmallVector<Type> types(op->getOperandTypes());
   llvm::append_range(types, op->getResultTypes());
   if (!isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp, tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp,
-           tc::GatherOp>(op))
+           tc::BatchNormOp, tc::BatchNormBackwardOp, tc::MaxPoolOp, tc::AvgPoolOp,
+           tc::MaxPoolBackwardOp, tc::AvgPoolBackwardOp, tc::GatherOp>(op))
     for (Type type : types)
       if (auto shaped = dyn_cast<ShapedType>(type))
         if (shaped.getElementType().isF16() || shaped.getElementType().isBF16())

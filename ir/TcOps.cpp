@@ -509,13 +509,20 @@ LogicalResult AvgPoolBackwardOp::inferReturnTypes(MLIRContext *,
 //===----------------------------------------------------------------------===//
 
 /// A batch-norm sample mask is one f32 weight per sample of the input.
+/// Whether `t` may be the element type of a batch norm's statistics, scale,
+/// bias or sample mask for an input of element type `input`: the input's
+/// own, or f32 for an f16/bf16 input (mixed precision keeps them f32).
+static bool isStatisticsType(Type t, Type input) {
+  return t == input || (t.isF32() && (input.isF16() || input.isBF16()));
+}
+
 static LogicalResult checkSampleMask(std::optional<Location> location,
                                      RankedTensorType input, Value mask) {
   if (!mask)
     return success();
   RankedTensorType type = ranked(mask);
   if (!type || type.getRank() != 1 || type.getDimSize(0) != input.getDimSize(0) ||
-      type.getElementType() != input.getElementType())
+      !isStatisticsType(type.getElementType(), input.getElementType()))
     return emitOptionalError(location, "sample_mask must have one ", input.getElementType(),
                              " per sample (", input.getDimSize(0), ")");
   return success();
@@ -536,8 +543,13 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
     if (!stats[i] || stats[i].getRank() != 1 || stats[i].getDimSize(0) != channels)
       return emitOptionalError(location, names[i], " must have shape ", channels,
                                " (the channel count)");
-    if (failed(requireSameElementType(location, input, stats[i], names[i])))
-      return failure();
+    // One type for the four: the input's, or f32 for a 16-bit input.
+    if (!isStatisticsType(stats[i].getElementType(), input.getElementType()) ||
+        stats[i].getElementType() != stats[0].getElementType())
+      return emitOptionalError(location, names[i], " has element type ",
+                               stats[i].getElementType(), " but the input has ",
+                               input.getElementType(), " and scale ",
+                               stats[0].getElementType());
   }
   if (failed(checkSampleMask(location, input, adaptor.getSampleMask())))
     return failure();
@@ -562,6 +574,9 @@ LogicalResult BatchNormBackwardOp::inferReturnTypes(MLIRContext *,
   if (scale.getRank() != 1 || scale.getDimSize(0) != input.getDimSize(1))
     return emitOptionalError(location, "scale must have shape ", input.getDimSize(1),
                              " (the channel count)");
+  if (!isStatisticsType(scale.getElementType(), input.getElementType()))
+    return emitOptionalError(location, "scale has element type ", scale.getElementType(),
+                             " but the input has ", input.getElementType());
   if (failed(checkSampleMask(location, input, adaptor.getSampleMask())))
     return failure();
   inferred.push_back(input);

@@ -7,14 +7,17 @@
 //    in f32; their result is low precision, as autocast's. A gemm's C stays
 //    f32: the op's out_type is f32, C is added to the f32 sum, and a cast
 //    rounds the result once;
-//  - the f32 ops (softmax, log-softmax, the norms, reductions, exp, log,
+//  - the f32 ops (softmax, log-softmax, layer norm, reductions, exp, log,
 //    pow, reciprocal, the losses) read f32;
+//  - batch norm keeps a bf16 input and output, with f32 statistics, scale
+//    and bias (autocast runs cudnn_batch_norm so);
 //  - other pointwise ops, and concat, compute in the widest type of their
 //    non-parameter operands; parameters and constants are cast to it (as
 //    autocast casts a Linear's bias with its weight);
-//  - reshape, transpose, expand and slice keep their input's type;
-//  - every other op reads f32: their runtime kernels are f32 (pooling,
-//    gather, cumsum, ...). Function results keep their declared types.
+//  - reshape, transpose, expand, slice and max/average pooling keep their
+//    input's type;
+//  - every other op reads f32: their runtime kernels are f32 (global
+//    pooling, gather, cumsum, ...). Function results keep their declared types.
 // After autodiff the pass runs again on @train_step (legalize-step): the
 // gradient rules build ops in their operands' types, and those of the last
 // rule (a bias gradient's reduce_sum of a bf16 dy) are made to read f32.
@@ -53,13 +56,18 @@ enum class Rule {
   Widest,
   /// Keeps the input's type.
   Follow,
+  /// batch_norm: the input keeps its type, the statistics are f32.
+  Norm,
 };
 
 Rule ruleOf(Operation *op) {
   if (isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp>(op))
     return Rule::Contraction;
-  if (isa<tc::ReshapeOp, tc::TransposeOp, tc::ExpandOp, tc::SliceOp>(op))
+  if (isa<tc::ReshapeOp, tc::TransposeOp, tc::ExpandOp, tc::SliceOp, tc::MaxPoolOp,
+          tc::AvgPoolOp>(op))
     return Rule::Follow;
+  if (isa<tc::BatchNormOp>(op))
+    return Rule::Norm;
   if (isa<tc::ExpOp, tc::LogOp, tc::PowOp, tc::ReciprocalOp>(op))
     return Rule::F32;
   if (op->hasTrait<tc::OpTrait::Pointwise>() || isa<tc::DropoutOp, tc::ConcatOp>(op))
@@ -180,6 +188,12 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
       return reinfer(op);
     case Rule::Follow:
       return reinfer(op);
+    case Rule::Norm:
+      // bf16 in and out, f32 statistics (the runtime's mixed batch norm),
+      // as autocast runs cudnn_batch_norm on a bf16 input.
+      for (unsigned i = 1; i < op->getNumOperands(); ++i)
+        setOperand(b, op, i, f32);
+      return reinfer(op);
     case Rule::Widest: {
       Type widest;
       auto consider = [&](bool weights) {
@@ -227,7 +241,8 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
   /// changed type is cast back to the type the rule gave it.
   LogicalResult legalize(OpBuilder &b, Operation *op) {
     if (isa<func::ReturnOp, tc::CastOp, tc::ConstantOp, tc::ConvBackwardDataOp,
-            tc::ConvBackwardFilterOp>(op) ||
+            tc::ConvBackwardFilterOp, tc::BatchNormBackwardOp, tc::MaxPoolBackwardOp,
+            tc::AvgPoolBackwardOp>(op) ||
         ruleOf(op) != Rule::F32)
       return success();
     if (llvm::none_of(op->getOperands(), [](Value v) {

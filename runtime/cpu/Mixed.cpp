@@ -1,4 +1,4 @@
-//===- Mixed.cpp - f16/bf16 GEMM and convolution on the CPU ---------------===//
+//===- Mixed.cpp - the f16/bf16 library kernels of the CPU target ---------===//
 //
 // The 16-bit operands are widened to f32 (exactly), the f32 kernel runs, and
 // a 16-bit result is rounded to nearest even once: the arithmetic of a
@@ -14,6 +14,7 @@
 #include "../common/KernelChecks.h"
 #include "trainc_rt/kernels.h"
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -61,11 +62,50 @@ void narrow(DType type, const float *in, void *out, int64_t count) {
 
 /// This thread's f32 copy number `slot` of a 16-bit operand.
 float *staging(int slot, int64_t count) {
-  thread_local std::vector<float> buffers[4];
+  thread_local std::vector<float> buffers[5];
   std::vector<float> &buffer = buffers[slot];
   if (buffer.size() < size_t(count))
     buffer.resize(size_t(count));
   return buffer.data();
+}
+
+/// A 16-bit tensor an entry point reads (widened first) or writes (rounded
+/// from the f32 kernel's result).
+struct Tensor16 {
+  const void *in;
+  void *out;
+  int64_t count;
+};
+
+/// Runs `kernel(f32 copies)` on f32 copies of `tensors` in order (the
+/// inputs widened, the outputs written by the kernel), then rounds each
+/// output into its 16-bit tensor. A null tensor (an absent bias) passes null.
+template <typename Kernel>
+Status viaF32(const char *name, DType type, std::initializer_list<Tensor16> tensors,
+              Kernel &&kernel) {
+  if (!isHalf(type))
+    return Status::error(std::string(name) + ": elements of type " + dtypeName(type) +
+                         " (the mixed-precision entry takes f16 or bf16)");
+  std::vector<float *> copies;
+  int slot = 0;
+  for (const Tensor16 &t : tensors) {
+    if (!t.in && !t.out) {
+      copies.push_back(nullptr);
+      continue;
+    }
+    float *copy = staging(slot++, t.count);
+    if (t.in)
+      widen(type, t.in, copy, t.count);
+    copies.push_back(copy);
+  }
+  TRAINC_RETURN_IF_ERROR(kernel(copies.data()));
+  size_t i = 0;
+  for (const Tensor16 &t : tensors) {
+    if (t.out)
+      narrow(type, copies[i], t.out, t.count);
+    ++i;
+  }
+  return Status();
 }
 
 /// Elements a (batched, strided) row-major matrix spans.
@@ -83,7 +123,9 @@ Status checkTypes(const char *kernel, DType operands, DType result, bool resultM
   return Status();
 }
 
-/// Element counts of a checked Conv2dDesc.
+/// Element counts of a checked Conv2dDesc or Pool2dDesc.
+int64_t poolInputCount(const Pool2dDesc &d) { return d.n * d.c * d.h * d.w; }
+int64_t poolOutputCount(const Pool2dDesc &d) { return d.n * d.c * d.outH * d.outW; }
 int64_t inputCount(const Conv2dDesc &d) { return d.n * d.c * d.h * d.w; }
 int64_t weightCount(const Conv2dDesc &d) { return d.m * (d.c / (d.groups > 0 ? d.groups : 1)) * d.kh * d.kw; }
 int64_t outputCount(const Conv2dDesc &d) { return d.n * d.m * d.outH * d.outW; }
@@ -130,50 +172,118 @@ Status gemmMixed(Context &ctx, DType ab, DType c, bool transA, bool transB, int6
 
 Status conv2dMixed(Context &ctx, DType type, const Conv2dDesc &d, const void *x,
                    const void *w, const void *bias, void *y) {
-  TRAINC_RETURN_IF_ERROR(checkTypes("conv2d", type, type, false));
   TRAINC_RETURN_IF_ERROR(checkNotNull("conv2d", {{"x", x}, {"w", w}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2d", d));
-  float *x32 = staging(0, inputCount(d)), *w32 = staging(1, weightCount(d));
-  float *y32 = staging(2, outputCount(d)), *bias32 = nullptr;
-  widen(type, x, x32, inputCount(d));
-  widen(type, w, w32, weightCount(d));
-  if (bias) {
-    bias32 = staging(3, d.m);
-    widen(type, bias, bias32, d.m);
-  }
-  TRAINC_RETURN_IF_ERROR(conv2d(ctx, d, x32, w32, bias32, y32));
-  narrow(type, y32, y, outputCount(d));
-  return Status();
+  return viaF32("conv2d", type,
+                {{x, nullptr, inputCount(d)}, {w, nullptr, weightCount(d)},
+                 {bias, nullptr, bias ? d.m : 0}, {nullptr, y, outputCount(d)}},
+                [&](float *const *f) { return conv2d(ctx, d, f[0], f[1], f[2], f[3]); });
 }
 
 Status conv2dBackwardDataMixed(Context &ctx, DType type, const Conv2dDesc &d,
                                const void *dy, const void *w, void *dx) {
-  TRAINC_RETURN_IF_ERROR(checkTypes("conv2dBackwardData", type, type, false));
   TRAINC_RETURN_IF_ERROR(
       checkNotNull("conv2dBackwardData", {{"dy", dy}, {"w", w}, {"dx", dx}}));
   TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2dBackwardData", d));
-  float *dy32 = staging(0, outputCount(d)), *w32 = staging(1, weightCount(d));
-  float *dx32 = staging(2, inputCount(d));
-  widen(type, dy, dy32, outputCount(d));
-  widen(type, w, w32, weightCount(d));
-  TRAINC_RETURN_IF_ERROR(conv2dBackwardData(ctx, d, dy32, w32, dx32));
-  narrow(type, dx32, dx, inputCount(d));
-  return Status();
+  return viaF32("conv2dBackwardData", type,
+                {{dy, nullptr, outputCount(d)}, {w, nullptr, weightCount(d)},
+                 {nullptr, dx, inputCount(d)}},
+                [&](float *const *f) { return conv2dBackwardData(ctx, d, f[0], f[1], f[2]); });
 }
 
 Status conv2dBackwardFilterMixed(Context &ctx, DType type, const Conv2dDesc &d,
                                  const void *x, const void *dy, void *dw) {
-  TRAINC_RETURN_IF_ERROR(checkTypes("conv2dBackwardFilter", type, type, false));
   TRAINC_RETURN_IF_ERROR(
       checkNotNull("conv2dBackwardFilter", {{"x", x}, {"dy", dy}, {"dw", dw}}));
   TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2dBackwardFilter", d));
-  float *x32 = staging(0, inputCount(d)), *dy32 = staging(1, outputCount(d));
-  float *dw32 = staging(2, weightCount(d));
-  widen(type, x, x32, inputCount(d));
-  widen(type, dy, dy32, outputCount(d));
-  TRAINC_RETURN_IF_ERROR(conv2dBackwardFilter(ctx, d, x32, dy32, dw32));
-  narrow(type, dw32, dw, weightCount(d));
-  return Status();
+  return viaF32("conv2dBackwardFilter", type,
+                {{x, nullptr, inputCount(d)}, {dy, nullptr, outputCount(d)},
+                 {nullptr, dw, weightCount(d)}},
+                [&](float *const *f) { return conv2dBackwardFilter(ctx, d, f[0], f[1], f[2]); });
+}
+
+Status batchNormInferenceMixed(Context &ctx, DType type, int64_t n, int64_t c,
+                               int64_t spatial, const void *x, const float *scale,
+                               const float *bias, const float *mean, const float *var,
+                               float epsilon, void *y) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull("batchNormInference", {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkBatchNormShape("batchNormInference", n, c, spatial));
+  const int64_t count = n * c * spatial;
+  return viaF32("batchNormInference", type, {{x, nullptr, count}, {nullptr, y, count}},
+                [&](float *const *f) {
+                  return batchNormInference(ctx, n, c, spatial, f[0], scale, bias, mean, var,
+                                            epsilon, f[1]);
+                });
+}
+
+Status batchNormTrainingMixed(Context &ctx, DType type, int64_t n, int64_t c, int64_t spatial,
+                              const void *x, const float *scale, const float *bias,
+                              const float *runningMean, const float *runningVar,
+                              const float *mask, float epsilon, float momentum, void *y,
+                              float *newMean, float *newVar) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull("batchNormTraining", {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkBatchNormShape("batchNormTraining", n, c, spatial));
+  const int64_t count = n * c * spatial;
+  return viaF32("batchNormTraining", type, {{x, nullptr, count}, {nullptr, y, count}},
+                [&](float *const *f) {
+                  return batchNormTraining(ctx, n, c, spatial, f[0], scale, bias, runningMean,
+                                           runningVar, mask, epsilon, momentum, f[1], newMean,
+                                           newVar);
+                });
+}
+
+Status batchNormBackwardMixed(Context &ctx, DType type, int64_t n, int64_t c, int64_t spatial,
+                              const void *x, const float *scale, const void *dy,
+                              const float *mask, float epsilon, void *dx, float *dscale,
+                              float *dbias) {
+  TRAINC_RETURN_IF_ERROR(
+      checkNotNull("batchNormBackward", {{"x", x}, {"dy", dy}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(checkBatchNormShape("batchNormBackward", n, c, spatial));
+  const int64_t count = n * c * spatial;
+  return viaF32("batchNormBackward", type,
+                {{x, nullptr, count}, {dy, nullptr, count}, {nullptr, dx, count}},
+                [&](float *const *f) {
+                  return batchNormBackward(ctx, n, c, spatial, f[0], scale, f[1], mask, epsilon,
+                                           f[2], dscale, dbias);
+                });
+}
+
+Status maxPool2dMixed(Context &ctx, DType type, const Pool2dDesc &d, const void *x, void *y) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull("maxPool2d", {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkPool2dDesc("maxPool2d", d));
+  return viaF32("maxPool2d", type,
+                {{x, nullptr, poolInputCount(d)}, {nullptr, y, poolOutputCount(d)}},
+                [&](float *const *f) { return maxPool2d(ctx, d, f[0], f[1]); });
+}
+
+Status avgPool2dMixed(Context &ctx, DType type, const Pool2dDesc &d, bool countIncludePad,
+                      const void *x, void *y) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull("avgPool2d", {{"x", x}, {"y", y}}));
+  TRAINC_RETURN_IF_ERROR(checkPool2dDesc("avgPool2d", d));
+  return viaF32("avgPool2d", type,
+                {{x, nullptr, poolInputCount(d)}, {nullptr, y, poolOutputCount(d)}},
+                [&](float *const *f) { return avgPool2d(ctx, d, countIncludePad, f[0], f[1]); });
+}
+
+Status maxPool2dBackwardMixed(Context &ctx, DType type, const Pool2dDesc &d, const void *x,
+                              const void *dy, void *dx) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull("maxPool2dBackward", {{"x", x}, {"dy", dy}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(checkPool2dDesc("maxPool2dBackward", d));
+  return viaF32("maxPool2dBackward", type,
+                {{x, nullptr, poolInputCount(d)}, {dy, nullptr, poolOutputCount(d)},
+                 {nullptr, dx, poolInputCount(d)}},
+                [&](float *const *f) { return maxPool2dBackward(ctx, d, f[0], f[1], f[2]); });
+}
+
+Status avgPool2dBackwardMixed(Context &ctx, DType type, const Pool2dDesc &d,
+                              bool countIncludePad, const void *dy, void *dx) {
+  TRAINC_RETURN_IF_ERROR(checkNotNull("avgPool2dBackward", {{"dy", dy}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(checkPool2dDesc("avgPool2dBackward", d));
+  return viaF32("avgPool2dBackward", type,
+                {{dy, nullptr, poolOutputCount(d)}, {nullptr, dx, poolInputCount(d)}},
+                [&](float *const *f) {
+                  return avgPool2dBackward(ctx, d, countIncludePad, f[0], f[1]);
+                });
 }
 
 } // namespace trainc::cpu

@@ -6,7 +6,8 @@
 // where it has one). Kernels: the CPU's 16-bit GEMM and convolutions widen
 // exactly and run the f32 kernels, so they must equal those kernels on the
 // widened operands bit for bit, and a 16-bit result must be their result
-// rounded once.
+// rounded once; so must batch norm and pooling (f32 statistics, scale and
+// bias, bit-identical to the f32 kernel's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,6 +205,71 @@ TEST(ConvMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
   Conv2dDesc d{2, 4, 9, 8, 6, 3, 3, 2, 1, 1, 0, 1, 2, 1, 1, 2, 5, 8};
   checkConv<bf16>(d);
   checkConv<f16>(d);
+}
+
+template <typename H> void checkBatchNormAndPools() {
+  auto ctx = makeContext();
+  const int64_t n = 3, c = 4, h = 6, w = 5, spatial = h * w, count = n * c * spatial;
+  auto x = rounded<H>(randomFloats(count, 21));
+  auto dy = rounded<H>(randomFloats(count, 22));
+  auto scale = randomFloats(c, 23, 0.5f, 1.5f), bias = randomFloats(c, 24);
+  std::vector<float> mean(c, 0.1f), var(c, 0.9f), mask = {1.0f, 0.0f, 1.0f};
+  // Training: y and the running statistics; backward: dx, dscale, dbias.
+  std::vector<float> y32(count), m32(c), v32(c), m16(c), v16(c);
+  EXPECT_OK(tk::batchNormTraining(*ctx, n, c, spatial, widened(x).data(), scale.data(),
+                                  bias.data(), mean.data(), var.data(), mask.data(), 1e-5f, 0.1f,
+                                  y32.data(), m32.data(), v32.data()));
+  std::vector<H> y(count);
+  EXPECT_OK(tk::batchNormTraining(*ctx, n, c, spatial, x.data(), scale.data(), bias.data(),
+                                  mean.data(), var.data(), mask.data(), 1e-5f, 0.1f, y.data(),
+                                  m16.data(), v16.data()));
+  EXPECT_EQ(widened(y), widened(rounded<H>(y32)));
+  EXPECT_EQ(m16, m32);
+  EXPECT_EQ(v16, v32);
+  std::vector<float> dx32(count), ds32(c), db32(c), ds16(c), db16(c);
+  EXPECT_OK(tk::batchNormBackward(*ctx, n, c, spatial, widened(x).data(), scale.data(),
+                                  widened(dy).data(), mask.data(), 1e-5f, dx32.data(),
+                                  ds32.data(), db32.data()));
+  std::vector<H> dx(count);
+  EXPECT_OK(tk::batchNormBackward(*ctx, n, c, spatial, x.data(), scale.data(), dy.data(),
+                                  mask.data(), 1e-5f, dx.data(), ds16.data(), db16.data()));
+  EXPECT_EQ(widened(dx), widened(rounded<H>(dx32)));
+  EXPECT_EQ(ds16, ds32);
+  EXPECT_EQ(db16, db32);
+  std::vector<float> inf32(count);
+  std::vector<H> inf(count);
+  EXPECT_OK(tk::batchNormInference(*ctx, n, c, spatial, widened(x).data(), scale.data(),
+                                   bias.data(), mean.data(), var.data(), 1e-5f, inf32.data()));
+  EXPECT_OK(tk::batchNormInference(*ctx, n, c, spatial, x.data(), scale.data(), bias.data(),
+                                   mean.data(), var.data(), 1e-5f, inf.data()));
+  EXPECT_EQ(widened(inf), widened(rounded<H>(inf32)));
+  // Pools: 3x3 windows, stride 2, padding 1.
+  rt::Pool2dDesc d{n, c, h, w, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3, 3};
+  const int64_t pooled = n * c * 3 * 3;
+  auto dp = rounded<H>(randomFloats(pooled, 25));
+  for (bool maxPool : {true, false}) {
+    SCOPED_TRACE(maxPool ? "max" : "average");
+    std::vector<float> p32(pooled), g32(count);
+    std::vector<H> p(pooled), g(count);
+    if (maxPool) {
+      EXPECT_OK(tk::maxPool2d(*ctx, d, widened(x).data(), p32.data()));
+      EXPECT_OK(tk::maxPool2d(*ctx, d, x.data(), p.data()));
+      EXPECT_OK(tk::maxPool2dBackward(*ctx, d, widened(x).data(), widened(dp).data(), g32.data()));
+      EXPECT_OK(tk::maxPool2dBackward(*ctx, d, x.data(), dp.data(), g.data()));
+    } else {
+      EXPECT_OK(tk::avgPool2d(*ctx, d, false, widened(x).data(), p32.data()));
+      EXPECT_OK(tk::avgPool2d(*ctx, d, false, x.data(), p.data()));
+      EXPECT_OK(tk::avgPool2dBackward(*ctx, d, false, widened(dp).data(), g32.data()));
+      EXPECT_OK(tk::avgPool2dBackward(*ctx, d, false, dp.data(), g.data()));
+    }
+    EXPECT_EQ(widened(p), widened(rounded<H>(p32)));
+    EXPECT_EQ(widened(g), widened(rounded<H>(g32)));
+  }
+}
+
+TEST(NormPoolMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
+  checkBatchNormAndPools<bf16>();
+  checkBatchNormAndPools<f16>();
 }
 
 } // namespace

@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 """Mixed precision (--precision=bf16) against PyTorch's CPU autocast.
 
-Usage: check_precision.py TRAINC WORKDIR [--only mlp,lenet,gpt,digits,cuda]
+Usage: check_precision.py TRAINC WORKDIR [--only mlp,lenet,gpt,resnet18,digits,cuda]
 
-For the zoo's MLP, LeNet and GPT: `trainc compile --precision=bf16
+For the zoo's MLP, LeNet, GPT and ResNet-18: `trainc compile --precision=bf16
 --entry=train_step`, one step on a batch of 16, and the loss and every
 parameter gradient against PyTorch's step under
 torch.autocast("cpu", dtype=torch.bfloat16). Both are also measured against
 PyTorch's float64 step, norm-wise per tensor (bf16 gradients of a batch
 of 16 are 1e-3 to 2e-1 from float64, autocast's too, so the comparison of the two
 is made through float64):
-  * the loss within rtol 1.6e-2 of autocast's;
+  * the loss within rtol 1.6e-2 of autocast's, or closer to float64's than
+    autocast's is;
   * each gradient no farther from float64's than 4x autocast's own error
     plus 1.6e-2 (a wrong gradient is O(1) off);
   * the rounding is really there: over all tensors ours is farther from
@@ -119,9 +120,14 @@ def check_zoo(trainc, work, check, models):
         loss32, grads32 = torch_step(spec, name, state, inputs, labels, "f32")
         loss64, grads64 = torch_step(spec, name, state, inputs, labels, "f64")
         loss = float(np.load(os.path.join(out, "loss.npy")))
-        check(abs(loss - loss_amp) <= RTOL * abs(loss_amp),
-              "%s: loss %.6f vs autocast %.6f (float64 %.6f, rel. diff %.2e, rtol %g)"
-              % (tag, loss, loss_amp, loss64, abs(loss - loss_amp) / abs(loss_amp), RTOL))
+        # Within bf16's tolerance of autocast's loss, or closer to float64's
+        # than autocast's is (ResNet-18's batch norms put autocast 2% off).
+        check(abs(loss - loss_amp) <= RTOL * abs(loss_amp) or
+              abs(loss - loss64) <= abs(loss_amp - loss64),
+              "%s: loss %.6f vs autocast %.6f (float64 %.6f; rel. diff to autocast %.2e, "
+              "rtol %g; to float64: ours %.2e, autocast %.2e)"
+              % (tag, loss, loss_amp, loss64, abs(loss - loss_amp) / abs(loss_amp), RTOL,
+                 abs(loss - loss64) / abs(loss64), abs(loss_amp - loss64) / abs(loss64)))
         # Norm-wise errors against float64, per tensor. A tensor whose PyTorch
         # float32 gradient is itself more than 1e-3 from float64's is
         # ill-conditioned (GPT's attention key bias: its exact gradient is 0,
@@ -242,7 +248,7 @@ def main():
         print(__doc__)
         return 2
     trainc, work = args[0], args[1]
-    only = {"mlp", "lenet", "gpt", "digits", "cuda"}
+    only = {"mlp", "lenet", "gpt", "resnet18", "digits", "cuda"}
     if len(args) > 3 and args[2] == "--only":
         only = set(args[3].split(","))
     os.makedirs(work, exist_ok=True)
@@ -251,7 +257,7 @@ def main():
     def check(ok, what):
         results.append(ok)
         print("%s %s" % ("PASS" if ok else "FAIL", what), flush=True)
-    check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt"})
+    check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt", "resnet18"})
     if "digits" in only:
         check_digits(trainc, work, check)
     if "cuda" in only and os.path.exists("/usr/local/cuda/bin/nvcc"):

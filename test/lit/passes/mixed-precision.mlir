@@ -76,21 +76,35 @@ func.func @loss(%x: tensor<4x8xf32> {tc.input = "x"}, %label: tensor<4xi64> {tc.
 // -----
 
 // A convolution reads its input, weight and bias in bf16 (cuDNN convolves
-// one type); max pooling's kernel is f32, so it reads f32.
+// one type); batch norm keeps the bf16 input and output with f32 scale,
+// bias and statistics; max pooling keeps bf16; global average pooling's
+// kernel is f32, so it reads f32.
 // CHECK-LABEL: func.func @loss
-// CHECK: tc.conv {{.*}} : (tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16>, tensor<4xbf16>) -> tensor<2x4x8x8xbf16>
-// CHECK: %[[C:.*]] = tc.cast %{{.*}} {to = f32} : (tensor<2x4x8x8xbf16>) -> tensor<2x4x8x8xf32>
-// CHECK: tc.max_pool %[[C]]
+// CHECK: %[[Y:.*]] = tc.conv {{.*}} : (tensor<2x3x8x8xbf16>, tensor<4x3x3x3xbf16>, tensor<4xbf16>) -> tensor<2x4x8x8xbf16>
+// CHECK: %[[N:.*]], %{{.*}}, %{{.*}} = tc.batch_norm %[[Y]], %arg3, %arg4, %arg5, %arg6 {training = true} : (tensor<2x4x8x8xbf16>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8x8xbf16>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: %[[P:.*]] = tc.max_pool %[[N]] {{.*}} : (tensor<2x4x8x8xbf16>) -> tensor<2x4x4x4xbf16>
+// CHECK: %[[C:.*]] = tc.cast %[[P]] {to = f32} : (tensor<2x4x4x4xbf16>) -> tensor<2x4x4x4xf32>
+// CHECK: tc.global_avg_pool %[[C]]
 tc.param @w trainable : tensor<4x3x3x3xf32>
 tc.param @b trainable : tensor<4xf32>
+tc.param @g trainable : tensor<4xf32>
+tc.param @beta trainable : tensor<4xf32>
+tc.param @m : tensor<4xf32>
+tc.param @v : tensor<4xf32>
 func.func @loss(%x: tensor<2x3x8x8xf32> {tc.input = "x"}, %w: tensor<4x3x3x3xf32> {tc.param = @w},
-                %b: tensor<4xf32> {tc.param = @b}) -> (tensor<f32> {tc.output = "loss"}) {
+                %b: tensor<4xf32> {tc.param = @b}, %g: tensor<4xf32> {tc.param = @g},
+                %beta: tensor<4xf32> {tc.param = @beta}, %m: tensor<4xf32> {tc.param = @m},
+                %v: tensor<4xf32> {tc.param = @v}) -> (tensor<f32> {tc.output = "loss"}) {
   %0 = tc.conv %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
       : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
-  %1 = tc.max_pool %0 {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+  %n, %rm, %rv = tc.batch_norm %0, %g, %beta, %m, %v {training = true}
+      : (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+      -> (tensor<2x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  %1 = tc.max_pool %n {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
       : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
-  %2 = tc.reduce_sum %1 {axes = array<i64>, keepdims = false} : (tensor<2x4x4x4xf32>) -> tensor<f32>
-  return %2 : tensor<f32>
+  %2 = tc.global_avg_pool %1 : (tensor<2x4x4x4xf32>) -> tensor<2x4x1x1xf32>
+  %3 = tc.reduce_sum %2 {axes = array<i64>, keepdims = false} : (tensor<2x4x1x1xf32>) -> tensor<f32>
+  return %3 : tensor<f32>
 }
 
 // -----
