@@ -3,7 +3,8 @@
 #   test/gpu/prepare.sh OUTDIR
 # For every zoo model at opset 17: the CUDA program, the CPU target's
 # --predict output and PyTorch's reference, on the same input; and the
-# training comparisons of test/train/check_training.py --gpu-prepare. OUTDIR
+# training comparisons of test/train/check_training.py --gpu-prepare and the
+# bf16 steps of test/train/check_precision.py --gpu-prepare. OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,10 +31,17 @@ done
 /usr/bin/python3 test/train/check_training.py build/bin/trainc "$out/train-work" \
   --gpu-prepare "$out/train" | tail -1
 rm -rf "$out/train-work"
+# Mixed precision: the zoo's bf16 training steps (CUDA --entry=train_step)
+# with autocast's and float64's losses and gradients.
+/usr/bin/python3 test/train/check_precision.py build/bin/trainc "$out/precision-work" \
+  --only mlp,lenet,gpt,resnet18 --gpu-prepare "$out/precision" | tail -1
+rm -rf "$out/precision-work"
 # Packed with xz (the trainers shrink to a third), so that OUTDIR stays under
-# the 64 MiB a device run may carry; run.sh unpacks it.
-/usr/bin/python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], "w:xz"); t.add(sys.argv[2], "train"); t.close()' \
-  "$out/train.tar.xz" "$out/train"
-rm -rf "$out/train"
-cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py "$out/"
+# the 64 MiB a device run may carry; run.sh unpacks them.
+for part in train precision; do
+  /usr/bin/python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], "w:xz"); t.add(sys.argv[2], sys.argv[3]); t.close()' \
+    "$out/$part.tar.xz" "$out/$part" "$part"
+  rm -rf "$out/$part"
+done
+cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py "$out/"
 du -sh "$out"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: runs every prepared CUDA program's --predict and
 # compares it with the CPU target and PyTorch, then every prepared CUDA
-# trainer and compares its losses and weights with PyTorch's.
+# trainer and compares its losses and weights with PyTorch's, then every
+# bf16 training step with autocast's and float64's gradients.
 #   run.sh DIR            (DIR made by test/gpu/prepare.sh)
 # The CUDA libraries come from the NVIDIA wheels of the Python that has torch.
 set -uo pipefail
@@ -29,10 +30,12 @@ for model in "$dir"/*/; do
   "$py" "$dir/compare.py" "$model" "$name" || status=1
 done
 # Training: each prepared CUDA trainer against PyTorch's losses and weights.
-if [ -f "$dir/train.tar.xz" ] && [ ! -d "$dir/train" ]; then
-  "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
-    "$dir/train.tar.xz" "$dir"
-fi
+for part in train precision; do
+  if [ -f "$dir/$part.tar.xz" ] && [ ! -d "$dir/$part" ]; then
+    "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$dir/$part.tar.xz" "$dir"
+  fi
+done
 for case in "$dir"/train/*/; do
   [ -x "$case/prog" ] || continue
   name="$(basename "$case")"
@@ -45,5 +48,17 @@ for case in "$dir"/train/*/; do
     continue
   fi
   "$py" "$dir/compare_train.py" "$case" "$name" || status=1
+done
+# Mixed precision: each bf16 training step against autocast and float64.
+for case in "$dir"/precision/*/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  rm -rf "$case/out"
+  if ! "$case/prog" --run --data "$case/data" --out "$case/out" 2> "$case/run.log"; then
+    echo "FAIL: gpu bf16 :: $name: $(tail -c 400 "$case/run.log")"
+    status=1
+    continue
+  fi
+  "$py" "$dir/compare_precision.py" "$case" "$name" || status=1
 done
 exit $status

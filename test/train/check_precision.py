@@ -2,6 +2,7 @@
 """Mixed precision (--precision=bf16) against PyTorch's CPU autocast.
 
 Usage: check_precision.py TRAINC WORKDIR [--only mlp,lenet,gpt,resnet18,digits,cuda]
+                          [--gpu-prepare DIR]
 
 For the zoo's MLP, LeNet, GPT and ResNet-18: `trainc compile --precision=bf16
 --entry=train_step`, one step on a batch of 16, and the loss and every
@@ -20,6 +21,8 @@ digits: the example MLP trains 200 steps in fp32 and in bf16 (same data
 order); the bf16 loss curve stays within 2% of fp32's (mean of the last 50
 steps, and every 25-step window) and the held-out accuracy is >= 97%; bf16
 with --fuse=none logs the same losses bit for bit.
+--gpu-prepare DIR packs the zoo cases for test/gpu/run.sh (CUDA programs and
+the references; see prepare_gpu_case).
 cuda (where nvcc is): every zoo trainer (MLP, LeNet, ResNet-18, GPT) compiles
 for CUDA sm_80,sm_90 in bf16 with no warning.
 Prints one line per check and 'N passed, N failed'.
@@ -75,6 +78,35 @@ def torch_step(spec, name, state, inputs, labels, mode):
         loss = torch.nn.functional.cross_entropy(logits, target)
     loss.backward()
     return float(loss), {k: p.grad.detach().double().numpy() for k, p in net.named_parameters()}
+
+
+# With --gpu-prepare DIR, each zoo case is also packed for the GPU:
+# DIR/<model>/ holds the CUDA --entry=train_step program in bf16, its data,
+# and the references (autocast's and float64's loss and gradients);
+# test/gpu/compare_precision.py checks the CUDA run with the same criteria.
+GPU_DIR = None
+
+
+def prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_amp, grads64,
+                     ill):
+    import shutil
+    out = os.path.join(GPU_DIR, name)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    shutil.copytree(data, os.path.join(out, "data"))
+    build = subprocess.run([trainc, "compile", path, "--target=cuda", "--cuda-arch=sm_90",
+                            "--batch-size=%d" % BATCH, "--loss=cross-entropy",
+                            "--precision=bf16", "--entry=train_step",
+                            "-o", os.path.join(out, "prog")] + flags,
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        raise RuntimeError("CUDA bf16 program %s: %s" % (name, build.stderr.strip()[:300]))
+    shutil.rmtree(os.path.join(out, "prog.build"), ignore_errors=True)
+    np.savez(os.path.join(out, "expected.npz"),
+             **{"amp." + k: v for k, v in grads_amp.items()},
+             **{"f64." + k: v for k, v in grads64.items()})
+    with open(os.path.join(out, "case.json"), "w") as f:
+        json.dump({"loss_amp": loss_amp, "loss64": loss64, "ill": ill, "rtol": RTOL}, f)
 
 
 def check_zoo(trainc, work, check, models):
@@ -158,6 +190,9 @@ def check_zoo(trainc, work, check, models):
         check(ours_total > 10 * f32_total,
               "%s: the bf16 rounding is visible (summed error vs float64: ours %.2e, "
               "PyTorch float32 %.2e)" % (tag, ours_total, f32_total))
+        if GPU_DIR:
+            prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_amp,
+                             grads64, ill)
 
 
 def check_digits(trainc, work, check):
@@ -243,14 +278,24 @@ def check_cuda(trainc, work, check):
 
 
 def main():
+    global GPU_DIR
     args = sys.argv[1:]
     if len(args) < 2:
         print(__doc__)
         return 2
     trainc, work = args[0], args[1]
     only = {"mlp", "lenet", "gpt", "resnet18", "digits", "cuda"}
-    if len(args) > 3 and args[2] == "--only":
-        only = set(args[3].split(","))
+    rest = args[2:]
+    while rest:
+        if rest[0] == "--only" and len(rest) > 1:
+            only = set(rest[1].split(","))
+        elif rest[0] == "--gpu-prepare" and len(rest) > 1:
+            GPU_DIR = os.path.abspath(rest[1])
+            os.makedirs(GPU_DIR, exist_ok=True)
+        else:
+            print(__doc__)
+            return 2
+        rest = rest[2:]
     os.makedirs(work, exist_ok=True)
     results = []
 
