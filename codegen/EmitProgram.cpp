@@ -278,6 +278,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
     os << "};\n";
     auto optimizer = step->getAttrOfType<StringAttr>(tc::kOptimizerAttrName);
     auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
+    auto precision = module->getAttrOfType<StringAttr>(tc::kPrecisionAttrName);
     os << "const trainc::rt::TrainStep kTrain = {\n"
        << "    " << cStringLiteral(optimizer ? optimizer.getValue() : "sgd") << ",\n"
        << "    " << llvm::format("%.17g", clip ? clip.getValueAsDouble() : 0.0) << ",\n"
@@ -287,7 +288,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << (trainFn->states.empty() ? "nullptr" : "kStates") << ",\n"
        << "    " << trainFn->arena << ", trainStep,\n"
        << "    " << trainFn->generated << ", " << trainFn->library
-       << "}; // kernels per step: generated, library calls\n";
+       << ", // kernels per step: generated, library calls\n"
+       << "    " << cStringLiteral(precision ? precision.getValue() : "fp32") << "};\n";
   }
   if (!params.empty()) {
     os << "const trainc::rt::ParamInfo kParams[] = {\n";

@@ -67,6 +67,9 @@ inline constexpr llvm::StringLiteral kSampleWeightsInputName = "sample_weights";
 /// Argument attribute (unit) of a parameter whose only use trainc-fold-bias-bn
 /// removed: autodiff gives it the gradient 0 (its exact value).
 inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
+/// Module attribute: the mixed precision of @loss ("bf16", "fp16"); absent
+/// for fp32.
+inline constexpr llvm::StringLiteral kPrecisionAttrName = "tc.precision";
 
 } // namespace trainc::tc
 

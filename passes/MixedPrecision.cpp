@@ -96,6 +96,7 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
     if (!fn)
       return;
     OpBuilder b(module.getContext());
+    module->setAttr(tc::kPrecisionAttrName, b.getStringAttr(precision));
     low = precision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
     f32 = b.getF32Type();
     params.clear();

@@ -153,7 +153,8 @@ void printInfo(const Program &program) {
   const TrainStep *train = program.train;
   if (!train)
     return;
-  std::printf("training step: optimizer %s", train->optimizer ? train->optimizer : "?");
+  std::printf("training step: optimizer %s, precision %s", train->optimizer ? train->optimizer : "?",
+              train->precision ? train->precision : "fp32");
   if (train->clipGradNorm > 0)
     std::printf(", gradient norm clipped at %g", train->clipGradNorm);
   std::printf("\n  step inputs:\n");

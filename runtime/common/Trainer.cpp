@@ -546,6 +546,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         {"format", "trainc checkpoint 1"},
         {"model", program.modelName ? program.modelName : ""},
         {"optimizer", optimizer},
+        {"precision", program.train->precision ? program.train->precision : "fp32"},
         {"batch_size", std::to_string(batch)},
         {"step", std::to_string(step)},
         {"epoch", std::to_string(epoch)},

@@ -103,6 +103,9 @@ struct TrainStep {
   /// normalization, reductions, losses).
   int generatedKernels;
   int libraryCalls;
+  /// "fp32", or "bf16": the mixed precision the step computes in
+  /// (trainc compile --precision; parameters and optimizer state are f32).
+  const char *precision;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
