@@ -276,6 +276,29 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
     for (const std::string &h : trainFn->hypers)
       os << cStringLiteral(h) << ", ";
     os << "};\n";
+    // States that do not start at 0 (the loss scale): one initial value each.
+    std::string stateInit;
+    bool anyInit = false;
+    for (const auto &entry : trainFn->states) {
+      double value = 0;
+      for (BlockArgument arg : step.getArguments())
+        if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName))
+          if (name.getValue() == entry.first)
+            if (auto init = step.getArgAttrOfType<FloatAttr>(arg.getArgNumber(),
+                                                             tc::kStateInitAttrName))
+              value = init.getValueAsDouble();
+      anyInit |= value != 0;
+      stateInit += llvm::formatv("{0}, ", llvm::format("%.9g", value)).str();
+    }
+    if (anyInit)
+      os << "const float kStateInit[] = {" << stateInit << "};\n";
+    std::string lossScale = "nullptr";
+    if (Attribute scaling = module->getAttr(tc::kLossScaleAttrName)) {
+      if (auto fixed = dyn_cast<FloatAttr>(scaling))
+        lossScale = cStringLiteral(llvm::formatv("{0}", llvm::format("%.9g", fixed.getValueAsDouble())).str());
+      else
+        lossScale = cStringLiteral("dynamic");
+    }
     auto optimizer = step->getAttrOfType<StringAttr>(tc::kOptimizerAttrName);
     auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
     auto precision = module->getAttrOfType<StringAttr>(tc::kPrecisionAttrName);
@@ -289,7 +312,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << "    " << trainFn->arena << ", trainStep,\n"
        << "    " << trainFn->generated << ", " << trainFn->library
        << ", // kernels per step: generated, library calls\n"
-       << "    " << cStringLiteral(precision ? precision.getValue() : "fp32") << "};\n";
+       << "    " << cStringLiteral(precision ? precision.getValue() : "fp32") << ",\n"
+       << "    " << (anyInit ? "kStateInit" : "nullptr") << ", " << lossScale << "};\n";
   }
   if (!params.empty()) {
     os << "const trainc::rt::ParamInfo kParams[] = {\n";

@@ -76,26 +76,37 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   for (const std::string &h : scalars)
     shared.push_back({"float", h, false});
   std::string g = scalars.back() == "scale" ? "grad[i] * scale[0]" : "grad[i]";
-  std::string code;
+  // Loss scaling: a non-finite scale (inf or NaN in some gradient) keeps
+  // every value as it is, bit for bit.
+  bool skippable = op->hasAttr("skip_nonfinite");
+  auto keep = [&](const std::string &old, const std::string &next) {
+    return skippable ? "skip ? " + old + " : " + next : next;
+  };
+  std::string code =
+      skippable ? "  const bool skip = !trainc::gen::isFinite(scale[0]); // step skipped\n" : "";
   if (sgd) {
     bool nesterov = cast<tc::SgdUpdateOp>(op).getNesterov();
-    code = "  const float p = param[i];\n"
-           "  const float d = " + g + " + wd[0] * p;\n"
-           "  const float b = momentum[0] * buf[i] + d;\n"
-           "  param_out[i] = p - lr[0] * " + (nesterov ? "(d + momentum[0] * b)" : "b") + ";\n"
-           "  buf_out[i] = b;\n";
+    code += "  const float p = param[i], b0 = buf[i];\n"
+            "  const float d = " + g + " + wd[0] * p;\n"
+            "  const float b = momentum[0] * b0 + d;\n"
+            "  param_out[i] = " + keep("p", std::string("p - lr[0] * ") +
+                                                (nesterov ? "(d + momentum[0] * b)" : "b")) + ";\n"
+            "  buf_out[i] = " + keep("b0", "b") + ";\n";
   } else {
     // PyTorch's order (torch.optim.Adam, _single_tensor_adam): omb1/omb2
     // are 1 - beta1/2, step is lr / bias_correction1 and bc2sqrt is
-    // sqrt(bias_correction2), each computed in double by the trainer.
-    code = std::string("  float p = param[i], g = ") + g + ";\n" +
-           (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n"
-                      : "  (void)lr; // in step\n  g = g + wd[0] * p;\n") +
-           "  const float m1 = beta1[0] * m[i] + omb1[0] * g;\n"
-           "  const float v1 = beta2[0] * v[i] + (omb2[0] * g) * g;\n"
-           "  param_out[i] = p - (step[0] * m1) / (sqrtf(v1) / bc2sqrt[0] + eps[0]);\n"
-           "  m_out[i] = m1;\n"
-           "  v_out[i] = v1;\n";
+    // sqrt(bias_correction2), each computed in double by the trainer (on
+    // the device from the step count under loss scaling).
+    code += std::string("  const float p0 = param[i], m0 = m[i], v0 = v[i];\n") +
+            "  float p = p0, g = " + g + ";\n" +
+            (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n"
+                       : "  (void)lr; // in step\n  g = g + wd[0] * p;\n") +
+            "  const float m1 = beta1[0] * m0 + omb1[0] * g;\n"
+            "  const float v1 = beta2[0] * v0 + (omb2[0] * g) * g;\n"
+            "  param_out[i] = " +
+            keep("p0", "p - (step[0] * m1) / (sqrtf(v1) / bc2sqrt[0] + eps[0])") + ";\n"
+            "  m_out[i] = " + keep("m0", "m1") + ";\n"
+            "  v_out[i] = " + keep("v0", "v1") + ";\n";
   }
   std::vector<std::string> comment;
   std::vector<int64_t> counts;
@@ -111,6 +122,9 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   });
   if (anyInPlace)
     comment.push_back("in place: the results overwrite the parameters and their state");
+  if (skippable)
+    comment.push_back("loss scaling: the gradients are unscaled by 'scale'; a non-finite scale "
+                      "skips the step");
   std::string what = sgd ? "sgd_update" : (decoupled ? "adamw_update" : "adam_update");
   std::string name = kernels.addMultiTensorKernel(what, comment, perTensor, shared, counts, code);
   // The pointer arrays, then the call.

@@ -33,6 +33,12 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
       return op->emitError() << "'" << attr.getName().getValue() << "' must be a name";
     return success();
   }
+  if (attr.getName() == kStateInitAttrName) {
+    if (!isa<FloatAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be the state's initial value (a float)";
+    return success();
+  }
   if (attr.getName() == trainc::tc::kSampleWeightsAttrName ||
       attr.getName() == trainc::tc::kDropoutKeyAttrName ||
       attr.getName() == trainc::tc::kFoldedBiasAttrName) {

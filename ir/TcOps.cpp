@@ -983,6 +983,8 @@ LogicalResult inferUpdate(std::optional<Location> location, ArrayRef<Value> tens
 
 LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
+    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
   return inferUpdate(location,
                      {adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()},
                      {adaptor.getLr(), adaptor.getMomentum(), adaptor.getWeightDecay(),
@@ -992,6 +994,8 @@ LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
 
 LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                              Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
+    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
   return inferUpdate(location,
                      {adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
                       adaptor.getExpAvgSq()},

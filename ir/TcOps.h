@@ -70,6 +70,19 @@ inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
 /// Module attribute: the mixed precision of @loss ("bf16", "fp16"); absent
 /// for fp32.
 inline constexpr llvm::StringLiteral kPrecisionAttrName = "tc.precision";
+/// Module attribute: the loss scaling of an fp16 training step, "dynamic"
+/// (GradScaler's) or a fixed scale (a float); absent without loss scaling.
+/// The mixed-precision phase sets it, autodiff seeds the backward with the
+/// scale and the optimizer phase unscales, skips and updates the scale.
+inline constexpr llvm::StringLiteral kLossScaleAttrName = "tc.loss_scale";
+/// Argument attribute of a `tc.state` scalar that does not start at 0: its
+/// initial value (a float), e.g. the dynamic loss scale's 65536.
+inline constexpr llvm::StringLiteral kStateInitAttrName = "tc.state_init";
+/// The names of the loss scaler's state tensors (f32 scalars): the scale,
+/// the good steps since it last changed, and the steps skipped so far.
+inline constexpr llvm::StringLiteral kLossScaleStateName = "loss_scale";
+inline constexpr llvm::StringLiteral kGrowthTrackerStateName = "loss_scale.growth_tracker";
+inline constexpr llvm::StringLiteral kSkippedStepsStateName = "loss_scale.skipped_steps";
 
 } // namespace trainc::tc
 

@@ -817,6 +817,10 @@ def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure]> {
         new_param = param - lr * (nesterov ? d + momentum * new_momentum_buffer
                                            : new_momentum_buffer)
 
+    With `skip_nonfinite` (set by the loss scaler of an fp16 step), a
+    non-finite grad_scale skips the update: every result equals its operand
+    bit for bit (GradScaler's skipped optimizer step).
+
     One pass over the parameter. The code generator writes results that go
     straight back to their parameter or state in place.
 
@@ -829,7 +833,7 @@ def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$param, Tc_FloatTensor:$grad,
       Tc_FloatTensor:$momentum_buffer, Tc_FloatTensor:$lr, Tc_FloatTensor:$momentum,
       Tc_FloatTensor:$weight_decay, Optional<Tc_FloatTensor>:$grad_scale,
-      UnitAttr:$nesterov);
+      UnitAttr:$nesterov, UnitAttr:$skip_nonfinite);
   let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let extraClassDeclaration = [{
@@ -856,7 +860,9 @@ def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure]> {
                         / (sqrt(new_exp_avg_sq) / bias_correction2_sqrt + eps)
 
     (1 - beta2 from float32 beta2 would be 1.3e-5 off for beta2 = 0.999.)
-    Adam reads lr only through step_size.
+    Adam reads lr only through step_size. With `skip_nonfinite`, a
+    non-finite grad_scale skips the update: every result equals its operand
+    bit for bit (GradScaler's skipped optimizer step).
 
     ```mlir
     %p1, %m1, %v1 = tc.adam_update %p, %g, %m, %v, %lr, %b1, %b2, %omb1, %omb2, %eps, %wd,
@@ -872,7 +878,7 @@ def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure]> {
       Tc_FloatTensor:$beta2, Tc_FloatTensor:$one_minus_beta1, Tc_FloatTensor:$one_minus_beta2,
       Tc_FloatTensor:$eps, Tc_FloatTensor:$weight_decay, Tc_FloatTensor:$step_size,
       Tc_FloatTensor:$bias_correction2_sqrt,
-      Optional<Tc_FloatTensor>:$grad_scale, UnitAttr:$decoupled);
+      Optional<Tc_FloatTensor>:$grad_scale, UnitAttr:$decoupled, UnitAttr:$skip_nonfinite);
   let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_exp_avg,
                       Tc_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

@@ -111,10 +111,31 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
         it->second = b.create<tc::AddOp>(loc, ValueRange{it->second, g})->getResult(0);
     };
     auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
-    grads[lossValue] =
-        b.create<tc::ConstantOp>(NameLoc::get(b.getStringAttr("backward of the loss")),
-                                 DenseElementsAttr::get(one, 1.0f))
-            .getResult();
+    Location seedLoc = NameLoc::get(b.getStringAttr("backward of the loss"));
+    if (Attribute scaling = module->getAttr(tc::kLossScaleAttrName)) {
+      // GradScaler's scale(loss).backward(): d (scale * loss) = scale.
+      if (!one.getElementType().isF32())
+        return step.emitError("loss scaling needs an f32 loss, got ") << lossValue.getType();
+      if (auto fixed = dyn_cast<FloatAttr>(scaling)) {
+        grads[lossValue] =
+            b.create<tc::ConstantOp>(NameLoc::get(b.getStringAttr("backward of the loss (scaled)")),
+                                     DenseElementsAttr::get(one, static_cast<float>(
+                                                                     fixed.getValueAsDouble())))
+                .getResult();
+      } else {
+        unsigned index = step.getNumArguments();
+        (void)step.insertArgument(
+            index, one,
+            b.getDictionaryAttr(
+                {b.getNamedAttr(tc::kStateAttrName, b.getStringAttr(tc::kLossScaleStateName)),
+                 b.getNamedAttr(tc::kStateInitAttrName, b.getF32FloatAttr(65536.0f))}),
+            step.getLoc());
+        grads[lossValue] = step.getArgument(index);
+      }
+    } else {
+      grads[lossValue] =
+          b.create<tc::ConstantOp>(seedLoc, DenseElementsAttr::get(one, 1.0f)).getResult();
+    }
 
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())

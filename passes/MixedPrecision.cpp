@@ -97,6 +97,8 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
       return;
     OpBuilder b(module.getContext());
     module->setAttr(tc::kPrecisionAttrName, b.getStringAttr(precision));
+    if (!legalizeStep && failed(recordLossScale(module, b)))
+      return signalPassFailure();
     low = precision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
     f32 = b.getF32Type();
     params.clear();
@@ -107,6 +109,27 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
     for (Operation &op : llvm::make_early_inc_range(fn.getBody().front()))
       if (failed(legalizeStep ? legalize(b, &op) : visit(b, &op)))
         return signalPassFailure();
+  }
+
+  /// `loss-scale` as the module's tc.loss_scale: "dynamic", or a fixed
+  /// positive finite scale; nothing for "none".
+  LogicalResult recordLossScale(ModuleOp module, OpBuilder &b) {
+    if (lossScale == "none")
+      return success();
+    if (precision != "fp16")
+      return module.emitError("loss scaling is for fp16 (")
+             << precision << " has f32's exponent range and needs none)";
+    if (lossScale == "dynamic") {
+      module->setAttr(tc::kLossScaleAttrName, b.getStringAttr("dynamic"));
+      return success();
+    }
+    double value;
+    if (StringRef(lossScale).getAsDouble(value) || !(static_cast<float>(value) > 0) ||
+        !(value <= 3.4028234663852886e38))
+      return module.emitError("loss-scale must be dynamic, none or a positive f32 number, got '")
+             << lossScale << "'";
+    module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(static_cast<float>(value)));
+    return success();
   }
 
   /// Whether `v` is a parameter or a constant (cast to its reader's type).

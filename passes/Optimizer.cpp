@@ -68,6 +68,65 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     return step.getArgument(index);
   }
 
+  /// The state argument `name` that an earlier phase added (autodiff's
+  /// loss scale), or null.
+  static Value existingState(func::FuncOp step, StringRef name) {
+    for (BlockArgument arg : step.getArguments())
+      if (auto attr = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName))
+        if (attr.getValue() == name)
+          return arg;
+    return nullptr;
+  }
+
+  /// What the loss scaler of an fp16 step decides on the device (see
+  /// Passes.td): `unscale` multiplies the gradients back (1 / scale), `ok`
+  /// (i1) says every gradient is finite, and `probe` is the sum of every
+  /// gradient element, non-finite when a gradient is.
+  struct Scaler {
+    Value scale, unscale, ok, probe;
+  };
+
+  /// 1 / scale and the finiteness probe over `grads` (results 1.. of the
+  /// return that are gradients).
+  Scaler buildScaler(func::FuncOp step, OpBuilder &b, Location loc, Attribute scaling,
+                     ValueRange grads) {
+    Scaler s;
+    if (auto fixed = dyn_cast<FloatAttr>(scaling))
+      s.scale = f32Scalar(b, loc, static_cast<float>(fixed.getValueAsDouble()));
+    else
+      s.scale = existingState(step, tc::kLossScaleStateName);
+    s.unscale = b.create<tc::ReciprocalOp>(loc, s.scale)->getResult(0);
+    // One sum per gradient: inf or NaN anywhere makes it inf or NaN. (A sum
+    // of finite elements beyond f32's range counts too: skipping that step
+    // and halving the scale is the right answer to it as well.)
+    auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
+    auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
+    for (unsigned i = 1; i < grads.size(); ++i) {
+      if (!step.getResultAttr(i, tc::kGradAttrName))
+        continue;
+      Value sum = b.create<tc::ReduceSumOp>(loc, ValueRange{grads[i]},
+                                            ArrayRef<NamedAttribute>{all, drop})
+                      ->getResult(0);
+      s.probe = s.probe ? b.create<tc::AddOp>(loc, ValueRange{s.probe, sum})->getResult(0) : sum;
+    }
+    if (!s.probe)
+      s.probe = f32Scalar(b, loc, 0.0f);
+    s.ok = isFinite(b, loc, s.probe);
+    return s;
+  }
+
+  /// |x| <= FLT_MAX: false for inf and NaN.
+  static Value isFinite(OpBuilder &b, Location loc, Value x) {
+    Value magnitude = b.create<tc::AbsOp>(loc, x)->getResult(0);
+    return b.create<tc::LessEqualOp>(loc, ValueRange{magnitude,
+                                                     f32Scalar(b, loc, 3.40282347e38f)})
+        ->getResult(0);
+  }
+
+  Value where(OpBuilder &b, Location loc, Value condition, Value yes, Value no) {
+    return b.create<tc::WhereOp>(loc, ValueRange{condition, yes, no})->getResult(0);
+  }
+
   void rewrite(func::FuncOp step) {
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
     OpBuilder b(ret);
@@ -75,12 +134,6 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
 
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
-    Value gradScale;
-    if (clipGradNorm > 0) {
-      gradScale = clipCoefficient(step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc),
-                                  ret.getOperands());
-      step->setAttr("tc.clip_grad_norm", b.getF64FloatAttr(clipGradNorm));
-    }
     SmallVector<Value> stateResults;
     SmallVector<DictionaryAttr> stateAttrs;
     auto keepState = [&](Value v, const std::string &name) {
@@ -89,6 +142,66 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
           {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(name)),
            b.getNamedAttr(tc::kStateUpdateAttrName, b.getStringAttr(name))}));
     };
+    ModuleOp module = step->getParentOfType<ModuleOp>();
+    Attribute scaling = module->getAttr(tc::kLossScaleAttrName);
+    std::optional<Scaler> scaler;
+    if (scaling) {
+      if (isa<StringAttr>(scaling) && !existingState(step, tc::kLossScaleStateName)) {
+        step.emitError("dynamic loss scaling: @train_step has no loss_scale state (run "
+                       "trainc-autodiff on a module with tc.loss_scale)");
+        return;
+      }
+      scaler = buildScaler(step, b, NameLoc::get(b.getStringAttr("loss scaling"), loc), scaling,
+                           ret.getOperands());
+    }
+    // The gradients the clipping measures: unscaled ones under loss scaling
+    // (GradScaler's unscale_ comes before clip_grad_norm_).
+    SmallVector<Value> measured(ret.getOperands());
+    if (scaler)
+      for (unsigned i = 1; i < measured.size(); ++i)
+        if (step.getResultAttr(i, tc::kGradAttrName))
+          measured[i] = b.create<tc::MulOp>(NameLoc::get(b.getStringAttr("gradient clipping"), loc),
+                                            ValueRange{measured[i], scaler->unscale})
+                            ->getResult(0);
+    Value gradScale;
+    if (clipGradNorm > 0) {
+      gradScale = clipCoefficient(step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc),
+                                  measured);
+      step->setAttr("tc.clip_grad_norm", b.getF64FloatAttr(clipGradNorm));
+    }
+    // Adam's step count on the device: a skipped step does not advance it.
+    Value stepSize, bc2Sqrt;
+    if (scaler) {
+      Location scaleLoc = NameLoc::get(b.getStringAttr("loss scaling"), loc);
+      // (g / scale) * clip: 1 / scale is a power of two for the dynamic
+      // scale, so this equals unscaling first. Not finite: skip the update.
+      Value factor = gradScale ? b.create<tc::MulOp>(scaleLoc, ValueRange{scaler->unscale,
+                                                                          gradScale})
+                                     ->getResult(0)
+                               : scaler->unscale;
+      gradScale = where(b, scaleLoc, scaler->ok, factor, scaler->probe);
+      if (kind != "sgd") {
+        Location countLoc = NameLoc::get(b.getStringAttr("adam step count"), loc);
+        auto scalar = RankedTensorType::get({}, b.getF32Type());
+        Value t = state(step, b, scalar, "adam.step");
+        Value t1 = where(b, countLoc, scaler->ok,
+                         b.create<tc::AddOp>(countLoc, ValueRange{t, f32Scalar(b, countLoc, 1.0f)})
+                             ->getResult(0),
+                         t);
+        keepState(t1, "adam.step");
+        Value one = f32Scalar(b, countLoc, 1.0f);
+        auto correction = [&](Value beta) {
+          Value power = b.create<tc::PowOp>(countLoc, ValueRange{beta, t1})->getResult(0);
+          return b.create<tc::SubOp>(countLoc, ValueRange{one, power})->getResult(0);
+        };
+        stepSize = b.create<tc::DivOp>(countLoc, ValueRange{hyper(step, b, "lr"),
+                                                            correction(hyper(step, b, "beta1"))})
+                       ->getResult(0);
+        bc2Sqrt = b.create<tc::SqrtOp>(countLoc, correction(hyper(step, b, "beta2")))
+                      ->getResult(0);
+      }
+      updateScale(step, b, scaleLoc, scaling, *scaler, keepState);
+    }
 
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
       auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, tc::kGradAttrName);
@@ -119,6 +232,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         SmallVector<NamedAttribute> flags;
         if (nesterov)
           flags.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
+        if (scaler)
+          flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
         auto update = b.create<tc::SgdUpdateOp>(updateLoc, operands, flags);
         updated = update.getNewParam();
         keepState(update.getNewMomentumBuffer(), "momentum." + name);
@@ -127,8 +242,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         Value oneMinusBeta1 = hyper(step, b, "one_minus_beta1");
         Value oneMinusBeta2 = hyper(step, b, "one_minus_beta2");
         Value eps = hyper(step, b, "eps");
-        Value stepSize = hyper(step, b, "step_size");
-        Value bc2Sqrt = hyper(step, b, "bias_correction2_sqrt");
+        if (!scaler) {
+          stepSize = hyper(step, b, "step_size");
+          bc2Sqrt = hyper(step, b, "bias_correction2_sqrt");
+        }
         Value m = state(step, b, p.getType(), "exp_avg." + name);
         Value v = state(step, b, p.getType(), "exp_avg_sq." + name);
         SmallVector<Value> operands = {p,  g,     m,  v,        lr,     beta1,  beta2,
@@ -138,6 +255,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         SmallVector<NamedAttribute> flags;
         if (kind == "adamw")
           flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
+        if (scaler)
+          flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
         auto update = b.create<tc::AdamUpdateOp>(updateLoc, operands, flags);
         updated = update.getNewParam();
         keepState(update.getNewExpAvg(), "exp_avg." + name);
@@ -155,6 +274,36 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
                                            ValueRange(results).getTypes()));
     step.setAllResultAttrs(attrs);
+  }
+
+  /// The loss scaler's next state (GradScaler's _amp_update_scale_): a
+  /// skipped step counts and, when dynamic, halves the scale and resets the
+  /// good-step count; the scale_growth_interval-th good step in a row
+  /// doubles it (kept when the double is not finite) and resets the count.
+  template <typename KeepState>
+  void updateScale(func::FuncOp step, OpBuilder &b, Location loc, Attribute scaling,
+                   const Scaler &s, KeepState &keepState) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    auto add = [&](Value x, Value y) { return b.create<tc::AddOp>(loc, ValueRange{x, y})->getResult(0); };
+    auto mul = [&](Value x, float k) {
+      return b.create<tc::MulOp>(loc, ValueRange{x, f32Scalar(b, loc, k)})->getResult(0);
+    };
+    Value skipped = state(step, b, scalar, tc::kSkippedStepsStateName.str());
+    keepState(where(b, loc, s.ok, skipped, add(skipped, f32Scalar(b, loc, 1.0f))),
+              tc::kSkippedStepsStateName.str());
+    if (!isa<StringAttr>(scaling))
+      return; // a fixed scale
+    Value count = state(step, b, scalar, tc::kGrowthTrackerStateName.str());
+    Value next = add(count, f32Scalar(b, loc, 1.0f));
+    Value due = b.create<tc::GreaterEqualOp>(loc, ValueRange{next, hyper(step, b, "scale_growth_interval")})
+                    ->getResult(0);
+    Value doubled = mul(s.scale, 2.0f);
+    Value grown = where(b, loc, due, where(b, loc, isFinite(b, loc, doubled), doubled, s.scale),
+                        s.scale);
+    keepState(where(b, loc, s.ok, grown, mul(s.scale, 0.5f)), tc::kLossScaleStateName.str());
+    keepState(where(b, loc, s.ok, where(b, loc, due, f32Scalar(b, loc, 0.0f), next),
+                    f32Scalar(b, loc, 0.0f)),
+              tc::kGrowthTrackerStateName.str());
   }
 
   /// torch.nn.utils.clip_grad_norm_: the factor every gradient is scaled by,

@@ -69,6 +69,14 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
     `mixed-precision` (`--precision`), after `fold-bias-bn`; the phase
     `autodiff` then runs it again with `legalize-step`.
 
+    `loss-scale` (fp16 only) records the loss scaling of the training step as
+    the module attribute `tc.loss_scale`: `dynamic` (GradScaler's: scale 2^16
+    at the start, halved on a step with inf/NaN gradients, doubled after
+    `scale_growth_interval` good steps) or a fixed positive scale. Autodiff
+    then seeds the backward with the scale, and the optimizer phase unscales
+    the gradients, skips a step whose gradients are not finite and updates
+    the scale, all on the device. `none` (the default) scales nothing.
+
     Before:
     ```mlir
     %0 = tc.gemm %x, %w, %b {trans_b = true} : (tensor<4x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<4x128xf32>
@@ -89,7 +97,9 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
     Option<"legalizeStep", "legalize-step", "bool", /*default=*/"false",
            "after autodiff: ops of @train_step whose kernels are f32 read f32 "
            "(a gradient rule's reduce_sum of a bf16 dy) and give back the type "
-           "the rule chose">
+           "the rule chose">,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+           "fp16: dynamic, none, or a fixed positive scale">
   ];
 }
 
@@ -253,6 +263,13 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
     freezes the parameters it matches: they get no gradient and no update.
     One that matches no trainable parameter is an error (a typo would
     otherwise train everything).
+
+    With the module attribute `tc.loss_scale` (an fp16 step, see
+    trainc-mixed-precision) the backward is seeded with the loss scale
+    instead of 1 (GradScaler's `scale(loss).backward()`): a fixed scale is a
+    constant, the dynamic one the optimizer state argument
+    `{tc.state = "loss_scale", tc.state_init = 65536.0}`. The loss the step
+    returns is not scaled; the gradients are.
   }];
   let options = [
     Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
@@ -289,6 +306,27 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     torch.nn.utils.clip_grad_norm_ does: by min(1, max_norm / (norm + 1e-6))
     where norm is the global L2 norm of all gradients and max_norm the
     `max_grad_norm` hyperparameter; the factor is the updates' `grad_scale`.
+
+    Loss scaling (module attribute `tc.loss_scale`, fp16), as
+    torch.cuda.amp.GradScaler with the unscale, the clipping and the step:
+    - the gradients are unscaled by 1 / scale inside the update (its
+      `grad_scale`, times the clipping factor, which is computed from the
+      unscaled gradients);
+    - a probe sums every gradient: the sum is not finite when any element is
+      inf or NaN (or the sum exceeds f32's range). Then `grad_scale` is that
+      sum and the updates, marked `skip_nonfinite`, leave every parameter
+      and state tensor unchanged, bit for bit;
+    - dynamic scaling keeps the scale, the good-step count and the number of
+      skipped steps as state (`loss_scale`, `loss_scale.growth_tracker`,
+      `loss_scale.skipped_steps`): a skipped step halves the scale and
+      resets the count; the `scale_growth_interval`-th good step in a row
+      doubles the scale (if the double is finite) and resets the count. A
+      fixed scale only counts the skipped steps;
+    - Adam's step count t moves to the device (state `adam.step`, advanced
+      by good steps only, as a skipped step never calls optimizer.step()),
+      and lr / (1 - beta1^t) and sqrt(1 - beta2^t) are computed from it in
+      f32, as PyTorch's capturable Adam does.
+    Nothing goes back to the host inside the step.
 
     The pass does nothing without `@train_step` or when it already returns
     updates.

@@ -71,6 +71,7 @@ const std::vector<Phase> &phases() {
            return false;
          trainc::MixedPrecisionOptions mixed;
          mixed.precision = o.precision;
+         mixed.lossScale = o.lossScale;
          pm.addPass(trainc::createMixedPrecision(mixed));
          return true;
        }},

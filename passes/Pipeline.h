@@ -33,6 +33,9 @@ struct PipelineOptions {
   /// fp32, bf16 or fp16: the mixed-precision phase's low type (fp32: the
   /// phase is left out).
   std::string precision = "fp32";
+  /// fp16: the loss scaling of the training step (dynamic, none or a fixed
+  /// scale); the mixed-precision phase records it.
+  std::string lossScale = "none";
   /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
   /// turns it off).
   bool fuse = true;

@@ -104,11 +104,18 @@ cl::opt<std::string> fuseMode("fuse",
                               cl::cat(category));
 cl::opt<std::string> precisionMode(
     "precision",
-    cl::desc("Training precision: fp32 (default), or bf16 (mixed precision with PyTorch "
-             "autocast's rules: matmul, gemm and conv in bf16 with f32 accumulation, "
-             "norms, softmax, reductions and the loss in f32, f32 master weights); fp16 "
-             "needs dynamic loss scaling, which is not built yet"),
-    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(category));
+    cl::desc("Training precision: fp32 (default), or bf16 / fp16 (mixed precision with "
+             "PyTorch autocast's rules: matmul, gemm and conv in 16 bits with f32 "
+             "accumulation, norms, softmax, reductions and the loss in f32, f32 master "
+             "weights; fp16 with loss scaling, see --loss-scale)"),
+    cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"), cl::cat(category));
+cl::opt<std::string> lossScaleMode(
+    "loss-scale",
+    cl::desc("Loss scaling of an fp16 training step (default dynamic: GradScaler's, scale "
+             "2^16 at the start, halved and the update skipped on inf/NaN gradients, doubled "
+             "after the trainer's --scale-growth-interval good steps; VALUE: a fixed scale, "
+             "steps with inf/NaN gradients still skipped; none)"),
+    cl::value_desc("dynamic|none|VALUE"), cl::init(""), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -134,7 +141,8 @@ usage:
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
-                 [--precision=fp32|bf16] [--fuse=auto|pointwise|none] [--report-memory]
+                 [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
+                 [--fuse=auto|pointwise|none] [--report-memory]
                  [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
   trainc help | --help | --version
@@ -344,6 +352,11 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
   pipeline.precision = precisionMode;
+  // Loss scaling belongs to the optimizer step: without --optimizer
+  // (--entry=train_step) the gradients come out unscaled.
+  if (!optimizerKind.empty())
+    pipeline.lossScale = lossScaleMode.empty() ? (precisionMode == "fp16" ? "dynamic" : "none")
+                                               : lossScaleMode.getValue();
   pipeline.fuse = fuseMode != "none";
   pipeline.gemmEpilogues = fuseMode == "auto";
   pipeline.passManagerCLOptions = true;
@@ -519,14 +532,30 @@ int runCompile() {
     errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
     return 1;
   }
-  if (precisionMode == "fp16") {
-    errs() << "error: --precision=fp16 needs dynamic loss scaling, which trainc does not "
-              "build yet; use --precision=bf16 (same exponent range as fp32, no scaling)\n";
+  if (precisionMode != "fp32" && precisionMode != "bf16" && precisionMode != "fp16") {
+    errs() << "error: --precision must be fp32, bf16 or fp16, got '" << precisionMode << "'\n";
     return 1;
   }
-  if (precisionMode != "fp32" && precisionMode != "bf16") {
-    errs() << "error: --precision must be fp32 or bf16, got '" << precisionMode << "'\n";
-    return 1;
+  if (!lossScaleMode.empty()) {
+    double value = 0;
+    StringRef text = lossScaleMode.getValue();
+    bool number = !text.getAsDouble(value) && static_cast<float>(value) > 0 &&
+                  value <= 3.4028234663852886e38 && text.find_first_of("xXpP") == StringRef::npos;
+    if (text != "dynamic" && text != "none" && !number) {
+      errs() << "error: --loss-scale must be dynamic, none or a positive number (an f32 "
+                "scale), got '" << text << "'\n";
+      return 1;
+    }
+    if (precisionMode != "fp16" && text != "none") {
+      errs() << "error: --loss-scale is for --precision=fp16 (" << precisionMode
+             << " has fp32's exponent range and needs no loss scaling)\n";
+      return 1;
+    }
+    if (optimizerKind.empty()) {
+      errs() << "error: --loss-scale needs --optimizer (the optimizer step unscales the "
+                "gradients)\n";
+      return 1;
+    }
   }
   if (precisionMode != "fp32" && lossKind.empty()) {
     errs() << "error: --precision=" << precisionMode

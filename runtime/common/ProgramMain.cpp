@@ -157,6 +157,14 @@ void printInfo(const Program &program) {
               train->precision ? train->precision : "fp32");
   if (train->clipGradNorm > 0)
     std::printf(", gradient norm clipped at %g", train->clipGradNorm);
+  if (train->lossScale && std::string(train->lossScale) == "dynamic")
+    std::printf(", dynamic loss scaling (scale 65536 at the start, x0.5 and the step skipped "
+                "on inf/NaN gradients, x2 after --scale-growth-interval good steps, 2000; the "
+                "scale, the good-step count and the skipped steps are optimizer state, in "
+                "checkpoints)");
+  else if (train->lossScale)
+    std::printf(", loss scale %s (fixed; steps with inf/NaN gradients skipped)",
+                train->lossScale);
   std::printf("\n  step inputs:\n");
   for (int i = 0; i < train->numInputs; ++i) {
     std::string name = train->inputs[i].name;

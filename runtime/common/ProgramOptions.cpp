@@ -139,7 +139,7 @@ std::string description(const char *argv0, const Program &program) {
          "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
          "          [--resume]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
-         "          [--step-size N] [--gamma G] [--min-lr X]\n"
+         "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -220,6 +220,9 @@ void define(Parser &parser, Options &options) {
   parser.integer("--step-size", t.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "step: steps per decay; cyclic: steps up (2000)");
   parser.number("--gamma", t.gamma, "G", "step: the decay factor (0.1)");
+  parser.integer("--scale-growth-interval", t.scaleGrowthInterval, 1, 1u << 24, "N",
+                 "fp16 dynamic loss scaling: double the scale after N good steps in a row "
+                 "(2000)");
   parser.number("--min-lr", t.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
 }
 

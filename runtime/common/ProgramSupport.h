@@ -83,6 +83,9 @@ struct TrainOptions {
   /// Threads that copy batches into pinned buffers ahead of the step (0:
   /// the training loop copies them itself).
   int workers = 1;
+  /// Dynamic loss scaling (fp16): good steps in a row before the scale
+  /// doubles (0: GradScaler's 2000).
+  int64_t scaleGrowthInterval = 0;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

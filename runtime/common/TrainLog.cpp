@@ -89,7 +89,8 @@ Status TrainLog::append(const std::string &line) {
   return Status();
 }
 
-Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr) {
+Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr,
+                      const double *lossScale, bool skipped) {
   if (!file.valid())
     return Status(); // no --log: nothing to format
   Json record;
@@ -97,6 +98,10 @@ Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr) {
   record["epoch"] = epoch;
   record["loss"] = loss;
   record["lr"] = lr;
+  if (lossScale)
+    record["loss_scale"] = *lossScale;
+  if (skipped)
+    record["skipped"] = true;
   return append(recordLine(record));
 }
 

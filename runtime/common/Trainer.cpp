@@ -74,9 +74,10 @@ double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
 
 /// Hyperparameter values for one step, by name.
 struct Hyper {
-  double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm;
+  double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval;
   double value(const std::string &name, int64_t step) const {
     if (name == "lr") return lr;
+    if (name == "scale_growth_interval") return scaleGrowthInterval;
     if (name == "momentum") return momentum;
     if (name == "weight_decay") return weightDecay;
     if (name == "beta1") return beta1;
@@ -300,7 +301,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
               orDefault(options.weightDecay, optimizer == "adamw" ? 1e-2 : 0.0),
               orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
               orDefault(options.eps, 1e-8),
-              orDefault(options.clipGradNorm, train->clipGradNorm)};
+              orDefault(options.clipGradNorm, train->clipGradNorm),
+              options.scaleGrowthInterval > 0 ? static_cast<double>(options.scaleGrowthInterval)
+                                              : 2000.0};
+  const bool dynamicScale = train->lossScale && std::string(train->lossScale) == "dynamic";
+  if (options.scaleGrowthInterval > 0 && !dynamicScale)
+    return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
+                         "(compile with --precision=fp16)");
   if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");
@@ -380,13 +387,34 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   std::vector<void *> paramPtrs, statePtrs;
   TRAINC_RETURN_IF_ERROR(
       uploadParams(*context, program, options.paramsDir, params, paramPtrs));
+  // The loss scaler's state (fp16): the scale and the skipped-step count
+  // are read back with each step's loss.
+  int scaleState = -1, skippedState = -1;
   for (int i = 0; i < train->numStates; ++i) {
     uint64_t bytes = tensorBytes(train->states[i]);
     states.emplace_back(nullptr, DeviceFree{context.get()});
     TRAINC_RETURN_IF_ERROR(allocateDevice(*context, bytes, states.back()));
     TRAINC_RETURN_IF_ERROR(context->fill(states.back().get(), 0, bytes));
+    float init = train->stateInit ? train->stateInit[i] : 0.0f;
+    if (init != 0.0f) {
+      if (train->states[i].dtype != DType::F32)
+        return Status::error(std::string("state ") + train->states[i].name +
+                             " has an initial value but is not f32");
+      std::vector<float> value(bytes / 4, init);
+      TRAINC_RETURN_IF_ERROR(context->copyToDevice(states.back().get(), value.data(), bytes));
+    }
     statePtrs.push_back(states.back().get());
+    std::string name = train->states[i].name;
+    bool scalarF32 = train->states[i].dtype == DType::F32 && bytes == 4;
+    if (train->lossScale && scalarF32 && name == "loss_scale")
+      scaleState = i;
+    if (train->lossScale && scalarF32 && name == "loss_scale.skipped_steps")
+      skippedState = i;
   }
+  if (train->lossScale && skippedState < 0)
+    return Status::error("the loss-scaled step has no loss_scale.skipped_steps state");
+  // The scale a fixed-scale step runs with.
+  double fixedScale = train->lossScale && scaleState < 0 ? std::atof(train->lossScale) : 0.0;
   DevicePtr arena(nullptr, DeviceFree{context.get()});
   // Forward (evaluation) and training step never run at once: one arena.
   TRAINC_RETURN_IF_ERROR(allocateDevice(
@@ -411,6 +439,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   TRAINC_RETURN_IF_ERROR(allocateDevice(*context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(*context, hostSlots * layout.bytes, hostBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(*context, kDeviceSlots * 256, hostLoss));
+  // Each step's host record: the loss, then (loss scaling) the scale and the
+  // skipped-step count after the step.
   // Whatever way the loop ends, the device finishes the copies that read or
   // write the pinned slots before they are freed.
   struct Quiesce {
@@ -506,6 +536,22 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     // What writes cut short by a kill left behind (model-sized files).
     TRAINC_RETURN_IF_ERROR(removeStaleTemporaries(options.checkpointDir));
   }
+  // The loss scaler as the host last saw it: the scale the next step to be
+  // read back ran with, and the skipped steps before it.
+  double hostScale = fixedScale, hostSkipped = 0;
+  auto readScaler = [&]() -> Status {
+    if (!train->lossScale)
+      return Status();
+    float value = 0;
+    if (scaleState >= 0) {
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[scaleState], 4));
+      hostScale = value;
+    }
+    TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[skippedState], 4));
+    hostSkipped = value;
+    return Status();
+  };
+  TRAINC_RETURN_IF_ERROR(readScaler());
   std::string epochRng; // the RNG state before the current epoch's shuffle
   if (options.resume) {
     if (options.checkpointDir.empty())
@@ -535,6 +581,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     TRAINC_RETURN_IF_ERROR(context->synchronize());
     std::istringstream state(epochRng);
     state >> rng; // checked by readCheckpoint
+    TRAINC_RETURN_IF_ERROR(readScaler());
     std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
                  options.checkpointDir.c_str(), static_cast<long long>(step),
                  static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
@@ -557,6 +604,17 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         {"rng", epochRng}};
     if (program.fingerprint)
       manifest["fingerprint"] = program.fingerprint;
+    // The loss scaler, readable without the tensors (which hold it too).
+    for (int i = 0; i < train->numStates && train->lossScale; ++i) {
+      std::string name = train->states[i].name;
+      if (name.rfind("loss_scale", 0) != 0 || tensorBytes(train->states[i]) != 4)
+        continue;
+      float value = 0;
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[i], 4));
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.9g", value);
+      manifest[name] = text;
+    }
     return writeCheckpoint(options.checkpointDir, tensors, manifest);
   };
   // A resumed run continues the log of the run it resumes, cut back to what
@@ -592,6 +650,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   };
   const int64_t firstStep = step;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
+  int64_t skippedSinceLine = 0, skippedInRun = 0;
   auto lastLine = start;
   // Reads back the oldest pending step's loss: waits for that step only,
   // while the step after it runs.
@@ -599,23 +658,51 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     Pending p = pending.front();
     pending.pop_front();
     TRAINC_RETURN_IF_ERROR(context->hostWait(computed[p.slot]));
-    float loss = *hostLossOf(p.slot);
-    if (!std::isfinite(loss))
+    const float *record = hostLossOf(p.slot);
+    float loss = record[0];
+    // Loss scaling: a step that found inf/NaN in its gradients changed
+    // nothing but the scaler; its loss may be inf or NaN itself.
+    bool skipped = false;
+    const double ranWith = hostScale;
+    if (train->lossScale) {
+      skipped = record[2] > hostSkipped;
+      hostSkipped = record[2];
+      if (scaleState >= 0)
+        hostScale = record[1];
+      if (skipped) {
+        ++skippedSinceLine;
+        ++skippedInRun;
+      }
+      if (!(hostScale > 0))
+        return Status::error("the loss scale fell to " + std::to_string(hostScale) +
+                             " at step " + std::to_string(p.step) +
+                             ": every step overflows in fp16, even unscaled (inf or NaN in the "
+                             "forward pass?); train with --precision=bf16 or fp32");
+    }
+    if (!std::isfinite(loss) && !skipped)
       return Status::error("the loss became " + std::to_string(loss) + " at step " +
                            std::to_string(p.step) + " (learning rate too high?)");
-    epochLoss += loss * p.count;
-    epochWeight += p.count;
-    lineLoss += loss * p.count;
-    lineWeight += p.count;
-    TRAINC_RETURN_IF_ERROR(log.step(p.step, p.epoch, loss, p.lr));
+    if (std::isfinite(loss)) {
+      epochLoss += loss * p.count;
+      epochWeight += p.count;
+      lineLoss += loss * p.count;
+      lineWeight += p.count;
+    }
+    TRAINC_RETURN_IF_ERROR(log.step(p.step, p.epoch, loss, p.lr,
+                                    train->lossScale ? &ranWith : nullptr, skipped));
     if (since(lastLine) >= 2.0) {
       double seconds = since(start), perStep = seconds / (p.step - firstStep);
-      std::fprintf(stderr, "step %lld/%lld, loss %.5f, %.0f samples/s, ETA %s\n",
+      char scaling[96] = "";
+      if (train->lossScale)
+        std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)", hostScale,
+                      static_cast<long long>(skippedSinceLine));
+      std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
                    static_cast<long long>(p.step), static_cast<long long>(totalSteps),
-                   lineLoss / std::max(lineWeight, 1.0), batch / perStep,
+                   lineLoss / std::max(lineWeight, 1.0), scaling, batch / perStep,
                    clockText(perStep * (totalSteps - p.step)).c_str());
       lastLine = std::chrono::steady_clock::now();
       lineLoss = lineWeight = 0;
+      skippedSinceLine = 0;
     }
     return Status();
   };
@@ -718,6 +805,11 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         return Status::error("training step " + std::to_string(step + 1) + " failed: " +
                              ran.message());
       TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d), deviceLoss(d), 4));
+      if (scaleState >= 0)
+        TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d) + 1, statePtrs[scaleState], 4));
+      if (skippedState >= 0)
+        TRAINC_RETURN_IF_ERROR(
+            context->downloadAsync(hostLossOf(d) + 2, statePtrs[skippedState], 4));
       TRAINC_RETURN_IF_ERROR(context->recordEvent(computed[d], Context::Queue::Compute));
       pending.push_back({step + 1, epoch, count, hyper.lr, d});
       ++step;
@@ -738,6 +830,11 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                  static_cast<long long>(epoch), static_cast<long long>(step),
                  static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
                  seconds > 0 ? (step - firstStep) * batch / seconds : 0.0);
+    if (train->lossScale)
+      std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
+                           "in all\n",
+                   static_cast<long long>(epoch), hostScale,
+                   static_cast<long long>(skippedInRun), hostSkipped);
     // Held-out loss and accuracy after every epoch (model.eval()).
     if (!options.evalDir.empty())
       TRAINC_RETURN_IF_ERROR(runEval(epoch, true));

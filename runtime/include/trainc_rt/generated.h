@@ -43,6 +43,9 @@ TRAINC_HD float geluTanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 TRAINC_HD float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+/// Neither inf nor NaN (x - x is NaN for both), with one definition for
+/// the host and the device.
+TRAINC_HD bool isFinite(float x) { return x - x == 0.0f; }
 
 } // namespace trainc::gen
 

@@ -103,9 +103,17 @@ struct TrainStep {
   /// normalization, reductions, losses).
   int generatedKernels;
   int libraryCalls;
-  /// "fp32", or "bf16": the mixed precision the step computes in
+  /// "fp32", "bf16" or "fp16": the mixed precision the step computes in
   /// (trainc compile --precision; parameters and optimizer state are f32).
   const char *precision;
+  /// The initial value of each state tensor (every element), or null when
+  /// all start at 0. The loss scale starts at its initial scale.
+  const float *stateInit;
+  /// Loss scaling (fp16): "dynamic", a fixed scale as text, or null. The
+  /// scaler keeps its state in the f32 scalar states "loss_scale",
+  /// "loss_scale.growth_tracker" (dynamic) and "loss_scale.skipped_steps",
+  /// and a dynamic one reads the hyperparameter "scale_growth_interval".
+  const char *lossScale;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
