@@ -4,7 +4,8 @@
 # For every zoo model at opset 17: the CUDA program, the CPU target's
 # --predict output and PyTorch's reference, on the same input; and the
 # training comparisons of test/train/check_training.py --gpu-prepare and the
-# bf16 steps of test/train/check_precision.py --gpu-prepare. OUTDIR
+# bf16/fp16 steps and fp16 loss-scaling trainers of
+# test/train/check_precision.py --gpu-prepare. OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,10 +32,11 @@ done
 /usr/bin/python3 test/train/check_training.py build/bin/trainc "$out/train-work" \
   --gpu-prepare "$out/train" | tail -1
 rm -rf "$out/train-work"
-# Mixed precision: the zoo's bf16 training steps (CUDA --entry=train_step)
-# with autocast's and float64's losses and gradients.
+# Mixed precision: the zoo's bf16 and fp16 training steps (CUDA
+# --entry=train_step) with autocast's and float64's losses and gradients, and
+# the fp16 trainers of the loss-scaling check with their overflowing data.
 /usr/bin/python3 test/train/check_precision.py build/bin/trainc "$out/precision-work" \
-  --only mlp,lenet,gpt,resnet18 --gpu-prepare "$out/precision" | tail -1
+  --only mlp,lenet,gpt,resnet18,scaler --gpu-prepare "$out/precision" | tail -1
 rm -rf "$out/precision-work"
 # Packed with xz (the trainers shrink to a third), so that OUTDIR stays under
 # the 64 MiB a device run may carry; run.sh unpacks them.
@@ -43,5 +45,6 @@ for part in train precision; do
     "$out/$part.tar.xz" "$out/$part" "$part"
   rm -rf "$out/$part"
 done
-cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py "$out/"
+cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py \
+  test/gpu/compare_scaler.py test/pylib/loss_scaling.py "$out/"
 du -sh "$out"

@@ -2,7 +2,8 @@
 # On the GPU machine: runs every prepared CUDA program's --predict and
 # compares it with the CPU target and PyTorch, then every prepared CUDA
 # trainer and compares its losses and weights with PyTorch's, then every
-# bf16 training step with autocast's and float64's gradients.
+# bf16 and fp16 training step with autocast's and float64's gradients, and
+# fp16's loss scaling (a skipped step changes nothing).
 #   run.sh DIR            (DIR made by test/gpu/prepare.sh)
 # The CUDA libraries come from the NVIDIA wheels of the Python that has torch.
 set -uo pipefail
@@ -49,7 +50,7 @@ for case in "$dir"/train/*/; do
   fi
   "$py" "$dir/compare_train.py" "$case" "$name" || status=1
 done
-# Mixed precision: each bf16 training step against autocast and float64.
+# Mixed precision: each bf16/fp16 training step against autocast and float64.
 for case in "$dir"/precision/*/; do
   [ -x "$case/prog" ] || continue
   name="$(basename "$case")"
@@ -60,5 +61,25 @@ for case in "$dir"/precision/*/; do
     continue
   fi
   "$py" "$dir/compare_precision.py" "$case" "$name" || status=1
+done
+# fp16 loss scaling: 2 steps, then 3 whose last overflows (skipped).
+for case in "$dir"/precision/scaler/*/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  mapfile -t flags < "$case/flags.txt"
+  ok=1
+  for run in two:2 three:3; do
+    sub="${run%%:*}"
+    rm -rf "$case/$sub"
+    mkdir -p "$case/$sub"
+    if ! "$case/prog" --data "$case/data" --no-shuffle --steps "${run##*:}" \
+        --checkpoint-dir "$case/$sub/ckpt" --log "$case/$sub/log" "${flags[@]}" \
+        2> "$case/$sub/train.log"; then
+      echo "FAIL: gpu fp16 scaler :: $name ($sub): $(tail -c 400 "$case/$sub/train.log")"
+      status=1
+      ok=0
+    fi
+  done
+  [ "$ok" = 1 ] && { "$py" "$dir/compare_scaler.py" "$case" "$name" || status=1; }
 done
 exit $status

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""Mixed precision (--precision=bf16) against PyTorch's CPU autocast.
+"""Mixed precision (--precision=bf16 and fp16) against PyTorch's CPU
+autocast and float64, and fp16's dynamic loss scaling.
 
-Usage: check_precision.py TRAINC WORKDIR [--only mlp,lenet,gpt,resnet18,digits,cuda]
-                          [--gpu-prepare DIR]
+Usage: check_precision.py TRAINC WORKDIR
+           [--only mlp,lenet,gpt,resnet18,digits,scaler,cuda] [--precision bf16,fp16]
+           [--gpu-prepare DIR]
 
 For the zoo's MLP, LeNet, GPT and ResNet-18: `trainc compile --precision=bf16
 --entry=train_step`, one step on a batch of 16, and the loss and every
@@ -15,20 +17,27 @@ is made through float64):
     autocast's is;
   * each gradient no farther from float64's than 4x autocast's own error
     plus 1.6e-2 (a wrong gradient is O(1) off);
+  * fp16 (no CPU autocast for it in PyTorch 1.13): the loss within half
+    autocast-bf16's error of float64's (at least 2e-3 relative), each
+    gradient within autocast-bf16's error + 2e-3 (fp16's error is ~8x
+    smaller than bf16's);
   * the rounding is really there: over all tensors ours is farther from
     float64 than PyTorch float32 is (a build that silently ran in f32 fails).
-digits: the example MLP trains 200 steps in fp32 and in bf16 (same data
-order); the bf16 loss curve stays within 2% of fp32's (mean of the last 50
-steps, and every 25-step window) and the held-out accuracy is >= 97%; bf16
-with --fuse=none logs the same losses bit for bit.
+digits: the example MLP trains 200 steps in fp32, bf16 and fp16 (same data
+order); each 16-bit loss curve stays within 2% of fp32's (mean of the last
+50 steps, and every 25-step window; fp16 under AdamW too) and the held-out
+accuracy is >= 97%; --fuse=none logs the same losses bit for bit.
+scaler: fp16 dynamic loss scaling (see check_scaler): a skipped step
+changes nothing, the scale halves and doubles, resume is bit-exact.
 --gpu-prepare DIR packs the zoo cases for test/gpu/run.sh (CUDA programs and
 the references; see prepare_gpu_case).
 cuda (where nvcc is): every zoo trainer (MLP, LeNet, ResNet-18, GPT) compiles
-for CUDA sm_80,sm_90 in bf16 with no warning.
+for CUDA sm_80,sm_90 in bf16 and in fp16 with no warning.
 Prints one line per check and 'N passed, N failed'.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -36,6 +45,9 @@ import numpy as np
 import onnx
 import torch
 from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from loss_scaling import f32_of, make_overflow_data, read_checkpoint, skipped_step_checks  # noqa: E402
 
 torch.set_num_threads(2)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,42 +93,44 @@ def torch_step(spec, name, state, inputs, labels, mode):
 
 
 # With --gpu-prepare DIR, each zoo case is also packed for the GPU:
-# DIR/<model>/ holds the CUDA --entry=train_step program in bf16, its data,
-# and the references (autocast's and float64's loss and gradients);
-# test/gpu/compare_precision.py checks the CUDA run with the same criteria.
+# DIR/<model>/ (bf16) and DIR/<model>-fp16/ hold the CUDA --entry=train_step
+# program, its data, and the references (autocast's and float64's loss and
+# gradients); test/gpu/compare_precision.py checks the CUDA run with the same
+# criteria. DIR/scaler/ holds the CUDA fp16 trainers of check_scaler and
+# the overflowing data (test/gpu/compare_scaler.py).
 GPU_DIR = None
 
 
 def prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_amp, grads64,
-                     ill):
-    import shutil
-    out = os.path.join(GPU_DIR, name)
+                     ill, precision):
+    out = os.path.join(GPU_DIR, name if precision == "bf16" else name + "-" + precision)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     shutil.copytree(data, os.path.join(out, "data"))
     build = subprocess.run([trainc, "compile", path, "--target=cuda", "--cuda-arch=sm_90",
                             "--batch-size=%d" % BATCH, "--loss=cross-entropy",
-                            "--precision=bf16", "--entry=train_step",
+                            "--precision=" + precision, "--entry=train_step",
                             "-o", os.path.join(out, "prog")] + flags,
                            capture_output=True, text=True)
     if build.returncode != 0:
-        raise RuntimeError("CUDA bf16 program %s: %s" % (name, build.stderr.strip()[:300]))
+        raise RuntimeError("CUDA %s program %s: %s" % (precision, name,
+                                                       build.stderr.strip()[:300]))
     shutil.rmtree(os.path.join(out, "prog.build"), ignore_errors=True)
     np.savez(os.path.join(out, "expected.npz"),
              **{"amp." + k: v for k, v in grads_amp.items()},
              **{"f64." + k: v for k, v in grads64.items()})
     with open(os.path.join(out, "case.json"), "w") as f:
-        json.dump({"loss_amp": loss_amp, "loss64": loss64, "ill": ill, "rtol": RTOL}, f)
+        json.dump({"loss_amp": loss_amp, "loss64": loss64, "ill": ill, "rtol": RTOL,
+                   "precision": precision}, f)
 
 
-def check_zoo(trainc, work, check, models):
+def check_zoo(trainc, work, check, models, precisions):
     sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
     import make_zoo
     for spec in make_zoo.TORCH_MODELS:
         name = spec["name"]
         if name not in models:
             continue
-        tag = "bf16 %s" % name
         torch.manual_seed(0)
         model = spec["build"]()
         model.train()
@@ -129,29 +143,54 @@ def check_zoo(trainc, work, check, models):
                           opset_version=17, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.TRAINING)
         state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-        prog = os.path.join(work, name + "_bf16")
-        build = subprocess.run([trainc, "compile", path, "--target=cpu",
-                                "--batch-size=%d" % BATCH, "--loss=cross-entropy",
-                                "--precision=bf16", "--entry=train_step", "-o", prog] + flags,
-                               capture_output=True, text=True)
-        if build.returncode != 0:
-            check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:400]))
-            continue
-        data, out = os.path.join(work, name + "_bf16-data"), os.path.join(work, name + "_bf16-out")
+        data = os.path.join(work, name + "_mixed-data")
         os.makedirs(data, exist_ok=True)
         for key, value in inputs.items():
             np.save(os.path.join(data, key + ".npy"), value)
         np.save(os.path.join(data, "label.npy"), labels)
         np.save(os.path.join(data, "sample_weights.npy"), np.ones(BATCH, np.float32))
-        run = subprocess.run([prog, "--run", "--data", data, "--out", out],
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            check(False, "%s runs: %s" % (tag, run.stderr.strip()[:400]))
-            continue
         loss_amp, grads_amp = torch_step(spec, name, state, inputs, labels, "autocast")
         loss32, grads32 = torch_step(spec, name, state, inputs, labels, "f32")
         loss64, grads64 = torch_step(spec, name, state, inputs, labels, "f64")
-        loss = float(np.load(os.path.join(out, "loss.npy")))
+        refs = (loss_amp, grads_amp, loss32, grads32, loss64, grads64)
+        for precision in precisions:
+            outcome = check_zoo_case(trainc, work, check, name, path, flags, data, precision,
+                                     refs)
+            if outcome is not None and GPU_DIR:
+                prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_amp,
+                                 grads64, outcome, precision)
+
+
+def check_zoo_case(trainc, work, check, name, path, flags, data, precision, refs):
+    """One --entry=train_step step in `precision` against the references:
+    bf16 against autocast's error (both measured from float64); fp16 (which
+    CPU autocast lacks in PyTorch 1.13) against float64 directly, within
+    autocast-bf16's error (fp16's mantissa is 3 bits longer, so its error is
+    ~8x smaller) plus 2e-3. Returns the ill-conditioned tensors' names
+    (a list) when it ran, else None."""
+    loss_amp, grads_amp, loss32, grads32, loss64, grads64 = refs
+    tag = "%s %s" % (precision, name)
+    prog = os.path.join(work, "%s_%s" % (name, precision))
+    build = subprocess.run([trainc, "compile", path, "--target=cpu",
+                            "--batch-size=%d" % BATCH, "--loss=cross-entropy",
+                            "--precision=" + precision, "--entry=train_step", "-o", prog] + flags,
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:400]))
+        return None
+    out = os.path.join(work, "%s_%s-out" % (name, precision))
+    run = subprocess.run([prog, "--run", "--data", data, "--out", out],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "%s runs: %s" % (tag, run.stderr.strip()[:400]))
+        return None
+    loss = float(np.load(os.path.join(out, "loss.npy")))
+    if precision == "fp16":
+        check(abs(loss - loss64) <= max(abs(loss_amp - loss64) / 2, 2e-3 * abs(loss64)),
+              "%s: loss %.6f vs float64 %.6f (rel. diff %.2e; bound: half autocast-bf16's "
+              "%.2e, at least 2e-3)" % (tag, loss, loss64, abs(loss - loss64) / abs(loss64),
+                                         abs(loss_amp - loss64) / abs(loss64)))
+    else:
         # Within bf16's tolerance of autocast's loss, or closer to float64's
         # than autocast's is (ResNet-18's batch norms put autocast 2% off).
         check(abs(loss - loss_amp) <= RTOL * abs(loss_amp) or
@@ -160,98 +199,219 @@ def check_zoo(trainc, work, check, models):
               "rtol %g; to float64: ours %.2e, autocast %.2e)"
               % (tag, loss, loss_amp, loss64, abs(loss - loss_amp) / abs(loss_amp), RTOL,
                  abs(loss - loss64) / abs(loss64), abs(loss_amp - loss64) / abs(loss64)))
-        # Norm-wise errors against float64, per tensor. A tensor whose PyTorch
-        # float32 gradient is itself more than 1e-3 from float64's is
-        # ill-conditioned (GPT's attention key bias: its exact gradient is 0,
-        # softmax ignores a shift of every score) and is named, not compared.
-        worst, ill, missing, ours_total, f32_total = ("", 0.0, 0.0, 0.0), [], [], 0.0, 0.0
-        for key, want in grads_amp.items():
-            path_grad = os.path.join(out, "grad.%s.npy" % key)
-            if not os.path.exists(path_grad):
-                missing.append(key)
-                continue
-            e32 = norm_error(grads32[key], grads64[key])
-            if e32 > 1e-3:
-                ill.append(key)
-                continue
-            got = np.load(path_grad)
-            e_ours, e_amp = norm_error(got, grads64[key]), norm_error(want, grads64[key])
-            ours_total += e_ours
-            f32_total += e32
-            ratio = e_ours / (4 * e_amp + RTOL)
-            if ratio >= worst[1]:
-                worst = (key, ratio, e_ours, e_amp)
-        check(not missing, "%s: a gradient for every parameter (missing: %s)"
-              % (tag, ", ".join(missing) or "none"))
-        check(bool(worst[0]) and worst[1] <= 1.0,
-              "%s: every gradient within 4x autocast's error + %g of float64's, norm-wise "
-              "(worst %s: ours %.2e, autocast %.2e; not compared, ill-conditioned in float32: "
-              "%s)" % (tag, RTOL, worst[0], worst[2], worst[3], ", ".join(ill) or "none"))
-        check(ours_total > 10 * f32_total,
-              "%s: the bf16 rounding is visible (summed error vs float64: ours %.2e, "
-              "PyTorch float32 %.2e)" % (tag, ours_total, f32_total))
-        if GPU_DIR:
-            prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_amp,
-                             grads64, ill)
+    # Gradient bounds against float64: bf16 within 4x autocast's error +
+    # RTOL, fp16 within autocast-bf16's error + 2e-3.
+    scale, floor = (4.0, RTOL) if precision == "bf16" else (1.0, 2e-3)
+    # Norm-wise errors against float64, per tensor. A tensor whose PyTorch
+    # float32 gradient is itself more than 1e-3 from float64's is
+    # ill-conditioned (GPT's attention key bias: its exact gradient is 0,
+    # softmax ignores a shift of every score) and is named, not compared.
+    worst, ill, missing, ours_total, f32_total = ("", 0.0, 0.0, 0.0), [], [], 0.0, 0.0
+    for key, want in grads_amp.items():
+        path_grad = os.path.join(out, "grad.%s.npy" % key)
+        if not os.path.exists(path_grad):
+            missing.append(key)
+            continue
+        e32 = norm_error(grads32[key], grads64[key])
+        if e32 > 1e-3:
+            ill.append(key)
+            continue
+        got = np.load(path_grad)
+        e_ours, e_amp = norm_error(got, grads64[key]), norm_error(want, grads64[key])
+        ours_total += e_ours
+        f32_total += e32
+        ratio = e_ours / (scale * e_amp + floor)
+        if ratio >= worst[1]:
+            worst = (key, ratio, e_ours, e_amp)
+    check(not missing, "%s: a gradient for every parameter (missing: %s)"
+          % (tag, ", ".join(missing) or "none"))
+    check(bool(worst[0]) and worst[1] <= 1.0,
+          "%s: every gradient within %gx autocast-bf16's error + %g of float64's, norm-wise "
+          "(worst %s: ours %.2e, autocast %.2e, %.0f%% of the bound; not compared, "
+          "ill-conditioned in float32: %s)" % (tag, scale, floor, worst[0], worst[2], worst[3],
+                                                100 * worst[1], ", ".join(ill) or "none"))
+    check(ours_total > 10 * f32_total,
+          "%s: the %s rounding is visible (summed error vs float64: ours %.2e, "
+          "PyTorch float32 %.2e)" % (tag, precision, ours_total, f32_total))
+    return ill
 
 
-def check_digits(trainc, work, check):
-    """200 steps of the example in fp32 and in bf16, same data order."""
+def check_digits(trainc, work, check, precisions):
+    """200 steps of the example in fp32, bf16 and fp16 (SGD with momentum,
+    and fp32 vs fp16 under AdamW), same data order."""
     data = os.path.join(work, "digits-data")
     if not os.path.isdir(os.path.join(data, "train")):
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "prepare_digits.py"),
                         data], check=True, capture_output=True)
-    curves, accuracy, logs = {}, {}, {}
-    for precision, fuse in (("fp32", "auto"), ("bf16", "auto"), ("bf16", "none")):
-        case = precision if fuse == "auto" else precision + "-unfused"
+    cases = [("fp32", "auto", "sgd")]
+    for p in ("bf16", "fp16"):
+        if p in precisions:
+            cases += [(p, "auto", "sgd"), (p, "none", "sgd")]
+    if "fp16" in precisions:
+        cases += [("fp32", "auto", "adamw"), ("fp16", "auto", "adamw")]
+    curves, accuracy, logs, skipped = {}, {}, {}, {}
+    for precision, fuse, optimizer in cases:
+        case = precision + ("" if fuse == "auto" else "-unfused") + \
+            ("" if optimizer == "sgd" else "-" + optimizer)
         prog = os.path.join(work, "digits_" + case)
         build = subprocess.run([trainc, "compile", os.path.join(ROOT, "examples",
                                                                 "digits_mlp.onnx"),
                                 "--target=cpu", "--batch-size=32", "--loss=cross-entropy",
-                                "--optimizer=sgd", "--precision=" + precision,
+                                "--optimizer=" + optimizer, "--precision=" + precision,
                                 "--fuse=" + fuse, "-o", prog],
                                capture_output=True, text=True)
         if build.returncode != 0:
-            check(False, "digits %s compiles: %s" % (precision, build.stderr.strip()[:400]))
+            check(False, "digits %s compiles: %s" % (case, build.stderr.strip()[:400]))
             return
         log = os.path.join(work, "digits_%s.jsonl" % case)
         # 45 steps an epoch: 5 epochs are 225 steps, the first 200 compared.
+        hypers = (["--lr", "0.1", "--momentum", "0.9", "--weight-decay", "0.0005"]
+                  if optimizer == "sgd" else ["--lr", "0.003"])
         run = subprocess.run([prog, "--data", os.path.join(data, "train"), "--eval-data",
-                              os.path.join(data, "val"), "--epochs", "5", "--lr", "0.1",
-                              "--momentum", "0.9", "--weight-decay", "0.0005", "--no-shuffle",
-                              "--log", log], capture_output=True, text=True)
+                              os.path.join(data, "val"), "--epochs", "5", "--no-shuffle",
+                              "--log", log] + hypers, capture_output=True, text=True)
         if run.returncode != 0:
-            check(False, "digits %s trains: %s" % (precision, run.stderr.strip()[:400]))
+            check(False, "digits %s trains: %s" % (case, run.stderr.strip()[:400]))
             return
-        logs[case] = [json.loads(l)["loss"] for l in open(log)
-                      if "loss" in json.loads(l) and "eval" not in l]
-        curves[case] = logs[case][:200]
+        records = [json.loads(l) for l in open(log)]
+        steps = [r for r in records if "step" in r]
+        logs[case] = [r["loss"] for r in steps]
+        skipped[case] = sum(1 for r in steps if r.get("skipped"))
+        curves[case] = [r["loss"] for r in steps if not r.get("skipped")][:200]
         accuracy[case] = None
         for line in run.stdout.splitlines():
             if line.startswith("accuracy "):
                 accuracy[case] = float(line.split()[1])
-    check(logs["bf16"] == logs["bf16-unfused"],
-          "digits: bf16 with --fuse=none logs the same losses bit for bit (%d steps; each "
-          "bf16 result is rounded in a fused kernel as in its own)" % len(logs["bf16"]))
-    a, b = np.asarray(curves["fp32"]), np.asarray(curves["bf16"])
-    if len(a) < 200 or len(b) < 200:
-        check(False, "digits: 200 logged steps (fp32 %d, bf16 %d)" % (len(a), len(b)))
-        return
-    windows = [abs(b[i:i + 25].mean() - a[i:i + 25].mean()) / a[i:i + 25].mean()
-               for i in range(0, 200, 25)]
-    tail = abs(b[150:].mean() - a[150:].mean()) / a[150:].mean()
-    check(max(windows) <= 0.02 and tail <= 0.02,
-          "digits: bf16 loss curve within 2%% of fp32's over 200 steps (worst 25-step window "
-          "%.2f%%, last 50 steps %.2f%%; fp32 final %.4f, bf16 %.4f)"
-          % (100 * max(windows), 100 * tail, a[-25:].mean(), b[-25:].mean()))
-    check(accuracy["bf16"] is not None and accuracy["bf16"] >= 0.97,
-          "digits: bf16 held-out accuracy %s (fp32 %s) >= 97%%"
-          % (accuracy["bf16"], accuracy["fp32"]))
+    for low in [p for p in ("bf16", "fp16") if p in precisions]:
+        check(logs[low] == logs[low + "-unfused"],
+              "digits: %s with --fuse=none logs the same losses bit for bit (%d steps; each "
+              "%s result is rounded in a fused kernel as in its own)"
+              % (low, len(logs[low]), low))
+        pairs = [("fp32", low)] + ([("fp32-adamw", "fp16-adamw")] if low == "fp16" else [])
+        for ref, case in pairs:
+            a, b = np.asarray(curves[ref]), np.asarray(curves[case])
+            if len(a) < 200 or len(b) < 200:
+                check(False, "digits: 200 logged steps (%s %d, %s %d)"
+                      % (ref, len(a), case, len(b)))
+                continue
+            windows = [abs(b[i:i + 25].mean() - a[i:i + 25].mean()) / a[i:i + 25].mean()
+                       for i in range(0, 200, 25)]
+            tail = abs(b[150:].mean() - a[150:].mean()) / a[150:].mean()
+            check(max(windows) <= 0.02 and tail <= 0.02,
+                  "digits: %s loss curve within 2%% of %s's over 200 steps (worst 25-step "
+                  "window %.2f%%, last 50 steps %.2f%%; final %.4f vs %.4f; %d steps skipped)"
+                  % (case, ref, 100 * max(windows), 100 * tail, b[-25:].mean(),
+                     a[-25:].mean(), skipped[case]))
+        check(accuracy[low] is not None and accuracy[low] >= 0.97,
+              "digits: %s held-out accuracy %s (fp32 %s) >= 97%%"
+              % (low, accuracy[low], accuracy["fp32"]))
 
 
-def check_cuda(trainc, work, check):
-    """Every zoo trainer compiles for CUDA in bf16 with no warning (no GPU
-    needed: nvcc, cuBLASLt's and cuDNN's bf16 types)."""
+def check_scaler(trainc, work, check):
+    """fp16 dynamic loss scaling on the digits example (no shuffle, batch
+    32): a batch scaled by 1e30 overflows fp16 (its loss is inf); that step
+    is skipped with every parameter and optimizer state tensor unchanged bit
+    for bit, the scale halves and the skipped steps count; with
+    --scale-growth-interval 3 the scale doubles every 3 good steps; a run
+    killed after step 4 and resumed ends bit for bit as the uninterrupted
+    run (scale, good-step count, skipped steps, Adam's step count)."""
+    data = os.path.join(work, "digits-data")
+    if not os.path.isdir(os.path.join(data, "train")):
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "prepare_digits.py"),
+                        data], check=True, capture_output=True)
+    ovf = os.path.join(work, "digits-overflow")
+    make_overflow_data(os.path.join(data, "train"), ovf)
+
+    def train(prog, folder, tag, *flags):
+        shutil.rmtree(os.path.join(work, tag), ignore_errors=True)
+        run = subprocess.run([prog, "--data", folder, "--no-shuffle",
+                              "--checkpoint-dir", os.path.join(work, tag, "ckpt"),
+                              "--save-params", os.path.join(work, tag, "params"),
+                              "--log", os.path.join(work, tag, "log")] + list(flags),
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "scaler %s trains: %s" % (tag, run.stderr.strip()[:400]))
+            return None
+        steps = [json.loads(l) for l in open(os.path.join(work, tag, "log"))]
+        tensors, manifest = read_checkpoint(os.path.join(work, tag, "ckpt"))
+        return steps, tensors, manifest, run.stderr
+
+    for optimizer, hypers in (("sgd", ["--lr", "0.1", "--momentum", "0.9"]),
+                              ("adamw", ["--lr", "0.003"])):
+        prog = os.path.join(work, "scaler_" + optimizer)
+        build = subprocess.run([trainc, "compile", os.path.join(ROOT, "examples",
+                                                                "digits_mlp.onnx"),
+                                "--target=cpu", "--batch-size=32", "--loss=cross-entropy",
+                                "--optimizer=" + optimizer, "--precision=fp16", "-o", prog],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            check(False, "scaler %s compiles: %s" % (optimizer, build.stderr.strip()[:400]))
+            continue
+        if GPU_DIR:
+            gpu = os.path.join(GPU_DIR, "scaler", optimizer)
+            shutil.rmtree(gpu, ignore_errors=True)
+            shutil.copytree(ovf, os.path.join(gpu, "data"))
+            cuda = subprocess.run([trainc, "compile", os.path.join(ROOT, "examples",
+                                                                   "digits_mlp.onnx"),
+                                   "--target=cuda", "--cuda-arch=sm_90", "--batch-size=32",
+                                   "--loss=cross-entropy", "--optimizer=" + optimizer,
+                                   "--precision=fp16", "-o", os.path.join(gpu, "prog")],
+                                  capture_output=True, text=True)
+            if cuda.returncode != 0:
+                raise RuntimeError("CUDA fp16 trainer: %s" % cuda.stderr.strip()[:300])
+            shutil.rmtree(os.path.join(gpu, "prog.build"), ignore_errors=True)
+            with open(os.path.join(gpu, "flags.txt"), "w") as f:
+                f.write("\n".join(hypers) + "\n")
+        two = train(prog, ovf, optimizer + "-2", "--steps", "2", *hypers)
+        three = train(prog, ovf, optimizer + "-3", "--steps", "3", *hypers)
+        if not two or not three:
+            continue
+        for ok, what in skipped_step_checks("scaler " + optimizer, three[0], two[1], three[1],
+                                             three[2], optimizer != "sgd"):
+            check(ok, what)
+        # Growth, then a skip, across a resume: interval 2, 8 steps, the
+        # overflow at step 3; killed after step 4 (good-step count 1) and
+        # resumed.
+        flags = ["--scale-growth-interval", "2"] + hypers
+        whole = train(prog, ovf, optimizer + "-whole", "--steps", "8", *flags)
+        first = train(prog, ovf, optimizer + "-resumed", "--steps", "4", *flags)
+        if not whole or not first:
+            continue
+        shutil.rmtree(os.path.join(work, optimizer + "-resumed", "params"))
+        run = subprocess.run([prog, "--data", ovf, "--no-shuffle", "--steps", "8", "--resume",
+                              "--checkpoint-dir", os.path.join(work, optimizer + "-resumed",
+                                                               "ckpt"),
+                              "--save-params", os.path.join(work, optimizer + "-resumed",
+                                                            "params"),
+                              "--log", os.path.join(work, optimizer + "-resumed", "log")] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "scaler %s resumes: %s" % (optimizer, run.stderr.strip()[:400]))
+            continue
+        scales = [r["loss_scale"] for r in whole[0]]
+        check(scales == [65536, 65536, 131072, 65536, 65536, 131072, 131072, 262144],
+              "scaler %s: --scale-growth-interval 2 doubles the scale every 2 good steps and "
+              "the skip halves it (scale each step ran with: %s)"
+              % (optimizer, " ".join("%g" % v for v in scales)))
+        resumed_tensors, resumed_manifest = read_checkpoint(os.path.join(work, optimizer +
+                                                                         "-resumed", "ckpt"))
+        resumed_log = [json.loads(l) for l in open(os.path.join(work, optimizer + "-resumed",
+                                                                "log"))]
+        differ = [k for k in whole[1] if resumed_tensors.get(k) != whole[1][k]]
+        check(not differ and resumed_log == whole[0] and
+              resumed_manifest.get("loss_scale") == whole[2].get("loss_scale"),
+              "scaler %s: killed after step 4 and resumed, the run ends bit for bit as the "
+              "uninterrupted one (%d tensors incl. the scale %s, good-step count %g and "
+              "skipped steps %g; differing: %s) and logs the same steps"
+              % (optimizer, len(whole[1]), whole[2].get("loss_scale"),
+                 f32_of(whole[1]["state/loss_scale.growth_tracker"]),
+                 f32_of(whole[1]["state/loss_scale.skipped_steps"]), ", ".join(differ) or "none"))
+
+
+def check_cuda(trainc, work, check, precisions):
+    """Every zoo trainer compiles for CUDA in bf16 and fp16 (with dynamic
+    loss scaling) with no warning (no GPU needed: nvcc, cuBLASLt's and
+    cuDNN's 16-bit types)."""
     sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
     import make_zoo
     for spec in make_zoo.TORCH_MODELS:
@@ -267,14 +427,17 @@ def check_cuda(trainc, work, check):
                           dynamic_axes={n: {0: "batch"} for n in names + ["logits"]},
                           opset_version=17, do_constant_folding=False,
                           training=torch.onnx.TrainingMode.TRAINING)
-        build = subprocess.run([trainc, "compile", path, "--target=cuda",
-                                "--cuda-arch=sm_80,sm_90", "--batch-size=8",
-                                "--loss=cross-entropy", "--optimizer=adamw", "--precision=bf16",
-                                "-o", os.path.join(work, name + "_cuda_bf16")] + flags,
-                               capture_output=True, text=True)
-        check(build.returncode == 0 and not build.stderr.strip(),
-              "bf16 zoo %s trainer compiles for CUDA sm_80,sm_90 with no warning%s"
-              % (name, (": " + build.stderr.strip()[:300]) if build.stderr.strip() else ""))
+        for precision in [p for p in ("bf16", "fp16") if p in precisions]:
+            build = subprocess.run([trainc, "compile", path, "--target=cuda",
+                                    "--cuda-arch=sm_80,sm_90", "--batch-size=8",
+                                    "--loss=cross-entropy", "--optimizer=adamw",
+                                    "--precision=" + precision,
+                                    "-o", os.path.join(work, "%s_cuda_%s" % (name, precision))]
+                                   + flags, capture_output=True, text=True)
+            check(build.returncode == 0 and not build.stderr.strip(),
+                  "%s zoo %s trainer compiles for CUDA sm_80,sm_90 with no warning%s"
+                  % (precision, name,
+                     (": " + build.stderr.strip()[:300]) if build.stderr.strip() else ""))
 
 
 def main():
@@ -284,11 +447,14 @@ def main():
         print(__doc__)
         return 2
     trainc, work = args[0], args[1]
-    only = {"mlp", "lenet", "gpt", "resnet18", "digits", "cuda"}
+    only = {"mlp", "lenet", "gpt", "resnet18", "digits", "scaler", "cuda"}
+    precisions = {"bf16", "fp16"}
     rest = args[2:]
     while rest:
         if rest[0] == "--only" and len(rest) > 1:
             only = set(rest[1].split(","))
+        elif rest[0] == "--precision" and len(rest) > 1:
+            precisions = set(rest[1].split(","))
         elif rest[0] == "--gpu-prepare" and len(rest) > 1:
             GPU_DIR = os.path.abspath(rest[1])
             os.makedirs(GPU_DIR, exist_ok=True)
@@ -302,11 +468,14 @@ def main():
     def check(ok, what):
         results.append(ok)
         print("%s %s" % ("PASS" if ok else "FAIL", what), flush=True)
-    check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt", "resnet18"})
+    check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt", "resnet18"},
+              [p for p in ("bf16", "fp16") if p in precisions])
     if "digits" in only:
-        check_digits(trainc, work, check)
+        check_digits(trainc, work, check, precisions)
+    if "scaler" in only and "fp16" in precisions:
+        check_scaler(trainc, work, check)
     if "cuda" in only and os.path.exists("/usr/local/cuda/bin/nvcc"):
-        check_cuda(trainc, work, check)
+        check_cuda(trainc, work, check, precisions)
     passed = sum(results)
     print("%d passed, %d failed" % (passed, len(results) - passed))
     return 0 if passed == len(results) else 1
