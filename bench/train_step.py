@@ -2,7 +2,7 @@
 """Step time of the CPU trainer against PyTorch and ONNX Runtime training.
 
 Usage: bench/train_step.py [--trainc PATH] [--trainc-before PATH] [--venv DIR]
-                           [--precision fp32|bf16|fp32,bf16] [--threads N] [--batch B] [--steps S]
+                           [--precision fp32,bf16,fp16] [--threads N] [--batch B] [--steps S]
                            [--resnet-batch B] [--resnet-steps S] [--repeat R]
                            [--models REGEX] [--lock FILE]
 
@@ -29,7 +29,9 @@ With --precision bf16 (or fp32,bf16: both, one line each, the trainers all
 timed in one interleaved run) trainc builds with --precision=bf16 and the
 PyTorch peers run their forward and loss under torch.autocast("cpu",
 dtype=torch.bfloat16); ORT has no bf16 training and is left out; the line
-adds trainc bf16/fp32.
+adds trainc bf16/fp32. fp16: trainc --precision=fp16 (dynamic loss
+scaling) against the venv's torch under autocast(float16) with
+torch.amp.GradScaler("cpu") (torch 1.13 has neither on the CPU).
 PyTorch and ORT times come from timed loops after warm-up steps (the best
 of --repeat loops). Prints one line per model: ms/step of every side and the ratio
 trainc / best peer (below 1: trainc is faster), naming that peer. Numbers
@@ -129,24 +131,32 @@ def torch_model(spec):
 
 
 def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3,
-               autocast=False):
-    """(seconds per step, seconds of the first step or None). With autocast the
-    forward and the loss run under torch.autocast("cpu", dtype=torch.bfloat16)."""
+               precision="fp32"):
+    """(seconds per step, seconds of the first step or None). In bf16 or fp16
+    the forward and the loss run under torch.autocast("cpu", dtype=...); fp16
+    adds the GradScaler (scale, step, update: torch.amp.GradScaler("cpu"))."""
     net.train()
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     model = torch.compile(net) if compiled else net
     xt, yt = torch.tensor(x), torch.tensor(y)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    scaler = torch.amp.GradScaler("cpu") if precision == "fp16" else None
 
     def step(i):
         xb, yb = xt[i * batch:(i + 1) * batch], yt[i * batch:(i + 1) * batch]
         opt.zero_grad()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
             logits = model(xb)
             if tokens:
                 logits, yb = logits.reshape(-1, logits.shape[-1]), yb.reshape(-1)
             loss = torch.nn.functional.cross_entropy(logits, yb)
-        loss.backward()
-        opt.step()
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
 
     start = time.perf_counter()
     step(0)
@@ -242,16 +252,17 @@ def worker(job_path, kind):
     y = np.load(os.path.join(job["data"], "label.npy"))
     common = (x, y, job["batch"], job["steps"], job["warm"], job["tokens"])
     version = torch.__version__.split("+")[0]
-    amp = job.get("precision") == "bf16"
+    precision = job.get("precision", "fp32")
+    amp = precision != "fp32"
     result = dict(peer="torch %s %s%s" % (version, kind, " autocast" if amp else ""))
     try:
         if kind == "eager":
             result["s"] = time_torch(torch_model(job)[0], *common, repeat=job["repeat"],
-                                     autocast=amp)[0]
+                                     precision=precision)[0]
         elif kind == "compile":
             result["s"], result["cold"] = time_torch(torch_model(job)[0], *common,
                                                      compiled=True, repeat=job["repeat"],
-                                                     autocast=amp)
+                                                     precision=precision)
         else:
             import onnxruntime
             result["peer"] = "ORT %s" % onnxruntime.__version__
@@ -377,12 +388,17 @@ def bench_model(spec, args, work):
         ours[key] = timed.get(progs[key], ours[key])
     torch.set_num_threads(args.threads)
     for precision in args.precision:
-        amp = precision == "bf16"
+        amp = precision != "fp32"
         peers, notes = {}, []
-        peers["torch %s eager%s" % (torch.__version__.split("+")[0].split("a")[0],
-                                    " autocast" if amp else "")] = time_torch(
-            torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"),
-            repeat=args.repeat, autocast=amp)[0]
+        if precision == "fp16":
+            # torch 1.13's CPU autocast knows bf16 only (and has no CPU
+            # GradScaler): the fp16 peers are the venv's.
+            notes.append("torch %s: no CPU fp16 autocast" % torch.__version__.split("+")[0])
+        else:
+            peers["torch %s eager%s" % (torch.__version__.split("+")[0].split("a")[0],
+                                        " autocast" if amp else "")] = time_torch(
+                torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"),
+                repeat=args.repeat, precision=precision)[0]
         if args.venv:
             job = dict(spec, data=data, input=input_name, batch=batch, steps=steps, warm=warm,
                        threads=args.threads, tokens=bool(spec.get("tokens")),
@@ -401,6 +417,11 @@ def bench_model(spec, args, work):
                                                              args.threads)
         line += ", ".join("%s %s" % (side, ms(mine[side])) for side, _ in sides)
         line += " | " + ", ".join("%s %s" % (p, ms(v)) for p, v in peers.items())
+        if not peers:
+            print(line + " | no peer", flush=True)
+            for note in notes:
+                print("    " + note, flush=True)
+            continue
         best = min(peers, key=peers.get)
         ratios = ["%s/best %.2f" % (side, mine[side] / peers[best])
                   for side, _ in sides if isinstance(mine[side], float)]
@@ -437,14 +458,15 @@ def main():
     parser.add_argument("--lock", help="hold this file's flock while timing each model "
                         "(e.g. the build lock, so that no build shares the cores)")
     parser.add_argument("--precision", default="fp32",
-                        help="comma list of fp32 and bf16: trainc --precision=bf16 against "
-                             "PyTorch under torch.autocast('cpu', dtype=torch.bfloat16)")
+                        help="comma list of fp32, bf16 and fp16: trainc --precision=bf16/fp16 "
+                             "against PyTorch under torch.autocast('cpu', dtype=...), fp16 "
+                             "with the GradScaler (the venv's torch only)")
     parser.add_argument("--models", default="", help="only the models whose name this "
                                                      "regular expression matches (searched)")
     args = parser.parse_args()
     args.precision = args.precision.split(",")
-    if not args.precision or any(p not in ("fp32", "bf16") for p in args.precision):
-        parser.error("--precision takes fp32, bf16 or fp32,bf16")
+    if not args.precision or any(p not in ("fp32", "bf16", "fp16") for p in args.precision):
+        parser.error("--precision takes a comma list of fp32, bf16 and fp16")
     if not os.path.exists(os.path.join(ZOO, "zoo.json")):
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "zoo", "make_zoo.py"), ZOO],
                        check=True)

@@ -474,6 +474,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitPointwise(op);
   if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))
     return emitUpdate(op);
+  if (auto probe = dyn_cast<tc::NonfiniteProbeOp>(op))
+    return emitNonfiniteProbe(probe);
   if (isa<tc::TransposeOp, tc::SliceOp, tc::SliceBackwardOp, tc::ExpandOp, tc::ConcatOp,
           tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
           tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::GatherElementsOp,

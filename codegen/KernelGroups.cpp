@@ -150,6 +150,35 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   return success();
 }
 
+/// The loss scaler's probe: the flag is zeroed, then one multi-tensor
+/// kernel (per kMaxUpdateTensors operands) reads every gradient element once
+/// and raises the flag to +inf on an inf or NaN.
+LogicalResult ProgramEmitter::emitNonfiniteProbe(tc::NonfiniteProbeOp op) {
+  std::string flag = ptr(op.getResult());
+  call("ctx.fill(" + flag + ", 0, sizeof(float))");
+  ValueRange values = op.getValues();
+  for (size_t first = 0; first < values.size(); first += kMaxUpdateTensors) {
+    ValueRange part = values.slice(first, std::min(kMaxUpdateTensors, values.size() - first));
+    std::vector<int64_t> counts;
+    for (Value v : part)
+      counts.push_back(countOf(v));
+    std::vector<std::string> comment = {
+        opComment(op),
+        "loss scaling: +inf when an element of the " + std::to_string(values.size()) +
+            " gradients is inf or NaN (the step is then skipped), else 0"};
+    std::string name = kernels.addMultiTensorKernel(
+        "nonfinite_probe", comment, {{"float", "grad", false}}, {{"float", "found", true}},
+        counts, "  if (!trainc::gen::isFinite(grad[i]))\n    trainc::gen::raiseFlag(found);\n");
+    body += "  {\n    const float *const grad[] = {";
+    for (auto [k, v] : llvm::enumerate(part))
+      body += (k ? ", " : "") + ptr(v);
+    body += "};\n  ";
+    call(name + "(ctx, grad, " + flag + ")");
+    body += "  }\n";
+  }
+  return success();
+}
+
 namespace {
 
 /// A kernel name from letters, digits and underscores only.

@@ -115,6 +115,7 @@ private:
   /// multi-tensor kernel, emitted at the run's last update.
   LogicalResult emitUpdate(Operation *op);
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
+  LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
   LogicalResult emitIndexing(Operation *op);
   void emitConcatRun(tc::ConcatOp op, ArrayRef<Value> run, int64_t first, int64_t step,
                      ArrayRef<int64_t> outStrides);

@@ -1006,6 +1006,19 @@ LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Locati
                      3, inferred);
 }
 
+LogicalResult NonfiniteProbeOp::inferReturnTypes(MLIRContext *context,
+                                                 std::optional<Location> location,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getValues().empty())
+    return emitOptionalError(location, "expects at least one tensor to probe");
+  for (Value v : adaptor.getValues())
+    if (!ranked(v) || !ranked(v).getElementType().isF32())
+      return emitOptionalError(location, "probes f32 tensors, got ", v.getType());
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
 Value trainc::tc::replacedOperand(OpResult result) {
   if (auto sgd = dyn_cast<SgdUpdateOp>(result.getOwner()))
     return sgd.getReplacedOperand(result.getResultNumber());

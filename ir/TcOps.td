@@ -889,4 +889,23 @@ def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure]> {
   }];
 }
 
+def Tc_NonfiniteProbeOp : Tc_Op<"nonfinite_probe", [Pure]> {
+  let summary = "0 when every element of every operand is finite, else +inf";
+  let description = [{
+    The loss scaler's check of an fp16 step's gradients (PyTorch's
+    `_amp_foreach_non_finite_check_and_unscale_`): one pass over every
+    operand, one multi-tensor kernel. The result is an f32 scalar, 0 when no
+    element is inf or NaN, +inf otherwise, so that adding it to the unscale
+    factor makes that factor non-finite exactly when the step must be
+    skipped.
+
+    ```mlir
+    %found = tc.nonfinite_probe %g1, %g2 : (tensor<64x32xf32>, tensor<64xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tc_FloatTensor>:$values);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "$values attr-dict `:` functional-type($values, results)";
+}
+
 #endif // TRAINC_IR_TCOPS_TD

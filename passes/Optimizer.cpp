@@ -79,15 +79,15 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   }
 
   /// What the loss scaler of an fp16 step decides on the device (see
-  /// Passes.td): `unscale` multiplies the gradients back (1 / scale), `ok`
-  /// (i1) says every gradient is finite, and `probe` is the sum of every
-  /// gradient element, non-finite when a gradient is.
+  /// Passes.td): `unscale` multiplies the gradients back (1 / scale), `probe`
+  /// is 0 when every gradient element is finite and +inf otherwise
+  /// (tc.nonfinite_probe), `ok` (i1) is probe == 0.
   struct Scaler {
     Value scale, unscale, ok, probe;
   };
 
-  /// 1 / scale and the finiteness probe over `grads` (results 1.. of the
-  /// return that are gradients).
+  /// 1 / scale and the probe of `grads` (results 1.. of the return that are
+  /// gradients): one pass over all of them.
   Scaler buildScaler(func::FuncOp step, OpBuilder &b, Location loc, Attribute scaling,
                      ValueRange grads) {
     Scaler s;
@@ -96,22 +96,13 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     else
       s.scale = existingState(step, tc::kLossScaleStateName);
     s.unscale = b.create<tc::ReciprocalOp>(loc, s.scale)->getResult(0);
-    // One sum per gradient: inf or NaN anywhere makes it inf or NaN. (A sum
-    // of finite elements beyond f32's range counts too: skipping that step
-    // and halving the scale is the right answer to it as well.)
-    auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
-    auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
-    for (unsigned i = 1; i < grads.size(); ++i) {
-      if (!step.getResultAttr(i, tc::kGradAttrName))
-        continue;
-      Value sum = b.create<tc::ReduceSumOp>(loc, ValueRange{grads[i]},
-                                            ArrayRef<NamedAttribute>{all, drop})
-                      ->getResult(0);
-      s.probe = s.probe ? b.create<tc::AddOp>(loc, ValueRange{s.probe, sum})->getResult(0) : sum;
-    }
-    if (!s.probe)
-      s.probe = f32Scalar(b, loc, 0.0f);
-    s.ok = isFinite(b, loc, s.probe);
+    SmallVector<Value> probed;
+    for (unsigned i = 1; i < grads.size(); ++i)
+      if (step.getResultAttr(i, tc::kGradAttrName))
+        probed.push_back(grads[i]);
+    s.probe = probed.empty() ? f32Scalar(b, loc, 0.0f)
+                             : b.create<tc::NonfiniteProbeOp>(loc, probed).getResult();
+    s.ok = b.create<tc::EqualOp>(loc, ValueRange{s.probe, f32Scalar(b, loc, 0.0f)})->getResult(0);
     return s;
   }
 
@@ -174,12 +165,13 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (scaler) {
       Location scaleLoc = NameLoc::get(b.getStringAttr("loss scaling"), loc);
       // (g / scale) * clip: 1 / scale is a power of two for the dynamic
-      // scale, so this equals unscaling first. Not finite: skip the update.
+      // scale, so this equals unscaling first. Plus the probe: unchanged
+      // (+ 0) or inf, which makes the updates skip.
       Value factor = gradScale ? b.create<tc::MulOp>(scaleLoc, ValueRange{scaler->unscale,
                                                                           gradScale})
                                      ->getResult(0)
                                : scaler->unscale;
-      gradScale = where(b, scaleLoc, scaler->ok, factor, scaler->probe);
+      gradScale = b.create<tc::AddOp>(scaleLoc, ValueRange{factor, scaler->probe})->getResult(0);
       if (kind != "sgd") {
         Location countLoc = NameLoc::get(b.getStringAttr("adam step count"), loc);
         auto scalar = RankedTensorType::get({}, b.getF32Type());

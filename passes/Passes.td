@@ -312,10 +312,10 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     - the gradients are unscaled by 1 / scale inside the update (its
       `grad_scale`, times the clipping factor, which is computed from the
       unscaled gradients);
-    - a probe sums every gradient: the sum is not finite when any element is
-      inf or NaN (or the sum exceeds f32's range). Then `grad_scale` is that
-      sum and the updates, marked `skip_nonfinite`, leave every parameter
-      and state tensor unchanged, bit for bit;
+    - `tc.nonfinite_probe` reads every gradient once (one multi-tensor
+      kernel): 0, or +inf when an element is inf or NaN. It is added to
+      `grad_scale`, and the updates, marked `skip_nonfinite`, then leave
+      every parameter and state tensor unchanged, bit for bit;
     - dynamic scaling keeps the scale, the good-step count and the number of
       skipped steps as state (`loss_scale`, `loss_scale.growth_tracker`,
       `loss_scale.skipped_steps`): a skipped step halves the scale and

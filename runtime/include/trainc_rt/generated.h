@@ -46,6 +46,17 @@ TRAINC_HD float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 /// Neither inf nor NaN (x - x is NaN for both), with one definition for
 /// the host and the device.
 TRAINC_HD bool isFinite(float x) { return x - x == 0.0f; }
+/// Sets *flag to +inf: a thread found what the flag reports (the loss
+/// scaler's inf/NaN gradient element). Every thread that does stores the
+/// same value; on the host the store is atomic (OpenMP threads).
+TRAINC_HD void raiseFlag(float *flag) {
+#if !defined(__CUDA_ARCH__) && defined(_OPENMP)
+#pragma omp atomic write
+  *flag = INFINITY;
+#else
+  *flag = INFINITY;
+#endif
+}
 
 } // namespace trainc::gen
 

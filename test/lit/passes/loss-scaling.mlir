@@ -24,15 +24,13 @@
 // DYN-SAME: {tc.optimizer = "adam"}
 // DYN: %[[LOSS:.*]] = tc.softmax_cross_entropy
 // DYN: %[[SEED:.*]] = tc.div %[[S]], %{{.*}}
-//   The gradients are unscaled by 1 / scale; a sum of every gradient is
-//   the probe: |sum| <= FLT_MAX is false for inf and NaN.
+//   The gradients are unscaled by 1 / scale; one probe reads every
+//   gradient (0, or +inf on an inf or NaN element) and is added to the
+//   factor, which the updates then find not finite.
 // DYN: %[[INV:.*]] = tc.reciprocal %[[S]]
-// DYN: %[[P1:.*]] = tc.reduce_sum %[[GW:[^ ]*]] {axes = array<i64>, keepdims = false}
-// DYN: %[[P2:.*]] = tc.reduce_sum %{{.*}} {axes = array<i64>, keepdims = false}
-// DYN: %[[PROBE:.*]] = tc.add %[[P1]], %[[P2]]
-// DYN: %[[ABS:.*]] = tc.abs %[[PROBE]]
-// DYN: %[[OK:.*]] = tc.less_equal %[[ABS]], %{{.*}}
-// DYN: %[[FACTOR:.*]] = tc.where %[[OK]], %[[INV]], %[[PROBE]]
+// DYN: %[[PROBE:.*]] = tc.nonfinite_probe %[[GW:[^,]*]], %[[GB:[^ ]*]] : (tensor<8x6xf32>, tensor<8xf32>) -> tensor<f32>
+// DYN: %[[OK:.*]] = tc.equal %[[PROBE]], %{{.*}}
+// DYN: %[[FACTOR:.*]] = tc.add %[[INV]], %[[PROBE]]
 //   Good steps only advance Adam's t.
 // DYN: %[[T1:.*]] = tc.add %[[T]], %{{.*}}
 // DYN: %[[TN:.*]] = tc.where %[[OK]], %[[T1]], %[[T]]
@@ -64,11 +62,12 @@
 // FIXED: %[[C:.*]] = tc.constant dense<1.024000e+03>
 // FIXED: tc.div %[[C]], %{{.*}}
 // FIXED: %[[INV:.*]] = tc.reciprocal %[[C]]
+// FIXED: tc.nonfinite_probe
 // FIXED: tc.mul %[[G:.*]], %[[INV]]
 // FIXED: tc.sqrt
 // FIXED: tc.min
 // FIXED: %[[F:.*]] = tc.mul %[[INV]], %{{.*}}
-// FIXED: %[[SCALE:.*]] = tc.where %{{.*}}, %[[F]], %{{.*}}
+// FIXED: %[[SCALE:.*]] = tc.add %[[F]], %{{.*}}
 // FIXED: tc.sgd_update {{.*}}, %[[SCALE]] {skip_nonfinite}
 //
 // No loss scaling: the seed is 1, no scaler state, Adam's constants are the
@@ -91,3 +90,4 @@ func.func @loss(%x: tensor<4x6xf32> {tc.input = "x"}, %label: tensor<4xi64> {tc.
   %1 = tc.softmax_cross_entropy %0, %label {reduction = "mean"} : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
   return %1 : tensor<f32>
 }
+
