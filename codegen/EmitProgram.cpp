@@ -470,6 +470,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return success(); // views: the result is the operand's buffer
   if (auto fused = dyn_cast<tc::FusedOp>(op))
     return emitFused(fused);
+  if (isa<tc::CastOp>(op) && isWeightCast(op))
+    return emitWeightCast(op);
   if (tc::isFusible(op) && !isa<tc::ExpandOp>(op))
     return emitPointwise(op);
   if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))

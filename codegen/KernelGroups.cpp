@@ -150,6 +150,59 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   return success();
 }
 
+/// A cast of a parameter (an f32 master weight) to a 16-bit type: the
+/// mixed-precision step's per-step copy of a weight.
+bool trainc::codegen::isWeightCast(Operation *op) {
+  auto castOp = dyn_cast_or_null<tc::CastOp>(op);
+  auto arg = castOp ? dyn_cast<BlockArgument>(castOp->getOperand(0)) : nullptr;
+  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!func || !func.getArgAttr(arg.getArgNumber(), tc::kParamAttrName))
+    return false;
+  Type from = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+  Type to = cast<ShapedType>(op->getResult(0).getType()).getElementType();
+  return from.isF32() && (to.isBF16() || to.isF16());
+}
+
+/// A run of weight casts to one type is one multi-tensor kernel (as the
+/// optimizer's updates): one launch casts every weight of the step. A lone
+/// one is an ordinary pointwise kernel.
+LogicalResult ProgramEmitter::emitWeightCast(Operation *op) {
+  pendingCasts.push_back(op);
+  Operation *next = op->getNextNode();
+  if (next && pendingCasts.size() < kMaxUpdateTensors && isWeightCast(next) &&
+      cast<ShapedType>(next->getResult(0).getType()).getElementType() ==
+          cast<ShapedType>(op->getResult(0).getType()).getElementType())
+    return success(); // emitted with the run's last cast
+  std::vector<Operation *> ops = std::move(pendingCasts);
+  pendingCasts.clear();
+  if (ops.size() == 1)
+    return emitPointwise(op);
+  std::string low = cType(op->getResult(0).getType());
+  std::vector<std::string> comment;
+  std::vector<int64_t> counts;
+  for (Operation *c : ops) {
+    if (comment.size() < 12)
+      comment.push_back(opComment(c));
+    counts.push_back(countOf(c->getResult(0)));
+  }
+  if (ops.size() > 12)
+    comment.push_back("... and " + std::to_string(ops.size() - 12) + " more parameters");
+  comment.push_back("this step's " + low + " copies of the f32 master weights");
+  std::string name = kernels.addMultiTensorKernel(
+      "cast_weights", comment, {{"float", "in", false}, {low, "out", true}}, {}, counts,
+      "  out[i] = static_cast<" + low + ">(in[i]);\n");
+  body += "  {\n    const float *const in[] = {";
+  for (auto [k, c] : llvm::enumerate(ops))
+    body += (k ? ", " : "") + ptr(c->getOperand(0));
+  body += "};\n    " + low + " *const out[] = {";
+  for (auto [k, c] : llvm::enumerate(ops))
+    body += (k ? ", " : "") + ptr(c->getResult(0));
+  body += "};\n  ";
+  call(name + "(ctx, in, out)");
+  body += "  }\n";
+  return success();
+}
+
 /// The loss scaler's probe: the flag is zeroed, then one multi-tensor
 /// kernel (per kMaxUpdateTensors operands) reads every gradient element once
 /// and raises the flag to +inf on an inf or NaN.

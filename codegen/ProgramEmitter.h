@@ -31,6 +31,8 @@ namespace trainc::codegen {
 
 /// The C++ element type of a tensor type, or "" if codegen does not support it.
 std::string cType(mlir::Type type);
+/// A cast of a parameter (an f32 master weight) to f16/bf16.
+bool isWeightCast(mlir::Operation *op);
 std::string valueType(mlir::Type type);
 /// The runtime's DType enumerator of a tensor type.
 std::string dtypeEnum(mlir::Type type);
@@ -116,6 +118,7 @@ private:
   LogicalResult emitUpdate(Operation *op);
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
+  LogicalResult emitWeightCast(Operation *op);
   LogicalResult emitIndexing(Operation *op);
   void emitConcatRun(tc::ConcatOp op, ArrayRef<Value> run, int64_t first, int64_t step,
                      ArrayRef<int64_t> outStrides);
@@ -175,8 +178,9 @@ private:
   /// Optimizer update results written over the argument they replace.
   llvm::DenseSet<Value> inPlace;
   std::string body;
-  /// Updates of the current run (emitUpdate).
-  std::vector<Operation *> pendingUpdates;
+  /// Updates of the current run (emitUpdate), weight casts of the current
+  /// run (emitWeightCast).
+  std::vector<Operation *> pendingUpdates, pendingCasts;
   /// Launches of generated kernels and runtime calls in the function.
   int generatedCalls = 0, libraryCalls = 0;
   int64_t arenaBytes = 0;

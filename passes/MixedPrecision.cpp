@@ -124,9 +124,11 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
       return success();
     }
     double value;
-    if (StringRef(lossScale).getAsDouble(value) || !(static_cast<float>(value) > 0) ||
-        !(value <= 3.4028234663852886e38))
-      return module.emitError("loss-scale must be dynamic, none or a positive f32 number, got '")
+    if (StringRef(lossScale).getAsDouble(value) || !(value > 0) ||
+        !(static_cast<float>(value) <= 3.4028234663852886e38) ||
+        !(1.0f / static_cast<float>(value) <= 3.4028234663852886e38))
+      return module.emitError("loss-scale must be dynamic, none or a positive f32 number whose "
+                              "reciprocal f32 holds (2^-126 to 3.4e38), got '")
              << lossScale << "'";
     module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(static_cast<float>(value)));
     return success();

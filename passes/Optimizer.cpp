@@ -172,6 +172,9 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                                      ->getResult(0)
                                : scaler->unscale;
       gradScale = b.create<tc::AddOp>(scaleLoc, ValueRange{factor, scaler->probe})->getResult(0);
+      // The step is good exactly when the updates do not skip: the same
+      // test (an infinite 1 / scale, below 2^-126, skips too and counts).
+      scaler->ok = isFinite(b, scaleLoc, gradScale);
       if (kind != "sgd") {
         Location countLoc = NameLoc::get(b.getStringAttr("adam step count"), loc);
         auto scalar = RankedTensorType::get({}, b.getF32Type());
@@ -181,16 +184,33 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                              ->getResult(0),
                          t);
         keepState(t1, "adam.step");
-        Value one = f32Scalar(b, countLoc, 1.0f);
-        auto correction = [&](Value beta) {
-          Value power = b.create<tc::PowOp>(countLoc, ValueRange{beta, t1})->getResult(0);
+        // In f64 from 1 - beta (the trainer's one_minus_beta1/2, computed in
+        // double): 1 - beta^t from an f32 beta would be 1.3e-5 off for beta2
+        // = 0.999 at t = 1. Rounded to f32 once, as the trainer's step_size
+        // and bias_correction2_sqrt are.
+        auto f64 = b.getF64Type();
+        auto scalar64 = RankedTensorType::get({}, f64);
+        auto widen = [&](Value v) {
+          return b.create<tc::CastOp>(countLoc, scalar64, v, TypeAttr::get(f64)).getResult();
+        };
+        auto narrow = [&](Value v) {
+          return b.create<tc::CastOp>(countLoc, RankedTensorType::get({}, b.getF32Type()), v,
+                                      TypeAttr::get(b.getF32Type()))
+              .getResult();
+        };
+        Value one = b.create<tc::ConstantOp>(countLoc, DenseElementsAttr::get(scalar64, 1.0))
+                        .getResult();
+        Value t64 = widen(t1);
+        auto correction = [&](StringRef oneMinusBeta) {
+          Value beta = b.create<tc::SubOp>(countLoc, ValueRange{one, widen(hyper(step, b, oneMinusBeta))})
+                           ->getResult(0);
+          Value power = b.create<tc::PowOp>(countLoc, ValueRange{beta, t64})->getResult(0);
           return b.create<tc::SubOp>(countLoc, ValueRange{one, power})->getResult(0);
         };
-        stepSize = b.create<tc::DivOp>(countLoc, ValueRange{hyper(step, b, "lr"),
-                                                            correction(hyper(step, b, "beta1"))})
-                       ->getResult(0);
-        bc2Sqrt = b.create<tc::SqrtOp>(countLoc, correction(hyper(step, b, "beta2")))
-                      ->getResult(0);
+        stepSize = narrow(b.create<tc::DivOp>(countLoc, ValueRange{widen(hyper(step, b, "lr")),
+                                                                   correction("one_minus_beta1")})
+                              ->getResult(0));
+        bc2Sqrt = narrow(b.create<tc::SqrtOp>(countLoc, correction("one_minus_beta2"))->getResult(0));
       }
       updateScale(step, b, scaleLoc, scaling, *scaler, keepState);
     }

@@ -41,9 +41,10 @@ def f32_of(raw):
     return float(np.frombuffer(raw, np.float32)[0])
 
 
-def skipped_step_checks(name, log3, after2, after3, manifest3, adam):
+def skipped_step_checks(name, log3, after2, after3, manifest3, adam, dynamic=True):
     """(ok, what) pairs for a run of 3 steps whose step 3 overflows, against
-    the run of its first 2 steps (checkpoint tensors after each)."""
+    the run of its first 2 steps (checkpoint tensors after each). A fixed
+    scale (dynamic=False) only counts the skipped step."""
     compared = [k for k in after3 if not k.startswith("state/loss_scale")]
     changed = [k for k in compared if after3[k] != after2.get(k)]
     checks = [(
@@ -53,8 +54,15 @@ def skipped_step_checks(name, log3, after2, after3, manifest3, adam):
         "bit for bit as after step 2 (changed: %s)"
         % (name, log3[2]["loss"] if len(log3) == 3 else "?", len(compared),
            ", ".join(changed) or "none"))]
-    scale = f32_of(after3["state/loss_scale"])
     skipped = f32_of(after3["state/loss_scale.skipped_steps"])
+    if not dynamic:
+        checks.append((
+            skipped == 1.0 and "state/loss_scale" not in after3 and
+            manifest3.get("loss_scale.skipped_steps") == "1",
+            "%s: a fixed scale counts the skipped step (%g; manifest %s) and keeps no scale "
+            "state" % (name, skipped, manifest3.get("loss_scale.skipped_steps"))))
+        return checks
+    scale = f32_of(after3["state/loss_scale"])
     count2 = f32_of(after2["state/loss_scale.growth_tracker"])
     count3 = f32_of(after3["state/loss_scale.growth_tracker"])
     checks.append((

@@ -156,6 +156,8 @@ def check_zoo(trainc, work, check, models, precisions):
         for precision in precisions:
             outcome = check_zoo_case(trainc, work, check, name, path, flags, data, precision,
                                      refs)
+            if precision == "fp16":
+                check_scaled_step(trainc, work, check, name, path, flags, data, state, refs)
             if outcome is not None and GPU_DIR:
                 prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_amp,
                                  grads64, outcome, precision)
@@ -199,6 +201,60 @@ def check_zoo_case(trainc, work, check, name, path, flags, data, precision, refs
               "rtol %g; to float64: ours %.2e, autocast %.2e)"
               % (tag, loss, loss_amp, loss64, abs(loss - loss_amp) / abs(loss_amp), RTOL,
                  abs(loss - loss64) / abs(loss64), abs(loss_amp - loss64) / abs(loss64)))
+    grad_of = lambda key: (np.load(os.path.join(out, "grad.%s.npy" % key))  # noqa: E731
+                           if os.path.exists(os.path.join(out, "grad.%s.npy" % key)) else None)
+    return check_grads(check, tag, precision, grad_of, refs)
+
+
+def check_scaled_step(trainc, work, check, name, path, flags, data, state, refs):
+    """The first good fp16 step with dynamic loss scaling (the backward seeded
+    with the scale, the gradients unscaled and probed in the update): SGD
+    with lr 2^20, no momentum or decay, so (p0 - p1) / 2^20 is the unscaled
+    gradient the update applied; it must meet the fp16 gradient criteria.
+    The batch is the data's only one: a step that overflows (ResNet-18's
+    batch norms at 65536, as with PyTorch's GradScaler) changes no parameter
+    and is run again at half the scale, so the run of k steps whose first
+    k - 1 are skipped applies one gradient."""
+    tag = "fp16 %s, loss-scaled SGD step" % name
+    prog = os.path.join(work, name + "_fp16_sgd")
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--batch-size=%d" % BATCH,
+                            "--loss=cross-entropy", "--optimizer=sgd", "--precision=fp16",
+                            "-o", prog] + flags, capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:400]))
+        return
+    saved, log = os.path.join(work, name + "_fp16_sgd-params"), os.path.join(work, name + "_fp16_sgd.log")
+    lr = 2.0 ** 20
+    for steps in range(1, 9):
+        shutil.rmtree(saved, ignore_errors=True)
+        run = subprocess.run([prog, "--data", data, "--steps", str(steps), "--no-shuffle",
+                              "--lr", "%r" % lr, "--momentum", "0", "--save-params", saved,
+                              "--log", log], capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s trains: %s" % (tag, run.stderr.strip()[:400]))
+            return
+        records = [json.loads(line) for line in open(log)]
+        if not records[-1].get("skipped"):
+            break
+    scales = [r.get("loss_scale") for r in records]
+    check(not records[-1].get("skipped") and all(r.get("skipped") for r in records[:-1]) and
+          scales == [65536.0 / 2 ** k for k in range(len(records))],
+          "%s: the first good step is step %d, at the scale %g (the steps before it skipped, "
+          "the scale halving: %s)" % (tag, len(records), scales[-1],
+                                      " ".join("%g" % v for v in scales)))
+
+    def delta(key):
+        after = os.path.join(saved, key + ".npy")
+        if not os.path.exists(after) or key not in state:
+            return None
+        return (state[key].astype(np.float64) - np.load(after).astype(np.float64)) / lr
+    check_grads(check, tag, "fp16", delta, refs)
+
+
+def check_grads(check, tag, precision, grad_of, refs):
+    """The gradient criteria; grad_of(key) is our gradient of a PyTorch
+    parameter (None: missing). Returns the ill-conditioned tensors' names."""
+    loss_amp, grads_amp, loss32, grads32, loss64, grads64 = refs
     # Gradient bounds against float64: bf16 within 4x autocast's error +
     # RTOL, fp16 within autocast-bf16's error + 2e-3.
     scale, floor = (4.0, RTOL) if precision == "bf16" else (1.0, 2e-3)
@@ -208,15 +264,14 @@ def check_zoo_case(trainc, work, check, name, path, flags, data, precision, refs
     # softmax ignores a shift of every score) and is named, not compared.
     worst, ill, missing, ours_total, f32_total = ("", 0.0, 0.0, 0.0), [], [], 0.0, 0.0
     for key, want in grads_amp.items():
-        path_grad = os.path.join(out, "grad.%s.npy" % key)
-        if not os.path.exists(path_grad):
+        got = grad_of(key)
+        if got is None:
             missing.append(key)
             continue
         e32 = norm_error(grads32[key], grads64[key])
         if e32 > 1e-3:
             ill.append(key)
             continue
-        got = np.load(path_grad)
         e_ours, e_amp = norm_error(got, grads64[key]), norm_error(want, grads64[key])
         ours_total += e_ours
         f32_total += e32
@@ -277,7 +332,9 @@ def check_digits(trainc, work, check, precisions):
         steps = [r for r in records if "step" in r]
         logs[case] = [r["loss"] for r in steps]
         skipped[case] = sum(1 for r in steps if r.get("skipped"))
-        curves[case] = [r["loss"] for r in steps if not r.get("skipped")][:200]
+        # A skipped step (fp16 overflow) is a gap, so that step k of every
+        # curve stays step k.
+        curves[case] = [np.nan if r.get("skipped") else r["loss"] for r in steps][:200]
         accuracy[case] = None
         for line in run.stdout.splitlines():
             if line.startswith("accuracy "):
@@ -294,14 +351,14 @@ def check_digits(trainc, work, check, precisions):
                 check(False, "digits: 200 logged steps (%s %d, %s %d)"
                       % (ref, len(a), case, len(b)))
                 continue
-            windows = [abs(b[i:i + 25].mean() - a[i:i + 25].mean()) / a[i:i + 25].mean()
-                       for i in range(0, 200, 25)]
-            tail = abs(b[150:].mean() - a[150:].mean()) / a[150:].mean()
+            windows = [abs(np.nanmean(b[i:i + 25]) - np.nanmean(a[i:i + 25])) /
+                       np.nanmean(a[i:i + 25]) for i in range(0, 200, 25)]
+            tail = abs(np.nanmean(b[150:]) - np.nanmean(a[150:])) / np.nanmean(a[150:])
             check(max(windows) <= 0.02 and tail <= 0.02,
                   "digits: %s loss curve within 2%% of %s's over 200 steps (worst 25-step "
                   "window %.2f%%, last 50 steps %.2f%%; final %.4f vs %.4f; %d steps skipped)"
-                  % (case, ref, 100 * max(windows), 100 * tail, b[-25:].mean(),
-                     a[-25:].mean(), skipped[case]))
+                  % (case, ref, 100 * max(windows), 100 * tail, np.nanmean(b[-25:]),
+                     np.nanmean(a[-25:]), skipped[case]))
         check(accuracy[low] is not None and accuracy[low] >= 0.97,
               "digits: %s held-out accuracy %s (fp32 %s) >= 97%%"
               % (low, accuracy[low], accuracy["fp32"]))
@@ -312,9 +369,11 @@ def check_scaler(trainc, work, check):
     32): a batch scaled by 1e30 overflows fp16 (its loss is inf); that step
     is skipped with every parameter and optimizer state tensor unchanged bit
     for bit, the scale halves and the skipped steps count; with
-    --scale-growth-interval 3 the scale doubles every 3 good steps; a run
-    killed after step 4 and resumed ends bit for bit as the uninterrupted
-    run (scale, good-step count, skipped steps, Adam's step count)."""
+    --scale-growth-interval 2 the scale doubles every 2 good steps; a run
+    stopped after step 4 (its checkpoint) and resumed ends bit for bit as the
+    uninterrupted run (scale, good-step count, skipped steps, Adam's step
+    count). A fixed --loss-scale=1024 with --clip-grad-norm skips the same
+    step and counts it."""
     data = os.path.join(work, "digits-data")
     if not os.path.isdir(os.path.join(data, "train")):
         subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "prepare_digits.py"),
@@ -400,12 +459,30 @@ def check_scaler(trainc, work, check):
         differ = [k for k in whole[1] if resumed_tensors.get(k) != whole[1][k]]
         check(not differ and resumed_log == whole[0] and
               resumed_manifest.get("loss_scale") == whole[2].get("loss_scale"),
-              "scaler %s: killed after step 4 and resumed, the run ends bit for bit as the "
+              "scaler %s: stopped after step 4 and resumed, the run ends bit for bit as the "
               "uninterrupted one (%d tensors incl. the scale %s, good-step count %g and "
               "skipped steps %g; differing: %s) and logs the same steps"
               % (optimizer, len(whole[1]), whole[2].get("loss_scale"),
                  f32_of(whole[1]["state/loss_scale.growth_tracker"]),
                  f32_of(whole[1]["state/loss_scale.skipped_steps"]), ", ".join(differ) or "none"))
+    # A fixed scale with gradient clipping (unscaled before the norm).
+    prog = os.path.join(work, "scaler_fixed")
+    build = subprocess.run([trainc, "compile", os.path.join(ROOT, "examples", "digits_mlp.onnx"),
+                            "--target=cpu", "--batch-size=32", "--loss=cross-entropy",
+                            "--optimizer=adamw", "--clip-grad-norm=1", "--precision=fp16",
+                            "--loss-scale=1024", "-o", prog], capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "scaler fixed compiles: %s" % build.stderr.strip()[:400])
+        return
+    two = train(prog, ovf, "fixed-2", "--steps", "2", "--lr", "0.003")
+    three = train(prog, ovf, "fixed-3", "--steps", "3", "--lr", "0.003")
+    if two and three:
+        for ok, what in skipped_step_checks("scaler fixed 1024, clipped", three[0], two[1],
+                                             three[1], three[2], True, dynamic=False):
+            check(ok, what)
+        check(all(r.get("loss_scale") == 1024 for r in three[0]),
+              "scaler fixed 1024, clipped: every step ran with the scale 1024 (%s)"
+              % " ".join("%g" % r.get("loss_scale", 0) for r in three[0]))
 
 
 def check_cuda(trainc, work, check, precisions):

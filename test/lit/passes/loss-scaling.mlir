@@ -4,6 +4,7 @@
 // RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=bf16 loss-scale=dynamic" 2>&1 | FileCheck %s --check-prefix=BF16
 // RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=-2" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=1e-50" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=1e-40" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // fp16 loss scaling, GradScaler's semantics on the device.
 //
@@ -14,7 +15,7 @@
 // DYN-LABEL: func.func @train_step(
 // DYN-SAME: %[[S:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale", tc.state_init = 6.553600e+04 : f32}
 // DYN-SAME: %[[T:arg[0-9]+]]: tensor<f32> {tc.state = "adam.step"}
-// DYN-SAME: %[[LR:arg[0-9]+]]: tensor<f32> {tc.hyper = "lr"}, %[[B1:arg[0-9]+]]: tensor<f32> {tc.hyper = "beta1"}, %[[B2:arg[0-9]+]]: tensor<f32> {tc.hyper = "beta2"}
+// DYN-SAME: %[[LR:arg[0-9]+]]: tensor<f32> {tc.hyper = "lr"}, %[[OMB1:arg[0-9]+]]: tensor<f32> {tc.hyper = "one_minus_beta1"}, %[[OMB2:arg[0-9]+]]: tensor<f32> {tc.hyper = "one_minus_beta2"}
 // DYN-SAME: %[[K:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale.skipped_steps"}
 // DYN-SAME: %[[C:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale.growth_tracker"}
 // DYN-SAME: %[[I:arg[0-9]+]]: tensor<f32> {tc.hyper = "scale_growth_interval"}
@@ -27,15 +28,21 @@
 //   The gradients are unscaled by 1 / scale; one probe reads every
 //   gradient (0, or +inf on an inf or NaN element) and is added to the
 //   factor, which the updates then find not finite.
+//   A good step is one whose factor is finite (the updates' own test).
 // DYN: %[[INV:.*]] = tc.reciprocal %[[S]]
 // DYN: %[[PROBE:.*]] = tc.nonfinite_probe %[[GW:[^,]*]], %[[GB:[^ ]*]] : (tensor<8x6xf32>, tensor<8xf32>) -> tensor<f32>
-// DYN: %[[OK:.*]] = tc.equal %[[PROBE]], %{{.*}}
 // DYN: %[[FACTOR:.*]] = tc.add %[[INV]], %[[PROBE]]
-//   Good steps only advance Adam's t.
+// DYN: %[[ABS:.*]] = tc.abs %[[FACTOR]]
+// DYN: %[[OK:.*]] = tc.less_equal %[[ABS]], %{{.*}}
+//   Good steps only advance Adam's t; lr / (1 - beta1^t) and
+//   sqrt(1 - beta2^t) in f64 from the trainer's 1 - beta1/2.
 // DYN: %[[T1:.*]] = tc.add %[[T]], %{{.*}}
 // DYN: %[[TN:.*]] = tc.where %[[OK]], %[[T1]], %[[T]]
-// DYN: tc.pow %[[B1]], %[[TN]]
-// DYN: tc.pow %[[B2]], %[[TN]]
+// DYN: %[[T64:.*]] = tc.cast %[[TN]] {to = f64}
+// DYN: tc.pow %{{.*}}, %[[T64]] : (tensor<f64>, tensor<f64>) -> tensor<f64>
+// DYN: tc.cast %{{.*}} {to = f32} : (tensor<f64>) -> tensor<f32>
+// DYN: tc.pow %{{.*}}, %[[T64]] : (tensor<f64>, tensor<f64>) -> tensor<f64>
+// DYN: tc.sqrt %{{.*}} : tensor<f64>
 //   A skipped step counts; the interval-th good step doubles the scale (if
 //   the double is finite), a skipped one halves it and resets the count.
 // DYN: %[[K1:.*]] = tc.add %[[K]], %{{.*}}
@@ -79,7 +86,7 @@
 // NONE-NOT: skip_nonfinite
 //
 // BF16: error: loss scaling is for fp16 (bf16 has f32's exponent range and needs none)
-// BAD: error: loss-scale must be dynamic, none or a positive f32 number
+// BAD: error: loss-scale must be dynamic, none or a positive f32 number whose reciprocal f32 holds
 tc.param @w trainable : tensor<8x6xf32>
 tc.param @b trainable : tensor<8xf32>
 func.func @loss(%x: tensor<4x6xf32> {tc.input = "x"}, %label: tensor<4xi64> {tc.label = "label"},
