@@ -49,6 +49,19 @@ LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
   return emitUpdates(ops);
 }
 
+/// The comment lines (the first 12 ops, then how many more) and the element
+/// counts of a multi-tensor kernel's run of per-parameter ops.
+void ProgramEmitter::describeRun(ArrayRef<Operation *> ops, std::vector<std::string> &comment,
+                                 std::vector<int64_t> &counts) {
+  for (Operation *op : ops) {
+    if (comment.size() < 12)
+      comment.push_back(opComment(op));
+    counts.push_back(countOf(op->getResult(0)));
+  }
+  if (ops.size() > 12)
+    comment.push_back("... and " + std::to_string(ops.size() - 12) + " more parameters");
+}
+
 /// Fused optimizer updates: one kernel reads each parameter, its gradient
 /// and its state once and writes their next values (in place when planned
 /// so; the body reads every element before it writes it). A run of updates
@@ -110,13 +123,7 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   }
   std::vector<std::string> comment;
   std::vector<int64_t> counts;
-  for (Operation *u : ops) {
-    if (comment.size() < 12)
-      comment.push_back(opComment(u));
-    counts.push_back(countOf(u->getResult(0)));
-  }
-  if (ops.size() > 12)
-    comment.push_back("... and " + std::to_string(ops.size() - 12) + " more parameters");
+  describeRun(ops, comment, counts);
   bool anyInPlace = llvm::any_of(ops, [&](Operation *u) {
     return llvm::any_of(u->getResults(), [&](Value r) { return inPlace.contains(r); });
   });
@@ -180,13 +187,7 @@ LogicalResult ProgramEmitter::emitWeightCast(Operation *op) {
   std::string low = cType(op->getResult(0).getType());
   std::vector<std::string> comment;
   std::vector<int64_t> counts;
-  for (Operation *c : ops) {
-    if (comment.size() < 12)
-      comment.push_back(opComment(c));
-    counts.push_back(countOf(c->getResult(0)));
-  }
-  if (ops.size() > 12)
-    comment.push_back("... and " + std::to_string(ops.size() - 12) + " more parameters");
+  describeRun(ops, comment, counts);
   comment.push_back("this step's " + low + " copies of the f32 master weights");
   std::string name = kernels.addMultiTensorKernel(
       "cast_weights", comment, {{"float", "in", false}, {low, "out", true}}, {}, counts,

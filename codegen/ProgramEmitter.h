@@ -119,6 +119,8 @@ private:
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
   LogicalResult emitWeightCast(Operation *op);
+  void describeRun(ArrayRef<Operation *> ops, std::vector<std::string> &comment,
+                   std::vector<int64_t> &counts);
   LogicalResult emitIndexing(Operation *op);
   void emitConcatRun(tc::ConcatOp op, ArrayRef<Value> run, int64_t first, int64_t step,
                      ArrayRef<int64_t> outStrides);
