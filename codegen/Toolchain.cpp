@@ -16,7 +16,7 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
   if (options.target == Target::Cpu)
     return {"g++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra",
             include, options.sourcePath, "-o", options.outputPath,
-            libDir, "-ltrainc_rt_cpu", "-lopenblas", "-lz", "-lpthread"};
+            libDir, "-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz", "-lpthread"};
   std::vector<std::string> cmd = {std::string(TRAINC_CUDA_ROOT) + "/bin/nvcc",
                                   "-std=c++17", "-O2", "-x", "cu"};
   for (const std::string &arch : options.cudaArchs) {

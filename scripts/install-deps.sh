@@ -9,8 +9,8 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   # ONNX model files
   libonnx-dev libprotobuf-dev protobuf-compiler
-  # CPU target
-  libopenblas-dev libomp-dev
+  # CPU target (oneDNN: the convolutions)
+  libopenblas-dev libomp-dev libdnnl-dev
   # Multi-process (CPU collectives, launcher)
   openmpi-bin libopenmpi-dev
   # Trainer flags, manifests and logs, checkpoint checksums

@@ -1,5 +1,8 @@
 //===- Conv.cpp - 2-D convolution as im2col + sgemm -----------------------===//
 //
+// oneDNN runs the convolution where it has a kernel for it (Dnnl.h); this is
+// the path for the rest, and for TRAINC_CPU_CONV=im2col.
+//
 // For each image and group, im2col unrolls the receptive fields into a
 // [C/g * KH * KW, OH * OW] matrix in the context's workspace, and one sgemm
 // multiplies the group's weights [M/g, C/g * KH * KW] by it. A 1x1, stride-1,
@@ -11,6 +14,7 @@
 
 #include "../common/KernelChecks.h"
 #include "Blas.h"
+#include "Dnnl.h"
 #include "Im2col.h"
 
 #include <algorithm>
@@ -37,6 +41,12 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
   const char *kernel = "conv2d";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"w", w}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkConv2dDesc(kernel, d));
+  if (dnnl_conv::enabled()) {
+    bool ran = false;
+    TRAINC_RETURN_IF_ERROR(dnnl_conv::forward(DType::F32, d, x, w, bias, y, ran));
+    if (ran)
+      return Status();
+  }
   const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
   const int64_t taps = cg * d.kh * d.kw; // GEMM k: one column row per tap.

@@ -28,6 +28,7 @@
 
 #include "../common/KernelChecks.h"
 #include "Blas.h"
+#include "Dnnl.h"
 #include "Im2col.h"
 
 #include <algorithm>
@@ -83,6 +84,13 @@ Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
   const char *kernel = "conv2dBackwardData";
   TRAINC_RETURN_IF_ERROR(
       checkNotNull(kernel, {{"dy", dy}, {"w", w}, {"dx", dx}}));
+  TRAINC_RETURN_IF_ERROR(checkConv2dDesc(kernel, d));
+  if (dnnl_conv::enabled()) {
+    bool ran = false;
+    TRAINC_RETURN_IF_ERROR(dnnl_conv::backwardData(DType::F32, d, dy, w, dx, ran));
+    if (ran)
+      return Status();
+  }
   TRAINC_RETURN_IF_ERROR(checkConvGemmSizes(kernel, d));
   const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;

@@ -1,10 +1,12 @@
 //===- Mixed.cpp - the f16/bf16 library kernels of the CPU target ---------===//
 //
-// The 16-bit operands are widened to f32 (exactly), the f32 kernel runs, and
-// a 16-bit result is rounded to nearest even once: the arithmetic of a
-// tensor-core GEMM with f32 accumulation, on OpenBLAS. Debian's OpenBLAS
-// 0.3.21 has no sbgemm, and oneDNN's bf16 kernels need AVX512-BF16; on
-// other CPUs this is what they would do too.
+// The convolution forward and backward data run on oneDNN in their own
+// type where it has a kernel for them (bf16 with AVX-512; Dnnl.h).
+// Otherwise, and for the rest (the filter gradient: see Dnnl.h), the
+// 16-bit operands are widened to f32 (exactly), the f32 kernel runs, and a
+// 16-bit result is rounded to nearest even once: the arithmetic of a
+// tensor-core GEMM with f32 accumulation, on OpenBLAS (Debian's OpenBLAS
+// 0.3.21 has no sbgemm).
 //
 // The staging buffers are this thread's own and separate from the context's
 // workspace, which the f32 convolution uses for im2col.
@@ -12,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "Dnnl.h"
 #include "trainc_rt/kernels.h"
 
 #include <initializer_list>
@@ -174,6 +177,12 @@ Status conv2dMixed(Context &ctx, DType type, const Conv2dDesc &d, const void *x,
                    const void *w, const void *bias, void *y) {
   TRAINC_RETURN_IF_ERROR(checkNotNull("conv2d", {{"x", x}, {"w", w}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2d", d));
+  if (dnnl_conv::enabled()) {
+    bool ran = false;
+    TRAINC_RETURN_IF_ERROR(dnnl_conv::forward(type, d, x, w, bias, y, ran));
+    if (ran)
+      return Status();
+  }
   return viaF32("conv2d", type,
                 {{x, nullptr, inputCount(d)}, {w, nullptr, weightCount(d)},
                  {bias, nullptr, bias ? d.m : 0}, {nullptr, y, outputCount(d)}},
@@ -185,6 +194,12 @@ Status conv2dBackwardDataMixed(Context &ctx, DType type, const Conv2dDesc &d,
   TRAINC_RETURN_IF_ERROR(
       checkNotNull("conv2dBackwardData", {{"dy", dy}, {"w", w}, {"dx", dx}}));
   TRAINC_RETURN_IF_ERROR(checkConv2dDesc("conv2dBackwardData", d));
+  if (dnnl_conv::enabled()) {
+    bool ran = false;
+    TRAINC_RETURN_IF_ERROR(dnnl_conv::backwardData(type, d, dy, w, dx, ran));
+    if (ran)
+      return Status();
+  }
   return viaF32("conv2dBackwardData", type,
                 {{dy, nullptr, outputCount(d)}, {w, nullptr, weightCount(d)},
                  {nullptr, dx, inputCount(d)}},

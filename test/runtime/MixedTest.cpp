@@ -201,10 +201,61 @@ template <typename H> void checkConv(const Conv2dDesc &d) {
 }
 
 TEST(ConvMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
+  // The widening path (oneDNN's own 16-bit kernels are checked below).
+  setenv("TRAINC_CPU_CONV", "im2col", 1);
   //             n  c  h  w  m  kh kw sH sW pT pL pB pR dH dW g  outH outW
   Conv2dDesc d{2, 4, 9, 8, 6, 3, 3, 2, 1, 1, 0, 1, 2, 1, 1, 2, 5, 8};
   checkConv<bf16>(d);
   checkConv<f16>(d);
+  unsetenv("TRAINC_CPU_CONV");
+}
+
+/// Norm-wise |got - want| / |want|.
+double normError(const std::vector<float> &got, const std::vector<double> &want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+/// y, dx and dw of a 16-bit convolution as the CPU target runs it (oneDNN's
+/// bf16 kernels where the CPU has them, else widened to f32), against the
+/// f32 kernels on the same (rounded) inputs: within the 16-bit rounding of
+/// the results, norm-wise.
+template <typename H> void checkConvClose(const Conv2dDesc &d, double tolerance) {
+  auto ctx = makeContext();
+  auto x = rounded<H>(randomFloats(d.n * d.c * d.h * d.w, 51));
+  auto w = rounded<H>(randomFloats(d.m * (d.c / d.groups) * d.kh * d.kw, 52));
+  auto bias = rounded<H>(randomFloats(d.m, 53));
+  auto dy = rounded<H>(randomFloats(d.n * d.m * d.outH * d.outW, 54));
+  std::vector<float> y32(dy.size()), dx32(x.size()), dw32(w.size());
+  EXPECT_OK(tk::conv2d(*ctx, d, widened(x).data(), widened(w).data(), widened(bias).data(),
+                       y32.data()));
+  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, widened(dy).data(), widened(w).data(), dx32.data()));
+  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, widened(x).data(), widened(dy).data(),
+                                     dw32.data()));
+  std::vector<H> y(dy.size()), dx(x.size()), dw(w.size());
+  EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), bias.data(), y.data()));
+  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, dy.data(), w.data(), dx.data()));
+  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, x.data(), dy.data(), dw.data()));
+  auto wide = [](const std::vector<float> &v) { return std::vector<double>(v.begin(), v.end()); };
+  EXPECT_LE(normError(widened(y), wide(y32)), tolerance);
+  EXPECT_LE(normError(widened(dx), wide(dx32)), tolerance);
+  EXPECT_LE(normError(widened(dw), wide(dw32)), tolerance);
+}
+
+TEST(ConvMixed, BF16OnOneDnnWithinBF16Rounding) {
+  // ResNet-like: 32 channels, 3x3, padded; grouped and strided. bf16's unit
+  // roundoff is 2^-9: the results, rounded once, are within it norm-wise
+  // (plus the f32 accumulation, far below).
+  //                          n  c   h   w   m   kh kw sH sW pT pL pB pR dH dW g
+  for (Conv2dDesc d : {Conv2dDesc{4, 32, 12, 10, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 12, 10},
+                       Conv2dDesc{2, 16, 11, 9, 24, 3, 2, 2, 1, 1, 0, 1, 1, 1, 2, 4, 6, 8}}) {
+    checkConvClose<bf16>(d, 4e-3);
+    checkConvClose<f16>(d, 5e-4);
+  }
 }
 
 template <typename H> void checkBatchNormAndPools() {

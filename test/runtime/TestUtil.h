@@ -9,6 +9,7 @@
 #ifndef TRAINC_TEST_RUNTIME_TESTUTIL_H
 #define TRAINC_TEST_RUNTIME_TESTUTIL_H
 
+#include "cpu/Dnnl.h"
 #include "trainc_rt/kernels.h"
 
 #include <gtest/gtest.h>
@@ -124,6 +125,28 @@ template <typename Body> void forEachThreadCount(Body body) {
     body();
   }
   omp_set_num_threads(omp_get_num_procs());
+}
+
+/// Runs `body` on both convolution paths of the CPU target: oneDNN (which
+/// must then have run a convolution, unless `oneDnnRuns` is false: the
+/// filter gradient, and the input gradient of fewer than 4 channels, stay
+/// on im2col) and im2col + sgemm (TRAINC_CPU_CONV=im2col).
+template <typename Body> void forEachConvPath(Body body, bool oneDnnRuns = true) {
+  const uint64_t before = cpu::dnnl_conv::runs();
+  unsetenv("TRAINC_CPU_CONV");
+  {
+    SCOPED_TRACE("oneDNN");
+    body();
+  }
+  if (oneDnnRuns) {
+    EXPECT_GT(cpu::dnnl_conv::runs(), before) << "oneDNN ran no convolution";
+  }
+  setenv("TRAINC_CPU_CONV", "im2col", 1);
+  {
+    SCOPED_TRACE("im2col");
+    body();
+  }
+  unsetenv("TRAINC_CPU_CONV");
 }
 
 } // namespace trainc::test
