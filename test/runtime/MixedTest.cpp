@@ -177,27 +177,41 @@ TEST(GemmMixed, RejectsWhatItCannotDo) {
       << s.message();
 }
 
-template <typename H> void checkConv(const Conv2dDesc &d) {
+/// A convolution's y, dx and dw on 16-bit tensors, and of the f32 kernels on
+/// the same values widened.
+template <typename H> struct ConvResults {
+  std::vector<float> y32, dx32, dw32;
+  std::vector<H> y, dx, dw;
+};
+
+template <typename H> ConvResults<H> runConvBothWays(const Conv2dDesc &d, unsigned seed) {
   auto ctx = makeContext();
-  auto x = rounded<H>(randomFloats(d.n * d.c * d.h * d.w, 11));
-  auto w = rounded<H>(randomFloats(d.m * (d.c / d.groups) * d.kh * d.kw, 12));
-  auto bias = rounded<H>(randomFloats(d.m, 13));
-  auto dy = rounded<H>(randomFloats(d.n * d.m * d.outH * d.outW, 14));
-  std::vector<float> y32(dy.size()), dx32(x.size()), dw32(w.size());
+  auto x = rounded<H>(randomFloats(d.n * d.c * d.h * d.w, seed));
+  auto w = rounded<H>(randomFloats(d.m * (d.c / d.groups) * d.kh * d.kw, seed + 1));
+  auto bias = rounded<H>(randomFloats(d.m, seed + 2));
+  auto dy = rounded<H>(randomFloats(d.n * d.m * d.outH * d.outW, seed + 3));
+  ConvResults<H> r;
+  r.y32.resize(dy.size()), r.dx32.resize(x.size()), r.dw32.resize(w.size());
   EXPECT_OK(tk::conv2d(*ctx, d, widened(x).data(), widened(w).data(), widened(bias).data(),
-                       y32.data()));
-  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, widened(dy).data(), widened(w).data(), dx32.data()));
+                       r.y32.data()));
+  EXPECT_OK(
+      tk::conv2dBackwardData(*ctx, d, widened(dy).data(), widened(w).data(), r.dx32.data()));
   EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, widened(x).data(), widened(dy).data(),
-                                     dw32.data()));
-  std::vector<H> y(dy.size()), dx(x.size()), dw(w.size());
-  EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), bias.data(), y.data()));
-  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, dy.data(), w.data(), dx.data()));
-  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, x.data(), dy.data(), dw.data()));
-  EXPECT_EQ(widened(y), widened(rounded<H>(y32)));
-  EXPECT_EQ(widened(dx), widened(rounded<H>(dx32)));
-  EXPECT_EQ(widened(dw), widened(rounded<H>(dw32)));
+                                     r.dw32.data()));
+  r.y.resize(dy.size()), r.dx.resize(x.size()), r.dw.resize(w.size());
+  EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), bias.data(), r.y.data()));
+  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, dy.data(), w.data(), r.dx.data()));
+  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, x.data(), dy.data(), r.dw.data()));
   std::vector<H> noBias(dy.size());
   EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), nullptr, noBias.data()));
+  return r;
+}
+
+template <typename H> void checkConv(const Conv2dDesc &d) {
+  ConvResults<H> r = runConvBothWays<H>(d, 11);
+  EXPECT_EQ(widened(r.y), widened(rounded<H>(r.y32)));
+  EXPECT_EQ(widened(r.dx), widened(rounded<H>(r.dx32)));
+  EXPECT_EQ(widened(r.dw), widened(rounded<H>(r.dw32)));
 }
 
 TEST(ConvMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
@@ -225,25 +239,11 @@ double normError(const std::vector<float> &got, const std::vector<double> &want)
 /// f32 kernels on the same (rounded) inputs: within the 16-bit rounding of
 /// the results, norm-wise.
 template <typename H> void checkConvClose(const Conv2dDesc &d, double tolerance) {
-  auto ctx = makeContext();
-  auto x = rounded<H>(randomFloats(d.n * d.c * d.h * d.w, 51));
-  auto w = rounded<H>(randomFloats(d.m * (d.c / d.groups) * d.kh * d.kw, 52));
-  auto bias = rounded<H>(randomFloats(d.m, 53));
-  auto dy = rounded<H>(randomFloats(d.n * d.m * d.outH * d.outW, 54));
-  std::vector<float> y32(dy.size()), dx32(x.size()), dw32(w.size());
-  EXPECT_OK(tk::conv2d(*ctx, d, widened(x).data(), widened(w).data(), widened(bias).data(),
-                       y32.data()));
-  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, widened(dy).data(), widened(w).data(), dx32.data()));
-  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, widened(x).data(), widened(dy).data(),
-                                     dw32.data()));
-  std::vector<H> y(dy.size()), dx(x.size()), dw(w.size());
-  EXPECT_OK(tk::conv2d(*ctx, d, x.data(), w.data(), bias.data(), y.data()));
-  EXPECT_OK(tk::conv2dBackwardData(*ctx, d, dy.data(), w.data(), dx.data()));
-  EXPECT_OK(tk::conv2dBackwardFilter(*ctx, d, x.data(), dy.data(), dw.data()));
+  ConvResults<H> r = runConvBothWays<H>(d, 51);
   auto wide = [](const std::vector<float> &v) { return std::vector<double>(v.begin(), v.end()); };
-  EXPECT_LE(normError(widened(y), wide(y32)), tolerance);
-  EXPECT_LE(normError(widened(dx), wide(dx32)), tolerance);
-  EXPECT_LE(normError(widened(dw), wide(dw32)), tolerance);
+  EXPECT_LE(normError(widened(r.y), wide(r.y32)), tolerance);
+  EXPECT_LE(normError(widened(r.dx), wide(r.dx32)), tolerance);
+  EXPECT_LE(normError(widened(r.dw), wide(r.dw32)), tolerance);
 }
 
 TEST(ConvMixed, BF16OnOneDnnWithinBF16Rounding) {
