@@ -5,7 +5,8 @@ Usage: compare_precision.py CASEDIR NAME
 
 CASEDIR (made by test/train/check_precision.py --gpu-prepare) holds
 case.json (autocast's and float64's loss, the ill-conditioned tensors),
-expected.npz (autocast's and float64's gradients, on the CPU) and the
+expected.npz (float64's gradients as float32, on the CPU; autocast's norm-wise
+errors are in case.json) and the
 program's out/ from run.sh. The criteria are check_precision.py's: bf16, the
 loss within rtol 1.6e-2 of autocast's or closer to float64's than
 autocast's is, each gradient's norm-wise error against float64 at most 4x
@@ -58,7 +59,7 @@ for key in sorted(k[len("f64."):] for k in ref.files if k.startswith("f64.")):
     if not os.path.exists(path):
         check(False, "grad.%s.npy written" % key)
         continue
-    ours, theirs = err(np.load(path), ref["f64." + key]), err(ref["amp." + key], ref["f64." + key])
+    ours, theirs = err(np.load(path), ref["f64." + key]), want["amp_errors"][key]
     ratio = ours / (scale * theirs + floor)
     if ratio >= worst[1]:
         worst = (key, ratio, ours, theirs)
