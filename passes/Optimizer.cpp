@@ -81,7 +81,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   /// What the loss scaler of an fp16 step decides on the device (see
   /// Passes.td): `unscale` multiplies the gradients back (1 / scale), `probe`
   /// is 0 when every gradient element is finite and +inf otherwise
-  /// (tc.nonfinite_probe), `ok` (i1) is probe == 0.
+  /// (tc.nonfinite_probe), `ok` (i1) says the step is good: its unscale
+  /// factor (with the probe added) is finite, the updates' own test.
   struct Scaler {
     Value scale, unscale, ok, probe;
   };
@@ -102,7 +103,6 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         probed.push_back(grads[i]);
     s.probe = probed.empty() ? f32Scalar(b, loc, 0.0f)
                              : b.create<tc::NonfiniteProbeOp>(loc, probed).getResult();
-    s.ok = b.create<tc::EqualOp>(loc, ValueRange{s.probe, f32Scalar(b, loc, 0.0f)})->getResult(0);
     return s;
   }
 
