@@ -1,6 +1,7 @@
 //===- Blas.cpp - sgemm under one OpenMP thread pool ----------------------===//
 
 #include "Blas.h"
+#include "Dnnl.h"
 
 #include <algorithm>
 #include <cblas.h>
@@ -19,6 +20,9 @@ void useSingleThreadedBlas() {
 void sgemmSerial(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (dnnl_matmul::gemmSerial(rt::DType::F32, transA, transB, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc))
+    return;
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), alpha,
               a, int(lda), b, int(ldb), beta, c, int(ldc));
@@ -39,21 +43,44 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
   return blocks;
 }
 
+const SerialGemm &f32Gemm() {
+  static const SerialGemm kernel{
+      sizeof(float), [](bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                        const void *a, int64_t lda, const void *b, int64_t ldb, float beta,
+                        float *c, int64_t ldc) {
+        sgemmSerial(transA, transB, m, n, k, alpha, static_cast<const float *>(a), lda,
+                    static_cast<const float *>(b), ldb, beta, c, ldc);
+      }};
+  return kernel;
+}
+
 void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    float alpha, const float *a, int64_t lda, const float *b,
                    int64_t ldb, float beta, float *c, int64_t ldc,
                    const GemmBlockHook *afterBlock,
                    const GemmBlockHook *beforeBlock) {
+  gemmParallel(f32Gemm(), transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+               afterBlock, beforeBlock);
+}
+
+void gemmParallel(const SerialGemm &serial, bool transA, bool transB, int64_t m, int64_t n,
+                  int64_t k, float alpha, const void *a, int64_t lda, const void *b,
+                  int64_t ldb, float beta, float *c, int64_t ldc,
+                  const GemmBlockHook *afterBlock, const GemmBlockHook *beforeBlock) {
   useSingleThreadedBlas();
   const GemmBlocks blocks = gemmBlocks(m, n, k);
   if (blocks.count == 1) {
     if (beforeBlock)
       (*beforeBlock)(0, m, 0, n);
-    sgemmSerial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    serial.run(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (afterBlock)
       (*afterBlock)(0, m, 0, n);
     return;
   }
+  // Element `i` of an operand of the serial kernel's type.
+  auto at = [&](const void *base, int64_t i) {
+    return static_cast<const char *>(base) + i * int64_t(serial.elementBytes);
+  };
   const bool parallel = !omp_in_parallel() && maxThreads() > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t blk = 0; blk < blocks.count; ++blk) {
@@ -61,20 +88,20 @@ void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                   size = std::min(blocks.step, blocks.extent - begin);
     if (blocks.byRows) {
       // Rows [begin, begin + size) of op(A) and of C.
-      const float *aBlock = transA ? a + begin : a + begin * lda;
+      const void *aBlock = at(a, transA ? begin : begin * lda);
       if (beforeBlock)
         (*beforeBlock)(begin, size, 0, n);
-      sgemmSerial(transA, transB, size, n, k, alpha, aBlock, lda, b, ldb, beta,
-                  c + begin * ldc, ldc);
+      serial.run(transA, transB, size, n, k, alpha, aBlock, lda, b, ldb, beta,
+                 c + begin * ldc, ldc);
       if (afterBlock)
         (*afterBlock)(begin, size, 0, n);
     } else {
       // Columns [begin, begin + size) of op(B) and of C.
-      const float *bBlock = transB ? b + begin * ldb : b + begin;
+      const void *bBlock = at(b, transB ? begin * ldb : begin);
       if (beforeBlock)
         (*beforeBlock)(0, m, begin, size);
-      sgemmSerial(transA, transB, m, size, k, alpha, a, lda, bBlock, ldb, beta,
-                  c + begin, ldc);
+      serial.run(transA, transB, m, size, k, alpha, a, lda, bBlock, ldb, beta, c + begin,
+                 ldc);
       if (afterBlock)
         (*afterBlock)(0, m, begin, size);
     }

@@ -16,6 +16,9 @@
 #ifndef TRAINC_RT_CPU_BLAS_H
 #define TRAINC_RT_CPU_BLAS_H
 
+#include "trainc_rt/kernels.h"
+
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -29,10 +32,25 @@ int maxThreads();
 void useSingleThreadedBlas();
 
 /// Row-major C = alpha * op(A) op(B) + beta * C for one matrix, on the
-/// calling thread only. Sizes must fit in int (checked by the callers).
+/// calling thread only: on oneDNN where it gains (dnnl_matmul::worthIt),
+/// else on OpenBLAS. Sizes must fit in int (checked by the callers).
 void sgemmSerial(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                  float alpha, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float beta, float *c, int64_t ldc);
+
+/// A GEMM on the calling thread with an f32 C and A and B of
+/// `elementBytes` bytes an element: sgemmSerial's f32 one, or the mixed
+/// precision entries' bf16 one (Mixed.cpp).
+struct SerialGemm {
+  size_t elementBytes;
+  std::function<void(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                     const void *a, int64_t lda, const void *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc)>
+      run;
+};
+
+/// sgemmSerial as a SerialGemm.
+const SerialGemm &f32Gemm();
 
 /// As sgemmSerial, but a GEMM large enough to pay for it is split into
 /// blocks of C rows (or columns, when C is wide) that depend on the shape
@@ -53,6 +71,27 @@ void sgemmParallel(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                    int64_t ldb, float beta, float *c, int64_t ldc,
                    const GemmBlockHook *afterBlock = nullptr,
                    const GemmBlockHook *beforeBlock = nullptr);
+
+/// sgemmParallel with the blocks computed by `serial`.
+void gemmParallel(const SerialGemm &serial, bool transA, bool transB, int64_t m, int64_t n,
+                  int64_t k, float alpha, const void *a, int64_t lda, const void *b,
+                  int64_t ldb, float beta, float *c, int64_t ldc,
+                  const GemmBlockHook *afterBlock = nullptr,
+                  const GemmBlockHook *beforeBlock = nullptr);
+
+/// The batched entry points of kernels.h (gemm, gemmEpilogue) with the
+/// blocks computed by `serial`: the f32 kernels, and the bf16 ones of
+/// Mixed.cpp, which so share every split and rounding step but the blocks'.
+::trainc::rt::Status gemmWith(const SerialGemm &serial, bool transA, bool transB, int64_t m,
+                              int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+                              int64_t strideA, const void *b, int64_t ldb, int64_t strideB,
+                              float beta, float *c, int64_t ldc, int64_t strideC,
+                              int64_t batch);
+::trainc::rt::Status gemmEpilogueWith(const SerialGemm &serial, bool transA, bool transB,
+                                      int64_t m, int64_t n, int64_t k, const void *a,
+                                      int64_t lda, int64_t strideA, const void *b, int64_t ldb,
+                                      int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                                      int64_t batch, const ::trainc::rt::GemmEpilogue &epilogue);
 
 /// How sgemmParallel cuts C: `count` blocks of `step` rows (byRows) or
 /// columns of the `extent` ones, the last one possibly shorter.

@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Dnnl.h"
+#include "DnnlCommon.h"
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
 #include <array>
@@ -27,29 +27,56 @@
 #include <unordered_map>
 #include <vector>
 
-namespace trainc::cpu::dnnl_conv {
-using ::trainc::rt::Conv2dDesc;
-using ::trainc::rt::DType;
-using ::trainc::rt::Status;
-
-namespace {
-
-using Dt = dnnl::memory::data_type;
-using Tag = dnnl::memory::format_tag;
+namespace trainc::cpu::dnnl_common {
 
 dnnl::engine &cpuEngine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
 }
 
-std::optional<Dt> dnnlType(DType type) {
+dnnl::stream &threadStream() {
+  thread_local dnnl::stream stream(cpuEngine());
+  return stream;
+}
+
+std::optional<dnnl::memory::data_type> dnnlType(::trainc::rt::DType type) {
+  using Dt = dnnl::memory::data_type;
   switch (type) {
-  case DType::F32: return Dt::f32;
-  case DType::BF16: return Dt::bf16;
-  case DType::F16: return Dt::f16;
+  case ::trainc::rt::DType::F32: return Dt::f32;
+  case ::trainc::rt::DType::BF16: return Dt::bf16;
+  case ::trainc::rt::DType::F16: return Dt::f16;
   default: return std::nullopt;
   }
 }
+
+void *scratch(int slot, size_t bytes) {
+  thread_local std::vector<char> buffers[5];
+  std::vector<char> &buffer = buffers[slot];
+  if (buffer.size() < bytes)
+    buffer.resize(bytes);
+  return buffer.data();
+}
+
+OneThread::OneThread() : saved(omp_get_max_threads()) { omp_set_num_threads(1); }
+OneThread::~OneThread() { omp_set_num_threads(saved); }
+
+bool environmentSays(const char *name, const char *value) {
+  const char *choice = std::getenv(name);
+  return choice && std::strcmp(choice, value) == 0;
+}
+
+} // namespace trainc::cpu::dnnl_common
+
+namespace trainc::cpu::dnnl_conv {
+using ::trainc::rt::Conv2dDesc;
+using ::trainc::rt::DType;
+using ::trainc::rt::Status;
+using namespace ::trainc::cpu::dnnl_common;
+
+namespace {
+
+using Dt = dnnl::memory::data_type;
+using Tag = dnnl::memory::format_tag;
 
 enum class Kind { Forward, BackwardData };
 
@@ -79,15 +106,6 @@ struct Entry {
   dnnl::primitive primitive;
   std::vector<Operand> operands;
 };
-
-/// This thread's scratch buffer number `slot`, at least `bytes` long.
-void *scratch(int slot, size_t bytes) {
-  thread_local std::vector<char> buffers[4];
-  std::vector<char> &buffer = buffers[slot];
-  if (buffer.size() < bytes)
-    buffer.resize(bytes);
-  return buffer.data();
-}
 
 dnnl::memory::dims dimsOf(std::initializer_list<int64_t> values) {
   return dnnl::memory::dims(values.begin(), values.end());
@@ -199,10 +217,8 @@ Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d,
   Entry &e = entryOf(kind, type, d, bias);
   if (!e.available)
     return Status();
-  thread_local std::unique_ptr<dnnl::stream> stream;
   try {
-    if (!stream)
-      stream = std::make_unique<dnnl::stream>(cpuEngine());
+    dnnl::stream &stream = threadStream();
     std::unordered_map<int, dnnl::memory> args;
     auto pointer = pointers.begin();
     int slot = 0;
@@ -211,14 +227,14 @@ Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d,
       if (o.reorder)
         o.inside.set_data_handle(scratch(slot++, o.inside.get_desc().get_size()));
       if (o.reorder && !o.output)
-        o.reorder->execute(*stream, o.user, o.inside);
+        o.reorder->execute(stream, o.user, o.inside);
       args[o.arg] = o.inside;
     }
-    e.primitive.execute(*stream, args);
+    e.primitive.execute(stream, args);
     for (Operand &o : e.operands)
       if (o.reorder && o.output)
-        o.reorder->execute(*stream, o.inside, o.user);
-    stream->wait();
+        o.reorder->execute(stream, o.inside, o.user);
+    stream.wait();
   } catch (const dnnl::error &error) {
     return Status::error(std::string(name) + ": oneDNN: " + error.what());
   }
@@ -231,10 +247,7 @@ Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d,
 
 uint64_t runs() { return runCount.load(); }
 
-bool enabled() {
-  const char *choice = std::getenv("TRAINC_CPU_CONV");
-  return !choice || std::strcmp(choice, "im2col") != 0;
-}
+bool enabled() { return !environmentSays("TRAINC_CPU_CONV", "im2col"); }
 
 Status forward(DType type, const Conv2dDesc &d, const void *x, const void *w, const void *bias,
                void *y, bool &ran) {

@@ -1,4 +1,4 @@
-//===- Dnnl.h - the CPU target's convolutions on oneDNN ---------*- C++ -*-===//
+//===- Dnnl.h - oneDNN convolutions and GEMMs of the CPU target -*- C++ -*-===//
 //
 // oneDNN (Debian's libdnnl 2.6) runs the convolution forward and backward
 // data of the CPU target, as it does PyTorch's, in f32 and in bf16
@@ -41,5 +41,34 @@ bool enabled();
 uint64_t runs();
 
 } // namespace trainc::cpu::dnnl_conv
+
+// The GEMM blocks (DnnlMatmul.cpp): oneDNN's matmul, made for and run on
+// the calling thread alone, computes a block of a GEMM that Blas.h cut by
+// shape, in f32 or from bf16 operands, into an f32 C.
+namespace trainc::cpu::dnnl_matmul {
+
+/// Row-major C = alpha op(A) op(B) + beta C on the calling thread, A and B
+/// of `type` (F32 or BF16), C f32. False, with C untouched, where the block
+/// is too small to gain from oneDNN (worthIt), oneDNN has only its
+/// reference kernel for it on this CPU, or the environment says
+/// TRAINC_CPU_GEMM=openblas: the caller computes it another way.
+bool gemmSerial(::trainc::rt::DType type, bool transA, bool transB, int64_t m, int64_t n,
+                int64_t k, float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                float beta, float *c, int64_t ldc);
+
+/// Whether a block of this shape goes to oneDNN: large enough to gain
+/// from it, and not TRAINC_CPU_GEMM=openblas (for A/B runs and the tests
+/// of the OpenBLAS path).
+bool worthIt(int64_t m, int64_t n, int64_t k);
+
+/// Whether oneDNN has a kernel faster than its reference one for bf16
+/// operands on this CPU (AVX-512; AVX512-BF16 for the dot products). Where
+/// it has none, bf16 operands are widened to f32 for OpenBLAS.
+bool hasFastBf16();
+
+/// GEMM blocks oneDNN has run in this process (for the tests).
+uint64_t runs();
+
+} // namespace trainc::cpu::dnnl_matmul
 
 #endif // TRAINC_RT_CPU_DNNL_H

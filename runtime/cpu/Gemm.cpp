@@ -1,4 +1,4 @@
-//===- Gemm.cpp - batched sgemm on OpenBLAS -------------------------------===//
+//===- Gemm.cpp - batched GEMM in blocks on oneDNN or OpenBLAS ------------===//
 
 #include "../common/KernelChecks.h"
 #include "Blas.h"
@@ -13,8 +13,8 @@ namespace {
 
 /// The argument checks gemm and gemmEpilogue share.
 Status checkGemm(const char *kernel, bool transA, bool transB, int64_t m,
-                 int64_t n, int64_t k, const float *a, int64_t lda,
-                 int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
+                 int64_t n, int64_t k, const void *a, int64_t lda,
+                 int64_t strideA, const void *b, int64_t ldb, int64_t strideB,
                  const float *c, int64_t ldc, int64_t strideC, int64_t batch) {
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"a", a}, {"b", b}, {"c", c}}));
   TRAINC_RETURN_IF_ERROR(
@@ -49,11 +49,11 @@ Status checkGemm(const char *kernel, bool transA, bool transB, int64_t m,
 /// it.
 using EntryHook = std::function<void(int64_t entry, int64_t row, int64_t rows,
                                      int64_t col, int64_t cols)>;
-void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-              float alpha, const float *a, int64_t lda, int64_t strideA,
-              const float *b, int64_t ldb, int64_t strideB, float beta,
-              float *c, int64_t ldc, int64_t strideC, int64_t batch,
-              const EntryHook *afterBlock, const EntryHook *beforeBlock = nullptr) {
+void runBatch(const SerialGemm &serial, bool transA, bool transB, int64_t m, int64_t n,
+              int64_t k, float alpha, const void *a, int64_t lda, int64_t strideA,
+              const void *b, int64_t ldb, int64_t strideB, float beta, float *c, int64_t ldc,
+              int64_t strideC, int64_t batch, const EntryHook *afterBlock,
+              const EntryHook *beforeBlock = nullptr) {
   useSingleThreadedBlas();
   // B shared and A, C in contiguous row blocks (x[b, t, :] @ W of a linear
   // layer): one GEMM of m * batch rows, cut over the threads as one.
@@ -62,14 +62,18 @@ void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     m *= batch;
     batch = 1;
   }
+  // Entry `i` of an operand of the serial kernel's type.
+  auto entry = [&](const void *base, int64_t i, int64_t stride) {
+    return static_cast<const char *>(base) + i * stride * int64_t(serial.elementBytes);
+  };
   const bool small = double(m) * double(n) * double(k) < kSmallGemmMacs;
   if (batch > 1 && small) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; ++i) {
       if (beforeBlock)
         (*beforeBlock)(i, 0, m, 0, n);
-      sgemmSerial(transA, transB, m, n, k, alpha, a + i * strideA, lda,
-                  b + i * strideB, ldb, beta, c + i * strideC, ldc);
+      serial.run(transA, transB, m, n, k, alpha, entry(a, i, strideA), lda,
+                 entry(b, i, strideB), ldb, beta, c + i * strideC, ldc);
       if (afterBlock)
         (*afterBlock)(i, 0, m, 0, n);
     }
@@ -85,33 +89,39 @@ void runBatch(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       before = [&, i](int64_t row, int64_t rows, int64_t col, int64_t cols) {
         (*beforeBlock)(i, row, rows, col, cols);
       };
-    sgemmParallel(transA, transB, m, n, k, alpha, a + i * strideA, lda,
-                  b + i * strideB, ldb, beta, c + i * strideC, ldc,
-                  afterBlock ? &after : nullptr, beforeBlock ? &before : nullptr);
+    gemmParallel(serial, transA, transB, m, n, k, alpha, entry(a, i, strideA), lda,
+                 entry(b, i, strideB), ldb, beta, c + i * strideC, ldc,
+                 afterBlock ? &after : nullptr, beforeBlock ? &before : nullptr);
   }
 }
 
 } // namespace
+
+Status gemmWith(const SerialGemm &serial, bool transA, bool transB, int64_t m, int64_t n,
+                int64_t k, float alpha, const void *a, int64_t lda, int64_t strideA,
+                const void *b, int64_t ldb, int64_t strideB, float beta, float *c,
+                int64_t ldc, int64_t strideC, int64_t batch) {
+  TRAINC_RETURN_IF_ERROR(checkGemm("gemm", transA, transB, m, n, k, a, lda,
+                                   strideA, b, ldb, strideB, c, ldc, strideC,
+                                   batch));
+  runBatch(serial, transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB,
+           beta, c, ldc, strideC, batch, nullptr);
+  return Status();
+}
 
 Status gemm(Context &ctx, bool transA, bool transB, int64_t m, int64_t n,
             int64_t k, float alpha, const float *a, int64_t lda,
             int64_t strideA, const float *b, int64_t ldb, int64_t strideB,
             float beta, float *c, int64_t ldc, int64_t strideC, int64_t batch) {
   (void)ctx;
-  TRAINC_RETURN_IF_ERROR(checkGemm("gemm", transA, transB, m, n, k, a, lda,
-                                   strideA, b, ldb, strideB, c, ldc, strideC,
-                                   batch));
-  runBatch(transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb, strideB,
-           beta, c, ldc, strideC, batch, nullptr);
-  return Status();
+  return gemmWith(f32Gemm(), transA, transB, m, n, k, alpha, a, lda, strideA, b, ldb,
+                  strideB, beta, c, ldc, strideC, batch);
 }
 
-Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
-                    int64_t n, int64_t k, const float *a, int64_t lda,
-                    int64_t strideA, const float *b, int64_t ldb,
-                    int64_t strideB, float *c, int64_t ldc, int64_t strideC,
-                    int64_t batch, const GemmEpilogue &epilogue) {
-  (void)ctx;
+Status gemmEpilogueWith(const SerialGemm &serial, bool transA, bool transB, int64_t m,
+                        int64_t n, int64_t k, const void *a, int64_t lda, int64_t strideA,
+                        const void *b, int64_t ldb, int64_t strideB, float *c, int64_t ldc,
+                        int64_t strideC, int64_t batch, const GemmEpilogue &epilogue) {
   TRAINC_RETURN_IF_ERROR(checkGemm("gemmEpilogue", transA, transB, m, n, k, a,
                                    lda, strideA, b, ldb, strideB, c, ldc,
                                    strideC, batch));
@@ -163,10 +173,20 @@ Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
       epilogue.range(epilogue.env, first, first + cols);
     }
   };
-  runBatch(transA, transB, m, n, k, 1.0f, a, lda, strideA, b, ldb, strideB,
+  runBatch(serial, transA, transB, m, n, k, 1.0f, a, lda, strideA, b, ldb, strideB,
            accumulate ? 1.0f : 0.0f, c, ldc, strideC, batch, &finish,
            addend || bias ? &prepare : nullptr);
   return Status();
+}
+
+Status gemmEpilogue(Context &ctx, bool transA, bool transB, int64_t m,
+                    int64_t n, int64_t k, const float *a, int64_t lda,
+                    int64_t strideA, const float *b, int64_t ldb,
+                    int64_t strideB, float *c, int64_t ldc, int64_t strideC,
+                    int64_t batch, const GemmEpilogue &epilogue) {
+  (void)ctx;
+  return gemmEpilogueWith(f32Gemm(), transA, transB, m, n, k, a, lda, strideA, b, ldb,
+                          strideB, c, ldc, strideC, batch, epilogue);
 }
 
 } // namespace trainc::cpu

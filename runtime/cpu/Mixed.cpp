@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "Blas.h"
 #include "Dnnl.h"
 #include "trainc_rt/kernels.h"
 
@@ -133,6 +134,27 @@ int64_t inputCount(const Conv2dDesc &d) { return d.n * d.c * d.h * d.w; }
 int64_t weightCount(const Conv2dDesc &d) { return d.m * (d.c / (d.groups > 0 ? d.groups : 1)) * d.kh * d.kw; }
 int64_t outputCount(const Conv2dDesc &d) { return d.n * d.m * d.outH * d.outW; }
 
+/// The blocks of a GEMM with bf16 operands: oneDNN's bf16 matmul, or
+/// (where oneDNN declines a block's shape or strides) the block's operands
+/// widened for sgemmSerial.
+const SerialGemm &bf16Gemm() {
+  static const SerialGemm kernel{
+      sizeof(bf16), [](bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc) {
+        if (dnnl_matmul::gemmSerial(DType::BF16, transA, transB, m, n, k, alpha, a, lda, b, ldb,
+                                    beta, c, ldc))
+          return;
+        int64_t countA = extent(transA ? k : m, transA ? m : k, lda, 0, 1);
+        int64_t countB = extent(transB ? n : k, transB ? k : n, ldb, 0, 1);
+        float *a32 = staging(3, countA), *b32 = staging(4, countB);
+        widen(DType::BF16, a, a32, countA);
+        widen(DType::BF16, b, b32, countB);
+        sgemmSerial(transA, transB, m, n, k, alpha, a32, lda, b32, ldb, beta, c, ldc);
+      }};
+  return kernel;
+}
+
 } // namespace
 
 Status gemmMixed(Context &ctx, DType ab, DType c, bool transA, bool transB, int64_t m,
@@ -149,12 +171,7 @@ Status gemmMixed(Context &ctx, DType ab, DType c, bool transA, bool transB, int6
     return Status::error(std::string(kernel) + ": leading dimensions and strides");
   if (epilogue && epilogue->range && c != DType::F32)
     return Status::error(std::string(kernel) + ": a range function needs an f32 C");
-  // The f32 kernel checks the shapes against the leading dimensions again.
-  int64_t countA = extent(transA ? k : m, transA ? m : k, lda, strideA, batch);
-  int64_t countB = extent(transB ? n : k, transB ? k : n, ldb, strideB, batch);
-  float *a32 = staging(0, countA), *b32 = staging(1, countB);
-  widen(ab, a, a32, countA);
-  widen(ab, b, b32, countB);
+  (void)ctx;
   float *c32 = static_cast<float *>(cOut);
   int64_t countC = extent(m, n, ldc, strideC, batch);
   if (c != DType::F32) {
@@ -162,11 +179,27 @@ Status gemmMixed(Context &ctx, DType ab, DType c, bool transA, bool transB, int6
     if (!epilogue && beta != 0.0f)
       widen(c, cOut, c32, countC);
   }
+  // bf16 operands go to oneDNN as they are where it has a fast kernel and
+  // the GEMM is large enough (a choice by shape: the same for every call);
+  // otherwise they are widened to f32 (exactly) for the f32 blocks. The
+  // checks of gemmWith see the shapes against the leading dimensions.
+  const void *aIn = a, *bIn = b;
+  const SerialGemm *serial = &bf16Gemm();
+  if (ab != DType::BF16 || !dnnl_matmul::hasFastBf16() || !dnnl_matmul::worthIt(m, n, k)) {
+    int64_t countA = extent(transA ? k : m, transA ? m : k, lda, strideA, batch);
+    int64_t countB = extent(transB ? n : k, transB ? k : n, ldb, strideB, batch);
+    float *a32 = staging(0, countA), *b32 = staging(1, countB);
+    widen(ab, a, a32, countA);
+    widen(ab, b, b32, countB);
+    aIn = a32;
+    bIn = b32;
+    serial = &f32Gemm();
+  }
   Status status =
-      epilogue ? gemmEpilogue(ctx, transA, transB, m, n, k, a32, lda, strideA, b32, ldb,
-                              strideB, c32, ldc, strideC, batch, *epilogue)
-               : gemm(ctx, transA, transB, m, n, k, alpha, a32, lda, strideA, b32, ldb,
-                      strideB, beta, c32, ldc, strideC, batch);
+      epilogue ? gemmEpilogueWith(*serial, transA, transB, m, n, k, aIn, lda, strideA, bIn, ldb,
+                                  strideB, c32, ldc, strideC, batch, *epilogue)
+               : gemmWith(*serial, transA, transB, m, n, k, alpha, aIn, lda, strideA, bIn, ldb,
+                          strideB, beta, c32, ldc, strideC, batch);
   TRAINC_RETURN_IF_ERROR(status);
   if (c != DType::F32)
     narrow(c, c32, cOut, countC);

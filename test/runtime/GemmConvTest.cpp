@@ -9,6 +9,7 @@
 #include "TestUtil.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace trainc::test {
@@ -105,8 +106,9 @@ TEST(Gemm, StrideZeroBroadcastsAnOperand) {
 
 TEST(Gemm, LargeMatricesAreSplitOverThreads) {
   // Tall C is split by rows, wide C by columns; sizes that are not
-  // multiples of the block size leave a short last block.
-  forEachThreadCount([] {
+  // multiples of the block size leave a short last block. The blocks run
+  // on oneDNN (with alpha and beta, padded rows) and on OpenBLAS.
+  forEachGemmPath([] { forEachThreadCount([] {
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (auto [m, n] : {std::pair<int64_t, int64_t>{150, 70},
@@ -120,6 +122,20 @@ TEST(Gemm, LargeMatricesAreSplitOverThreads) {
         }
     runGemm({false, true, 150, 140, 160, 160, 160, 140, 150 * 160, 140 * 160,
              150 * 140, 2, 1.0f, 0.0f});
+  }); });
+}
+
+TEST(Gemm, BetaZeroNeverReadsC) {
+  // BLAS's rule, which a oneDNN block keeps by leaving out its sum: with
+  // beta 0, a NaN in C is overwritten, not propagated.
+  forEachGemmPath([] {
+    const int64_t m = 96, n = 80, k = 64;
+    auto ctx = makeContext();
+    auto a = randomFloats(size_t(m * k), 1), b = randomFloats(size_t(k * n), 2);
+    std::vector<float> c(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+    EXPECT_OK(tk::gemm(*ctx, false, false, m, n, k, 1.0f, a.data(), k, 0, b.data(), n, 0, 0.0f,
+                       c.data(), n, 0, 1));
+    EXPECT_TRUE(std::all_of(c.begin(), c.end(), [](float v) { return std::isfinite(v); }));
   });
 }
 

@@ -147,12 +147,87 @@ template <typename H> void checkGemm(bool transA, bool transB) {
 }
 
 TEST(GemmMixed, BF16AndF16EqualTheF32KernelOnWidenedOperands) {
+  // The widening path (oneDNN's bf16 blocks are checked below); f16 always
+  // takes it.
+  setenv("TRAINC_CPU_GEMM", "openblas", 1);
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       SCOPED_TRACE(std::string("transA=") + (ta ? "1" : "0") + " transB=" + (tb ? "1" : "0"));
       checkGemm<bf16>(ta, tb);
       checkGemm<f16>(ta, tb);
     }
+  unsetenv("TRAINC_CPU_GEMM");
+  checkGemm<f16>(false, true);
+}
+
+/// Norm-wise |got - want| / |want|.
+double normError(const std::vector<float> &got, const std::vector<double> &want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+TEST(GemmMixed, BF16BlocksOnOneDnnAccumulateInF32) {
+  // bf16 products are exact in f32: what is left is the f32 accumulation of
+  // k = 53 terms, far below 1e-6 norm-wise against float64 (bf16 rounding
+  // of anything would be 2^-9).
+  forEachGemmPath(
+      [] {
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            SCOPED_TRACE(std::string("transA=") + (ta ? "1" : "0") +
+                         " transB=" + (tb ? "1" : "0"));
+            auto ctx = makeContext();
+            const int64_t m = 37, n = 29, k = 53, batch = 3;
+            auto a = widened(rounded<bf16>(randomFloats(m * k * batch, 4)));
+            auto b = widened(rounded<bf16>(randomFloats(k * n * batch, 5)));
+            const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+            std::vector<double> want(m * n * batch);
+            for (int64_t t = 0; t < batch; ++t)
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  double sum = 0;
+                  for (int64_t p = 0; p < k; ++p)
+                    sum += double(a[t * m * k + (ta ? p * lda + i : i * lda + p)]) *
+                           double(b[t * k * n + (tb ? j * ldb + p : p * ldb + j)]);
+                  want[t * m * n + i * n + j] = sum;
+                }
+            auto a16 = rounded<bf16>(a), b16 = rounded<bf16>(b);
+            std::vector<float> got(m * n * batch);
+            EXPECT_OK(tk::gemm(*ctx, ta, tb, m, n, k, 1.0f, a16.data(), lda, m * k, b16.data(),
+                               ldb, k * n, 0.0f, got.data(), n, m * n, batch));
+            EXPECT_LE(normError(got, want), 1e-6);
+          }
+      },
+      /*oneDnnRuns=*/tk::dnnl_matmul::hasFastBf16());
+}
+
+TEST(GemmMixed, BF16EpilogueIsTheGemmOnItsPreparedC) {
+  // A fused Gemm + bias + Relu and the unfused sequence (C = bias, gemm
+  // with beta 1, relu) give the same bits on either path: the epilogue only
+  // prepares C before each block and finishes it after.
+  forEachGemmPath(
+      [] {
+        auto ctx = makeContext();
+        const int64_t m = 130, n = 40, k = 70;
+        auto a = rounded<bf16>(randomFloats(m * k, 6)), b = rounded<bf16>(randomFloats(k * n, 7));
+        auto bias = randomFloats(n, 8);
+        std::vector<float> fused(m * n), unfused(m * n);
+        rt::GemmEpilogue e{nullptr, bias.data(), rt::GemmActivation::Relu, nullptr, nullptr};
+        EXPECT_OK(tk::gemmEpilogue(*ctx, false, true, m, n, k, a.data(), k, 0, b.data(), k, 0,
+                                   fused.data(), n, 0, 1, e));
+        for (int64_t i = 0; i < m; ++i)
+          std::copy(bias.begin(), bias.end(), unfused.begin() + i * n);
+        EXPECT_OK(tk::gemm(*ctx, false, true, m, n, k, 1.0f, a.data(), k, 0, b.data(), k, 0,
+                           1.0f, unfused.data(), n, 0, 1));
+        for (float &v : unfused)
+          v = v < 0.0f ? 0.0f : v;
+        EXPECT_EQ(0, std::memcmp(fused.data(), unfused.data(), fused.size() * sizeof(float)));
+      },
+      /*oneDnnRuns=*/tk::dnnl_matmul::hasFastBf16());
 }
 
 TEST(GemmMixed, RejectsWhatItCannotDo) {
@@ -222,16 +297,6 @@ TEST(ConvMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
   checkConv<bf16>(d);
   checkConv<f16>(d);
   unsetenv("TRAINC_CPU_CONV");
-}
-
-/// Norm-wise |got - want| / |want|.
-double normError(const std::vector<float> &got, const std::vector<double> &want) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  return std::sqrt(diff / norm);
 }
 
 /// y, dx and dw of a 16-bit convolution as the CPU target runs it (oneDNN's

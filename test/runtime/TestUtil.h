@@ -149,6 +149,28 @@ template <typename Body> void forEachConvPath(Body body, bool oneDnnRuns = true)
   unsetenv("TRAINC_CPU_CONV");
 }
 
+/// Runs `body` on both GEMM paths of the CPU target: blocks on oneDNN
+/// (which must then have run one, unless `oneDnnRuns` is false: blocks
+/// below dnnl_matmul::worthIt stay on OpenBLAS) and every block on OpenBLAS
+/// (TRAINC_CPU_GEMM=openblas).
+template <typename Body> void forEachGemmPath(Body body, bool oneDnnRuns = true) {
+  const uint64_t before = cpu::dnnl_matmul::runs();
+  unsetenv("TRAINC_CPU_GEMM");
+  {
+    SCOPED_TRACE("oneDNN");
+    body();
+  }
+  if (oneDnnRuns) {
+    EXPECT_GT(cpu::dnnl_matmul::runs(), before) << "oneDNN ran no GEMM block";
+  }
+  setenv("TRAINC_CPU_GEMM", "openblas", 1);
+  {
+    SCOPED_TRACE("OpenBLAS");
+    body();
+  }
+  unsetenv("TRAINC_CPU_GEMM");
+}
+
 } // namespace trainc::test
 
 #endif // TRAINC_TEST_RUNTIME_TESTUTIL_H

@@ -66,6 +66,32 @@ TEST(ThreadCount, Gemm) {
   }
 }
 
+TEST(ThreadCount, GemmOfBF16Operands) {
+  // oneDNN's bf16 blocks (or, without them, the widened operands), with a
+  // bias epilogue and a bf16 result, and a batch of small entries.
+  const int64_t m = 300, n = 70, k = 90;
+  std::vector<rt::bf16> a, b;
+  for (float v : randomFloats(size_t(m * k), 4))
+    a.push_back(v);
+  for (float v : randomFloats(size_t(k * n), 5))
+    b.push_back(v);
+  const std::vector<float> bias = randomFloats(size_t(n), 6);
+  auto ctx = makeContext();
+  expectSameForEveryThreadCount([&] {
+    std::vector<float> c(size_t(m * n));
+    rt::GemmEpilogue e{nullptr, bias.data(), rt::GemmActivation::None, nullptr, nullptr};
+    Status st = tk::gemmEpilogue(*ctx, false, true, m, n, k, a.data(), k, 0, b.data(), k, 0,
+                                 c.data(), n, 0, 1, e);
+    EXPECT_TRUE(st.ok()) << st.message();
+    std::vector<rt::bf16> c16(size_t(m * n));
+    st = tk::gemm(*ctx, true, false, 30, 70, 30, 1.0f, a.data(), 30, 900, b.data(), 70, 2100,
+                  0.0f, c16.data(), 70, 2100, 3);
+    EXPECT_TRUE(st.ok()) << st.message();
+    c.insert(c.end(), c16.begin(), c16.begin() + 3 * 2100);
+    return c;
+  });
+}
+
 Conv2dDesc convDesc(int64_t n, int64_t hw) {
   Conv2dDesc d{};
   d.n = n, d.c = 6, d.h = hw, d.w = hw, d.m = 8, d.kh = 3, d.kw = 3;
