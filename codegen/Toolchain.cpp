@@ -14,9 +14,14 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
   std::string include = std::string("-I") + TRAINC_RUNTIME_INCLUDE_DIR;
   std::string libDir = std::string("-L") + TRAINC_RUNTIME_LIB_DIR;
   if (options.target == Target::Cpu)
-    return {"g++", "-std=c++17", "-O2", "-fopenmp", "-Wall", "-Wextra",
-            include, options.sourcePath, "-o", options.outputPath,
-            libDir, "-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz", "-lpthread"};
+    // -fvect-cost-model=dynamic: -O2's own model vectorizes no loop whose
+    // trip count needs a scalar remainder, which is every chunk of an
+    // element loop. -fno-math-errno: math calls may then be vectorized
+    // (generated.h); nothing reads errno.
+    return {"g++", "-std=c++17", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno",
+            "-fopenmp", "-Wall", "-Wextra", include, options.sourcePath, "-o",
+            options.outputPath, libDir, "-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz",
+            "-lmvec", "-lpthread"};
   std::vector<std::string> cmd = {std::string(TRAINC_CUDA_ROOT) + "/bin/nvcc",
                                   "-std=c++17", "-O2", "-x", "cu"};
   for (const std::string &arch : options.cudaArchs) {

@@ -25,6 +25,24 @@
 #define TRAINC_HD static inline
 #endif
 
+#ifndef __CUDACC__
+// The CPU target's element loops call these through glibc's vector math
+// library (libmvec: 4 floats at a time with SSE2, the programs' baseline),
+// as math.h declares them under -ffast-math only; the programs are built
+// with -fno-math-errno, which lets the compiler vectorize such calls, and
+// nothing else of fast-math. libmvec is within 4 ulp of the scalar
+// functions (glibc's manual) and sends the inputs it does not cover
+// (inf, NaN, overflow) to them. Which elements take the vector functions
+// depends on the element count only (KernelWriter's chunks).
+extern "C" {
+__attribute__((simd("notinbranch"))) float expf(float) noexcept;
+__attribute__((simd("notinbranch"))) float logf(float) noexcept;
+__attribute__((simd("notinbranch"))) float powf(float, float) noexcept;
+__attribute__((simd("notinbranch"))) float erff(float) noexcept;
+__attribute__((simd("notinbranch"))) float tanhf(float) noexcept;
+}
+#endif
+
 #ifdef __CUDACC__
 namespace trainc::cuda {
 /// The compute stream of a CUDA context (generated launches use it).
