@@ -15,13 +15,6 @@ namespace {
 
 /// Element loops this small stay on one thread: forking costs more.
 constexpr int64_t kParallelThreshold = 32768;
-/// A CPU element loop over more threads runs in chunks of this many
-/// elements (a multiple of every vector width). The compiler vectorizes each
-/// chunk and leaves a remainder to scalar code, and a vectorized math
-/// function (libmvec's expf) may round differently from the scalar one: the
-/// chunks fixed by the element count alone, never by the thread count, put
-/// every element on the same side of that line with any number of threads.
-constexpr int64_t kCpuChunk = 4096;
 constexpr int64_t kBlockSize = 256;
 
 std::string paramList(llvm::ArrayRef<KernelParam> params, bool restrict) {
@@ -96,20 +89,11 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   }
   if (target == Target::Cpu) {
     os << "static Status " << name << "(Context &" << launchParams << ") {\n";
-    if (count >= kParallelThreshold) {
-      const int64_t chunks = (count + kCpuChunk - 1) / kCpuChunk;
-      os << "#pragma omp parallel for schedule(static)\n"
-         << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
-         << "    const int64_t end = c == " << chunks - 1 << " ? " << count << " : (c + 1) * "
-         << kCpuChunk << ";\n"
-         << "    for (int64_t i = c * " << kCpuChunk << "; i < end; ++i)\n"
-         << "      " << name << "_body(i" << argList(params) << ");\n"
-         << "  }\n";
-    } else {
-      os << "  for (int64_t i = 0; i < " << count << "; ++i)\n"
-         << "    " << name << "_body(i" << argList(params) << ");\n";
-    }
-    os << "  return Status();\n}\n\n";
+    if (count >= kParallelThreshold)
+      os << "#pragma omp parallel for schedule(static)\n";
+    os << "  for (int64_t i = 0; i < " << count << "; ++i)\n"
+       << "    " << name << "_body(i" << argList(params) << ");\n"
+       << "  return Status();\n}\n\n";
     return name;
   }
   os << "__global__ void " << name << "_kernel(" << launchParams.substr(2) << ") {\n"

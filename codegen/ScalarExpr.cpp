@@ -35,7 +35,13 @@ FailureOr<std::string> trainc::codegen::scalarExpression(Operation *op, ArrayRef
   // only where stored or cast).
   bool f32 = isFloat && !inElem.isF64();
   std::string t = valueType(inElem);
-  auto fn = [&](StringRef name) { return (name + (f32 ? "f" : "")).str(); };
+  // f32 exp, log, pow, erf and tanh are the runtime's (generated.h: the
+  // same bits vectorized or not); the rest are exact in libm.
+  auto fn = [&](StringRef name) {
+    if (f32 && llvm::is_contained({"exp", "log", "pow", "erf", "tanh"}, name))
+      return ("trainc_" + name + "f").str();
+    return (name + (f32 ? "f" : "")).str();
+  };
   StringRef mnemonic = op->getName().stripDialect();
 
   if (isa<tc::ExpandOp>(op))

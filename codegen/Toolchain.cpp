@@ -15,9 +15,10 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
   std::string libDir = std::string("-L") + TRAINC_RUNTIME_LIB_DIR;
   if (options.target == Target::Cpu)
     // -fvect-cost-model=dynamic: -O2's own model vectorizes no loop whose
-    // trip count needs a scalar remainder, which is every chunk of an
-    // element loop. -fno-math-errno: math calls may then be vectorized
-    // (generated.h); nothing reads errno.
+    // trip count needs a scalar remainder, which is nearly every element
+    // loop. -fno-math-errno: sqrtf and the like become instructions that
+    // vectorize (nothing reads errno). -lmvec: the vector math behind
+    // trainc_expf and its kin (generated.h).
     return {"g++", "-std=c++17", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno",
             "-fopenmp", "-Wall", "-Wextra", include, options.sourcePath, "-o",
             options.outputPath, libDir, "-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz",

@@ -30,6 +30,7 @@
 
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -44,6 +45,18 @@ namespace trainc {
 
 using namespace mlir;
 using namespace trainc;
+
+std::optional<float> trainc::parseFixedLossScale(llvm::StringRef text) {
+  double value = 0;
+  // Decimal only: getAsDouble would read hex floats and inf/nan spellings.
+  if (text.empty() || text.find_first_of("xXpPiInN") != StringRef::npos ||
+      text.getAsDouble(value))
+    return std::nullopt;
+  float scale = static_cast<float>(value);
+  if (!(scale >= 1.17549435082228751e-38f) || !(scale <= 3.40282346638528860e38f))
+    return std::nullopt;
+  return scale;
+}
 
 namespace {
 
@@ -123,14 +136,12 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
       module->setAttr(tc::kLossScaleAttrName, b.getStringAttr("dynamic"));
       return success();
     }
-    double value;
-    if (StringRef(lossScale).getAsDouble(value) || !(value > 0) ||
-        !(static_cast<float>(value) <= 3.4028234663852886e38) ||
-        !(1.0f / static_cast<float>(value) <= 3.4028234663852886e38))
+    std::optional<float> value = parseFixedLossScale(lossScale);
+    if (!value)
       return module.emitError("loss-scale must be dynamic, none or a positive f32 number whose "
                               "reciprocal f32 holds (2^-126 to 3.4e38), got '")
              << lossScale << "'";
-    module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(static_cast<float>(value)));
+    module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(*value));
     return success();
   }
 

@@ -7,10 +7,17 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace trainc {
+
+/// A fixed loss scale given as text (`--loss-scale=VALUE`, the
+/// mixed-precision pass's `loss-scale` option): a decimal number whose f32
+/// value is from 2^-126 (FLT_MIN, so that its reciprocal, the unscale
+/// factor, is finite in f32 too) to FLT_MAX; none for anything else.
+std::optional<float> parseFixedLossScale(llvm::StringRef text);
 
 /// Names of the phases after import, in order (DESIGN.md "Phases").
 std::vector<std::string> pipelinePhases();

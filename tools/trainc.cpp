@@ -537,14 +537,8 @@ int runCompile() {
     return 1;
   }
   if (!lossScaleMode.empty()) {
-    double value = 0;
     StringRef text = lossScaleMode.getValue();
-    // A scale f32 holds whose reciprocal (the unscale factor) f32 holds too:
-    // 2^-126 (FLT_MIN) to FLT_MAX.
-    bool number = !text.getAsDouble(value) && value >= 1.1754943508222875e-38 &&
-                  static_cast<float>(value) <= 3.4028234663852886e38 &&
-                  text.find_first_of("xXpP") == StringRef::npos;
-    if (text != "dynamic" && text != "none" && !number) {
+    if (text != "dynamic" && text != "none" && !trainc::parseFixedLossScale(text)) {
       errs() << "error: --loss-scale must be dynamic, none or a positive number from 2^-126 "
                 "to 3.4e38 (an f32 scale whose reciprocal f32 holds), got '" << text << "'\n";
       return 1;

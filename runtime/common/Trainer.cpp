@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -413,8 +414,17 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   }
   if (train->lossScale && skippedState < 0)
     return Status::error("the loss-scaled step has no loss_scale.skipped_steps state");
-  // The scale a fixed-scale step runs with.
-  double fixedScale = train->lossScale && scaleState < 0 ? std::atof(train->lossScale) : 0.0;
+  // The scale a fixed-scale step runs with (the compiler writes it as a
+  // decimal number; anything else is a damaged program).
+  double fixedScale = 0.0;
+  if (train->lossScale && scaleState < 0) {
+    char *end = nullptr;
+    fixedScale = std::strtod(train->lossScale, &end);
+    if (end == train->lossScale || *end != '\0' || !(fixedScale > 0) ||
+        !std::isfinite(fixedScale))
+      return Status::error(std::string("the training step's fixed loss scale '") +
+                           train->lossScale + "' is not a positive finite number");
+  }
   DevicePtr arena(nullptr, DeviceFree{context.get()});
   // Forward (evaluation) and training step never run at once: one arena.
   TRAINC_RETURN_IF_ERROR(allocateDevice(

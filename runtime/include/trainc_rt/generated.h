@@ -25,21 +25,24 @@
 #define TRAINC_HD static inline
 #endif
 
-#ifndef __CUDACC__
-// The CPU target's element loops call these through glibc's vector math
-// library (libmvec: 4 floats at a time with SSE2, the programs' baseline),
-// as math.h declares them under -ffast-math only; the programs are built
-// with -fno-math-errno, which lets the compiler vectorize such calls, and
-// nothing else of fast-math. libmvec is within 4 ulp of the scalar
-// functions (glibc's manual) and sends the inputs it does not cover
-// (inf, NaN, overflow) to them. Which elements take the vector functions
-// depends on the element count only (KernelWriter's chunks).
+// The f32 exp, log, pow, erf and tanh of generated kernels. On the CPU the
+// runtime's (runtime/cpu/VectorMath.cpp: glibc's vector math library, with
+// the same bits for an element whether its loop was vectorized or not),
+// declared with the simd attribute so that g++ vectorizes the loops that
+// call them; on CUDA the device's own functions.
+#ifdef __CUDACC__
+TRAINC_HD float trainc_expf(float x) { return expf(x); }
+TRAINC_HD float trainc_logf(float x) { return logf(x); }
+TRAINC_HD float trainc_powf(float x, float y) { return powf(x, y); }
+TRAINC_HD float trainc_erff(float x) { return erff(x); }
+TRAINC_HD float trainc_tanhf(float x) { return tanhf(x); }
+#else
 extern "C" {
-__attribute__((simd("notinbranch"))) float expf(float) noexcept;
-__attribute__((simd("notinbranch"))) float logf(float) noexcept;
-__attribute__((simd("notinbranch"))) float powf(float, float) noexcept;
-__attribute__((simd("notinbranch"))) float erff(float) noexcept;
-__attribute__((simd("notinbranch"))) float tanhf(float) noexcept;
+__attribute__((simd("notinbranch"), const)) float trainc_expf(float) noexcept;
+__attribute__((simd("notinbranch"), const)) float trainc_logf(float) noexcept;
+__attribute__((simd("notinbranch"), const)) float trainc_powf(float, float) noexcept;
+__attribute__((simd("notinbranch"), const)) float trainc_erff(float) noexcept;
+__attribute__((simd("notinbranch"), const)) float trainc_tanhf(float) noexcept;
 }
 #endif
 
@@ -55,12 +58,14 @@ cudaStream_t stream(::trainc::rt::Context &ctx);
 namespace trainc::gen {
 
 /// GELU, exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
-TRAINC_HD float geluErf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+TRAINC_HD float geluErf(float x) {
+  return 0.5f * x * (1.0f + trainc_erff(x * 0.70710678118654752f));
+}
 /// GELU with the tanh approximation (PyTorch approximate='tanh').
 TRAINC_HD float geluTanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + trainc_tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
-TRAINC_HD float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+TRAINC_HD float sigmoid(float x) { return 1.0f / (1.0f + trainc_expf(-x)); }
 /// Neither inf nor NaN (x - x is NaN for both), with one definition for
 /// the host and the device.
 TRAINC_HD bool isFinite(float x) { return x - x == 0.0f; }
