@@ -5,6 +5,7 @@
 // RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=-2" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=1e-50" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=1e-40" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not trainc-opt %s --split-input-file --trainc-mixed-precision="precision=fp16 loss-scale=0x1p3" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // fp16 loss scaling, GradScaler's semantics on the device.
 //
