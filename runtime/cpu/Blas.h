@@ -1,13 +1,14 @@
-//===- Blas.h - sgemm under one OpenMP thread pool -------------*- C++ -*-===//
+//===- Blas.h - GEMM blocks under one OpenMP thread pool -------*- C++ -*-===//
 //
 // Debian's libopenblas is the pthreads build: its threads are a second pool
 // beside OpenMP's. On 2 cores, alternating OpenMP regions with threaded
 // sgemm calls ran 2-3x slower than either alone (OpenMP workers spin after
 // a region and take the cores OpenBLAS's threads need; measured on conv2d,
-// see Conv.cpp). So the CPU target uses one pool: OpenBLAS always runs
-// single-threaded, and the kernels spread work over OpenMP threads, a large
-// GEMM by blocks of C rows or columns. OMP_NUM_THREADS (or --threads)
-// governs everything. Which blocks, and every other split that decides a
+// see Conv.cpp). So the CPU target uses one pool: each block runs on one
+// thread (a one-thread oneDNN matmul where it gains, DnnlMatmul.cpp, else
+// single-threaded OpenBLAS), and the kernels spread work over OpenMP
+// threads, a large GEMM by blocks of C rows or columns. OMP_NUM_THREADS
+// (or --threads) governs everything. Which blocks, and every other split that decides a
 // rounding, depends on the shapes only: results are bit-identical with any
 // thread count (test/lit/train/threads.test).
 //

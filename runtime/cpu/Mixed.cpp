@@ -1,12 +1,12 @@
 //===- Mixed.cpp - the f16/bf16 library kernels of the CPU target ---------===//
 //
-// The convolution forward and backward data run on oneDNN in their own
-// type where it has a kernel for them (bf16 with AVX-512; Dnnl.h).
-// Otherwise, and for the rest (the filter gradient: see Dnnl.h), the
-// 16-bit operands are widened to f32 (exactly), the f32 kernel runs, and a
-// 16-bit result is rounded to nearest even once: the arithmetic of a
-// tensor-core GEMM with f32 accumulation, on OpenBLAS (Debian's OpenBLAS
-// 0.3.21 has no sbgemm).
+// GEMMs with bf16 operands and the convolution forward and backward data
+// run on oneDNN in their own type where it has a kernel for them (AVX-512,
+// AVX512-BF16's dot products; DnnlMatmul.cpp, Dnnl.h). Otherwise, and for
+// the rest (f16, small GEMMs, the filter gradient: see Dnnl.h), the 16-bit
+// operands are widened to f32 (exactly), the f32 kernel runs, and a 16-bit
+// result is rounded to nearest even once: the arithmetic of a tensor-core
+// GEMM with f32 accumulation (Debian's OpenBLAS 0.3.21 has no sbgemm).
 //
 // The staging buffers are this thread's own and separate from the context's
 // workspace, which the f32 convolution uses for im2col.

@@ -127,26 +127,36 @@ template <typename Body> void forEachThreadCount(Body body) {
   omp_set_num_threads(omp_get_num_procs());
 }
 
-/// Runs `body` on both convolution paths of the CPU target: oneDNN (which
-/// must then have run a convolution, unless `oneDnnRuns` is false: the
-/// filter gradient, and the input gradient of fewer than 4 channels, stay
-/// on im2col) and im2col + sgemm (TRAINC_CPU_CONV=im2col).
-template <typename Body> void forEachConvPath(Body body, bool oneDnnRuns = true) {
-  const uint64_t before = cpu::dnnl_conv::runs();
-  unsetenv("TRAINC_CPU_CONV");
+/// Runs `body` on the oneDNN path of a kind of kernel (environment
+/// variable `variable` unset; oneDNN must then have run, as `runs` counts,
+/// unless `oneDnnRuns` is false) and on the path oneDNN replaced
+/// (`variable`=`value`).
+template <typename Body>
+void forEachOneDnnPath(const char *variable, const char *value, uint64_t (*runs)(), Body body,
+                       bool oneDnnRuns) {
+  const uint64_t before = runs();
+  unsetenv(variable);
   {
     SCOPED_TRACE("oneDNN");
     body();
   }
   if (oneDnnRuns) {
-    EXPECT_GT(cpu::dnnl_conv::runs(), before) << "oneDNN ran no convolution";
+    EXPECT_GT(runs(), before) << "oneDNN ran nothing (" << variable << ")";
   }
-  setenv("TRAINC_CPU_CONV", "im2col", 1);
+  setenv(variable, value, 1);
   {
-    SCOPED_TRACE("im2col");
+    SCOPED_TRACE(value);
     body();
   }
-  unsetenv("TRAINC_CPU_CONV");
+  unsetenv(variable);
+}
+
+/// Runs `body` on both convolution paths of the CPU target: oneDNN (which
+/// must then have run a convolution, unless `oneDnnRuns` is false: the
+/// filter gradient, and the input gradient of fewer than 4 channels, stay
+/// on im2col) and im2col + GEMM blocks (TRAINC_CPU_CONV=im2col).
+template <typename Body> void forEachConvPath(Body body, bool oneDnnRuns = true) {
+  forEachOneDnnPath("TRAINC_CPU_CONV", "im2col", cpu::dnnl_conv::runs, body, oneDnnRuns);
 }
 
 /// Runs `body` on both GEMM paths of the CPU target: blocks on oneDNN
@@ -154,21 +164,7 @@ template <typename Body> void forEachConvPath(Body body, bool oneDnnRuns = true)
 /// below dnnl_matmul::worthIt stay on OpenBLAS) and every block on OpenBLAS
 /// (TRAINC_CPU_GEMM=openblas).
 template <typename Body> void forEachGemmPath(Body body, bool oneDnnRuns = true) {
-  const uint64_t before = cpu::dnnl_matmul::runs();
-  unsetenv("TRAINC_CPU_GEMM");
-  {
-    SCOPED_TRACE("oneDNN");
-    body();
-  }
-  if (oneDnnRuns) {
-    EXPECT_GT(cpu::dnnl_matmul::runs(), before) << "oneDNN ran no GEMM block";
-  }
-  setenv("TRAINC_CPU_GEMM", "openblas", 1);
-  {
-    SCOPED_TRACE("OpenBLAS");
-    body();
-  }
-  unsetenv("TRAINC_CPU_GEMM");
+  forEachOneDnnPath("TRAINC_CPU_GEMM", "openblas", cpu::dnnl_matmul::runs, body, oneDnnRuns);
 }
 
 } // namespace trainc::test
