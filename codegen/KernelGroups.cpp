@@ -307,8 +307,13 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
       used[d] = used[d] || stride != 0;
   }
   std::string code;
+  // A group that reads an operand at the innermost coordinate (a bias row)
+  // gets it from its loop (KernelWriter::addKernel's innerExtent). Not in a
+  // GEMM's epilogue, whose ranges are the GEMM's blocks.
+  const int64_t innerExtent =
+      needsCoords && !product && shape.size() > 1 && used.back() ? shape.back() : 1;
   if (needsCoords)
-    code += decomposeIndex(shape, "i", "c", "  ", used);
+    code += decomposeIndex(shape, "i", "c", "  ", used, innerExtent > 1 ? "inner" : "");
   std::vector<KernelParam> kparams;
   llvm::DenseMap<Value, std::string> element;
   // One output is `out`; several are out0, out1, ...
@@ -405,7 +410,8 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   // A GEMM's product is read and written through the same output pointer
   // only, and the planner keeps inputs and outputs apart: __restrict__ holds.
   std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code,
-                                       /*mayAlias=*/false, /*cpuRange=*/product && cpu);
+                                       /*mayAlias=*/false, /*cpuRange=*/product && cpu,
+                                       innerExtent);
   if (kernel) {
     *kernel = name; // a GEMM's epilogue: emitEpilogueGroup calls it
     return success();

@@ -16,6 +16,8 @@ namespace {
 /// Element loops this small stay on one thread: forking costs more.
 constexpr int64_t kParallelThreshold = 32768;
 constexpr int64_t kBlockSize = 256;
+/// A CPU row loop hands out rows in chunks of about this many elements.
+constexpr int64_t kCpuRowChunk = 4096;
 
 std::string paramList(llvm::ArrayRef<KernelParam> params, bool restrict) {
   std::string s;
@@ -52,9 +54,10 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
                                     llvm::ArrayRef<std::string> comment,
                                     llvm::ArrayRef<KernelParam> params,
                                     int64_t count, llvm::StringRef body, bool mayAlias,
-                                    bool cpuRange) {
+                                    bool cpuRange, int64_t innerExtent) {
+  const bool rows = innerExtent > 1;
   std::string key = what.str() + '\n' + std::to_string(count) + (mayAlias ? " alias" : "") +
-                    (cpuRange ? " range\n" : "\n");
+                    (cpuRange ? " range" : "") + " inner " + std::to_string(innerExtent) + "\n";
   for (const KernelParam &p : params)
     key += p.type + " " + p.name + (p.output ? " out\n" : "\n");
   key += body;
@@ -69,8 +72,11 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
     os << commentLine(line);
   // The element function: the one body both targets run.
   std::string bodyParams = paramList(params, !mayAlias).substr(2);
-  os << "TRAINC_HD void " << name << "_body(int64_t i, " << bodyParams << ") {\n"
+  os << "TRAINC_HD void " << name << "_body(int64_t i, " << (rows ? "int64_t inner, " : "")
+     << bodyParams << ") {\n"
      << body << "}\n";
+  // The body's index arguments where the caller has only i.
+  const std::string index = rows ? "i, i % " + std::to_string(innerExtent) : "i";
   std::string launchParams = paramList(params, false);
   if (target == Target::Cpu && cpuRange) {
     os << "struct " << name << "_env {\n";
@@ -84,7 +90,35 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
       os << "  " << (p.output ? "" : "const ") << p.type << " *" << (mayAlias ? "" : "__restrict__ ")
          << p.name << " = e." << p.name << ";\n";
     os << "  for (int64_t i = begin; i < end; ++i)\n"
-       << "    " << name << "_body(i" << argList(params) << ");\n}\n\n";
+       << "    " << name << "_body(" << index << argList(params) << ");\n}\n\n";
+    return name;
+  }
+  if (target == Target::Cpu && rows) {
+    // Rows [begin, end) in a function of __restrict__ pointers (which the
+    // vectorizer needs: it gives up checking this many pointers for
+    // overlap at run time), the launcher's loop over chunks of rows. Not
+    // inlined: inlined, the pointers would lose __restrict__.
+    const int64_t rowCount = count / innerExtent;
+    const int64_t chunk = std::max<int64_t>(1, kCpuRowChunk / innerExtent);
+    const int64_t chunks = (rowCount + chunk - 1) / chunk;
+    os << "__attribute__((noinline)) static void " << name << "_rows(int64_t begin, int64_t end"
+       << paramList(params, true)
+       << ") {\n"
+       << "  for (int64_t r = begin; r < end; ++r)\n"
+       << "    for (int64_t inner = 0; inner < " << innerExtent << "; ++inner)\n"
+       << "      " << name << "_body(r * " << innerExtent << " + inner, inner" << argList(params)
+       << ");\n}\n"
+       << "static Status " << name << "(Context &" << launchParams << ") {\n";
+    if (chunks == 1) {
+      os << "  " << name << "_rows(0, " << rowCount << argList(params) << ");\n";
+    } else {
+      if (count >= kParallelThreshold)
+        os << "#pragma omp parallel for schedule(static)\n";
+      os << "  for (int64_t c = 0; c < " << chunks << "; ++c)\n"
+         << "    " << name << "_rows(c * " << chunk << ", c == " << chunks - 1 << " ? "
+         << rowCount << " : (c + 1) * " << chunk << argList(params) << ");\n";
+    }
+    os << "  return Status();\n}\n\n";
     return name;
   }
   if (target == Target::Cpu) {
@@ -99,7 +133,7 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   os << "__global__ void " << name << "_kernel(" << launchParams.substr(2) << ") {\n"
      << "  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;\n"
      << "  if (i < " << count << ")\n"
-     << "    " << name << "_body(i" << argList(params) << ");\n}\n"
+     << "    " << name << "_body(" << index << argList(params) << ");\n}\n"
      << "static Status " << name << "(Context &ctx" << launchParams << ") {\n";
   int64_t blocks = (count + kBlockSize - 1) / kBlockSize;
   if (blocks > 0)
@@ -197,7 +231,8 @@ std::string trainc::codegen::decomposeIndex(llvm::ArrayRef<int64_t> shape,
                                             llvm::StringRef index,
                                             llvm::StringRef prefix,
                                             llvm::StringRef indent,
-                                            llvm::ArrayRef<bool> used) {
+                                            llvm::ArrayRef<bool> used,
+                                            llvm::StringRef inner) {
   std::string s;
   llvm::raw_string_ostream os(s);
   std::vector<int64_t> strides = rowMajorStrides(shape);
@@ -209,6 +244,10 @@ std::string trainc::codegen::decomposeIndex(llvm::ArrayRef<int64_t> shape,
     os << indent << "const int64_t " << prefix << d << " = ";
     if (shape[d] == 1) {
       os << "0;\n";
+      continue;
+    }
+    if (!inner.empty() && d + 1 == shape.size() && d != 0) {
+      os << inner << ";\n";
       continue;
     }
     if (strides[d] == 1)

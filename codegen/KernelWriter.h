@@ -48,9 +48,16 @@ public:
   /// elements [begin, end), whose env is a `name_env` struct of the
   /// parameters in order (a trainc::rt::ElementRangeFn, for a GEMM's
   /// epilogue); the CUDA target writes its launcher as usual.
+  /// With `innerExtent` > 1 the body takes `int64_t inner` after `i`: the
+  /// coordinate of the innermost axis, of that extent (i % innerExtent). The
+  /// CPU loop then runs over rows and their elements, handing the body the
+  /// element's column as is: a body that reads a bias at `inner` is then a
+  /// plain vectorizable loop, where `i % innerExtent` is not (not with
+  /// mayAlias).
   std::string addKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
                         llvm::ArrayRef<KernelParam> params, int64_t count,
-                        llvm::StringRef body, bool mayAlias = false, bool cpuRange = false);
+                        llvm::StringRef body, bool mayAlias = false, bool cpuRange = false,
+                        int64_t innerExtent = 1);
 
   /// Adds one kernel that runs `body` over several tensors at once (as
   /// PyTorch's multi_tensor_apply for its fused optimizers): `perTensor`
@@ -84,10 +91,11 @@ private:
 
 /// Statements declaring `<prefix>d` as the coordinates of linear index
 /// `index` in a row-major `shape`, for the axes d where `used[d]` (all axes
-/// when `used` is empty).
+/// when `used` is empty). With `inner`, the innermost coordinate is that
+/// variable (the caller's; see KernelWriter::addKernel's innerExtent).
 std::string decomposeIndex(llvm::ArrayRef<int64_t> shape, llvm::StringRef index,
                            llvm::StringRef prefix, llvm::StringRef indent,
-                           llvm::ArrayRef<bool> used = {});
+                           llvm::ArrayRef<bool> used = {}, llvm::StringRef inner = "");
 
 /// `base + c0 * s0 + ...` over the coordinates `<prefix>d`, skipping zero
 /// strides.
