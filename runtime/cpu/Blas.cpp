@@ -77,10 +77,6 @@ void gemmParallel(const SerialGemm &serial, bool transA, bool transB, int64_t m,
       (*afterBlock)(0, m, 0, n);
     return;
   }
-  // Element `i` of an operand of the serial kernel's type.
-  auto at = [&](const void *base, int64_t i) {
-    return static_cast<const char *>(base) + i * int64_t(serial.elementBytes);
-  };
   const bool parallel = !omp_in_parallel() && maxThreads() > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t blk = 0; blk < blocks.count; ++blk) {
@@ -88,7 +84,7 @@ void gemmParallel(const SerialGemm &serial, bool transA, bool transB, int64_t m,
                   size = std::min(blocks.step, blocks.extent - begin);
     if (blocks.byRows) {
       // Rows [begin, begin + size) of op(A) and of C.
-      const void *aBlock = at(a, transA ? begin : begin * lda);
+      const void *aBlock = serial.at(a, transA ? begin : begin * lda);
       if (beforeBlock)
         (*beforeBlock)(begin, size, 0, n);
       serial.run(transA, transB, size, n, k, alpha, aBlock, lda, b, ldb, beta,
@@ -97,7 +93,7 @@ void gemmParallel(const SerialGemm &serial, bool transA, bool transB, int64_t m,
         (*afterBlock)(begin, size, 0, n);
     } else {
       // Columns [begin, begin + size) of op(B) and of C.
-      const void *bBlock = at(b, transB ? begin * ldb : begin);
+      const void *bBlock = serial.at(b, transB ? begin * ldb : begin);
       if (beforeBlock)
         (*beforeBlock)(0, m, begin, size);
       serial.run(transA, transB, m, size, k, alpha, a, lda, bBlock, ldb, beta, c + begin,

@@ -44,6 +44,10 @@ void sgemmSerial(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 /// precision entries' bf16 one (Mixed.cpp).
 struct SerialGemm {
   size_t elementBytes;
+  /// Element `i` of an A or B operand of this kernel's type.
+  const void *at(const void *base, int64_t i) const {
+    return static_cast<const char *>(base) + i * int64_t(elementBytes);
+  }
   std::function<void(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
                      const void *a, int64_t lda, const void *b, int64_t ldb, float beta,
                      float *c, int64_t ldc)>

@@ -62,18 +62,14 @@ void runBatch(const SerialGemm &serial, bool transA, bool transB, int64_t m, int
     m *= batch;
     batch = 1;
   }
-  // Entry `i` of an operand of the serial kernel's type.
-  auto entry = [&](const void *base, int64_t i, int64_t stride) {
-    return static_cast<const char *>(base) + i * stride * int64_t(serial.elementBytes);
-  };
   const bool small = double(m) * double(n) * double(k) < kSmallGemmMacs;
   if (batch > 1 && small) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < batch; ++i) {
       if (beforeBlock)
         (*beforeBlock)(i, 0, m, 0, n);
-      serial.run(transA, transB, m, n, k, alpha, entry(a, i, strideA), lda,
-                 entry(b, i, strideB), ldb, beta, c + i * strideC, ldc);
+      serial.run(transA, transB, m, n, k, alpha, serial.at(a, i * strideA), lda,
+                 serial.at(b, i * strideB), ldb, beta, c + i * strideC, ldc);
       if (afterBlock)
         (*afterBlock)(i, 0, m, 0, n);
     }
@@ -89,8 +85,8 @@ void runBatch(const SerialGemm &serial, bool transA, bool transB, int64_t m, int
       before = [&, i](int64_t row, int64_t rows, int64_t col, int64_t cols) {
         (*beforeBlock)(i, row, rows, col, cols);
       };
-    gemmParallel(serial, transA, transB, m, n, k, alpha, entry(a, i, strideA), lda,
-                 entry(b, i, strideB), ldb, beta, c + i * strideC, ldc,
+    gemmParallel(serial, transA, transB, m, n, k, alpha, serial.at(a, i * strideA), lda,
+                 serial.at(b, i * strideB), ldb, beta, c + i * strideC, ldc,
                  afterBlock ? &after : nullptr, beforeBlock ? &before : nullptr);
   }
 }
