@@ -51,11 +51,15 @@ std::string batchNormDims(ArrayRef<int64_t> x) {
 
 LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
   // The runtime's 16-bit entry points are the GEMMs, the convolutions,
-  // batch norm and pooling (the mixed-precision phase sends every other
-  // library op to f32); a gather moves bytes of any type.
+  // batch norm, pooling and the reductions into f32 (out_type; the
+  // mixed-precision phase sends every other library op to f32); a gather
+  // moves bytes of any type.
   SmallVector<Type> types(op->getOperandTypes());
   llvm::append_range(types, op->getResultTypes());
-  if (!isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp, tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp,
+  bool widenedReduce =
+      isa<tc::ReduceSumOp, tc::ReduceMeanOp, tc::ReduceMaxOp>(op) && op->hasAttr("out_type");
+  if (!widenedReduce &&
+      !isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp, tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp,
            tc::BatchNormOp, tc::BatchNormBackwardOp, tc::MaxPoolOp, tc::AvgPoolOp,
            tc::MaxPoolBackwardOp, tc::AvgPoolBackwardOp, tc::GatherOp>(op))
     for (Type type : types)
@@ -383,7 +387,11 @@ LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAt
     for (size_t d = 0; d < s.size(); ++d)
       axes.push_back(d);
   bool contiguous = axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
-  if (contiguous && cType(in.getType()) == "float") {
+  // tk::reduce: f32, or an f16/bf16 input read in its own type into an f32
+  // result (out_type).
+  std::string inType = cType(in.getType()), outType = cType(out.getType());
+  if (contiguous && outType == "float" &&
+      (inType == "float" || inType == "bf16" || inType == "f16")) {
     int64_t outer = 1, mid = 1, inner = 1;
     for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d)
       (d < axes.front() ? outer : d > axes.back() ? inner : mid) *= s[d];
@@ -400,7 +408,9 @@ LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAt
     (r ? reduced : kept).push_back(s[d]);
     (r ? reducedStrides : keptStrides).push_back(strides[d]);
   }
-  std::string t = cType(in.getType());
+  // The accumulator has the result's type (f32 for an out_type = f32 of a
+  // 16-bit input, which is widened as it is read).
+  const std::string &t = outType;
   std::string code = decomposeIndex(kept, "i", "c", "  ");
   code += "  const int64_t base = " + linearIndex(keptStrides, 0, "c") + ";\n";
   code += kind == "Max" ? "  " + t + " acc = in[base];\n" : "  " + t + " acc = 0;\n";
@@ -422,7 +432,7 @@ LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAt
                          : "  out[i] = acc;\n";
   std::vector<std::string> comment = {opComment(op)};
   std::string name = kernels.addKernel(("reduce_" + kind.lower()), comment,
-                                       {{t, "in", false}, {t, "out", true}}, countOf(out), code);
+                                       {{inType, "in", false}, {t, "out", true}}, countOf(out), code);
   call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
   return success();
 }

@@ -380,8 +380,21 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
     return make<MatMulOp>(b, loc, {x, y}, transFlags(b, tx, ty));
   };
   Value da = ta ? matmul(bm, dy, tb, true) : matmul(dy, bm, false, !tb);
-  Value db = tb ? matmul(dy, a, true, ta) : matmul(a, dy, !ta, false);
   dxs.push_back(sumToShape(b, loc, da, a.getType()));
+  // A weight shared by a batch (A [..., M, K] untransposed, B 2-D): the rows
+  // of every batch are rows of one [P*M, K] matrix, so d op(B) is one GEMM
+  // over them, not P products of [K, N] summed afterwards (P times the
+  // memory of the gradient, and P small GEMMs).
+  auto aType = typeOf(a), dyType = typeOf(dy);
+  if (!ta && typeOf(bm).getRank() == 2 && aType.getRank() > 2 && aType.getNumElements() > 0) {
+    int64_t k = aType.getShape().back(), n = dyType.getShape().back();
+    int64_t rows = aType.getNumElements() / k;
+    Value a2 = reshapeTo(b, loc, a, {rows, k});
+    Value dy2 = reshapeTo(b, loc, dy, {rows, n});
+    dxs.push_back(tb ? matmul(dy2, a2, true, false) : matmul(a2, dy2, true, false));
+    return success();
+  }
+  Value db = tb ? matmul(dy, a, true, ta) : matmul(a, dy, !ta, false);
   dxs.push_back(sumToShape(b, loc, db, bm.getType()));
   return success();
 }
@@ -481,7 +494,8 @@ LogicalResult ExpandOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 LogicalResult ReduceSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
-  dxs.push_back(unreduce(b, getLoc(), dys[0], getInput(), getAxes()));
+  Value dy = castTo(b, getLoc(), dys[0], typeOf(getInput()).getElementType()); // out_type
+  dxs.push_back(unreduce(b, getLoc(), dy, getInput(), getAxes()));
   return success();
 }
 
@@ -489,7 +503,8 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                            SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
   int64_t count = typeOf(getInput()).getNumElements() / typeOf(getResult()).getNumElements();
-  Value scaled = div(b, loc, dys[0], scalar(b, loc, dys[0], static_cast<double>(count)));
+  Value dy = castTo(b, loc, dys[0], typeOf(getInput()).getElementType()); // out_type
+  Value scaled = div(b, loc, dy, scalar(b, loc, dy, static_cast<double>(count)));
   dxs.push_back(unreduce(b, loc, scaled, getInput(), getAxes()));
   return success();
 }
@@ -498,13 +513,16 @@ LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                           SmallVectorImpl<Value> &dxs) {
   // As torch.amax: dy spread evenly over the elements equal to the maximum.
   Location loc = getLoc();
-  Value x = getInput(), dy = dys[0];
+  Value x = getInput();
   if (!isa<FloatType>(typeOf(x).getElementType())) {
     dxs.push_back(nullptr);
     return success();
   }
+  // With out_type, y (a maximum: one of x's values) and dy go back to x's type exactly.
+  Type element = typeOf(x).getElementType();
+  Value dy = castTo(b, loc, dys[0], element);
   ArrayRef<int64_t> axes = getAxes();
-  Value y = getResult();
+  Value y = castTo(b, loc, getResult(), element);
   if (!getKeepdims())
     y = unreduce(b, loc, y, x, axes);
   else if (typeOf(y).getShape() != typeOf(x).getShape())

@@ -104,6 +104,10 @@ struct CastIntoContraction : OpRewritePattern<CastOp> {
     attrs.push_back(rewriter.getNamedAttr("out_type", TypeAttr::get(op.getTo())));
     OperationState state(def->getLoc(), def->getName(), def->getOperands(),
                          {op.getResult().getType()}, attrs);
+    // Where the product was, not where the cast is: a weight gradient's cast
+    // comes at the end of the backward (with the weight's own cast), and a
+    // product moved there keeps its operands alive until then.
+    rewriter.setInsertionPoint(def);
     Operation *widened = rewriter.create(state);
     rewriter.replaceOp(op, widened->getResult(0));
     rewriter.eraseOp(def);

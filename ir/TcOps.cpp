@@ -45,10 +45,11 @@ LogicalResult requireSameElementType(std::optional<Location> loc,
   return success();
 }
 
-/// The result element type of a contraction (matmul, gemm) over operands of element type `input`: that type, or f32
-/// when `outType` asks for it, which only f16 and bf16 operands may do (they
-/// accumulate in f32 and the result keeps that sum unrounded).
-FailureOr<Type> contractionResult(std::optional<Location> loc, Type input, TypeAttr outType) {
+/// The result element type of a contraction (matmul, gemm) or a reduction
+/// over operands of element type `input`: that type, or f32 when `outType`
+/// asks for it, which only f16 and bf16 operands may do (they accumulate in
+/// f32 and the result keeps that sum unrounded).
+FailureOr<Type> widenedResult(std::optional<Location> loc, Type input, TypeAttr outType) {
   if (!outType)
     return input;
   if (!input.isF16() && !input.isBF16())
@@ -164,7 +165,7 @@ LogicalResult tc::inferBroadcastResult(std::optional<Location> location,
 
 LogicalResult tc::inferReduceResult(std::optional<Location> location,
                                     Type inputType, ArrayRef<int64_t> axes,
-                                    bool keepdims,
+                                    bool keepdims, TypeAttr outType,
                                     SmallVectorImpl<Type> &inferred) {
   RankedTensorType input = ranked(inputType);
   if (!input)
@@ -188,7 +189,10 @@ LogicalResult tc::inferReduceResult(std::optional<Location> location,
     else if (keepdims)
       shape.push_back(1);
   }
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  FailureOr<Type> element = widenedResult(location, input.getElementType(), outType);
+  if (failed(element))
+    return failure();
+  inferred.push_back(RankedTensorType::get(shape, *element));
   return success();
 }
 
@@ -324,7 +328,7 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, error,
                              ta || tb ? " (operands as transposed by trans_a/trans_b)" : "");
   FailureOr<Type> element =
-      contractionResult(location, lhs.getElementType(), adaptor.getOutTypeAttr());
+      widenedResult(location, lhs.getElementType(), adaptor.getOutTypeAttr());
   if (failed(element))
     return failure();
   inferred.push_back(RankedTensorType::get(*shape, *element));
@@ -351,7 +355,7 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
                              m, "x", ka, ", op(B) is ", kb, "x", n);
   SmallVector<int64_t> shape = {m, n};
   FailureOr<Type> element =
-      contractionResult(location, a.getElementType(), adaptor.getOutTypeAttr());
+      widenedResult(location, a.getElementType(), adaptor.getOutTypeAttr());
   if (failed(element))
     return failure();
   if (RankedTensorType c = ranked(adaptor.getC())) {

@@ -30,10 +30,11 @@ llvm::LogicalResult inferBroadcastResult(std::optional<mlir::Location> location,
                                          bool boolResult,
                                          llvm::SmallVectorImpl<mlir::Type> &inferred);
 
-/// Shape function of the reductions.
+/// Shape function of the reductions (`outType`: their optional out_type).
 llvm::LogicalResult inferReduceResult(std::optional<mlir::Location> location,
                                       mlir::Type input,
                                       llvm::ArrayRef<int64_t> axes, bool keepdims,
+                                      mlir::TypeAttr outType,
                                       llvm::SmallVectorImpl<mlir::Type> &inferred);
 
 /// Name of the function argument attribute naming a `tc.param` symbol.

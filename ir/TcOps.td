@@ -585,14 +585,18 @@ class Tc_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
   let summary = what # " over a set of axes";
   let description = [{
     `axes` are non-negative and strictly increasing; an empty list reduces all
-    axes. With `keepdims` the reduced axes stay as size 1.
+    axes. With `keepdims` the reduced axes stay as size 1. `out_type = f32`
+    (f16/bf16 input only) reads the input in its own type and gives the f32
+    result of the f32 kernel on the widened input (mixed precision: a bias
+    gradient's sum of a bf16 dy, with no f32 copy of dy).
 
     ```mlir
     %s = tc.}] # mnemonic # [{ %x {axes = array<i64: 1>, keepdims = false} : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
     ```
   }];
   let arguments = (ins Tc_NumericTensor:$input, DenseI64ArrayAttr:$axes,
-      DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+      DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+      OptionalAttr<TypeAttrOf<F32>>:$out_type);
   let results = (outs Tc_NumericTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let extraClassDefinition = [{
@@ -600,7 +604,7 @@ class Tc_ReduceOp<string mnemonic, string what, list<Trait> traits = []>
         std::optional<::mlir::Location> location, Adaptor adaptor,
         ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
       return ::trainc::tc::inferReduceResult(location, adaptor.getInput().getType(),
-          adaptor.getAxes(), adaptor.getKeepdims(), inferred);
+          adaptor.getAxes(), adaptor.getKeepdims(), adaptor.getOutTypeAttr(), inferred);
     }
   }];
 }

@@ -19,8 +19,9 @@
 //  - every other op reads f32: their runtime kernels are f32 (global
 //    pooling, gather, cumsum, ...). Function results keep their declared types.
 // After autodiff the pass runs again on @train_step (legalize-step): the
-// gradient rules build ops in their operands' types, and those of the last
-// rule (a bias gradient's reduce_sum of a bf16 dy) are made to read f32.
+// gradient rules build ops in their operands' types, and those that must
+// compute in f32 are made to: a reduction (a bias gradient's reduce_sum of a
+// bf16 dy) gets out_type = f32 and reads dy as it is; other ops read f32.
 // A cast is placed once per value and type. Autodiff then differentiates
 // the casts (the gradient of a cast is the cast back), and the cleanup's
 // folds cancel the round trips that leaves (bf16 -> f32 -> bf16) and give a
@@ -287,17 +288,40 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
         }))
       return success();
     SmallVector<Type> before(op->getResultTypes());
-    for (unsigned i = 0; i < op->getNumOperands(); ++i)
-      if (isFloat(op->getOperand(i)) && width(elementOf(op->getOperand(i))) < 2)
-        setOperand(b, op, i, f32);
+    if (isa<tc::ReduceSumOp, tc::ReduceMeanOp, tc::ReduceMaxOp>(op) && !op->hasAttr("out_type")) {
+      // Reductions read a 16-bit input as it is, into an f32 result: no f32
+      // copy of the input (a bias gradient's dy, as big as an activation).
+      op->setAttr("out_type", TypeAttr::get(f32));
+    } else {
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (isFloat(op->getOperand(i)) && width(elementOf(op->getOperand(i))) < 2)
+          setOperand(b, op, i, f32);
+    }
     if (failed(reinfer(op)))
       return failure();
     for (auto [result, type] : llvm::zip(op->getResults(), before)) {
       Type original = cast<ShapedType>(type).getElementType();
       if (elementOf(result) == original)
         continue;
+      // A reader that widens the result again (the gradient of an f32
+      // parameter's cast: a bias gradient) takes the f32 result as it is,
+      // as a weight gradient keeps the f32 sum of its GEMM (out_type).
+      SmallVector<OpOperand *> lowReaders;
+      SmallVector<tc::CastOp> widens;
+      for (OpOperand &use : result.getUses()) {
+        auto widen = dyn_cast<tc::CastOp>(use.getOwner());
+        if (widen && widen.getTo() == elementOf(result))
+          widens.push_back(widen);
+        else
+          lowReaders.push_back(&use);
+      }
+      for (tc::CastOp widen : widens) // left dead for the cleanup (the walk holds the next op)
+        widen.getResult().replaceAllUsesWith(result);
+      if (lowReaders.empty())
+        continue;
       Value back = convert(b, result, original);
-      result.replaceAllUsesExcept(back, back.getDefiningOp());
+      for (OpOperand *use : lowReaders)
+        use->set(back);
     }
     return success();
   }

@@ -70,35 +70,41 @@ __global__ void softmaxColumnsKernel(int64_t outer, int64_t axis, int64_t inner,
   }
 }
 
+template <typename T>
 __global__ void reduceRowsKernel(ReduceKind kind, int64_t rows, int64_t axis,
-                                 const float *x, float *y) {
+                                 const T *x, float *y) {
   int lane = threadIdx.x % kWarpSize;
   int64_t warp = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarpSize;
   int64_t warps = int64_t(gridDim.x) * blockDim.x / kWarpSize;
   bool isMax = kind == ReduceKind::Max;
   for (int64_t row = warp; row < rows; row += warps) {
-    const float *in = x + row * axis;
+    const T *in = x + row * axis;
     float acc = isMax ? -CUDART_INF_F : 0.0f;
-    for (int64_t j = lane; j < axis; j += kWarpSize)
-      acc = isMax ? maxNaN(in[j], acc) : acc + in[j];
+    for (int64_t j = lane; j < axis; j += kWarpSize) {
+      float v = float(in[j]);
+      acc = isMax ? maxNaN(v, acc) : acc + v;
+    }
     acc = isMax ? warpMax(acc) : warpSum(acc);
     if (lane == 0)
       y[row] = kind == ReduceKind::Mean ? acc / float(axis) : acc;
   }
 }
 
+template <typename T>
 __global__ void reduceColumnsKernel(ReduceKind kind, int64_t outer,
-                                    int64_t axis, int64_t inner, const float *x,
+                                    int64_t axis, int64_t inner, const T *x,
                                     float *y) {
   int64_t columns = outer * inner;
   bool isMax = kind == ReduceKind::Max;
   for (int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
        col < columns; col += int64_t(gridDim.x) * blockDim.x) {
     int64_t o = col / inner, i = col % inner;
-    const float *in = x + o * axis * inner + i;
+    const T *in = x + o * axis * inner + i;
     float acc = isMax ? -CUDART_INF_F : 0.0f;
-    for (int64_t j = 0; j < axis; ++j)
-      acc = isMax ? maxNaN(in[j * inner], acc) : acc + in[j * inner];
+    for (int64_t j = 0; j < axis; ++j) {
+      float v = float(in[j * inner]);
+      acc = isMax ? maxNaN(v, acc) : acc + v;
+    }
     y[col] = kind == ReduceKind::Mean ? acc / float(axis) : acc;
   }
 }
@@ -136,10 +142,13 @@ Status softmax(Context &ctxBase, int64_t outer, int64_t axis, int64_t inner,
   return Status();
 }
 
+namespace {
+
 /// Sums accumulate in fp32 in a fixed order per (grid, shape), so results
-/// are deterministic run to run.
-Status reduce(Context &ctxBase, ::trainc::rt::ReduceKind kind, int64_t outer,
-              int64_t axis, int64_t inner, const float *x, float *y) {
+/// are deterministic run to run. T: f32, or f16/bf16 widened as read.
+template <typename T>
+Status reduceOf(Context &ctxBase, ReduceKind kind, int64_t outer, int64_t axis,
+                int64_t inner, const T *x, float *y) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "reduce";
   if (kind != ReduceKind::Sum && kind != ReduceKind::Mean &&
@@ -163,6 +172,26 @@ Status reduce(Context &ctxBase, ::trainc::rt::ReduceKind kind, int64_t outer,
     TRAINC_CHECK_LAUNCH("reduceColumnsKernel");
   }
   return Status();
+}
+
+} // namespace
+
+Status reduce(Context &ctx, ::trainc::rt::ReduceKind kind, int64_t outer,
+              int64_t axis, int64_t inner, const float *x, float *y) {
+  return reduceOf(ctx, kind, outer, axis, inner, x, y);
+}
+
+Status reduceMixed(Context &ctx, ::trainc::rt::DType type,
+                   ::trainc::rt::ReduceKind kind, int64_t outer, int64_t axis,
+                   int64_t inner, const void *x, float *y) {
+  if (type == ::trainc::rt::DType::BF16)
+    return reduceOf(ctx, kind, outer, axis, inner,
+                    static_cast<const ::trainc::rt::bf16 *>(x), y);
+  if (type == ::trainc::rt::DType::F16)
+    return reduceOf(ctx, kind, outer, axis, inner,
+                    static_cast<const ::trainc::rt::f16 *>(x), y);
+  return invalidArgument("reduce", std::string("the mixed-precision entry takes f16 or bf16, got ") +
+                                       ::trainc::rt::dtypeName(type));
 }
 
 } // namespace trainc::cuda

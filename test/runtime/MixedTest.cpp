@@ -15,6 +15,7 @@
 
 #include "trainc_rt/half.h"
 
+#include <array>
 #include <cstring>
 #include <limits>
 
@@ -386,6 +387,30 @@ template <typename H> void checkBatchNormAndPools() {
 TEST(NormPoolMixed, BF16AndF16EqualTheF32KernelsRoundedOnce) {
   checkBatchNormAndPools<bf16>();
   checkBatchNormAndPools<f16>();
+}
+
+/// A reduction of a 16-bit x into f32 equals the f32 kernel on the widened x
+/// bit for bit: it reads x in its own type and accumulates as the f32 one.
+template <typename H> void checkReduce() {
+  auto ctx = makeContext();
+  auto x = rounded<H>(randomFloats(4 * 37 * 70, 31));
+  for (rt::ReduceKind kind : {rt::ReduceKind::Sum, rt::ReduceKind::Mean, rt::ReduceKind::Max})
+    for (auto [outer, axis, inner] :
+         {std::array<int64_t, 3>{4, 37, 70}, {1, 4 * 37 * 70, 1}, {4 * 37, 70, 1}}) {
+      SCOPED_TRACE("kind " + std::to_string(int(kind)) + " inner " + std::to_string(inner));
+      std::vector<float> want(outer * inner), got(outer * inner, -1.0f);
+      EXPECT_OK(tk::reduce(*ctx, kind, outer, axis, inner, widened(x).data(), want.data()));
+      EXPECT_OK(tk::reduce(*ctx, kind, outer, axis, inner, x.data(), got.data()));
+      EXPECT_EQ(got, want);
+    }
+  std::vector<float> y(1);
+  EXPECT_ERROR(tk::reduceMixed(*ctx, DType::F32, rt::ReduceKind::Sum, 1, 1, 1, x.data(), y.data()),
+               "takes f16 or bf16");
+}
+
+TEST(ReduceMixed, BF16AndF16EqualTheF32KernelOnWidenedInput) {
+  checkReduce<bf16>();
+  checkReduce<f16>();
 }
 
 } // namespace

@@ -65,6 +65,21 @@ func.func @into_product(%a: tensor<3x2xbf16>, %b: tensor<3x4xbf16>) -> (tensor<2
 
 // -----
 
+// The widened product stays where the product was, not where the cast is (a
+// weight gradient's cast comes at the end of the backward).
+// CHECK-LABEL: func.func @product_in_place
+// CHECK-NEXT: %[[M:.*]] = tc.matmul %arg0, %arg1 {out_type = f32, trans_a = true}
+// CHECK-NEXT: %[[R:.*]] = tc.relu %arg2
+// CHECK-NEXT: return %[[M]], %[[R]]
+func.func @product_in_place(%a: tensor<3x2xbf16>, %b: tensor<3x4xbf16>, %x: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>) {
+  %0 = tc.matmul %a, %b {trans_a = true} : (tensor<3x2xbf16>, tensor<3x4xbf16>) -> tensor<2x4xbf16>
+  %1 = tc.relu %x : tensor<4xf32>
+  %2 = tc.cast %0 {to = f32} : (tensor<2x4xbf16>) -> tensor<2x4xf32>
+  return %2, %1 : tensor<2x4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Must not fire: the bf16 product has another reader, or the gemm's C is
 // bf16 (it would have to be f32 too).
 // CHECK-LABEL: func.func @product_kept

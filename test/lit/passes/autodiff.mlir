@@ -109,3 +109,35 @@ func.func @loss(%x: tensor<4x8xf32> {tc.input = "x"}, %g: tensor<8xf32> {tc.para
   %l = tc.reduce_sum %s {axes = array<i64>, keepdims = false} : (tensor<4x8xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A weight shared by a batch ([2, 5, 4] x [4, 3]): its gradient is one GEMM
+// over the 10 rows of x and dY ([10, 4]^T [10, 3]), not a [2, 4, 3] product
+// summed over the batch. A weight used transposed ([3, 4], trans_b) gets
+// dY^T x. A batched right operand (not shared) keeps the per-entry product and
+// the sum.
+// CHECK-LABEL: func.func @train_step(
+// CHECK: %[[DV:.*]] = tc.matmul %arg0, %[[DY:.*]] {trans_a = true} : (tensor<2x5x4xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
+// CHECK: %[[XA:.*]] = tc.reshape %arg0 {shape = array<i64: 10, 4>} : (tensor<2x5x4xf32>) -> tensor<10x4xf32>
+// CHECK: %[[DYA:.*]] = tc.reshape %[[DY]] {shape = array<i64: 10, 3>} : (tensor<2x5x3xf32>) -> tensor<10x3xf32>
+// CHECK: %[[DWT:.*]] = tc.matmul %[[DYA]], %[[XA]] {trans_a = true} : (tensor<10x3xf32>, tensor<10x4xf32>) -> tensor<3x4xf32>
+// CHECK: %[[XB:.*]] = tc.reshape %arg0 {shape = array<i64: 10, 4>}
+// CHECK: %[[DYB:.*]] = tc.reshape %[[DY]] {shape = array<i64: 10, 3>}
+// CHECK: %[[DW:.*]] = tc.matmul %[[XB]], %[[DYB]] {trans_a = true} : (tensor<10x4xf32>, tensor<10x3xf32>) -> tensor<4x3xf32>
+// CHECK-NOT: tc.reduce_sum
+// CHECK: return %{{.*}}, %[[DW]], %[[DWT]], %[[DV]]
+tc.param @w trainable : tensor<4x3xf32>
+tc.param @wt trainable : tensor<3x4xf32>
+tc.param @v trainable : tensor<2x4x3xf32>
+func.func @loss(%x: tensor<2x5x4xf32> {tc.input = "x"}, %w: tensor<4x3xf32> {tc.param = @w},
+                %wt: tensor<3x4xf32> {tc.param = @wt}, %v: tensor<2x4x3xf32> {tc.param = @v})
+    -> (tensor<f32> {tc.output = "loss"}) {
+  %y = tc.matmul %x, %w : (tensor<2x5x4xf32>, tensor<4x3xf32>) -> tensor<2x5x3xf32>
+  %z = tc.matmul %x, %wt {trans_b = true} : (tensor<2x5x4xf32>, tensor<3x4xf32>) -> tensor<2x5x3xf32>
+  %u = tc.matmul %x, %v : (tensor<2x5x4xf32>, tensor<2x4x3xf32>) -> tensor<2x5x3xf32>
+  %s = tc.add %y, %z : (tensor<2x5x3xf32>, tensor<2x5x3xf32>) -> tensor<2x5x3xf32>
+  %t = tc.add %s, %u : (tensor<2x5x3xf32>, tensor<2x5x3xf32>) -> tensor<2x5x3xf32>
+  %l = tc.reduce_sum %t {axes = array<i64>, keepdims = false} : (tensor<2x5x3xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
