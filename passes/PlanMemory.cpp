@@ -1,6 +1,7 @@
 //===- PlanMemory.cpp - static memory plan: one arena, compile-time offsets ===//
 //
-// Lifetimes come from the op order (the schedule is the function's order).
+// Lifetimes come from BufferLiveness (Liveness.h): the op order is the
+// schedule.
 // Offsets are chosen greedy-by-size: buffers sorted by size, largest first,
 // each placed at the lowest aligned offset that does not overlap a buffer
 // already placed whose lifetime intersects its own. On the straight-line
@@ -9,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TcOps.h"
+#include "passes/Liveness.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,69 +29,6 @@ using namespace mlir;
 using namespace trainc;
 
 namespace {
-
-/// The operand whose buffer a view result shares: a reshape, an inference
-/// dropout, the statistics of an inference batch norm. Null otherwise.
-Value viewSource(OpResult result) {
-  Operation *op = result.getOwner();
-  if (isa<tc::ReshapeOp>(op))
-    return op->getOperand(0);
-  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    if (!dropout.getTraining())
-      return dropout.getInput(); // inference: identity
-  if (auto bn = dyn_cast<tc::BatchNormOp>(op))
-    if (!bn.getTraining() && result.getResultNumber() > 0)
-      return op->getOperand(result.getResultNumber() + 2);
-  return nullptr;
-}
-
-/// The parameter or state argument that a fused optimizer update may
-/// overwrite in place: the result goes straight back to that argument's own
-/// slot (the return's tc.update / tc.state_update), and nothing after the
-/// update, the return included, reads the old value. Null otherwise.
-Value inPlaceArgument(OpResult result) {
-  Operation *op = result.getOwner();
-  auto arg = dyn_cast_or_null<BlockArgument>(tc::replacedOperand(result));
-  if (!arg || !result.hasOneUse())
-    return nullptr;
-  OpOperand &use = *result.getUses().begin();
-  auto func = dyn_cast<func::FuncOp>(op->getParentOp());
-  if (!func || !isa<func::ReturnOp>(use.getOwner()))
-    return nullptr;
-  unsigned slot = use.getOperandNumber(), argIndex = arg.getArgNumber();
-  Attribute param = func.getArgAttr(argIndex, tc::kParamAttrName);
-  Attribute state = func.getArgAttr(argIndex, tc::kStateAttrName);
-  bool sameSlot = (param && func.getResultAttr(slot, tc::kUpdateAttrName) == param) ||
-                  (state && func.getResultAttr(slot, tc::kStateUpdateAttrName) == state);
-  if (!sameSlot)
-    return nullptr;
-  // The argument and every view of it: none may be read after the update.
-  SmallVector<Value> aliases = {arg};
-  for (Operation &other : arg.getParentBlock()->getOperations())
-    for (OpResult r : other.getResults())
-      if (Value source = viewSource(r); source && llvm::is_contained(aliases, source))
-        aliases.push_back(r);
-  for (Value alias : aliases)
-    for (Operation *user : alias.getUsers())
-      if (user != op && op->isBeforeInBlock(user))
-        return nullptr;
-  return arg;
-}
-
-/// The operand a result aliases (views, in-place updates), or null if it
-/// needs its own buffer.
-Value aliasedOperand(OpResult result) {
-  if (Value arg = inPlaceArgument(result))
-    return arg;
-  return viewSource(result);
-}
-
-int64_t tensorBytes(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
-  int64_t bytes = bits == 1 ? 1 : bits / 8; // i1 is stored as one byte
-  return tensor.getNumElements() * bytes;
-}
 
 struct Buffer {
   Value value;
@@ -113,34 +52,10 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
     if (func.isExternal())
       return;
     Block &body = func.getBody().front();
-    // Root buffer of each value (views map to the buffer they alias).
-    llvm::DenseMap<Value, Value> root;
-    llvm::DenseMap<Value, unsigned> bufferOf;
+    const BufferLiveness &liveness = getChildAnalysis<BufferLiveness>(func);
     std::vector<Buffer> buffers;
-    auto rootOf = [&](Value v) {
-      auto it = root.find(v);
-      return it == root.end() ? v : it->second;
-    };
-    int64_t index = 0;
-    for (Operation &op : body) {
-      for (OpResult result : op.getResults()) {
-        if (Value alias = aliasedOperand(result)) {
-          root[result] = rootOf(alias);
-          continue;
-        }
-        if (isa<tc::ConstantOp>(op))
-          continue; // constants live with the parameters
-        bufferOf[result] = buffers.size();
-        buffers.push_back({result, tensorBytes(result.getType()), index, index});
-      }
-      // Every operand keeps its root buffer alive until here.
-      for (Value operand : op.getOperands()) {
-        auto it = bufferOf.find(rootOf(operand));
-        if (it != bufferOf.end())
-          buffers[it->second].last = std::max(buffers[it->second].last, index);
-      }
-      ++index;
-    }
+    for (const BufferLife &life : liveness.buffers())
+      buffers.push_back({life.value, life.bytes, life.first, life.last});
 
     // Greedy placement, lowest fitting offset, in four orders (largest
     // first; largest lifetime x size first; first defined first; last
@@ -182,8 +97,8 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
         continue;
       SmallVector<int64_t> offsets;
       for (OpResult result : op.getResults()) {
-        auto it = bufferOf.find(result);
-        offsets.push_back(it == bufferOf.end() ? -1 : buffers[it->second].offset);
+        std::optional<unsigned> buffer = liveness.bufferOf(result);
+        offsets.push_back(buffer ? buffers[*buffer].offset : -1);
       }
       op.setAttr("tc.offsets", builder.getDenseI64ArrayAttr(offsets));
     }

@@ -11,6 +11,7 @@
 #include "frontend/Frontend.h"
 #include "ir/TcDialect.h"
 #include "ir/TcOps.h"
+#include "passes/Liveness.h"
 #include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -206,6 +207,7 @@ int64_t tensorBytes(mlir::Type type) {
 /// Peak memory by kind, from the planned module.
 void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   int64_t params = 0, constants = 0, arena = 0, workspace = 0, state = 0;
+  mlir::func::FuncOp largest; // the function with the largest arena
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     for (mlir::BlockArgument arg : step.getArguments())
       if (step.getArgAttr(arg.getArgNumber(), "tc.state"))
@@ -224,16 +226,36 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
       workspace = std::max(workspace, rows * cols * 4);
     }
     if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
-      arena = std::max(arena, bytes.getInt());
+      if (bytes.getInt() > arena || !largest) {
+        arena = std::max(arena, bytes.getInt());
+        largest = mlir::dyn_cast<mlir::func::FuncOp>(op);
+      }
   });
-  auto row = [&](StringRef kind, int64_t bytes) {
-    os << left_justify(kind, 14) << right_justify(std::to_string(bytes), 14) << " bytes  ("
-       << format("%.2f", bytes / 1048576.0) << " MiB)\n";
+  auto row = [&](StringRef kind, int64_t bytes, StringRef note = "") {
+    os << left_justify(kind, 26) << right_justify(std::to_string(bytes), 14) << " bytes  ("
+       << format("%.2f", bytes / 1048576.0) << " MiB)" << note << "\n";
   };
   os << "memory (peak, by kind):\n";
   row("parameters", params);
   row("optimizer", state);
-  row("activations", arena);
+  row("activations", arena, largest ? "  the arena of @" + largest.getName().str() : "");
+  if (largest) {
+    // What is live at the arena's busiest op (the placement may add gaps).
+    trainc::BufferLiveness liveness(largest);
+    int64_t peak = liveness.peakIndex();
+    row("  live at the peak", liveness.peakBytes(),
+        "  op " + std::to_string(peak) + " of " + std::to_string(liveness.opCount()) +
+            (liveness.backwardBegin() < 0
+                 ? std::string()
+                 : ", backward from op " + std::to_string(liveness.backwardBegin())));
+    if (liveness.backwardBegin() >= 0) {
+      for (trainc::BufferKind kind : {trainc::BufferKind::Saved, trainc::BufferKind::WeightCopy,
+                                      trainc::BufferKind::Gradient, trainc::BufferKind::Temporary})
+        row(("    " + trainc::bufferKindName(kind)).str(), liveness.liveBytes(peak, kind));
+      row("  saved for the backward", liveness.totalBytes(trainc::BufferKind::Saved),
+          "  every forward value the backward reads");
+    }
+  }
   row("constants", constants);
   row("workspace", workspace);
   row("total", params + state + arena + constants + workspace);

@@ -1,11 +1,12 @@
 //===- Dnnl.cpp - the CPU target's convolutions on oneDNN -----------------===//
 //
-// One oneDNN primitive per convolution shape, kind, element type and thread
-// count, made on first use and kept (oneDNN picks the kernel and its blocked layouts for
-// the CPU it runs on, so a primitive is worth keeping: making one takes far
-// longer than running it). Each call reorders the NCHW operands into the
-// layouts the primitive chose, in this thread's scratch buffers, runs it,
-// and reorders the result back. A shape oneDNN has no kernel for is
+// A convolution runs as chunks of images (a number fixed by its shape), in
+// parallel, each on a one-thread primitive: one per chunk shape, kind and
+// element type and thread, made on first use and kept (oneDNN picks the
+// kernel and its blocked layouts for the CPU it runs on, so a primitive is
+// worth keeping: making one takes far longer than running it). Each chunk
+// reorders its NCHW operands into the layouts the primitive chose, in this
+// thread's scratch buffers, runs it, and reorders the result back. A shape oneDNN has no kernel for is
 // remembered too, and the caller runs its own path.
 //
 //===----------------------------------------------------------------------===//
@@ -15,13 +16,13 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -80,15 +81,26 @@ using Tag = dnnl::memory::format_tag;
 
 enum class Kind { Forward, BackwardData };
 
-/// A convolution shape, kind and type, and the thread count: the cache's
-/// key (a primitive divides its work for the threads it was made for).
-using Key = std::array<int64_t, 22>;
+/// A convolution shape (of one chunk of images), kind and type: the
+/// cache's key. Every primitive is made for one thread and run on one.
+using Key = std::array<int64_t, 21>;
 
 Key keyOf(Kind kind, DType type, bool bias, const Conv2dDesc &d) {
   return {int64_t(kind), int64_t(type), bias,        d.n,       d.c,          d.h,
           d.w,           d.m,           d.kh,        d.kw,      d.strideH,    d.strideW,
           d.padTop,      d.padLeft,     d.padBottom, d.padRight, d.dilationH, d.dilationW,
-          d.groups,      d.outH,        d.outW,      omp_get_max_threads()};
+          d.groups,      d.outH,        d.outW};
+}
+
+/// Images per primitive call: about 2^22 multiply-adds, fixed by the shape.
+/// The chunks run in parallel, each on a one-thread primitive, so no sum is
+/// split by the thread count: oneDNN's own threading splits some kernels'
+/// sums by it (its GEMM-based convolution, which AVX2 CPUs get for grouped
+/// convolutions, gave other bits at 5 threads than at 1).
+int64_t imagesPerChunk(const Conv2dDesc &d) {
+  int64_t perImage = std::max<int64_t>(
+      1, d.m * d.outH * d.outW * (d.c / std::max<int64_t>(d.groups, 1)) * d.kh * d.kw);
+  return std::clamp<int64_t>((int64_t(1) << 22) / perImage, 1, d.n);
 }
 
 /// One operand of a primitive: the NCHW tensor the caller passes, and the
@@ -190,15 +202,15 @@ void build(Entry &e, Kind kind, Dt type, const Conv2dDesc &d, bool bias) {
   e.available = true;
 }
 
-/// The cached primitive of a convolution (made on first use).
+/// This thread's cached primitive of a convolution chunk (made on first
+/// use, for one thread; its memory objects are this thread's).
 Entry &entryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
-  static std::mutex mutex;
-  static std::map<Key, std::unique_ptr<Entry>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
+  thread_local std::map<Key, std::unique_ptr<Entry>> cache;
   std::unique_ptr<Entry> &slot = cache[keyOf(kind, type, bias, d)];
   if (!slot) {
     slot = std::make_unique<Entry>();
     if (std::optional<Dt> dt = dnnlType(type)) {
+      OneThread one;
       try {
         build(*slot, kind, *dt, d, bias);
       } catch (const dnnl::error &) {
@@ -211,12 +223,10 @@ Entry &entryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
 
 std::atomic<uint64_t> runCount{0};
 
-Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d,
-           std::initializer_list<const void *> pointers, bool bias, bool &ran) {
-  ran = false;
-  Entry &e = entryOf(kind, type, d, bias);
-  if (!e.available)
-    return Status();
+/// One chunk on the calling thread: `pointers` are the chunk's operands in
+/// the primitive's order.
+Status runChunk(const char *name, Entry &e, std::initializer_list<const void *> pointers) {
+  OneThread one;
   try {
     dnnl::stream &stream = threadStream();
     std::unordered_map<int, dnnl::memory> args;
@@ -238,6 +248,46 @@ Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d,
   } catch (const dnnl::error &error) {
     return Status::error(std::string(name) + ": oneDNN: " + error.what());
   }
+  return Status();
+}
+
+/// The convolution over chunks of images (imagesPerChunk), in parallel.
+/// `in` is x (forward) or dy (backward data), `out` y or dx; `bias` only
+/// for the forward.
+Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d, const void *in,
+           const void *w, const void *bias, void *out, bool &ran) {
+  ran = false;
+  const int64_t per = imagesPerChunk(d), chunks = (d.n + per - 1) / per;
+  Conv2dDesc whole = d, tail = d;
+  whole.n = per;
+  tail.n = d.n - (chunks - 1) * per;
+  // Every chunk's primitive must exist on this CPU; the tail's may differ.
+  if (!entryOf(kind, type, whole, bias).available || !entryOf(kind, type, tail, bias).available)
+    return Status();
+  const size_t element = type == DType::F32 ? 4 : 2;
+  const size_t xImage = size_t(d.c * d.h * d.w) * element;
+  const size_t yImage = size_t(d.m * d.outH * d.outW) * element;
+  const size_t inImage = kind == Kind::Forward ? xImage : yImage;
+  const size_t outImage = kind == Kind::Forward ? yImage : xImage;
+  std::vector<Status> failed(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const Conv2dDesc &shape = c == chunks - 1 ? tail : whole;
+    Entry &e = entryOf(kind, type, shape, bias);
+    const char *chunkIn = static_cast<const char *>(in) + size_t(c * per) * inImage;
+    char *chunkOut = static_cast<char *>(out) + size_t(c * per) * outImage;
+    if (!e.available) {
+      failed[size_t(c)] = Status::error(std::string(name) + ": oneDNN made no primitive for a "
+                                                            "chunk on this thread");
+      continue;
+    }
+    failed[size_t(c)] = kind == Kind::Forward
+                            ? (bias ? runChunk(name, e, {chunkIn, w, bias, chunkOut})
+                                    : runChunk(name, e, {chunkIn, w, chunkOut}))
+                            : runChunk(name, e, {chunkIn, w, chunkOut});
+  }
+  for (const Status &status : failed)
+    TRAINC_RETURN_IF_ERROR(status);
   ran = true;
   ++runCount;
   return Status();
@@ -251,9 +301,7 @@ bool enabled() { return !environmentSays("TRAINC_CPU_CONV", "im2col"); }
 
 Status forward(DType type, const Conv2dDesc &d, const void *x, const void *w, const void *bias,
                void *y, bool &ran) {
-  if (bias)
-    return run("conv2d", Kind::Forward, type, d, {x, w, bias, y}, true, ran);
-  return run("conv2d", Kind::Forward, type, d, {x, w, y}, false, ran);
+  return run("conv2d", Kind::Forward, type, d, x, w, bias, y, ran);
 }
 
 Status backwardData(DType type, const Conv2dDesc &d, const void *dy, const void *w, void *dx,
@@ -265,7 +313,7 @@ Status backwardData(DType type, const Conv2dDesc &d, const void *dy, const void 
     ran = false;
     return Status();
   }
-  return run("conv2dBackwardData", Kind::BackwardData, type, d, {dy, w, dx}, false, ran);
+  return run("conv2dBackwardData", Kind::BackwardData, type, d, dy, w, nullptr, dx, ran);
 }
 
 } // namespace trainc::cpu::dnnl_conv

@@ -1,0 +1,209 @@
+//===- Liveness.cpp - buffer lifetimes of a function, by kind -------------===//
+
+#include "passes/Liveness.h"
+
+#include "ir/TcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+/// The operand whose buffer a view result shares: a reshape, an inference
+/// dropout, the statistics of an inference batch norm. Null otherwise.
+Value viewSource(OpResult result) {
+  Operation *op = result.getOwner();
+  if (isa<tc::ReshapeOp>(op))
+    return op->getOperand(0);
+  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+    if (!dropout.getTraining())
+      return dropout.getInput(); // inference: identity
+  if (auto bn = dyn_cast<tc::BatchNormOp>(op))
+    if (!bn.getTraining() && result.getResultNumber() > 0)
+      return op->getOperand(result.getResultNumber() + 2);
+  return nullptr;
+}
+
+/// The parameter or state argument that a fused optimizer update may
+/// overwrite in place: the result goes straight back to that argument's own
+/// slot (the return's tc.update / tc.state_update), and nothing after the
+/// update, the return included, reads the old value. Null otherwise.
+Value inPlaceArgument(OpResult result) {
+  Operation *op = result.getOwner();
+  auto arg = dyn_cast_or_null<BlockArgument>(tc::replacedOperand(result));
+  if (!arg || !result.hasOneUse())
+    return nullptr;
+  OpOperand &use = *result.getUses().begin();
+  auto func = dyn_cast<func::FuncOp>(op->getParentOp());
+  if (!func || !isa<func::ReturnOp>(use.getOwner()))
+    return nullptr;
+  unsigned slot = use.getOperandNumber(), argIndex = arg.getArgNumber();
+  Attribute param = func.getArgAttr(argIndex, tc::kParamAttrName);
+  Attribute state = func.getArgAttr(argIndex, tc::kStateAttrName);
+  bool sameSlot = (param && func.getResultAttr(slot, tc::kUpdateAttrName) == param) ||
+                  (state && func.getResultAttr(slot, tc::kStateUpdateAttrName) == state);
+  if (!sameSlot)
+    return nullptr;
+  // The argument and every view of it: none may be read after the update.
+  SmallVector<Value> aliases = {arg};
+  for (Operation &other : arg.getParentBlock()->getOperations())
+    for (OpResult r : other.getResults())
+      if (Value source = viewSource(r); source && llvm::is_contained(aliases, source))
+        aliases.push_back(r);
+  for (Value alias : aliases)
+    for (Operation *user : alias.getUsers())
+      if (user != op && op->isBeforeInBlock(user))
+        return nullptr;
+  return arg;
+}
+
+/// The operand a result aliases (views, in-place updates), or null if it
+/// needs its own buffer.
+Value aliasedOperand(OpResult result) {
+  if (Value arg = inPlaceArgument(result))
+    return arg;
+  return viewSource(result);
+}
+
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  int64_t bytes = bits == 1 ? 1 : bits / 8; // i1 is stored as one byte
+  return tensor.getNumElements() * bytes;
+}
+
+} // namespace
+
+StringRef trainc::bufferKindName(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Saved:
+    return "saved for the backward";
+  case BufferKind::Gradient:
+    return "gradients";
+  case BufferKind::WeightCopy:
+    return "weight copies";
+  case BufferKind::Temporary:
+    return "temporaries";
+  }
+  return "";
+}
+
+bool trainc::isBackwardLoc(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue().starts_with("backward of ");
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    return llvm::any_of(fused.getLocations(), [](Location l) { return isBackwardLoc(l); });
+  return false;
+}
+
+BufferLiveness::BufferLiveness(Operation *op) {
+  auto func = cast<func::FuncOp>(op);
+  Block &body = func.getBody().front();
+  // Root buffer of each view (a view keeps its root alive).
+  llvm::DenseMap<Value, Value> root;
+  auto rootOf = [&](Value v) {
+    auto it = root.find(v);
+    return it == root.end() ? v : it->second;
+  };
+  llvm::DenseSet<unsigned> readByBackward; // forward buffers a backward op reads
+  int64_t index = 0;
+  for (Operation &inner : body) {
+    // The backward begins at its first op that is not a constant (constants
+    // may be hoisted anywhere).
+    if (boundary < 0 && !isa<tc::ConstantOp>(inner) && isBackwardLoc(inner.getLoc()))
+      boundary = index;
+    for (OpResult result : inner.getResults()) {
+      if (Value alias = aliasedOperand(result)) {
+        root[result] = rootOf(alias);
+        continue;
+      }
+      if (isa<tc::ConstantOp>(inner))
+        continue; // constants live with the parameters
+      owner[result] = lives.size();
+      lives.push_back({result, tensorBytes(result.getType()), index, index});
+    }
+    bool backwardReader = boundary >= 0 && !inner.hasTrait<OpTrait::IsTerminator>();
+    for (Value operand : inner.getOperands()) {
+      auto it = owner.find(rootOf(operand));
+      if (it == owner.end())
+        continue;
+      lives[it->second].last = std::max(lives[it->second].last, index);
+      if (backwardReader && lives[it->second].first < boundary)
+        readByBackward.insert(it->second);
+    }
+    ++index;
+  }
+  ops = index;
+
+  // Kinds: gradients are what the optimizer's updates read as gradients,
+  // or what the step returns as tc.grad; a parameter's cast is its weight
+  // copy; other forward values that a backward op reads (not only the
+  // return: the loss) are saved for the backward.
+  auto markGradient = [&](Value v) {
+    auto it = owner.find(rootOf(v));
+    if (it != owner.end())
+      lives[it->second].kind = BufferKind::Gradient;
+  };
+  for (Operation &inner : body)
+    if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(inner))
+      markGradient(inner.getOperand(1));
+  if (auto ret = dyn_cast<func::ReturnOp>(body.getTerminator()))
+    for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+      if (func.getResultAttr(k, tc::kGradAttrName))
+        markGradient(v);
+  for (BufferLife &life : lives) {
+    if (life.kind == BufferKind::Gradient)
+      continue;
+    auto arg = isa<tc::CastOp>(life.value.getDefiningOp())
+                   ? dyn_cast<BlockArgument>(life.value.getDefiningOp()->getOperand(0))
+                   : BlockArgument();
+    if (arg && func.getArgAttr(arg.getArgNumber(), tc::kParamAttrName))
+      life.kind = BufferKind::WeightCopy;
+    else if (readByBackward.contains(&life - lives.data()))
+      life.kind = BufferKind::Saved;
+  }
+
+  int64_t best = -1;
+  for (int64_t i = 0; i < ops; ++i)
+    if (int64_t live = liveBytes(i); live > best) {
+      best = live;
+      peakAt = i;
+    }
+}
+
+std::optional<unsigned> BufferLiveness::bufferOf(Value result) const {
+  auto it = owner.find(result);
+  if (it == owner.end())
+    return std::nullopt;
+  return it->second;
+}
+
+int64_t BufferLiveness::liveBytes(int64_t index) const {
+  int64_t sum = 0;
+  for (const BufferLife &life : lives)
+    if (life.first <= index && index <= life.last)
+      sum += life.bytes;
+  return sum;
+}
+
+int64_t BufferLiveness::liveBytes(int64_t index, BufferKind kind) const {
+  int64_t sum = 0;
+  for (const BufferLife &life : lives)
+    if (life.kind == kind && life.first <= index && index <= life.last)
+      sum += life.bytes;
+  return sum;
+}
+
+int64_t BufferLiveness::totalBytes(BufferKind kind) const {
+  int64_t sum = 0;
+  for (const BufferLife &life : lives)
+    if (life.kind == kind)
+      sum += life.bytes;
+  return sum;
+}

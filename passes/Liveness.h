@@ -1,0 +1,91 @@
+//===- Liveness.h - buffer lifetimes of a function, by kind ----*- C++ -*-===//
+//
+// The analysis the memory plan, the memory report and the passes that trade
+// memory for compute share: which results of a function's body need a buffer
+// of their own (not a view, an in-place update or a constant), how many
+// bytes, and from which op to which op (in the body's order, which is the
+// schedule) each is live. In @train_step each buffer also has a kind: a
+// forward value the backward reads (saved for the backward), a parameter's
+// gradient, or a temporary.
+//
+// Usable as an MLIR analysis (getAnalysis<BufferLiveness>() on a
+// func::FuncOp) or on its own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_PASSES_LIVENESS_H
+#define TRAINC_PASSES_LIVENESS_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Value.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace trainc {
+
+enum class BufferKind {
+  /// Defined in the forward and read by an op of the backward (the return
+  /// alone does not count: the loss is an output).
+  Saved,
+  /// A parameter's gradient: an optimizer update's gradient operand, or a
+  /// result returned as tc.grad.
+  Gradient,
+  /// A parameter's low-precision copy (--precision: its tc.cast), which
+  /// both the forward and the backward read.
+  WeightCopy,
+  /// Everything else: forward values that die in the forward, the
+  /// backward's intermediate values, outputs.
+  Temporary,
+};
+
+llvm::StringRef bufferKindName(BufferKind kind);
+
+/// Whether `loc` is the location autodiff gives the ops of the backward
+/// ("backward of <node>"), or a fused location that holds one.
+bool isBackwardLoc(mlir::Location loc);
+
+struct BufferLife {
+  mlir::Value value;     // the result that owns the buffer
+  int64_t bytes = 0;     // i1 is stored as one byte
+  int64_t first = 0;     // index of the op that defines it
+  int64_t last = 0;      // index of its last reader (views' readers included)
+  BufferKind kind = BufferKind::Temporary;
+};
+
+class BufferLiveness {
+public:
+  /// `op` is a func::FuncOp with a body.
+  explicit BufferLiveness(mlir::Operation *op);
+
+  llvm::ArrayRef<BufferLife> buffers() const { return lives; }
+  /// The buffer `result` owns, or none (a view, an in-place update, a
+  /// constant, or not a result of the body).
+  std::optional<unsigned> bufferOf(mlir::Value result) const;
+  /// The number of ops in the body (terminator included).
+  int64_t opCount() const { return ops; }
+  /// Index of the backward's first op, or -1 in a function with no backward.
+  int64_t backwardBegin() const { return boundary; }
+  /// Bytes live while op `index` runs, all kinds or one.
+  int64_t liveBytes(int64_t index) const;
+  int64_t liveBytes(int64_t index, BufferKind kind) const;
+  /// The op at which the most bytes are live (the first such), and how many.
+  int64_t peakIndex() const { return peakAt; }
+  int64_t peakBytes() const { return liveBytes(peakAt); }
+  /// Bytes of every buffer of a kind, live at the same time or not.
+  int64_t totalBytes(BufferKind kind) const;
+
+private:
+  std::vector<BufferLife> lives;
+  llvm::DenseMap<mlir::Value, unsigned> owner;
+  int64_t ops = 0, boundary = -1, peakAt = 0;
+};
+
+} // namespace trainc
+
+#endif // TRAINC_PASSES_LIVENESS_H
