@@ -140,6 +140,7 @@ std::string description(const char *argv0, const Program &program) {
          "          [--resume]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
+         "          [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -189,6 +190,9 @@ void define(Parser &parser, Options &options) {
                  "seed of the shuffle and the dropout masks, in [0, 2^64 - 1] (0)");
   app.add_flag_callback("--no-shuffle", [&t]() { t.shuffle = false; }, "train in file order")
       ->disable_flag_override();
+  parser.flag("--report-memory", t.reportMemory,
+              "after training: the arena's planned bytes and the bytes the steps wrote (its "
+              "high-water mark)");
   parser.integer("--workers", t.workers, 0, 64, "N",
                  "threads that fill upcoming batches (1; 0: the loop fills them)");
   parser.text("--save-params", t.saveDir, "DIR", "write the trained parameters, one .npy each");

@@ -86,6 +86,9 @@ struct TrainOptions {
   /// Dynamic loss scaling (fp16): good steps in a row before the scale
   /// doubles (0: GradScaler's 2000).
   int64_t scaleGrowthInterval = 0;
+  /// After training: the arena's planned size and how far the steps wrote
+  /// into it (its high-water mark; the arena is filled with a pattern first).
+  bool reportMemory = false;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

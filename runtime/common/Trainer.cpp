@@ -427,8 +427,15 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   }
   DevicePtr arena(nullptr, DeviceFree{context.get()});
   // Forward (evaluation) and training step never run at once: one arena.
-  TRAINC_RETURN_IF_ERROR(allocateDevice(
-      *context, std::max(program.arenaBytes, train->arenaBytes), arena));
+  const uint64_t arenaBytes = std::max(program.arenaBytes, train->arenaBytes);
+  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, arenaBytes, arena));
+  // --report-memory: every byte starts as the pattern; the last byte that
+  // is not the pattern after training is the arena's high-water mark.
+  constexpr int kArenaPattern = 0xA5;
+  if (options.reportMemory && arenaBytes > 0) {
+    TRAINC_RETURN_IF_ERROR(context->fill(arena.get(), kArenaPattern, arenaBytes));
+    TRAINC_RETURN_IF_ERROR(context->synchronize());
+  }
   EvalSet evalSet;
   if (!options.evalDir.empty())
     TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, dropLast, evalSet));
@@ -859,6 +866,18 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       std::printf("accuracy %.4f\n", evalAccuracy);
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
+  if (options.reportMemory) {
+    std::vector<unsigned char> bytes(arenaBytes);
+    TRAINC_RETURN_IF_ERROR(context->synchronize());
+    if (arenaBytes > 0)
+      TRAINC_RETURN_IF_ERROR(context->copyToHost(bytes.data(), arena.get(), arenaBytes));
+    uint64_t written = arenaBytes;
+    while (written > 0 && bytes[written - 1] == kArenaPattern)
+      --written;
+    std::printf("arena: %llu bytes planned, %llu written (high-water mark)\n",
+                static_cast<unsigned long long>(arenaBytes),
+                static_cast<unsigned long long>(written));
+  }
 
   // The inference model with the trained parameters: the segments of the
   // model interleaved with each parameter's trained bytes, copied from the

@@ -1,11 +1,12 @@
 //===- Dnnl.cpp - the CPU target's convolutions on oneDNN -----------------===//
 //
-// A convolution runs as chunks of images (a number fixed by its shape), in
-// parallel, each on a one-thread primitive: one per chunk shape, kind and
-// element type and thread, made on first use and kept (oneDNN picks the
-// kernel and its blocked layouts for the CPU it runs on, so a primitive is
-// worth keeping: making one takes far longer than running it). Each chunk
-// reorders its NCHW operands into the layouts the primitive chose, in this
+// One oneDNN primitive per convolution shape, kind, element type and thread
+// count, made on first use and kept (oneDNN picks the kernel and its blocked
+// layouts for the CPU it runs on, so a primitive is worth keeping: making one
+// takes far longer than running it). Where the kernel it picked would split
+// a sum over the threads, the images go in chunks fixed by the shape to
+// one-thread primitives instead (one per chunk shape and thread). Each call
+// reorders the NCHW operands into the layouts the primitive chose, in this
 // thread's scratch buffers, runs it, and reorders the result back. A shape oneDNN has no kernel for is
 // remembered too, and the caller runs its own path.
 //
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -81,22 +83,23 @@ using Tag = dnnl::memory::format_tag;
 
 enum class Kind { Forward, BackwardData };
 
-/// A convolution shape (of one chunk of images), kind and type: the
-/// cache's key. Every primitive is made for one thread and run on one.
-using Key = std::array<int64_t, 21>;
+/// A convolution shape, kind and type, and the thread count the primitive
+/// is made for: the cache's key (a primitive divides its work for the
+/// threads it was made for).
+using Key = std::array<int64_t, 22>;
 
-Key keyOf(Kind kind, DType type, bool bias, const Conv2dDesc &d) {
+Key keyOf(Kind kind, DType type, bool bias, const Conv2dDesc &d, int threads) {
   return {int64_t(kind), int64_t(type), bias,        d.n,       d.c,          d.h,
           d.w,           d.m,           d.kh,        d.kw,      d.strideH,    d.strideW,
           d.padTop,      d.padLeft,     d.padBottom, d.padRight, d.dilationH, d.dilationW,
-          d.groups,      d.outH,        d.outW};
+          d.groups,      d.outH,        d.outW,      threads};
 }
 
-/// Images per primitive call: about 2^22 multiply-adds, fixed by the shape.
-/// The chunks run in parallel, each on a one-thread primitive, so no sum is
-/// split by the thread count: oneDNN's own threading splits some kernels'
-/// sums by it (its GEMM-based convolution, which AVX2 CPUs get for grouped
-/// convolutions, gave other bits at 5 threads than at 1).
+/// Images per call of a one-thread primitive: about 2^22 multiply-adds,
+/// fixed by the shape. A convolution whose kernel splits a sum over the
+/// threads (oneDNN's GEMM-based one, which AVX2 CPUs get for grouped
+/// convolutions: other bits at 5 threads than at 1) runs as such chunks in
+/// parallel instead, so no sum depends on the thread count.
 int64_t imagesPerChunk(const Conv2dDesc &d) {
   int64_t perImage = std::max<int64_t>(
       1, d.m * d.outH * d.outW * (d.c / std::max<int64_t>(d.groups, 1)) * d.kh * d.kw);
@@ -115,9 +118,21 @@ struct Operand {
 
 struct Entry {
   bool available = false;
+  /// The kernel divides the output among the threads and sums each
+  /// element on one (oneDNN's direct "jit:" and "brg" kernels); otherwise
+  /// it runs in chunks of images on one-thread primitives.
+  bool splitsNoSum = false;
   dnnl::primitive primitive;
   std::vector<Operand> operands;
 };
+
+/// Whether oneDNN's implementation `name` computes each output element's
+/// sum on one thread: its direct convolutions do (they divide images,
+/// channel blocks and rows among the threads); its GEMM-based ones divide
+/// the sum over the channels and window.
+bool splitsNoSum(const std::string &name) {
+  return name.rfind("jit:", 0) == 0 || name.rfind("brg", 0) == 0;
+}
 
 dnnl::memory::dims dimsOf(std::initializer_list<int64_t> values) {
   return dnnl::memory::dims(values.begin(), values.end());
@@ -182,6 +197,7 @@ void build(Entry &e, Kind kind, Dt type, const Conv2dDesc &d, bool bias) {
                                              s.padR);
   dnnl::convolution_forward::primitive_desc forward(forwardDesc, engine);
   if (kind == Kind::Forward) {
+    e.splitsNoSum = splitsNoSum(forward.impl_info_str());
     e.primitive = dnnl::convolution_forward(forward);
     e.operands = {operand(DNNL_ARG_SRC, s.userSrc, forward.src_desc(), false),
                   operand(DNNL_ARG_WEIGHTS, s.userWeights, forward.weights_desc(), false),
@@ -194,6 +210,7 @@ void build(Entry &e, Kind kind, Dt type, const Conv2dDesc &d, bool bias) {
         dnnl::convolution_backward_data::desc(algorithm, s.src, s.weights, s.dst, s.strides,
                                               s.dilates, s.padL, s.padR),
         engine, forward);
+    e.splitsNoSum = splitsNoSum(pd.impl_info_str());
     e.primitive = dnnl::convolution_backward_data(pd);
     e.operands = {operand(DNNL_ARG_DIFF_DST, s.userDst, pd.diff_dst_desc(), false),
                   operand(DNNL_ARG_WEIGHTS, s.userWeights, pd.weights_desc(), false),
@@ -202,15 +219,16 @@ void build(Entry &e, Kind kind, Dt type, const Conv2dDesc &d, bool bias) {
   e.available = true;
 }
 
-/// This thread's cached primitive of a convolution chunk (made on first
-/// use, for one thread; its memory objects are this thread's).
-Entry &entryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
-  thread_local std::map<Key, std::unique_ptr<Entry>> cache;
-  std::unique_ptr<Entry> &slot = cache[keyOf(kind, type, bias, d)];
+/// The primitive of a convolution made for the process's thread count
+/// (made on first use and kept; the caller's thread runs it).
+Entry &sharedEntryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
+  static std::mutex mutex;
+  static std::map<Key, std::unique_ptr<Entry>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<Entry> &slot = cache[keyOf(kind, type, bias, d, omp_get_max_threads())];
   if (!slot) {
     slot = std::make_unique<Entry>();
     if (std::optional<Dt> dt = dnnlType(type)) {
-      OneThread one;
       try {
         build(*slot, kind, *dt, d, bias);
       } catch (const dnnl::error &) {
@@ -221,12 +239,30 @@ Entry &entryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
   return *slot;
 }
 
+/// This thread's one-thread primitive of a chunk of images (made on first
+/// use; its memory objects are this thread's).
+Entry &chunkEntryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
+  thread_local std::map<Key, std::unique_ptr<Entry>> cache;
+  std::unique_ptr<Entry> &slot = cache[keyOf(kind, type, bias, d, 1)];
+  if (!slot) {
+    slot = std::make_unique<Entry>();
+    if (std::optional<Dt> dt = dnnlType(type)) {
+      OneThread one;
+      try {
+        build(*slot, kind, *dt, d, bias);
+      } catch (const dnnl::error &) {
+        slot->available = false;
+      }
+    }
+  }
+  return *slot;
+}
+
 std::atomic<uint64_t> runCount{0};
 
-/// One chunk on the calling thread: `pointers` are the chunk's operands in
-/// the primitive's order.
-Status runChunk(const char *name, Entry &e, std::initializer_list<const void *> pointers) {
-  OneThread one;
+/// A primitive on the calling thread: `pointers` are its operands in the
+/// primitive's order.
+Status runEntry(const char *name, Entry &e, std::initializer_list<const void *> pointers) {
   try {
     dnnl::stream &stream = threadStream();
     std::unordered_map<int, dnnl::memory> args;
@@ -251,18 +287,30 @@ Status runChunk(const char *name, Entry &e, std::initializer_list<const void *> 
   return Status();
 }
 
-/// The convolution over chunks of images (imagesPerChunk), in parallel.
-/// `in` is x (forward) or dy (backward data), `out` y or dx; `bias` only
-/// for the forward.
+/// The convolution: on the process's threads where its kernel splits no
+/// sum, else over chunks of images (imagesPerChunk) in parallel. `in` is x
+/// (forward) or dy (backward data), `out` y or dx; `bias` only for the
+/// forward.
 Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d, const void *in,
            const void *w, const void *bias, void *out, bool &ran) {
   ran = false;
+  Entry &shared = sharedEntryOf(kind, type, d, bias);
+  if (!shared.available)
+    return Status();
+  if (shared.splitsNoSum) {
+    TRAINC_RETURN_IF_ERROR(bias ? runEntry(name, shared, {in, w, bias, out})
+                                : runEntry(name, shared, {in, w, out}));
+    ran = true;
+    ++runCount;
+    return Status();
+  }
   const int64_t per = imagesPerChunk(d), chunks = (d.n + per - 1) / per;
   Conv2dDesc whole = d, tail = d;
   whole.n = per;
   tail.n = d.n - (chunks - 1) * per;
   // Every chunk's primitive must exist on this CPU; the tail's may differ.
-  if (!entryOf(kind, type, whole, bias).available || !entryOf(kind, type, tail, bias).available)
+  if (!chunkEntryOf(kind, type, whole, bias).available ||
+      !chunkEntryOf(kind, type, tail, bias).available)
     return Status();
   const size_t element = type == DType::F32 ? 4 : 2;
   const size_t xImage = size_t(d.c * d.h * d.w) * element;
@@ -273,7 +321,8 @@ Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d, const v
 #pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const Conv2dDesc &shape = c == chunks - 1 ? tail : whole;
-    Entry &e = entryOf(kind, type, shape, bias);
+    OneThread one;
+    Entry &e = chunkEntryOf(kind, type, shape, bias);
     const char *chunkIn = static_cast<const char *>(in) + size_t(c * per) * inImage;
     char *chunkOut = static_cast<char *>(out) + size_t(c * per) * outImage;
     if (!e.available) {
@@ -281,10 +330,8 @@ Status run(const char *name, Kind kind, DType type, const Conv2dDesc &d, const v
                                                             "chunk on this thread");
       continue;
     }
-    failed[size_t(c)] = kind == Kind::Forward
-                            ? (bias ? runChunk(name, e, {chunkIn, w, bias, chunkOut})
-                                    : runChunk(name, e, {chunkIn, w, chunkOut}))
-                            : runChunk(name, e, {chunkIn, w, chunkOut});
+    failed[size_t(c)] = bias ? runEntry(name, e, {chunkIn, w, bias, chunkOut})
+                             : runEntry(name, e, {chunkIn, w, chunkOut});
   }
   for (const Status &status : failed)
     TRAINC_RETURN_IF_ERROR(status);

@@ -6,9 +6,9 @@
 // LeNet's and ResNet-18's layers (2 cores, AVX-512). The tensors stay NCHW
 // for the rest of the runtime; oneDNN's blocked layouts live in this
 // thread's scratch buffers for the length of a call. Both give the same
-// bits for any thread count: the images go in chunks fixed by the shape to
-// one-thread primitives (oneDNN's own threading splits some sums by the
-// thread count: its GEMM-based convolution on AVX2). The filter gradient stays on im2col + sgemm:
+// bits for any thread count (a kernel that would split a sum by the thread
+// count, oneDNN's GEMM-based convolution on AVX2, runs on fixed chunks of
+// images, each on one thread). The filter gradient stays on im2col + sgemm:
 // oneDNN's divides its sum over the images by the thread count, and the CPU
 // target's results do not depend on it. Where oneDNN has no kernel for a
 // convolution on this CPU (f16 without AVX512-FP16, bf16 without AVX-512),
