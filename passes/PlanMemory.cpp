@@ -30,13 +30,6 @@ using namespace trainc;
 
 namespace {
 
-struct Buffer {
-  Value value;
-  int64_t bytes = 0;
-  int64_t first = 0, last = 0; // op indices of definition and last use
-  int64_t offset = -1;
-};
-
 struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
 
@@ -53,9 +46,7 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
       return;
     Block &body = func.getBody().front();
     const BufferLiveness &liveness = getChildAnalysis<BufferLiveness>(func);
-    std::vector<Buffer> buffers;
-    for (const BufferLife &life : liveness.buffers())
-      buffers.push_back({life.value, life.bytes, life.first, life.last});
+    llvm::ArrayRef<BufferLife> buffers = liveness.buffers();
 
     // Greedy placement, lowest fitting offset, in four orders (largest
     // first; largest lifetime x size first; first defined first; last
@@ -69,7 +60,7 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
     std::stable_sort(bySize.begin(), bySize.end(), [&](unsigned a, unsigned b) {
       return buffers[a].bytes > buffers[b].bytes;
     });
-    auto area = [&](const Buffer &b) { return b.bytes * (b.last - b.first + 1); };
+    auto area = [&](const BufferLife &b) { return b.bytes * (b.last - b.first + 1); };
     std::stable_sort(byArea.begin(), byArea.end(), [&](unsigned a, unsigned b) {
       return area(buffers[a]) > area(buffers[b]);
     });
@@ -88,8 +79,6 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
         best = std::move(offsets);
       }
     }
-    for (unsigned i = 0; i < buffers.size(); ++i)
-      buffers[i].offset = best[i];
 
     OpBuilder builder(func.getContext());
     for (Operation &op : body) {
@@ -98,7 +87,7 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
       SmallVector<int64_t> offsets;
       for (OpResult result : op.getResults()) {
         std::optional<unsigned> buffer = liveness.bufferOf(result);
-        offsets.push_back(buffer ? buffers[*buffer].offset : -1);
+        offsets.push_back(buffer ? best[*buffer] : -1);
       }
       op.setAttr("tc.offsets", builder.getDenseI64ArrayAttr(offsets));
     }
@@ -108,17 +97,17 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
   /// Places the buffers in `order` at the lowest aligned offset that does
   /// not overlap a placed buffer alive at the same time; returns the arena
   /// size and each buffer's offset.
-  int64_t place(const std::vector<Buffer> &buffers, const std::vector<unsigned> &order,
+  int64_t place(llvm::ArrayRef<BufferLife> buffers, const std::vector<unsigned> &order,
                 std::vector<int64_t> &offsets) const {
     offsets.assign(buffers.size(), -1);
     std::vector<unsigned> placed;
     int64_t arena = 0;
     for (unsigned i : order) {
-      const Buffer &buffer = buffers[i];
+      const BufferLife &buffer = buffers[i];
       // Intervals [offset, end) of placed buffers alive at the same time.
       std::vector<std::pair<int64_t, int64_t>> busy;
       for (unsigned j : placed) {
-        const Buffer &other = buffers[j];
+        const BufferLife &other = buffers[j];
         if (other.last >= buffer.first && buffer.last >= other.first)
           busy.emplace_back(offsets[j], offsets[j] + other.bytes);
       }

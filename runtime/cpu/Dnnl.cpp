@@ -219,6 +219,21 @@ void build(Entry &e, Kind kind, Dt type, const Conv2dDesc &d, bool bias) {
   e.available = true;
 }
 
+/// A primitive made now for the calling thread's OpenMP thread count, or
+/// one marked unavailable where oneDNN has no kernel for it (the caller's
+/// path runs).
+std::unique_ptr<Entry> makeEntry(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
+  auto entry = std::make_unique<Entry>();
+  if (std::optional<Dt> dt = dnnlType(type)) {
+    try {
+      build(*entry, kind, *dt, d, bias);
+    } catch (const dnnl::error &) {
+      entry->available = false;
+    }
+  }
+  return entry;
+}
+
 /// The primitive of a convolution made for the process's thread count
 /// (made on first use and kept; the caller's thread runs it).
 Entry &sharedEntryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
@@ -226,16 +241,8 @@ Entry &sharedEntryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
   static std::map<Key, std::unique_ptr<Entry>> cache;
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Entry> &slot = cache[keyOf(kind, type, bias, d, omp_get_max_threads())];
-  if (!slot) {
-    slot = std::make_unique<Entry>();
-    if (std::optional<Dt> dt = dnnlType(type)) {
-      try {
-        build(*slot, kind, *dt, d, bias);
-      } catch (const dnnl::error &) {
-        slot->available = false; // no kernel for it here: the caller's path runs
-      }
-    }
-  }
+  if (!slot)
+    slot = makeEntry(kind, type, d, bias);
   return *slot;
 }
 
@@ -245,15 +252,8 @@ Entry &chunkEntryOf(Kind kind, DType type, const Conv2dDesc &d, bool bias) {
   thread_local std::map<Key, std::unique_ptr<Entry>> cache;
   std::unique_ptr<Entry> &slot = cache[keyOf(kind, type, bias, d, 1)];
   if (!slot) {
-    slot = std::make_unique<Entry>();
-    if (std::optional<Dt> dt = dnnlType(type)) {
-      OneThread one;
-      try {
-        build(*slot, kind, *dt, d, bias);
-      } catch (const dnnl::error &) {
-        slot->available = false;
-      }
-    }
+    OneThread one;
+    slot = makeEntry(kind, type, d, bias);
   }
   return *slot;
 }
