@@ -71,14 +71,14 @@ Value aliasedOperand(OpResult result) {
   return viewSource(result);
 }
 
-int64_t tensorBytes(Type type) {
+} // namespace
+
+int64_t trainc::tensorBytes(Type type) {
   auto tensor = cast<RankedTensorType>(type);
   int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
   int64_t bytes = bits == 1 ? 1 : bits / 8; // i1 is stored as one byte
   return tensor.getNumElements() * bytes;
 }
-
-} // namespace
 
 StringRef trainc::bufferKindName(BufferKind kind) {
   switch (kind) {
@@ -96,7 +96,8 @@ StringRef trainc::bufferKindName(BufferKind kind) {
 
 bool trainc::isBackwardLoc(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue().starts_with("backward of ");
+    return name.getName().getValue().starts_with("backward of ") ||
+           name.getName().getValue().starts_with("recompute of ");
   if (auto fused = dyn_cast<FusedLoc>(loc))
     return llvm::any_of(fused.getLocations(), [](Location l) { return isBackwardLoc(l); });
   return false;

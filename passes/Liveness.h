@@ -46,8 +46,12 @@ enum class BufferKind {
 
 llvm::StringRef bufferKindName(BufferKind kind);
 
+/// The bytes of a ranked tensor type's buffer (i1 is stored as one byte).
+int64_t tensorBytes(mlir::Type type);
+
 /// Whether `loc` is the location autodiff gives the ops of the backward
-/// ("backward of <node>"), or a fused location that holds one.
+/// ("backward of <node>"), the one remat gives what it recomputes there
+/// ("recompute of <node>"), or a fused location that holds one.
 bool isBackwardLoc(mlir::Location loc);
 
 struct BufferLife {

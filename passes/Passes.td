@@ -103,6 +103,61 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
   ];
 }
 
+def Remat : Pass<"trainc-remat", "mlir::ModuleOp"> {
+  let summary = "rematerialization: recompute in the backward what is cheap to recompute and expensive to keep";
+  let description = [{
+    Chooses, in `@train_step`, which forward values the backward keeps and
+    which it recomputes, by a minimum cut as PyTorch's min-cut partitioner
+    does: keeping a value costs its bytes (times 1.1 per op between it and
+    the backward, so a value next to the backward is kept rather than an
+    equally large one further up); recomputing costs nothing for views,
+    pointwise ops, casts, data movement, training-mode dropout (the same
+    key draws the same mask), layer/batch normalization, softmax and
+    pooling, and is not allowed for reductions, losses, GEMMs and
+    convolutions. Block arguments, constants and values the step returns
+    are free. The cut minimizes the bytes kept for the backward.
+
+    With `memory-budget` (bytes), GEMMs and convolutions become
+    recomputable one at a time, the fewest multiply-adds per result byte
+    first, until the step's peak of live bytes (BufferLiveness, before
+    fusion) is at most the budget; when even all of them do not reach it,
+    the pass fails and names the smallest peak it reaches.
+
+    Each recomputed op is cloned just before the first backward op that
+    reads it, with the location "recompute of <node>" and the attribute
+    `tc.recomputed` (which keeps CSE from folding it back); the backward
+    reads the clone, and forward ops left without readers are erased.
+    `@train_step` gets `tc.remat`: the number of ops recomputed, of
+    contractions among them, and the bytes saved for the backward and the
+    peak of live bytes before and after. In `trainc compile` it is the phase
+    `remat` (`--remat=auto`, `--memory-budget`), after `autodiff`.
+
+    Before (the GELU's output is kept for the next GEMM's weight gradient,
+    its input for the GELU's gradient):
+    ```mlir
+    %h = tc.matmul %x, %w1 : ...
+    %g = tc.gelu %h : tensor<64x128xf32>
+    %y = tc.matmul %g, %w2 : ...
+    ...
+    %dw2 = tc.matmul %g, %dy {trans_a = true} loc("backward of /fc2/MatMul")
+    %dh = ... %h ... loc("backward of /act/Gelu")
+    ```
+    After (only %h is kept):
+    ```mlir
+    %g2 = tc.gelu %h {tc.recomputed} loc("recompute of /act/Gelu")
+    %dw2 = tc.matmul %g2, %dy {trans_a = true} loc("backward of /fc2/MatMul")
+    ```
+    It must not fire when every value the backward reads is the output of
+    an op it may not recompute, or when keeping a value is cheaper than
+    keeping what recomputing it needs.
+  }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
+           "bytes the step's peak of live bytes may reach (0: no budget; "
+           "contractions are never recomputed)">
+  ];
+}
+
 def Fuse : Pass<"trainc-fuse", "mlir::ModuleOp"> {
   let summary = "group chains of pointwise ops into tc.fused kernels";
   let description = [{

@@ -23,6 +23,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <functional>
 
 using namespace mlir;
@@ -88,6 +89,15 @@ const std::vector<Phase> &phases() {
          }
          return true;
        }},
+      {"remat", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.remat == "none")
+           return false;
+         trainc::RematOptions remat;
+         remat.memoryBudget = o.memoryBudget;
+         pm.addPass(trainc::createRemat(remat));
+         return true;
+       }},
       {"optimizer", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (o.optimizer.empty())
@@ -135,6 +145,30 @@ LogicalResult dump(ModuleOp module, llvm::StringRef dir, int index, llvm::String
 }
 
 } // namespace
+
+std::optional<int64_t> trainc::parseByteSize(llvm::StringRef text) {
+  static const std::pair<const char *, double> units[] = {
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+      {"B", 1.0}};
+  double scale = 1.0;
+  llvm::StringRef number = text.trim();
+  for (auto [unit, factor] : units)
+    if (number.consume_back(unit)) {
+      scale = factor;
+      break;
+    }
+  number = number.trim();
+  double value;
+  // Digits and at most one point: no signs, exponents, inf or nan.
+  if (number.empty() || number.find_first_not_of("0123456789.") != llvm::StringRef::npos ||
+      number.count('.') > 1 || number == "." || number.getAsDouble(value))
+    return std::nullopt;
+  double bytes = std::floor(value * scale);
+  if (!(bytes >= 1.0) || bytes > 4611686018427387904.0) // 2^62
+    return std::nullopt;
+  return static_cast<int64_t>(bytes);
+}
 
 std::vector<std::string> trainc::pipelinePhases() {
   std::vector<std::string> names;

@@ -20,6 +20,11 @@ namespace trainc {
 std::optional<float> parseFixedLossScale(llvm::StringRef text);
 
 /// Names of the phases after import, in order (DESIGN.md "Phases").
+/// A byte count as flags take it: an integer, or a number with a unit
+/// (KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: of 1000; B),
+/// e.g. 2GiB or 1.5GB. None when malformed, not positive or beyond 2^62.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
+
 std::vector<std::string> pipelinePhases();
 
 struct PipelineOptions {
@@ -43,6 +48,10 @@ struct PipelineOptions {
   /// fp16: the loss scaling of the training step (dynamic, none or a fixed
   /// scale); the mixed-precision phase records it.
   std::string lossScale = "none";
+  /// Rematerialization: none (the remat phase is left out) or auto.
+  std::string remat = "none";
+  /// With remat: bytes the step's peak of live bytes may reach (0: none).
+  int64_t memoryBudget = 0;
   /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
   /// turns it off).
   bool fuse = true;

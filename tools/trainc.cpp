@@ -117,6 +117,20 @@ cl::opt<std::string> lossScaleMode(
              "after the trainer's --scale-growth-interval good steps; VALUE: a fixed scale, "
              "steps with inf/NaN gradients still skipped; none)"),
     cl::value_desc("dynamic|none|VALUE"), cl::init(""), cl::cat(category));
+cl::opt<std::string> rematMode(
+    "remat",
+    cl::desc("Rematerialization: none (default) keeps every forward value the backward "
+             "reads; auto recomputes in the backward the views, pointwise ops, "
+             "normalizations and softmaxes whose recomputation saves memory (a minimum cut, "
+             "as PyTorch's min-cut partitioner), never a GEMM or convolution"),
+    cl::value_desc("none|auto"), cl::init(""), cl::cat(category));
+cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("With rematerialization (implies --remat=auto): the peak of live bytes the "
+             "training step may reach; GEMMs and convolutions are recomputed too, cheapest "
+             "first, until it fits, and compile fails naming the smallest peak it reaches "
+             "when it cannot (SIZE: bytes, or with KiB, MiB, GiB, KB, MB, GB)"),
+    cl::value_desc("SIZE"), cl::init(""), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -143,6 +157,7 @@ usage:
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
+                 [--remat=none|auto] [--memory-budget=SIZE]
                  [--fuse=auto|pointwise|none] [--report-memory]
                  [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
@@ -198,11 +213,8 @@ int runImport() {
 }
 
 
-int64_t tensorBytes(mlir::Type type) {
-  auto tensor = mlir::cast<mlir::RankedTensorType>(type);
-  unsigned bits = tensor.getElementType().getIntOrFloatBitWidth();
-  return tensor.getNumElements() * (bits == 1 ? 1 : bits / 8);
-}
+std::string shownName(StringRef name);
+std::string shapeText(mlir::RankedTensorType type);
 
 /// Peak memory by kind, from the planned module.
 void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
@@ -211,12 +223,12 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     for (mlir::BlockArgument arg : step.getArguments())
       if (step.getArgAttr(arg.getArgNumber(), "tc.state"))
-        state += tensorBytes(arg.getType());
+        state += trainc::tensorBytes(arg.getType());
   module.walk([&](mlir::Operation *op) {
     if (auto param = mlir::dyn_cast<trainc::tc::ParamOp>(op))
-      params += tensorBytes(param.getType());
+      params += trainc::tensorBytes(param.getType());
     else if (auto constant = mlir::dyn_cast<trainc::tc::ConstantOp>(op))
-      constants += tensorBytes(constant.getType());
+      constants += trainc::tensorBytes(constant.getType());
     else if (auto conv = mlir::dyn_cast<trainc::tc::ConvOp>(op)) {
       // The CPU target's im2col buffer: one image's [C/g * KH * KW, OH * OW].
       auto w = mlir::cast<mlir::RankedTensorType>(conv.getWeight().getType());
@@ -256,6 +268,28 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
           "  every forward value the backward reads");
     }
   }
+  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
+    if (auto remat = step->getAttrOfType<mlir::DictionaryAttr>("tc.remat")) {
+      auto get = [&](StringRef key) {
+        auto value = remat.getAs<mlir::IntegerAttr>(key);
+        return value ? value.getInt() : int64_t(0);
+      };
+      auto mib = [](int64_t bytes) { return format("%.2f MiB", bytes / 1048576.0); };
+      os << "  remat: " << get("recomputed_ops") << " ops recomputed in the backward ("
+         << get("recomputed_contractions") << " GEMMs/convolutions); at the remat phase "
+         << "(before fusion) saved for the backward " << mib(get("saved_before")) << " -> "
+         << mib(get("saved_after")) << ", peak of live bytes " << mib(get("peak_before"))
+         << " -> " << mib(get("peak_after")) << "\n";
+      step.walk([&](mlir::Operation *op) {
+        if (!op->hasAttr("tc.recomputed"))
+          return;
+        auto name = mlir::dyn_cast<mlir::NameLoc>(op->getLoc());
+        os << "    recomputed " << op->getName().getStringRef() << " "
+           << shapeText(mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()))
+           << (name ? "  '" + shownName(name.getName().getValue()) + "'" : std::string())
+           << "\n";
+      });
+    }
   row("constants", constants);
   row("workspace", workspace);
   row("total", params + state + arena + constants + workspace);
@@ -379,6 +413,10 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   if (!optimizerKind.empty())
     pipeline.lossScale = lossScaleMode.empty() ? (precisionMode == "fp16" ? "dynamic" : "none")
                                                : lossScaleMode.getValue();
+  pipeline.remat = rematMode.empty() ? (memoryBudget.empty() ? "none" : "auto")
+                                     : rematMode.getValue();
+  if (auto budget = trainc::parseByteSize(memoryBudget))
+    pipeline.memoryBudget = *budget;
   pipeline.fuse = fuseMode != "none";
   pipeline.gemmEpilogues = fuseMode == "auto";
   pipeline.passManagerCLOptions = true;
@@ -554,6 +592,28 @@ int runCompile() {
     errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
     return 1;
   }
+  if (!rematMode.empty() && rematMode != "none" && rematMode != "auto") {
+    errs() << "error: --remat must be none or auto, got '" << rematMode << "'\n";
+    return 1;
+  }
+  if (!memoryBudget.empty()) {
+    if (!trainc::parseByteSize(memoryBudget)) {
+      errs() << "error: --memory-budget takes a positive size in bytes, or with a unit "
+                "(KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. 2GiB; got '" << memoryBudget
+             << "'\n";
+      return 1;
+    }
+    if (rematMode == "none") {
+      errs() << "error: --memory-budget is met by rematerialization and needs --remat=auto "
+                "(or no --remat), not --remat=none\n";
+      return 1;
+    }
+  }
+  if ((!rematMode.empty() || !memoryBudget.empty()) && lossKind.empty()) {
+    errs() << "error: --remat and --memory-budget are about the training step and need "
+              "--loss\n";
+    return 1;
+  }
   if (precisionMode != "fp32" && precisionMode != "bf16" && precisionMode != "fp16") {
     errs() << "error: --precision must be fp32, bf16 or fp16, got '" << precisionMode << "'\n";
     return 1;
@@ -590,7 +650,8 @@ int runCompile() {
     errs() << "\n";
     return 1;
   }
-  if ((compileTo == "loss" || compileTo == "mixed-precision" || compileTo == "autodiff" || compileTo == "optimizer") &&
+  if ((compileTo == "loss" || compileTo == "mixed-precision" || compileTo == "autodiff" || compileTo == "remat" ||
+       compileTo == "optimizer") &&
       lossKind.empty()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
     return 1;

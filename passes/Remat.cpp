@@ -1,0 +1,466 @@
+//===- Remat.cpp - rematerialization: recompute in the backward what is cheap ===//
+//
+// Which forward values the backward keeps and which it recomputes is a
+// minimum cut, as in PyTorch's min-cut partitioner (functorch's
+// min_cut_rematerialization_partition): every forward value v is an edge
+// in(v) -> out(v) whose capacity is what keeping v costs; its readers hang
+// off out(v) with infinite edges; the source feeds the ops that must run in
+// the forward (those whose recomputation is not allowed), the sink drains
+// the values the backward reads. A cut separates what the forward computes
+// from what the backward recomputes, and the edges it crosses are the
+// values kept for the backward. The capacity of an edge is the value's size
+// times 1.1^d (d: its distance from the backward, at most 40), which keeps
+// a value near the backward rather than an equally large one further up
+// (otherwise a residual stream would be recomputed from every earlier
+// block). Block arguments and constants cost nothing; a value the step
+// returns is kept anyway and costs nothing either.
+//
+// What may be recomputed: views (free), pointwise ops, casts, data
+// movement (transpose, expand, slice, concat, gather) and training-mode
+// dropout (its mask is a function of the step's key, so the same mask
+// comes back), and the memory-bound library ops (layer and batch
+// normalization, softmax, pooling). Never: reductions, losses, and the
+// contractions (matmul, gemm, conv) unless a --memory-budget needs them.
+//
+// With a budget, the contractions are allowed one at a time, cheapest
+// first (the fewest multiply-adds per byte of result: the reduction length
+// K of a GEMM, C*KH*KW of a convolution), re-running the cut each time and
+// measuring the step's peak of live bytes, until the peak fits. This is a
+// greedy: a subset of the contractions, not the prefix of one order, could
+// sometimes fit with less recompute; an exact choice is a knapsack over the
+// peak, which depends on the whole schedule.
+//
+// Recomputation goes just before the first op of the backward that reads
+// it. Clones carry `tc.recomputed` (so CSE does not fold them back into
+// the forward's ops) and the location "recompute of <node>".
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TcOps.h"
+#include "passes/Liveness.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <vector>
+
+namespace trainc {
+#define GEN_PASS_DEF_REMAT
+#include "passes/Passes.h.inc"
+} // namespace trainc
+
+using namespace mlir;
+using namespace trainc;
+
+namespace {
+
+constexpr int64_t kInfinite = int64_t(1) << 60;
+
+/// How an op's result may be recomputed.
+enum class Recompute {
+  View,          // aliases its operand: free
+  Pointwise,     // one pass over its elements
+  Normalization, // a library op that reads its input once or twice
+  Contraction,   // GEMM or convolution: only under a budget
+  Never,
+};
+
+Recompute recomputeKind(Operation *op) {
+  if (isa<tc::ReshapeOp>(op))
+    return Recompute::View;
+  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
+    return dropout.getTraining() ? Recompute::Pointwise : Recompute::View;
+  if (op->hasTrait<tc::OpTrait::Pointwise>() ||
+      isa<tc::TransposeOp, tc::ExpandOp, tc::SliceOp, tc::ConcatOp, tc::GatherOp>(op))
+    return Recompute::Pointwise;
+  if (isa<tc::LayerNormOp, tc::BatchNormOp, tc::SoftmaxOp, tc::LogSoftmaxOp, tc::MaxPoolOp,
+          tc::AvgPoolOp>(op))
+    return Recompute::Normalization;
+  if (isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp>(op))
+    return Recompute::Contraction;
+  return Recompute::Never;
+}
+
+/// Multiply-adds per result element of a contraction (its reduction length).
+int64_t reductionLength(Operation *op) {
+  if (auto conv = dyn_cast<tc::ConvOp>(op)) {
+    auto w = cast<RankedTensorType>(conv.getWeight().getType());
+    return w.getNumElements() / w.getDimSize(0);
+  }
+  auto a = cast<RankedTensorType>(op->getOperand(0).getType());
+  bool transA = op->getAttrOfType<BoolAttr>("trans_a") && op->getAttrOfType<BoolAttr>("trans_a").getValue();
+  return a.getDimSize(a.getRank() - (transA ? 2 : 1));
+}
+
+/// Dinic's maximum flow, for the minimum cut. Written here: the cut is a
+/// few dozen lines over a graph of a few thousand nodes, and LLVM/MLIR have
+/// no flow algorithm.
+class MinCut {
+public:
+  explicit MinCut(int nodes) : adjacent(nodes), level(nodes), next(nodes) {}
+
+  void addEdge(int from, int to, int64_t capacity) {
+    adjacent[from].push_back(edges.size());
+    edges.push_back({to, capacity});
+    adjacent[to].push_back(edges.size());
+    edges.push_back({from, 0});
+  }
+
+  /// Runs the flow; then sourceSide(n) tells the two sides of a minimum cut.
+  void solve(int source, int sink) {
+    while (bfs(source, sink)) {
+      std::fill(next.begin(), next.end(), 0);
+      while (push(source, sink, kInfinite) > 0) {
+      }
+    }
+    bfs(source, -1); // levels >= 0: reachable from the source
+  }
+  bool sourceSide(int node) const { return level[node] >= 0; }
+
+private:
+  struct Edge {
+    int to;
+    int64_t capacity;
+  };
+
+  bool bfs(int source, int sink) {
+    std::fill(level.begin(), level.end(), -1);
+    std::queue<int> queue;
+    level[source] = 0;
+    queue.push(source);
+    while (!queue.empty()) {
+      int node = queue.front();
+      queue.pop();
+      for (size_t e : adjacent[node])
+        if (edges[e].capacity > 0 && level[edges[e].to] < 0) {
+          level[edges[e].to] = level[node] + 1;
+          queue.push(edges[e].to);
+        }
+    }
+    return sink >= 0 && level[sink] >= 0;
+  }
+
+  // Iterative depth-first augmentation along the level graph.
+  int64_t push(int source, int sink, int64_t limit) {
+    std::vector<std::pair<int, size_t>> path; // (node, edge taken)
+    int node = source;
+    while (true) {
+      if (node == sink) {
+        int64_t flow = limit;
+        for (auto &[n, e] : path)
+          flow = std::min(flow, edges[e].capacity);
+        for (auto &[n, e] : path) {
+          edges[e].capacity -= flow;
+          edges[e ^ 1].capacity += flow;
+        }
+        return flow;
+      }
+      bool advanced = false;
+      for (size_t &i = next[node]; i < adjacent[node].size(); ++i) {
+        size_t e = adjacent[node][i];
+        if (edges[e].capacity > 0 && level[edges[e].to] == level[node] + 1) {
+          path.push_back({node, e});
+          node = edges[e].to;
+          advanced = true;
+          break;
+        }
+      }
+      if (advanced)
+        continue;
+      if (path.empty())
+        return 0;
+      level[node] = -1; // a dead end: never again this phase
+      node = path.back().first;
+      path.pop_back();
+      ++next[node];
+    }
+  }
+
+  std::vector<Edge> edges;
+  std::vector<std::vector<size_t>> adjacent;
+  std::vector<int> level;
+  std::vector<size_t> next;
+};
+
+/// The first op of the backward (not a constant), or null.
+Operation *backwardBegin(Block &body) {
+  for (Operation &op : body)
+    if (!isa<tc::ConstantOp>(op) && isBackwardLoc(op.getLoc()))
+      return &op;
+  return nullptr;
+}
+
+/// The forward values of `func` the backward recomputes under a minimum
+/// cut, in the body's order; `allowed(i)`: whether the contraction that is
+/// op i of the body may be recomputed.
+std::vector<Value> chooseRecomputed(func::FuncOp func, Operation *begin,
+                                    llvm::function_ref<bool(int64_t)> allowed) {
+  Block &body = func.getBody().front();
+  std::vector<Operation *> forward;
+  llvm::DenseMap<Value, int> node; // forward value -> its index
+  std::vector<Value> values;
+  for (Operation &op : body) {
+    if (&op == begin)
+      break;
+    forward.push_back(&op);
+    if (isa<tc::ConstantOp>(op))
+      continue;
+    for (Value r : op.getResults()) {
+      node[r] = values.size();
+      values.push_back(r);
+    }
+  }
+  if (values.empty())
+    return {};
+  // Readers: in the backward (the return apart), or the return.
+  std::vector<bool> readByBackward(values.size()), returned(values.size());
+  for (Operation *op = begin; op; op = op->getNextNode())
+    for (Value operand : op->getOperands())
+      if (auto it = node.find(operand); it != node.end())
+        (op->hasTrait<OpTrait::IsTerminator>() ? returned : readByBackward)[it->second] = true;
+  // Distance from the backward, over forward users.
+  constexpr int kFar = 40;
+  std::vector<int> distance(values.size(), kFar);
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    Operation *op = *it;
+    for (Value r : op->getResults()) {
+      auto own = node.find(r);
+      if (own == node.end())
+        continue;
+      int &d = distance[own->second];
+      if (readByBackward[own->second])
+        d = 1;
+      for (Operation *user : r.getUsers())
+        for (Value u : user->getResults())
+          if (auto other = node.find(u); other != node.end())
+            d = std::min(d, distance[other->second] + 1);
+    }
+  }
+
+  const int source = 0, sink = 1;
+  auto in = [](int v) { return 2 + 2 * v; };
+  auto out = [](int v) { return 3 + 2 * v; };
+  MinCut graph(2 + 2 * values.size());
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [i, op] : llvm::enumerate(forward))
+    position[op] = i;
+  for (auto [v, value] : llvm::enumerate(values)) {
+    Operation *op = value.getDefiningOp();
+    Recompute kind = recomputeKind(op);
+    bool banned = kind == Recompute::Never ||
+                  (kind == Recompute::Contraction && !allowed(position[op]));
+    int64_t keep;
+    if (returned[v])
+      keep = 0;
+    else if (kind == Recompute::View)
+      keep = kInfinite;
+    else
+      keep = int64_t(std::ceil(double(tensorBytes(value.getType())) * std::pow(1.1, distance[v])));
+    graph.addEdge(in(v), out(v), keep);
+    if (banned || returned[v])
+      graph.addEdge(source, in(v), kInfinite);
+    for (Value operand : op->getOperands())
+      if (auto it = node.find(operand); it != node.end())
+        graph.addEdge(out(it->second), in(v), kInfinite);
+    if (readByBackward[v])
+      graph.addEdge(out(v), sink, kInfinite);
+  }
+  graph.solve(source, sink);
+
+  // Recomputed: what the backward reads on the far side of the cut, and
+  // what that needs on the same side.
+  std::vector<bool> recomputed(values.size());
+  std::vector<int> stack;
+  for (size_t v = 0; v < values.size(); ++v)
+    if (readByBackward[v] && !graph.sourceSide(in(v)))
+      stack.push_back(v);
+  while (!stack.empty()) {
+    int v = stack.back();
+    stack.pop_back();
+    if (recomputed[v])
+      continue;
+    recomputed[v] = true;
+    for (Value operand : values[v].getDefiningOp()->getOperands())
+      if (auto it = node.find(operand); it != node.end() && !graph.sourceSide(in(it->second)))
+        stack.push_back(it->second);
+  }
+  std::vector<Value> chosen;
+  for (size_t v = 0; v < values.size(); ++v)
+    if (recomputed[v])
+      chosen.push_back(values[v]);
+  return chosen;
+}
+
+Location recomputeLoc(Location loc) {
+  MLIRContext *ctx = loc.getContext();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return NameLoc::get(StringAttr::get(ctx, "recompute of " + name.getName().getValue()),
+                        name.getChildLoc());
+  return NameLoc::get(StringAttr::get(ctx, "recompute"), loc);
+}
+
+/// Clones the ops of `chosen` into the backward, each just before the
+/// first backward op that reads it (or reads a clone that needs it), and
+/// points the backward's reads at the clones. Erases the forward ops left
+/// dead. Returns the number of ops cloned.
+int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> chosen) {
+  Block &body = func.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> index;
+  int64_t i = 0;
+  for (Operation &op : body)
+    index[&op] = i++;
+  llvm::DenseSet<Operation *> ops;
+  for (Value v : chosen)
+    ops.insert(v.getDefiningOp());
+  // The op before which each chosen op is recomputed: its earliest reader
+  // in the backward, or the earliest placement of a chosen op reading it.
+  llvm::DenseMap<Operation *, Operation *> place;
+  int64_t beginIndex = index[begin];
+  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
+    Operation *def = it->getDefiningOp();
+    Operation *&at = place[def];
+    for (Operation *user : it->getUsers()) {
+      Operation *candidate = nullptr;
+      if (index[user] >= beginIndex)
+        candidate = user;
+      else if (ops.contains(user))
+        candidate = place.lookup(user);
+      if (candidate && (!at || index[candidate] < index[at]))
+        at = candidate;
+    }
+  }
+  IRMapping mapping;
+  llvm::DenseSet<Operation *> clones;
+  OpBuilder builder(func.getContext());
+  for (Value v : chosen) {
+    Operation *def = v.getDefiningOp();
+    if (mapping.contains(def->getResult(0)))
+      continue; // another result of the same op
+    builder.setInsertionPoint(place.lookup(def));
+    Operation *clone = builder.clone(*def, mapping);
+    clone->setLoc(recomputeLoc(def->getLoc()));
+    clone->setAttr("tc.recomputed", builder.getUnitAttr());
+    clones.insert(clone);
+  }
+  for (Value v : chosen) {
+    Value copy = mapping.lookup(v);
+    v.replaceUsesWithIf(copy, [&](OpOperand &use) {
+      Operation *owner = use.getOwner();
+      return !clones.contains(owner) && index.count(owner) && index[owner] >= beginIndex;
+    });
+  }
+  // The forward ops nothing reads any more.
+  for (Operation *op = begin->getPrevNode(); op;) {
+    Operation *prev = op->getPrevNode();
+    if (op->use_empty() && isMemoryEffectFree(op))
+      op->erase();
+    op = prev;
+  }
+  return clones.size();
+}
+
+struct RematPass : trainc::impl::RematBase<RematPass> {
+  using RematBase::RematBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step || step.isExternal())
+      return;
+    if (memoryBudget < 0) {
+      module.emitError("trainc-remat: memory-budget must be positive");
+      return signalPassFailure();
+    }
+    Block &body = step.getBody().front();
+    Operation *begin = backwardBegin(body);
+    if (!begin)
+      return;
+    BufferLiveness before(step);
+
+    // The contractions the budget may recompute, cheapest first.
+    std::vector<int64_t> contractions; // body indices
+    std::vector<Operation *> ops;
+    for (Operation &op : body) {
+      if (&op == begin)
+        break;
+      if (recomputeKind(&op) == Recompute::Contraction)
+        contractions.push_back(ops.size());
+      ops.push_back(&op);
+    }
+    std::stable_sort(contractions.begin(), contractions.end(), [&](int64_t a, int64_t b) {
+      return reductionLength(ops[a]) < reductionLength(ops[b]);
+    });
+    size_t allowedCount = 0; // a prefix of `contractions`
+    auto allowed = [&](int64_t i) {
+      auto end = contractions.begin() + allowedCount;
+      return std::find(contractions.begin(), end, i) != end;
+    };
+    if (memoryBudget > 0) {
+      // The peak of live bytes with the first n contractions allowed.
+      auto peakWith = [&](size_t n) {
+        allowedCount = n;
+        auto trial = cast<func::FuncOp>(step->clone());
+        Block &trialBody = trial.getBody().front();
+        Operation *trialBegin = backwardBegin(trialBody);
+        recompute(trial, trialBegin, chooseRecomputed(trial, trialBegin, allowed));
+        int64_t peak = BufferLiveness(trial).peakBytes();
+        trial.erase();
+        return peak;
+      };
+      // More recomputation is not always a lower peak (a long recomputed
+      // chain is live at once): the error names the best prefix's peak.
+      size_t n = 0;
+      int64_t peak = peakWith(0), best = peak;
+      while (peak > memoryBudget && n < contractions.size()) {
+        peak = peakWith(++n);
+        best = std::min(best, peak);
+      }
+      if (peak > memoryBudget) {
+        peak = best;
+        step.emitError(llvm::formatv(
+            "--memory-budget={0} bytes cannot be met: the smallest peak of live bytes "
+            "rematerialization reaches is {1} bytes ({2:F1} MiB; it recomputes pointwise "
+            "ops and normalizations, then GEMMs and convolutions, fewest multiply-adds "
+            "per byte first); raise the budget or lower the batch size",
+            memoryBudget.getValue(), peak, peak / 1048576.0));
+        return signalPassFailure();
+      }
+      allowedCount = n;
+    }
+
+    std::vector<Value> chosen = chooseRecomputed(step, begin, allowed);
+    int64_t cloned = recompute(step, begin, chosen);
+    BufferLiveness after(step);
+    Builder b(module.getContext());
+    int64_t contractionsRecomputed = 0;
+    step.walk([&](Operation *op) {
+      if (op->hasAttr("tc.recomputed") && recomputeKind(op) == Recompute::Contraction)
+        ++contractionsRecomputed;
+    });
+    step->setAttr("tc.remat",
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("recomputed_ops", b.getI64IntegerAttr(cloned)),
+                      b.getNamedAttr("recomputed_contractions",
+                                     b.getI64IntegerAttr(contractionsRecomputed)),
+                      b.getNamedAttr("saved_before", b.getI64IntegerAttr(before.totalBytes(
+                                                         BufferKind::Saved))),
+                      b.getNamedAttr("saved_after", b.getI64IntegerAttr(after.totalBytes(
+                                                        BufferKind::Saved))),
+                      b.getNamedAttr("peak_before", b.getI64IntegerAttr(before.peakBytes())),
+                      b.getNamedAttr("peak_after", b.getI64IntegerAttr(after.peakBytes())),
+                  }));
+  }
+};
+
+} // namespace
