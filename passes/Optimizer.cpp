@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace trainc {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -40,7 +41,65 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (step->hasAttr(tc::kOptimizerAttrName))
       return; // already rewritten
     rewrite(step);
+    if (earlyUpdates)
+      scheduleUpdates(step);
     step->setAttr(tc::kOptimizerAttrName, StringAttr::get(&getContext(), kind));
+  }
+
+  /// Moves each update up to just after the last op it must follow: the
+  /// producers of its operands and every other reader of the parameter and
+  /// the state it overwrites in place. Without clipping or loss scaling
+  /// (whose factors need every gradient) that is as soon as its gradient is
+  /// complete and the backward has read the parameter for the last time, as
+  /// PyTorch's optimizer-in-backward hooks do: the gradient's buffer is free
+  /// for the rest of the backward instead of all gradients being live at
+  /// its end. The arithmetic is the same.
+  static void scheduleUpdates(func::FuncOp step) {
+    Block &body = step.getBody().front();
+    SmallVector<Operation *> updates;
+    for (Operation &op : body)
+      if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))
+        updates.push_back(&op);
+    // Last first: updates that follow the same op keep their order.
+    for (Operation *update : llvm::reverse(updates)) {
+      // An op that only this update reads (a bf16 gradient's cast to f32,
+      // which autodiff leaves at the end of the backward) moves up to just
+      // after its own operands first.
+      for (Value operand : update->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || !def->hasOneUse() || !isMemoryEffectFree(def) || def->getNumRegions() ||
+            def->getBlock() != &body)
+          continue;
+        Operation *ready = nullptr;
+        for (Value input : def->getOperands())
+          if (Operation *producer = input.getDefiningOp();
+              producer && producer->getBlock() == &body &&
+              (!ready || ready->isBeforeInBlock(producer)))
+            ready = producer;
+        if (ready && ready->isBeforeInBlock(def))
+          def->moveAfter(ready);
+      }
+      Operation *last = nullptr;
+      auto follow = [&](Operation *op) {
+        if (!op || op == update || op->getBlock() != &body ||
+            op->hasTrait<OpTrait::IsTerminator>())
+          return;
+        if (!last || last->isBeforeInBlock(op))
+          last = op;
+      };
+      for (Value operand : update->getOperands()) {
+        follow(operand.getDefiningOp());
+        auto arg = dyn_cast<BlockArgument>(operand);
+        if (arg && (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) ||
+                    step.getArgAttr(arg.getArgNumber(), tc::kStateAttrName)))
+          for (Operation *user : arg.getUsers())
+            follow(user);
+      }
+      if (last)
+        update->moveAfter(last);
+      else
+        update->moveBefore(&body.front());
+    }
   }
 
   /// The hyperparameter argument `name` of `step`, added on first use. The

@@ -124,9 +124,12 @@ def Remat : Pass<"trainc-remat", "mlir::ModuleOp"> {
     the pass fails and names the smallest peak it reaches.
 
     Each recomputed op is cloned just before the first backward op that
-    reads it, with the location "recompute of <node>" and the attribute
-    `tc.recomputed` (which keeps CSE from folding it back); the backward
-    reads the clone, and forward ops left without readers are erased.
+    reads it, and again for a reader more than 12 ops further on (so one
+    clone is not live across the backward of several layers), with the
+    location "recompute of <node>" and the attribute `tc.recomputed = k`
+    (the op's k-th clone; it keeps CSE from folding clones back); the
+    backward reads the clone, and forward ops left without readers are
+    erased.
     `@train_step` gets `tc.remat`: the number of ops recomputed, of
     contractions among them, and the bytes saved for the backward and the
     peak of live bytes before and after. In `trainc compile` it is the phase
@@ -144,7 +147,7 @@ def Remat : Pass<"trainc-remat", "mlir::ModuleOp"> {
     ```
     After (only %h is kept):
     ```mlir
-    %g2 = tc.gelu %h {tc.recomputed} loc("recompute of /act/Gelu")
+    %g2 = tc.gelu %h {tc.recomputed = 0 : i64} loc("recompute of /act/Gelu")
     %dw2 = tc.matmul %g2, %dy {trans_a = true} loc("backward of /fc2/MatMul")
     ```
     It must not fire when every value the backward reads is the output of
@@ -393,7 +396,13 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
            "Nesterov momentum (sgd)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "when positive, scale the gradients to a global L2 norm of at most "
-           "max_grad_norm, whose default this is (kept as tc.clip_grad_norm)">
+           "max_grad_norm, whose default this is (kept as tc.clip_grad_norm)">,
+    Option<"earlyUpdates", "early-updates", "bool", /*default=*/"false",
+           "run each update as soon as its gradient is complete and the "
+           "backward has read the parameter for the last time (frees the "
+           "gradient early; trainc compile sets it with --remat=auto); "
+           "without it the updates run together after the backward (one "
+           "multi-tensor kernel)">
   ];
 }
 

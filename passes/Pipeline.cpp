@@ -106,6 +106,7 @@ const std::vector<Phase> &phases() {
          opt.kind = o.optimizer;
          opt.nesterov = o.nesterov;
          opt.clipGradNorm = o.clipGradNorm;
+         opt.earlyUpdates = o.remat != "none";
          pm.addPass(trainc::createOptimizer(opt));
          return true;
        }},

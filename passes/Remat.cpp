@@ -31,8 +31,10 @@
 // peak, which depends on the whole schedule.
 //
 // Recomputation goes just before the first op of the backward that reads
-// it. Clones carry `tc.recomputed` (so CSE does not fold them back into
-// the forward's ops) and the location "recompute of <node>".
+// it, again for a reader further on (kShareWindow). Clones carry
+// `tc.recomputed = k` (the k-th clone of an op: CSE folds a clone neither
+// back into the forward's op nor into another clone) and the location
+// "recompute of <node>".
 //
 //===----------------------------------------------------------------------===//
 
@@ -310,56 +312,102 @@ Location recomputeLoc(Location loc) {
   return NameLoc::get(StringAttr::get(ctx, "recompute"), loc);
 }
 
+/// A recomputed op is cloned again for a reader more than this many ops
+/// after the op its previous clone was placed before: one clone serving
+/// readers far apart would be live from the first to the last (a stem
+/// activation recomputed for layer 1's backward would stay until the
+/// stem's own backward). Readers within the window share one clone.
+constexpr int64_t kShareWindow = 12;
+
 /// Clones the ops of `chosen` into the backward, each just before the
-/// first backward op that reads it (or reads a clone that needs it), and
-/// points the backward's reads at the clones. Erases the forward ops left
-/// dead. Returns the number of ops cloned.
+/// first backward op that reads it (or reads a clone that needs it), again
+/// for readers beyond kShareWindow, and points the backward's reads at the
+/// clones. Erases the forward ops left dead. Returns the number of clones.
 int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> chosen) {
   Block &body = func.getBody().front();
+  std::vector<Operation *> order;
   llvm::DenseMap<Operation *, int64_t> index;
-  int64_t i = 0;
-  for (Operation &op : body)
-    index[&op] = i++;
-  llvm::DenseSet<Operation *> ops;
-  for (Value v : chosen)
-    ops.insert(v.getDefiningOp());
-  // The op before which each chosen op is recomputed: its earliest reader
-  // in the backward, or the earliest placement of a chosen op reading it.
-  llvm::DenseMap<Operation *, Operation *> place;
+  for (Operation &op : body) {
+    index[&op] = order.size();
+    order.push_back(&op);
+  }
   int64_t beginIndex = index[begin];
-  for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-    Operation *def = it->getDefiningOp();
-    Operation *&at = place[def];
-    for (Operation *user : it->getUsers()) {
-      Operation *candidate = nullptr;
-      if (index[user] >= beginIndex)
-        candidate = user;
-      else if (ops.contains(user))
-        candidate = place.lookup(user);
-      if (candidate && (!at || index[candidate] < index[at]))
-        at = candidate;
+  // The chosen ops in the body's order (an op with two chosen results once).
+  std::vector<Operation *> ops;
+  llvm::DenseSet<Value> isChosen(chosen.begin(), chosen.end());
+  for (Value v : chosen)
+    if (ops.empty() || ops.back() != v.getDefiningOp())
+      ops.push_back(v.getDefiningOp());
+  // Clusters of an op: each the index of the op its clone goes before, and
+  // the last demand it serves. Demands are the indices of backward readers
+  // and of the places of the clones (of chosen ops) that read it.
+  struct Cluster {
+    int64_t at, last;
+    Operation *clone = nullptr;
+  };
+  llvm::DenseMap<Operation *, std::vector<Cluster>> clusters;
+  auto serving = [&](Operation *def, int64_t demand) -> Cluster & {
+    for (Cluster &c : clusters[def])
+      if (c.at <= demand && demand <= c.last)
+        return c;
+    llvm_unreachable("every demand has a cluster");
+  };
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    Operation *def = *it;
+    std::vector<int64_t> demands;
+    for (Value result : def->getResults()) {
+      if (!isChosen.contains(result))
+        continue; // e.g. a batch norm's running statistics: the return's
+      for (Operation *user : result.getUsers()) {
+        if (index.count(user) && index[user] >= beginIndex)
+          demands.push_back(index[user]);
+        else if (auto found = clusters.find(user); found != clusters.end())
+          for (const Cluster &c : found->second)
+            demands.push_back(c.at);
+      }
+    }
+    llvm::sort(demands);
+    std::vector<Cluster> &mine = clusters[def];
+    for (int64_t d : demands) {
+      if (mine.empty() || d - mine.back().at > kShareWindow)
+        mine.push_back({d, d});
+      else
+        mine.back().last = d;
     }
   }
-  IRMapping mapping;
-  llvm::DenseSet<Operation *> clones;
   OpBuilder builder(func.getContext());
-  for (Value v : chosen) {
-    Operation *def = v.getDefiningOp();
-    if (mapping.contains(def->getResult(0)))
-      continue; // another result of the same op
-    builder.setInsertionPoint(place.lookup(def));
-    Operation *clone = builder.clone(*def, mapping);
-    clone->setLoc(recomputeLoc(def->getLoc()));
-    clone->setAttr("tc.recomputed", builder.getUnitAttr());
-    clones.insert(clone);
+  int64_t count = 0;
+  llvm::DenseSet<Operation *> chosenOps(ops.begin(), ops.end());
+  for (Operation *def : ops) {
+    for (Cluster &c : clusters[def]) {
+      IRMapping mapping;
+      for (Value operand : def->getOperands())
+        if (Operation *producer = operand.getDefiningOp(); producer && chosenOps.contains(producer))
+          mapping.map(operand, serving(producer, c.at).clone->getResult(
+                                   cast<OpResult>(operand).getResultNumber()));
+      builder.setInsertionPoint(order[c.at]);
+      c.clone = builder.clone(*def, mapping);
+      c.clone->setLoc(recomputeLoc(def->getLoc()));
+      // The attribute's value tells the clones of one op apart, so CSE
+      // folds neither into the forward's op nor into each other.
+      c.clone->setAttr("tc.recomputed", builder.getI64IntegerAttr(clusters[def].size() > 1
+                                                                    ? &c - clusters[def].data()
+                                                                    : 0));
+      ++count;
+    }
   }
-  for (Value v : chosen) {
-    Value copy = mapping.lookup(v);
-    v.replaceUsesWithIf(copy, [&](OpOperand &use) {
-      Operation *owner = use.getOwner();
-      return !clones.contains(owner) && index.count(owner) && index[owner] >= beginIndex;
-    });
-  }
+  // The backward reads the clone serving it.
+  for (Operation *def : ops)
+    for (OpResult result : def->getResults()) {
+      if (!isChosen.contains(result))
+        continue;
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &use : result.getUses())
+        if (index.count(use.getOwner()) && index[use.getOwner()] >= beginIndex)
+          uses.push_back(&use);
+      for (OpOperand *use : uses)
+        use->set(serving(def, index[use->getOwner()]).clone->getResult(result.getResultNumber()));
+    }
   // The forward ops nothing reads any more.
   for (Operation *op = begin->getPrevNode(); op;) {
     Operation *prev = op->getPrevNode();
@@ -367,7 +415,7 @@ int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> cho
       op->erase();
     op = prev;
   }
-  return clones.size();
+  return count;
 }
 
 struct RematPass : trainc::impl::RematBase<RematPass> {

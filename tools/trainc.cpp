@@ -267,6 +267,23 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
       row("  saved for the backward", liveness.totalBytes(trainc::BufferKind::Saved),
           "  every forward value the backward reads");
     }
+    // The largest buffers live at the peak: what to recompute or shrink.
+    std::vector<const trainc::BufferLife *> live;
+    for (const trainc::BufferLife &life : liveness.buffers())
+      if (life.first <= peak && peak <= life.last)
+        live.push_back(&life);
+    std::stable_sort(live.begin(), live.end(), [](auto *a, auto *b) { return a->bytes > b->bytes; });
+    os << "  largest at the peak:\n";
+    for (size_t i = 0; i < live.size() && i < 6; ++i) {
+      mlir::Operation *op = live[i]->value.getDefiningOp();
+      auto name = mlir::dyn_cast<mlir::NameLoc>(op->getLoc());
+      os << "    " << right_justify(std::to_string(live[i]->bytes), 12) << " bytes  "
+         << trainc::bufferKindName(live[i]->kind) << ", "
+         << shapeText(mlir::cast<mlir::RankedTensorType>(live[i]->value.getType())) << " from "
+         << op->getName().getStringRef() << " (op " << live[i]->first << ", last read by op "
+         << live[i]->last << ")"
+         << (name ? " '" + shownName(name.getName().getValue()) + "'" : std::string()) << "\n";
+    }
   }
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     if (auto remat = step->getAttrOfType<mlir::DictionaryAttr>("tc.remat")) {

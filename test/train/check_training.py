@@ -414,9 +414,12 @@ def check_zoo_training(trainc, work, check, models=None):
             if build.returncode != 0:
                 check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
                 continue
-            check_fusion_unchanged(trainc, check, tag, path, prog, data, flags,
-                                   ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
-                                    "--optimizer=" + opt_name] + loss_flags)
+            compile_flags = ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                             "--optimizer=" + opt_name] + loss_flags
+            check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags)
+            if opt_name == "sgd":
+                check_remat_unchanged(trainc, check, tag, path, prog, data, flags,
+                                      compile_flags)
             if steps is not None:
                 check_resnet_steps(check, tag, prog, flags, work, inputs, labels, steps, theirs)
                 continue
@@ -442,18 +445,21 @@ def check_zoo_training(trainc, work, check, models=None):
                                                for k, v in net.state_dict().items()})
 
 
-def check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags):
-    """The fused trainer `prog` and the same model compiled --fuse=none train
-    three steps to the same parameters (within 1e-6 of each value, relative
-    to its size): fusion changes which kernels run, not the arithmetic."""
-    plain = prog + "_nofuse"
-    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--fuse=none", "-o", plain]
-                           + compile_flags, capture_output=True, text=True)
+def check_variant_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags,
+                            variant, what, tolerance):
+    """The trainer `prog` and the same model compiled with the extra flags
+    `variant` train three steps to the same parameters: within `tolerance`
+    of each value, relative to its size, or bit-identical with tolerance 0.
+    `what` names the two sides ("fused and --fuse=none")."""
+    other = prog + "_" + variant[0].lstrip("-").replace("=", "_")
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "-o", other]
+                           + compile_flags + variant, capture_output=True, text=True)
     if build.returncode != 0:
-        check(False, "%s compiles with --fuse=none: %s" % (tag, build.stderr.strip()[:300]))
+        check(False, "%s compiles with %s: %s" % (tag, " ".join(variant),
+                                                  build.stderr.strip()[:300]))
         return
     saved = {}
-    for which, program in (("fused", prog), ("nofuse", plain)):
+    for which, program in (("base", prog), ("variant", other)):
         saved[which] = program + ".3steps"
         run = subprocess.run([program, "--data", data, "--steps", "3", "--no-shuffle",
                               "--save-params", saved[which]] + flags,
@@ -461,17 +467,41 @@ def check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_
         if run.returncode != 0:
             check(False, "%s (%s) trains 3 steps: %s" % (tag, which, run.stderr.strip()[:300]))
             return
-    names = sorted(f for f in os.listdir(saved["fused"]) if f.endswith(".npy"))
+    names = sorted(f for f in os.listdir(saved["base"]) if f.endswith(".npy"))
     worst, where = 0.0, ""
     for f in names:
-        a = np.load(os.path.join(saved["fused"], f)).astype(np.float64)
-        b = np.load(os.path.join(saved["nofuse"], f)).astype(np.float64)
-        err = float(np.max(np.abs(a - b) / (np.abs(b) + 1e-3))) if a.size else 0.0
+        a = np.load(os.path.join(saved["base"], f))
+        b = np.load(os.path.join(saved["variant"], f))
+        if tolerance == 0:
+            err = 0.0 if np.array_equal(a, b) else 1.0
+        else:
+            a, b = a.astype(np.float64), b.astype(np.float64)
+            err = float(np.max(np.abs(a - b) / (np.abs(b) + 1e-3))) if a.size else 0.0
         if err > worst:
             worst, where = err, f[:-4]
-    check(bool(names) and worst <= 1e-6,
-          "%s: fused and --fuse=none train 3 steps to the same %d tensors within 1e-6 "
-          "(worst %.2g%s)" % (tag, len(names), worst, (" at " + where) if where else ""))
+    if tolerance == 0:
+        check(bool(names) and worst == 0,
+              "%s: %s train 3 steps to the same %d tensors, bit for bit%s"
+              % (tag, what, len(names), (" (differ at " + where + ")") if where else ""))
+    else:
+        check(bool(names) and worst <= tolerance,
+              "%s: %s train 3 steps to the same %d tensors within %g (worst %.2g%s)"
+              % (tag, what, len(names), tolerance, worst, (" at " + where) if where else ""))
+
+
+def check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags):
+    """Fusion changes which kernels run, not the arithmetic: the fused
+    trainer and --fuse=none agree within 1e-6 of each value."""
+    check_variant_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags,
+                            ["--fuse=none"], "fused and --fuse=none", 1e-6)
+
+
+def check_remat_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags):
+    """Rematerialization recomputes with the same kernels on the same
+    inputs (dropout with the same key): --remat=auto and the default
+    (none) train to bit-identical parameters."""
+    check_variant_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags,
+                            ["--remat=auto"], "--remat=auto and --remat=none", 0)
 
 
 class DropoutMlp(torch.nn.Module):
@@ -552,6 +582,8 @@ def check_dropout_training(trainc, work, check, data, x, y):
           and werr < 1e-4,
           "dropout mlp sgd: loss of each of %d steps (max abs error %.3g) and final weights "
           "(max abs error %.3g) match PyTorch with trainc's masks" % (len(theirs), err, werr))
+    check_remat_unchanged(trainc, check, "dropout mlp sgd", path, prog, data, common[2:],
+                          ["--batch-size=%d" % BATCH, "--loss=cross-entropy", "--optimizer=sgd"])
     # Resume: 3 steps with a checkpoint, then resumed to step 8 (shuffled),
     # against 8 uninterrupted steps.
     full, resumed = os.path.join(work, "dropout.full"), os.path.join(work, "dropout.resumed")

@@ -13,7 +13,7 @@
 // CHECK-NEXT: tc.reduce_sum %[[H]]
 // CHECK-NEXT: tc.mul %arg2, %arg2
 // CHECK-NEXT: tc.reduce_sum
-// CHECK-NEXT: %[[H2:.*]] = tc.matmul %arg0, %arg1 {tc.recomputed} {{.*}}loc("recompute of fc")
+// CHECK-NEXT: %[[H2:.*]] = tc.matmul %arg0, %arg1 {tc.recomputed = 0 : i64} {{.*}}loc("recompute of fc")
 // CHECK-NEXT: tc.matmul %[[H2]], %arg3 {trans_a = true} {{.*}}loc("backward of fc")
 // AUTO: recomputed_ops = 0 : i64
 // AUTO-NOT: tc.recomputed

@@ -9,7 +9,7 @@
 // CHECK: %[[H:.*]] = tc.matmul %arg0, %arg1 {{.*}}loc("fc1")
 // CHECK-NEXT: %[[G:.*]] = tc.gelu %[[H]] : tensor<8x32xf32> loc("act")
 // CHECK-NEXT: tc.matmul %[[G]], %arg2 {{.*}}loc("fc2")
-// CHECK-NEXT: %[[G2:.*]] = tc.gelu %[[H]] {tc.recomputed} : tensor<8x32xf32> loc("recompute of act")
+// CHECK-NEXT: %[[G2:.*]] = tc.gelu %[[H]] {tc.recomputed = 0 : i64} : tensor<8x32xf32> loc("recompute of act")
 // CHECK-NEXT: tc.matmul %[[G2]], %arg3 {trans_a = true} {{.*}}loc("backward of fc2")
 // CHECK-NEXT: tc.matmul %arg3, %arg2
 // CHECK-NEXT: tc.mul %{{.*}}, %[[H]] {{.*}}loc("backward of act")
@@ -36,8 +36,8 @@ func.func @train_step(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %w2: tensor<
 // CHECK: %[[H:.*]] = tc.matmul %arg0, %arg1
 // CHECK-NEXT: %[[L:.*]] = tc.reduce_sum %[[H]]
 // CHECK-NEXT: %[[DH:.*]] = tc.mul %arg3, %[[H]] {{.*}}loc("backward of act")
-// CHECK-NEXT: %[[R:.*]] = tc.relu %[[H]] {tc.recomputed} {{.*}}loc("recompute of act")
-// CHECK-NEXT: %[[D:.*]] = tc.dropout %[[R]], %arg2 {ratio = 1.000000e-01 : f32, stream = 7 : i64, tc.recomputed, training = true} {{.*}}loc("recompute of drop")
+// CHECK-NEXT: %[[R:.*]] = tc.relu %[[H]] {tc.recomputed = 0 : i64} {{.*}}loc("recompute of act")
+// CHECK-NEXT: %[[D:.*]] = tc.dropout %[[R]], %arg2 {ratio = 1.000000e-01 : f32, stream = 7 : i64, tc.recomputed = 0 : i64, training = true} {{.*}}loc("recompute of drop")
 // CHECK-NEXT: tc.mul %[[D]], %arg3 {{.*}}loc("backward of drop")
 // CHECK-NEXT: tc.add %[[D]], %[[DH]]
 // CHECK-NOT: tc.relu
