@@ -131,6 +131,14 @@ cl::opt<std::string> memoryBudget(
              "first, until it fits, and compile fails naming the smallest peak it reaches "
              "when it cannot (SIZE: bytes, or with KiB, MiB, GiB, KB, MB, GB)"),
     cl::value_desc("SIZE"), cl::init(""), cl::cat(category));
+cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("The memory of the device the program will run on: compile prints the largest "
+             "batch size whose plan fits (parameters, optimizer state, activations, constants, "
+             "workspace), with and without --remat=auto, searched by planning each batch size "
+             "(no code generation), and fails when the chosen batch does not fit (SIZE: bytes, "
+             "or with KiB, MiB, GiB, KB, MB, GB)"),
+    cl::value_desc("SIZE"), cl::init(""), cl::cat(category));
 cl::opt<bool> reportMemory("report-memory",
                            cl::desc("Print peak memory by kind (parameters, activations, "
                                     "constants, workspace)"),
@@ -157,7 +165,7 @@ usage:
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
-                 [--remat=none|auto] [--memory-budget=SIZE]
+                 [--remat=none|auto] [--memory-budget=SIZE] [--device-memory=SIZE]
                  [--fuse=auto|pointwise|none] [--report-memory]
                  [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
@@ -216,33 +224,47 @@ int runImport() {
 std::string shownName(StringRef name);
 std::string shapeText(mlir::RankedTensorType type);
 
-/// Peak memory by kind, from the planned module.
-void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
-  int64_t params = 0, constants = 0, arena = 0, workspace = 0, state = 0;
+/// What a planned module needs on the device, by kind.
+struct MemoryTotals {
+  int64_t params = 0, state = 0, arena = 0, constants = 0, workspace = 0;
   mlir::func::FuncOp largest; // the function with the largest arena
+  int64_t total() const { return params + state + arena + constants + workspace; }
+};
+
+MemoryTotals memoryTotals(mlir::ModuleOp module) {
+  MemoryTotals t;
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     for (mlir::BlockArgument arg : step.getArguments())
       if (step.getArgAttr(arg.getArgNumber(), "tc.state"))
-        state += trainc::tensorBytes(arg.getType());
+        t.state += trainc::tensorBytes(arg.getType());
   module.walk([&](mlir::Operation *op) {
     if (auto param = mlir::dyn_cast<trainc::tc::ParamOp>(op))
-      params += trainc::tensorBytes(param.getType());
+      t.params += trainc::tensorBytes(param.getType());
     else if (auto constant = mlir::dyn_cast<trainc::tc::ConstantOp>(op))
-      constants += trainc::tensorBytes(constant.getType());
+      t.constants += trainc::tensorBytes(constant.getType());
     else if (auto conv = mlir::dyn_cast<trainc::tc::ConvOp>(op)) {
       // The CPU target's im2col buffer: one image's [C/g * KH * KW, OH * OW].
       auto w = mlir::cast<mlir::RankedTensorType>(conv.getWeight().getType());
       auto y = mlir::cast<mlir::RankedTensorType>(conv.getResult().getType());
       int64_t rows = w.getNumElements() / w.getDimSize(0);
       int64_t cols = y.getNumElements() / (y.getDimSize(0) * y.getDimSize(1));
-      workspace = std::max(workspace, rows * cols * 4);
+      t.workspace = std::max(t.workspace, rows * cols * 4);
     }
     if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
-      if (bytes.getInt() > arena || !largest) {
-        arena = std::max(arena, bytes.getInt());
-        largest = mlir::dyn_cast<mlir::func::FuncOp>(op);
+      if (bytes.getInt() > t.arena || !t.largest) {
+        t.arena = std::max(t.arena, bytes.getInt());
+        t.largest = mlir::dyn_cast<mlir::func::FuncOp>(op);
       }
   });
+  return t;
+}
+
+/// Peak memory by kind, from the planned module.
+void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
+  MemoryTotals totals = memoryTotals(module);
+  const int64_t params = totals.params, state = totals.state, arena = totals.arena,
+                constants = totals.constants, workspace = totals.workspace;
+  mlir::func::FuncOp largest = totals.largest;
   auto row = [&](StringRef kind, int64_t bytes, StringRef note = "") {
     os << left_justify(kind, 26) << right_justify(std::to_string(bytes), 14) << " bytes  ("
        << format("%.2f", bytes / 1048576.0) << " MiB)" << note << "\n";
@@ -309,7 +331,7 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
     }
   row("constants", constants);
   row("workspace", workspace);
-  row("total", params + state + arena + constants + workspace);
+  row("total", totals.total());
 }
 
 /// Why `name` cannot name a file `<name>.npy` in a folder (the program's
@@ -595,6 +617,105 @@ int runCheck() {
   return builds ? 0 : 1;
 }
 
+/// What the program needs on the device at `batch` (import to plan, no
+/// code generation), or none when that batch does not compile.
+std::optional<int64_t> plannedTotal(int64_t batch, const trainc::PipelineOptions &options) {
+  mlir::MLIRContext context;
+  mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
+  trainc::frontend::ImportOptions import;
+  import.batchSize = batch;
+  std::string ignored;
+  raw_string_ostream sink(ignored);
+  auto module = trainc::frontend::importModelFile(inputPath, import, context, sink);
+  if (!module || failed(trainc::runPipeline(*module, options)))
+    return std::nullopt;
+  return memoryTotals(*module).total();
+}
+
+/// The largest batch size whose plan fits in `limit` bytes (0: not even
+/// 1; -1: the total does not depend on the batch size, the model's batch
+/// is fixed), by doubling and then bisecting.
+int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options) {
+  auto fits = [&](int64_t batch) {
+    std::optional<int64_t> total = plannedTotal(batch, options);
+    return total && *total <= limit;
+  };
+  // A fixed batch: the inputs' shapes do not follow --batch-size.
+  auto inputShapes = [](int64_t batch) {
+    mlir::MLIRContext context;
+    mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
+    trainc::frontend::ImportOptions import;
+    import.batchSize = batch;
+    std::string text, ignored;
+    raw_string_ostream sink(ignored), os(text);
+    auto module = trainc::frontend::importModelFile(inputPath, import, context, sink);
+    if (auto forward = module ? module->lookupSymbol<mlir::func::FuncOp>("forward") : nullptr)
+      forward.getFunctionType().print(os);
+    return text;
+  };
+  if (inputShapes(1) == inputShapes(3))
+    return -1;
+  if (!fits(1))
+    return 0;
+  constexpr int64_t kMaxBatch = int64_t(1) << 24;
+  int64_t good = 1, bad = 2;
+  while (bad <= kMaxBatch && fits(bad)) {
+    good = bad;
+    bad *= 2;
+  }
+  if (bad > kMaxBatch)
+    return good;
+  while (bad - good > 1) {
+    int64_t mid = good + (bad - good) / 2;
+    (fits(mid) ? good : bad) = mid;
+  }
+  return good;
+}
+
+/// --device-memory: what fits, and whether the chosen batch does.
+bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
+  int64_t needed = memoryTotals(module).total();
+  auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>("tc.batch_size");
+  trainc::PipelineOptions options = pipelineFromCommandLine();
+  options.stopAfter.clear();
+  options.dumpDir.clear();
+  options.passManagerCLOptions = false;
+  options.memoryBudget = 0;
+  auto describe = [&](StringRef what, int64_t batch) {
+    os << "  largest batch that fits " << what << ": ";
+    if (batch < 0)
+      os << "the model's batch size is fixed\n";
+    else if (batch == 0)
+      os << "none (batch 1 does not fit)\n";
+    else
+      os << batch << "\n";
+  };
+  options.remat = "none";
+  int64_t plain = largestBatch(limit, options);
+  bool fixed = plain < 0;
+  std::string at = batchAttr && !fixed ? " at batch " + std::to_string(batchAttr.getInt()) : "";
+  os << "device memory " << limit << " bytes (" << format("%.2f", limit / 1048576.0)
+     << " MiB): this program needs " << needed << " bytes ("
+     << format("%.2f", needed / 1048576.0) << " MiB)" << at << "\n";
+  describe("without remat", plain);
+  if (!options.loss.empty()) {
+    options.remat = "auto";
+    describe("with --remat=auto", fixed ? -1 : largestBatch(limit, options));
+  }
+  if (needed <= limit)
+    return true;
+  errs() << "error: --device-memory=" << deviceMemory << ": the program needs " << needed
+         << " bytes (" << format("%.2f", needed / 1048576.0) << " MiB) of device memory"
+         << at << ", more than the " << limit << " given; "
+         << (fixed ? "the model's batch size is fixed"
+                   : "lower --batch-size (see the largest batch that fits above)")
+         << (options.loss.empty() || rematMode == "auto" || !memoryBudget.empty()
+                 ? ""
+                 : " or add --remat=auto")
+         << "\n";
+  return false;
+}
+
 int runCompile() {
   bool cuda = target == "cuda";
   if (!cuda && target != "cpu") {
@@ -623,6 +744,19 @@ int runCompile() {
     if (rematMode == "none") {
       errs() << "error: --memory-budget is met by rematerialization and needs --remat=auto "
                 "(or no --remat), not --remat=none\n";
+      return 1;
+    }
+  }
+  if (!deviceMemory.empty()) {
+    if (!trainc::parseByteSize(deviceMemory)) {
+      errs() << "error: --device-memory takes a positive size in bytes, or with a unit "
+                "(KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. 80GiB; got '" << deviceMemory
+             << "'\n";
+      return 1;
+    }
+    if (!compileTo.empty() && compileTo != "plan") {
+      errs() << "error: --device-memory needs the memory plan: it runs with --compile-to=plan "
+                "or a whole compile, not --compile-to=" << compileTo << "\n";
       return 1;
     }
   }
@@ -732,6 +866,9 @@ int runCompile() {
     return 1;
   if (reportMemory)
     printMemoryReport(*module, outs());
+  if (!deviceMemory.empty() &&
+      !checkDeviceMemory(*module, *trainc::parseByteSize(deviceMemory), outs()))
+    return 1;
   if (!compileTo.empty()) {
     module->print(outs(), printingFlags());
     outs() << "\n";
