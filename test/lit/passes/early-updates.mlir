@@ -1,0 +1,41 @@
+// RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s
+// RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
+// RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LATE
+
+// Early updates: w2's gradient is complete after the first backward op and
+// the backward never reads w2 again, so its update runs right there and the
+// gradient's buffer is free for the rest of the backward. w1's update waits
+// for the backward's last read of w1 (the gradient of x), after its own
+// gradient. Updates that follow the same op keep their order.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[G2:.*]] = tc.mul %arg0, %arg0 {{.*}}loc("backward of b")
+// CHECK-NEXT: tc.sgd_update %arg2, %[[G2]]
+// CHECK-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]] {{.*}}loc("backward of a")
+// CHECK-NEXT: tc.mul %[[G1]], %arg1 {{.*}}loc("backward of x")
+// CHECK-NEXT: tc.sgd_update %arg1, %[[G1]]
+// CHECK-NEXT: return
+//
+// Must not move: clipping scales every gradient by a factor that needs all
+// of them, so the updates stay after it.
+// CLIP: tc.min
+// CLIP-NEXT: tc.sgd_update %arg1
+// CLIP-NEXT: tc.sgd_update %arg2
+//
+// Without the option the updates run together at the end.
+// LATE: tc.mul %{{.*}}, %arg1 {{.*}}loc("backward of x")
+// LATE-NEXT: tc.sgd_update %arg1
+// LATE-NEXT: tc.sgd_update %arg2
+tc.param @w1 trainable : tensor<3xf32>
+tc.param @w2 trainable : tensor<3xf32>
+func.func @train_step(%x: tensor<3xf32> {tc.input = "x"}, %w1: tensor<3xf32> {tc.param = @w1},
+                      %w2: tensor<3xf32> {tc.param = @w2})
+    -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.grad = @w1, tc.output = "grad.w1"},
+        tensor<3xf32> {tc.grad = @w2, tc.output = "grad.w2"}, tensor<3xf32> {tc.output = "dx"}) {
+  %p = tc.mul %x, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("a")
+  %q = tc.mul %p, %w2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("b")
+  %l = tc.reduce_sum %q {axes = array<i64>, keepdims = false} : (tensor<3xf32>) -> tensor<f32> loc("loss")
+  %g2 = tc.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of b")
+  %g1 = tc.add %x, %g2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of a")
+  %dx = tc.mul %g1, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of x")
+  return %l, %g1, %g2, %dx : tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+}
