@@ -303,13 +303,13 @@ def venv_peers(args, job_path, precision):
     return out
 
 
-def compile_trainc(trainc, spec, batch, prog, precision="fp32"):
-    """Builds the trainer; None, or why it failed."""
+def compile_trainc(trainc, spec, batch, prog, precision="fp32", extra=()):
+    """Builds the trainer (with the `extra` flags); None, or why it failed."""
     built = subprocess.run([trainc, "compile", spec["path"], "--target=cpu",
                             "--batch-size=%d" % batch, "--loss=cross-entropy",
                             "--optimizer=sgd", "-o", prog]
                            + (["--precision=" + precision] if precision != "fp32" else [])
-                           + (["--class-axis=-1"] if spec.get("tokens") else []),
+                           + (["--class-axis=-1"] if spec.get("tokens") else []) + list(extra),
                            capture_output=True, text=True)
     if built.returncode:
         return "compile failed: " + (built.stderr.strip().splitlines() or ["?"])[-1]

@@ -617,16 +617,22 @@ int runCheck() {
   return builds ? 0 : 1;
 }
 
-/// What the program needs on the device at `batch` (import to plan, no
-/// code generation), or none when that batch does not compile.
-std::optional<int64_t> plannedTotal(int64_t batch, const trainc::PipelineOptions &options) {
-  mlir::MLIRContext context;
-  mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
+/// The model imported at `batch` with its diagnostics dropped (the batch
+/// search probes sizes that may not build), or null.
+mlir::OwningOpRef<mlir::ModuleOp> importQuietly(mlir::MLIRContext &context, int64_t batch) {
+  context.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });
   trainc::frontend::ImportOptions import;
   import.batchSize = batch;
   std::string ignored;
   raw_string_ostream sink(ignored);
-  auto module = trainc::frontend::importModelFile(inputPath, import, context, sink);
+  return trainc::frontend::importModelFile(inputPath, import, context, sink);
+}
+
+/// What the program needs on the device at `batch` (import to plan, no
+/// code generation), or none when that batch does not compile.
+std::optional<int64_t> plannedTotal(int64_t batch, const trainc::PipelineOptions &options) {
+  mlir::MLIRContext context;
+  auto module = importQuietly(context, batch);
   if (!module || failed(trainc::runPipeline(*module, options)))
     return std::nullopt;
   return memoryTotals(*module).total();
@@ -643,12 +649,9 @@ int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options) {
   // A fixed batch: the inputs' shapes do not follow --batch-size.
   auto inputShapes = [](int64_t batch) {
     mlir::MLIRContext context;
-    mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic &) { return mlir::success(); });
-    trainc::frontend::ImportOptions import;
-    import.batchSize = batch;
-    std::string text, ignored;
-    raw_string_ostream sink(ignored), os(text);
-    auto module = trainc::frontend::importModelFile(inputPath, import, context, sink);
+    std::string text;
+    raw_string_ostream os(text);
+    auto module = importQuietly(context, batch);
     if (auto forward = module ? module->lookupSymbol<mlir::func::FuncOp>("forward") : nullptr)
       forward.getFunctionType().print(os);
     return text;
