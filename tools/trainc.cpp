@@ -641,9 +641,26 @@ std::optional<int64_t> plannedTotal(int64_t batch, const trainc::PipelineOptions
 /// The largest batch size whose plan fits in `limit` bytes (0: not even
 /// 1; -1: the total does not depend on the batch size, the model's batch
 /// is fixed), by doubling and then bisecting.
-int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options) {
+int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
+                     bool budgeted = false) {
   auto fits = [&](int64_t batch) {
     std::optional<int64_t> total = plannedTotal(batch, options);
+    if (total && *total <= limit)
+      return true;
+    if (!total || !budgeted)
+      return false;
+    // Budgeted: the arena may take what the parameters, optimizer state,
+    // constants and workspace leave (they do not depend on remat).
+    mlir::MLIRContext context;
+    auto module = importQuietly(context, batch);
+    if (!module || failed(trainc::runPipeline(*module, options)))
+      return false;
+    MemoryTotals plain = memoryTotals(*module);
+    trainc::PipelineOptions squeezed = options;
+    squeezed.memoryBudget = limit - (plain.total() - plain.arena);
+    if (squeezed.memoryBudget <= 0)
+      return false;
+    total = plannedTotal(batch, squeezed);
     return total && *total <= limit;
   };
   // A fixed batch: the inputs' shapes do not follow --batch-size.
@@ -704,6 +721,9 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
   if (!options.loss.empty()) {
     options.remat = "auto";
     describe("with --remat=auto", fixed ? -1 : largestBatch(limit, options));
+    describe("with --memory-budget (the arena's share; GEMMs and convolutions recomputed "
+             "too)",
+             fixed ? -1 : largestBatch(limit, options, /*budgeted=*/true));
   }
   if (needed <= limit)
     return true;
@@ -869,6 +889,19 @@ int runCompile() {
     return 1;
   if (reportMemory)
     printMemoryReport(*module, outs());
+  // The remat phase meets the budget on the step's live bytes before
+  // fusion; the placed arena is what the program allocates.
+  if (auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");
+      step && pipeline.memoryBudget > 0)
+    if (auto arena = step->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes");
+        arena && arena.getInt() > pipeline.memoryBudget) {
+      errs() << "error: --memory-budget=" << memoryBudget << ": the training step's arena is "
+             << arena.getInt() << " bytes, more than the " << pipeline.memoryBudget
+             << " budgeted (the remat phase brought its live bytes under the budget; the "
+                "placement leaves gaps between buffers); raise the budget to "
+             << arena.getInt() << " or lower the batch size\n";
+      return 1;
+    }
   if (!deviceMemory.empty() &&
       !checkDeviceMemory(*module, *trainc::parseByteSize(deviceMemory), outs()))
     return 1;
