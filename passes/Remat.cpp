@@ -341,36 +341,52 @@ int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> cho
   // Clusters of an op: each the index of the op its clone goes before, and
   // the last demand it serves. Demands are the indices of backward readers
   // and of the places of the clones (of chosen ops) that read it.
+  // A pointwise op read by pointwise ops of the backward (which fusion
+  // merges with it: nothing is stored) and by a library op (which needs it
+  // stored) gets one clone for each kind of reader: the stored one then
+  // holds only what the library op reads (a GELU's output for the next
+  // GEMM's weight gradient, not the intermediates of its gradient).
+  auto pointwise = [](Operation *op) {
+    return op->hasTrait<tc::OpTrait::Pointwise>() || recomputeKind(op) == Recompute::Pointwise;
+  };
+  // The kind of a demand on `def`: 1 from a library op of the backward or
+  // from a clone serving one (the chain up to the stored value is
+  // recomputed apart), else 0. Only a pointwise op tells them apart.
+  auto split = [](Operation *def) { return recomputeKind(def) == Recompute::Pointwise; };
+  auto kindOf = [&](Operation *def, Operation *reader) {
+    return split(def) && !pointwise(reader) ? 1 : 0;
+  };
   struct Cluster {
+    int kind;
     int64_t at, last;
     Operation *clone = nullptr;
   };
   llvm::DenseMap<Operation *, std::vector<Cluster>> clusters;
-  auto serving = [&](Operation *def, int64_t demand) -> Cluster & {
+  auto serving = [&](Operation *def, int64_t demand, int kind) -> Cluster & {
     for (Cluster &c : clusters[def])
-      if (c.at <= demand && demand <= c.last)
+      if (c.kind == kind && c.at <= demand && demand <= c.last)
         return c;
     llvm_unreachable("every demand has a cluster");
   };
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
     Operation *def = *it;
-    std::vector<int64_t> demands;
+    std::vector<std::pair<int, int64_t>> demands; // (kind, index)
     for (Value result : def->getResults()) {
       if (!isChosen.contains(result))
         continue; // e.g. a batch norm's running statistics: the return's
       for (Operation *user : result.getUsers()) {
         if (index.count(user) && index[user] >= beginIndex)
-          demands.push_back(index[user]);
+          demands.push_back({kindOf(def, user), index[user]});
         else if (auto found = clusters.find(user); found != clusters.end())
           for (const Cluster &c : found->second)
-            demands.push_back(c.at);
+            demands.push_back({split(def) ? c.kind : 0, c.at});
       }
     }
     llvm::sort(demands);
     std::vector<Cluster> &mine = clusters[def];
-    for (int64_t d : demands) {
-      if (mine.empty() || d - mine.back().at > kShareWindow)
-        mine.push_back({d, d});
+    for (auto [kind, d] : demands) {
+      if (mine.empty() || mine.back().kind != kind || d - mine.back().at > kShareWindow)
+        mine.push_back({kind, d, d});
       else
         mine.back().last = d;
     }
@@ -383,7 +399,7 @@ int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> cho
       IRMapping mapping;
       for (Value operand : def->getOperands())
         if (Operation *producer = operand.getDefiningOp(); producer && chosenOps.contains(producer))
-          mapping.map(operand, serving(producer, c.at).clone->getResult(
+          mapping.map(operand, serving(producer, c.at, split(producer) ? c.kind : 0).clone->getResult(
                                    cast<OpResult>(operand).getResultNumber()));
       builder.setInsertionPoint(order[c.at]);
       c.clone = builder.clone(*def, mapping);
@@ -406,7 +422,8 @@ int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> cho
         if (index.count(use.getOwner()) && index[use.getOwner()] >= beginIndex)
           uses.push_back(&use);
       for (OpOperand *use : uses)
-        use->set(serving(def, index[use->getOwner()]).clone->getResult(result.getResultNumber()));
+        use->set(serving(def, index[use->getOwner()], kindOf(def, use->getOwner()))
+                     .clone->getResult(result.getResultNumber()));
     }
   // The forward ops nothing reads any more.
   for (Operation *op = begin->getPrevNode(); op;) {
@@ -416,6 +433,31 @@ int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> cho
     op = prev;
   }
   return count;
+}
+
+/// Moves each op that reads only arguments and constants (a parameter's
+/// bf16 copy, which the mixed-precision phase makes at the top of the
+/// step) to just before its first reader, so it is not live from the
+/// step's start: all weight copies at once were the forward's peak.
+void sinkArgumentOps(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  SmallVector<Operation *> candidates;
+  for (Operation &op : body) {
+    bool fromArguments = op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), [](Value v) {
+      return isa<BlockArgument>(v) || isa_and_nonnull<tc::ConstantOp>(v.getDefiningOp());
+    });
+    if (fromArguments && !isa<tc::ConstantOp>(op) && !op.hasTrait<OpTrait::IsTerminator>() &&
+        op.getNumRegions() == 0 && isMemoryEffectFree(&op))
+      candidates.push_back(&op);
+  }
+  for (Operation *op : candidates) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first && op->isBeforeInBlock(first))
+      op->moveBefore(first);
+  }
 }
 
 struct RematPass : trainc::impl::RematBase<RematPass> {
@@ -489,6 +531,7 @@ struct RematPass : trainc::impl::RematBase<RematPass> {
 
     std::vector<Value> chosen = chooseRecomputed(step, begin, allowed);
     int64_t cloned = recompute(step, begin, chosen);
+    sinkArgumentOps(step);
     BufferLiveness after(step);
     Builder b(module.getContext());
     int64_t contractionsRecomputed = 0;
