@@ -129,7 +129,11 @@ def Remat : Pass<"trainc-remat", "mlir::ModuleOp"> {
     location "recompute of <node>" and the attribute `tc.recomputed = k`
     (the op's k-th clone; it keeps CSE from folding clones back); the
     backward reads the clone, and forward ops left without readers are
-    erased.
+    erased. A pointwise chain read both by pointwise ops of the backward
+    (which fusion merges it into) and by a library op gets a clone for
+    each kind of reader, so only the library op's operand is stored. Ops
+    that read only arguments and constants (a parameter's bf16 copy) move
+    to just before their first reader.
     `@train_step` gets `tc.remat`: the number of ops recomputed, of
     contractions among them, and the bytes saved for the backward and the
     peak of live bytes before and after. In `trainc compile` it is the phase

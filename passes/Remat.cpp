@@ -450,7 +450,8 @@ void sinkArgumentOps(func::FuncOp func) {
         op.getNumRegions() == 0 && isMemoryEffectFree(&op))
       candidates.push_back(&op);
   }
-  for (Operation *op : candidates) {
+  // Last first: ops sunk to the same reader keep their order.
+  for (Operation *op : llvm::reverse(candidates)) {
     Operation *first = nullptr;
     for (Operation *user : op->getUsers())
       if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))

@@ -100,3 +100,50 @@ func.func @train_step(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
   %s = tc.sigmoid %r : tensor<8x32xf32> loc("act2")
   return %s : tensor<8x32xf32>
 }
+
+// -----
+
+// A recomputed pointwise chain read both by a pointwise op of the backward
+// (fusion merges the chain into it: nothing stored) and by a library op
+// (which needs it stored) is cloned once for each kind of reader: the
+// stored clone is only what the GEMM reads.
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: recomputed_ops = 4 : i64
+// CHECK: %[[H:.*]] = tc.matmul %arg0, %arg1
+// CHECK: %[[T1:.*]] = tc.tanh %[[H]] {tc.recomputed = 0 : i64}
+// CHECK-NEXT: %[[S1:.*]] = tc.sigmoid %[[T1]] {tc.recomputed = 0 : i64}
+// CHECK-NEXT: tc.mul %[[S1]], %arg2 {{.*}}loc("backward of act")
+// CHECK-NEXT: %[[T2:.*]] = tc.tanh %[[H]] {tc.recomputed = 1 : i64}
+// CHECK-NEXT: %[[S2:.*]] = tc.sigmoid %[[T2]] {tc.recomputed = 1 : i64}
+// CHECK-NEXT: tc.matmul %[[S2]], %arg2 {trans_a = true} {{.*}}loc("backward of fc2")
+func.func @train_step(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %dy: tensor<8x32xf32>)
+    -> (tensor<f32>, tensor<8x32xf32>, tensor<32x32xf32>, tensor<8x32xf32>) {
+  %h = tc.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> loc("fc1")
+  %t = tc.tanh %h : tensor<8x32xf32> loc("act0")
+  %s = tc.sigmoid %t : tensor<8x32xf32> loc("act")
+  %l = tc.reduce_sum %s {axes = array<i64: 0, 1>, keepdims = false} : (tensor<8x32xf32>) -> tensor<f32> loc("loss")
+  %a = tc.mul %s, %dy : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32> loc("backward of act")
+  %dw = tc.matmul %s, %dy {trans_a = true} : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<32x32xf32> loc("backward of fc2")
+  %dh = tc.mul %dy, %h : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32> loc("backward of fc1")
+  return %l, %a, %dw, %dh : tensor<f32>, tensor<8x32xf32>, tensor<32x32xf32>, tensor<8x32xf32>
+}
+
+// -----
+
+// A parameter's low-precision copy, made at the top of the step, moves to
+// just before its first reader (it was live from the step's start); the
+// backward reads a copy of its own, recomputed from the parameter.
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[R:.*]] = tc.relu %arg0
+// CHECK-NEXT: %[[C:.*]] = tc.cast %arg1 {to = bf16} {{.*}}loc("w copy")
+// CHECK-NEXT: tc.matmul %[[R]], %[[C]]
+// CHECK: %[[C2:.*]] = tc.cast %arg1 {tc.recomputed = 0 : i64, to = bf16} {{.*}}loc("recompute of w copy")
+// CHECK-NEXT: tc.matmul %arg2, %[[C2]] : {{.*}}loc("backward of fc")
+func.func @train_step(%x: tensor<8x16xbf16>, %w: tensor<32x16xf32>, %dy: tensor<8x32xbf16>)
+    -> (tensor<8x32xbf16>, tensor<8x16xbf16>) {
+  %c = tc.cast %w {to = bf16} : (tensor<32x16xf32>) -> tensor<32x16xbf16> loc("w copy")
+  %r = tc.relu %x : tensor<8x16xbf16> loc("act")
+  %y = tc.matmul %r, %c {trans_b = true} : (tensor<8x16xbf16>, tensor<32x16xbf16>) -> tensor<8x32xbf16> loc("fc")
+  %dx = tc.matmul %dy, %c : (tensor<8x32xbf16>, tensor<32x16xbf16>) -> tensor<8x16xbf16> loc("backward of fc")
+  return %y, %dx : tensor<8x32xbf16>, tensor<8x16xbf16>
+}
