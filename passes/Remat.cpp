@@ -31,7 +31,9 @@
 // peak, which depends on the whole schedule.
 //
 // Recomputation goes just before the first op of the backward that reads
-// it, again for a reader further on (kShareWindow). Clones carry
+// it, again for a reader further on (kShareWindow), and a pointwise chain
+// is cloned apart for the library ops that read it (what they read is
+// stored; what pointwise readers read fuses into them). Clones carry
 // `tc.recomputed = k` (the k-th clone of an op: CSE folds a clone neither
 // back into the forward's op nor into another clone) and the location
 // "recompute of <node>".
@@ -53,7 +55,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <queue>
 #include <vector>
 
@@ -505,6 +506,7 @@ struct RematPass : trainc::impl::RematBase<RematPass> {
         Block &trialBody = trial.getBody().front();
         Operation *trialBegin = backwardBegin(trialBody);
         recompute(trial, trialBegin, chooseRecomputed(trial, trialBegin, allowed));
+        sinkArgumentOps(trial);
         int64_t peak = BufferLiveness(trial).peakBytes();
         trial.erase();
         return peak;
