@@ -102,8 +102,8 @@ int64_t reductionLength(Operation *op) {
     return w.getNumElements() / w.getDimSize(0);
   }
   auto a = cast<RankedTensorType>(op->getOperand(0).getType());
-  bool transA = op->getAttrOfType<BoolAttr>("trans_a") && op->getAttrOfType<BoolAttr>("trans_a").getValue();
-  return a.getDimSize(a.getRank() - (transA ? 2 : 1));
+  auto transA = op->getAttrOfType<BoolAttr>("trans_a");
+  return a.getDimSize(a.getRank() - (transA && transA.getValue() ? 2 : 1));
 }
 
 /// Dinic's maximum flow, for the minimum cut. Written here: the cut is a

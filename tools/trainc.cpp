@@ -628,42 +628,19 @@ mlir::OwningOpRef<mlir::ModuleOp> importQuietly(mlir::MLIRContext &context, int6
   return trainc::frontend::importModelFile(inputPath, import, context, sink);
 }
 
-/// What the program needs on the device at `batch` (import to plan, no
-/// code generation), or none when that batch does not compile.
-std::optional<int64_t> plannedTotal(int64_t batch, const trainc::PipelineOptions &options) {
+/// What the program needs on the device at `batch`, by kind (import to
+/// plan, no code generation), or none when that batch does not compile.
+std::optional<MemoryTotals> plannedTotals(int64_t batch, const trainc::PipelineOptions &options) {
   mlir::MLIRContext context;
   auto module = importQuietly(context, batch);
   if (!module || failed(trainc::runPipeline(*module, options)))
     return std::nullopt;
-  return memoryTotals(*module).total();
+  return memoryTotals(*module);
 }
 
-/// The largest batch size whose plan fits in `limit` bytes (0: not even
-/// 1; -1: the total does not depend on the batch size, the model's batch
-/// is fixed), by doubling and then bisecting.
-int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
-                     bool budgeted = false) {
-  auto fits = [&](int64_t batch) {
-    std::optional<int64_t> total = plannedTotal(batch, options);
-    if (total && *total <= limit)
-      return true;
-    if (!total || !budgeted)
-      return false;
-    // Budgeted: the arena may take what the parameters, optimizer state,
-    // constants and workspace leave (they do not depend on remat).
-    mlir::MLIRContext context;
-    auto module = importQuietly(context, batch);
-    if (!module || failed(trainc::runPipeline(*module, options)))
-      return false;
-    MemoryTotals plain = memoryTotals(*module);
-    trainc::PipelineOptions squeezed = options;
-    squeezed.memoryBudget = limit - (plain.total() - plain.arena);
-    if (squeezed.memoryBudget <= 0)
-      return false;
-    total = plannedTotal(batch, squeezed);
-    return total && *total <= limit;
-  };
-  // A fixed batch: the inputs' shapes do not follow --batch-size.
+/// Whether the model's batch is fixed: its inputs' shapes do not follow
+/// --batch-size.
+bool batchIsFixed() {
   auto inputShapes = [](int64_t batch) {
     mlir::MLIRContext context;
     std::string text;
@@ -673,8 +650,31 @@ int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
       forward.getFunctionType().print(os);
     return text;
   };
-  if (inputShapes(1) == inputShapes(3))
-    return -1;
+  return inputShapes(1) == inputShapes(3);
+}
+
+/// The largest batch size whose plan fits in `limit` bytes (0: not even
+/// 1), by doubling and then bisecting. `budgeted`: a batch that does not fit
+/// is planned again with a --memory-budget of what the parameters,
+/// optimizer state, constants and workspace (which do not depend on remat)
+/// leave the arena.
+int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
+                     bool budgeted = false) {
+  auto fits = [&](int64_t batch) {
+    std::optional<MemoryTotals> plain = plannedTotals(batch, options);
+    if (!plain)
+      return false;
+    if (plain->total() <= limit)
+      return true;
+    if (!budgeted)
+      return false;
+    trainc::PipelineOptions squeezed = options;
+    squeezed.memoryBudget = limit - (plain->total() - plain->arena);
+    if (squeezed.memoryBudget <= 0)
+      return false;
+    std::optional<MemoryTotals> total = plannedTotals(batch, squeezed);
+    return total && total->total() <= limit;
+  };
   if (!fits(1))
     return 0;
   constexpr int64_t kMaxBatch = int64_t(1) << 24;
@@ -711,8 +711,8 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
       os << batch << "\n";
   };
   options.remat = "none";
-  int64_t plain = largestBatch(limit, options);
-  bool fixed = plain < 0;
+  bool fixed = batchIsFixed();
+  int64_t plain = fixed ? -1 : largestBatch(limit, options);
   std::string at = batchAttr && !fixed ? " at batch " + std::to_string(batchAttr.getInt()) : "";
   os << "device memory " << limit << " bytes (" << format("%.2f", limit / 1048576.0)
      << " MiB): this program needs " << needed << " bytes ("
