@@ -124,20 +124,31 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       continue;
     }
     if (auto hyper = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kHyperAttrName)) {
-      std::string name = "h" + std::to_string(hypers.size());
+      size_t index = llvm::find(hypers, hyper.getValue().str()) - hypers.begin();
+      if (!sharedTables)
+        hypers.push_back(hyper.getValue().str());
+      else if (index == hypers.size())
+        return func.emitError("hyperparameter '") << hyper.getValue()
+                                                  << "' is not one of @train_step's";
+      std::string name = "h" + std::to_string(index);
       body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
-              std::to_string(hypers.size()) + "]); " +
+              std::to_string(index) + "]); " +
               commentLine("hyperparameter '" + hyper.getValue().str() + "'");
-      hypers.push_back(hyper.getValue().str());
       names[arg] = name;
       continue;
     }
     if (auto state = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName)) {
-      std::string name = "s" + std::to_string(states.size());
+      size_t index = llvm::find_if(states, [&](const auto &e) {
+                       return e.first == state.getValue();
+                     }) - states.begin();
+      if (!sharedTables)
+        states.emplace_back(state.getValue().str(), type);
+      else if (index == states.size() || states[index].second != type)
+        return func.emitError("state '") << state.getValue() << "' is not one of @train_step's";
+      std::string name = "s" + std::to_string(index);
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " + cType(type) +
-              " *>(args.states[" + std::to_string(states.size()) + "]); " +
+              " *>(args.states[" + std::to_string(index) + "]); " +
               commentLine("state '" + state.getValue().str() + "' " + shapeText(shapeOf(arg)));
-      states.emplace_back(state.getValue().str(), type);
       names[arg] = name;
       continue;
     }
@@ -174,8 +185,8 @@ LogicalResult ProgramEmitter::declareParams() {
   return success();
 }
 
-FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp func,
-                                                                 bool train) {
+FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp func, bool train,
+                                                                 const Emitted *tables) {
   auto arena = func->getAttrOfType<IntegerAttr>("tc.arena_bytes");
   if (!arena)
     return func.emitError("codegen needs a planned function (run trainc-plan)");
@@ -189,8 +200,15 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   inputRoles.clear();
   generatedCalls = libraryCalls = 0;
   trainRole = train;
+  sharedTables = tables != nullptr;
+  if (tables) {
+    hypers = tables->hypers;
+    states = tables->states;
+  }
   if (failed(declareArguments(func)))
     return failure();
+  if (tables && inputs != tables->inputs)
+    return func.emitError("the inputs differ from @train_step's");
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
@@ -215,6 +233,16 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
     if (failed(emitted))
       return failure();
     trainFn = *emitted;
+  }
+  // Gradient accumulation: @accumulate_step runs on a group's micro-batches
+  // but the last, with @train_step's arguments.
+  std::optional<Emitted> accumulateFn;
+  auto accumulate = module.lookupSymbol<func::FuncOp>("accumulate_step");
+  if (trainFn && accumulate) {
+    FailureOr<Emitted> emitted = emitFunction(accumulate, /*train=*/true, &*trainFn);
+    if (failed(emitted))
+      return failure();
+    accumulateFn = *emitted;
   }
   inputs = forwardFn->inputs;
   outputs = forwardFn->outputs;
@@ -247,6 +275,13 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
                        "/// One training step on a batch of " + std::to_string(batch) +
                            ": forward, loss, backward and the parameter update.\n",
                        trainFn->body);
+  if (accumulateFn)
+    os << stepFunction("accumulateStep", "TrainArgs",
+                       "/// One micro-batch of gradient accumulation on a batch of " +
+                           std::to_string(batch) +
+                           ": forward, loss, backward, the gradients added to their "
+                           "accumulators (no update).\n",
+                       accumulateFn->body);
 
   auto tensorInfo = [](const std::string &name, Type type, const char *role = "Data") {
     auto tensor = cast<RankedTensorType>(type);
@@ -300,6 +335,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
         lossScale = cStringLiteral("dynamic");
     }
     auto optimizer = step->getAttrOfType<StringAttr>(tc::kOptimizerAttrName);
+    auto accumAttr = step->getAttrOfType<IntegerAttr>("tc.grad_accum");
+    int64_t gradAccum = accumulateFn && accumAttr ? accumAttr.getInt() : 1;
     auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
     auto precision = module->getAttrOfType<StringAttr>(tc::kPrecisionAttrName);
     os << "const trainc::rt::TrainStep kTrain = {\n"
@@ -309,11 +346,16 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << "    " << trainFn->hypers.size() << ", kHypers,\n"
        << "    " << trainFn->states.size() << ", "
        << (trainFn->states.empty() ? "nullptr" : "kStates") << ",\n"
-       << "    " << trainFn->arena << ", trainStep,\n"
+       << "    " << std::max(trainFn->arena, accumulateFn ? accumulateFn->arena : 0)
+       << ", trainStep,\n"
        << "    " << trainFn->generated << ", " << trainFn->library
        << ", // kernels per step: generated, library calls\n"
        << "    " << cStringLiteral(precision ? precision.getValue() : "fp32") << ",\n"
-       << "    " << (anyInit ? "kStateInit" : "nullptr") << ", " << lossScale << "};\n";
+       << "    " << (anyInit ? "kStateInit" : "nullptr") << ", " << lossScale << ",\n"
+       << "    " << (accumulateFn ? "accumulateStep" : "nullptr") << ", " << gradAccum
+       << ", // gradient accumulation: micro-batch step, default micro-batches\n"
+       << "    " << (accumulateFn ? accumulateFn->generated : 0) << ", "
+       << (accumulateFn ? accumulateFn->library : 0) << "};\n";
   }
   if (!params.empty()) {
     os << "const trainc::rt::ParamInfo kParams[] = {\n";
@@ -476,6 +518,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitPointwise(op);
   if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))
     return emitUpdate(op);
+  if (isa<tc::AccumulateGradOp>(op))
+    return emitAccumulate(op);
   if (auto probe = dyn_cast<tc::NonfiniteProbeOp>(op))
     return emitNonfiniteProbe(probe);
   if (isa<tc::TransposeOp, tc::SliceOp, tc::SliceBackwardOp, tc::ExpandOp, tc::ConcatOp,

@@ -157,6 +157,46 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   return success();
 }
 
+LogicalResult ProgramEmitter::emitAccumulate(Operation *op) {
+  pendingAccumulates.push_back(op);
+  Operation *next = op->getNextNode();
+  if (next && pendingAccumulates.size() < kMaxUpdateTensors && isa<tc::AccumulateGradOp>(next) &&
+      next->getOperand(2) == op->getOperand(2) && next->getOperand(3) == op->getOperand(3))
+    return success(); // emitted with the run's last accumulation
+  std::vector<Operation *> ops = std::move(pendingAccumulates);
+  pendingAccumulates.clear();
+  std::vector<std::string> comment;
+  std::vector<int64_t> counts;
+  describeRun(ops, comment, counts);
+  bool anyInPlace = llvm::any_of(ops, [&](Operation *u) { return inPlace.contains(u->getResult(0)); });
+  comment.push_back(anyInPlace ? "gradient accumulation, in place: acc = keep ? acc + w * grad : "
+                                 "w * grad (the group's first micro-batch writes)"
+                               : "gradient accumulation: the group's gradient for the update, "
+                                 "keep ? acc + w * grad : w * grad");
+  std::string name = kernels.addMultiTensorKernel(
+      "accumulate_grad", comment,
+      {{"float", "acc", false}, {"float", "grad", false}, {"float", "out", true}},
+      {{"float", "weight", false}, {"float", "keep", false}}, counts,
+      "  const float g = weight[0] * grad[i];\n"
+      "  out[i] = keep[0] != 0.0f ? acc[i] + g : g;\n");
+  body += "  {\n";
+  auto array = [&](const char *arrayName, bool output, auto valueOf) {
+    body += std::string("    ") + (output ? "float" : "const float") + " *const " + arrayName +
+            "[] = {";
+    for (auto [k, u] : llvm::enumerate(ops))
+      body += (k ? ", " : "") + ptr(valueOf(u));
+    body += "};\n";
+  };
+  array("acc", false, [](Operation *u) { return u->getOperand(0); });
+  array("grad", false, [](Operation *u) { return u->getOperand(1); });
+  array("out", true, [](Operation *u) { return u->getResult(0); });
+  body += "  ";
+  call(name + "(ctx, acc, grad, out, " + ptr(op->getOperand(2)) + ", " + ptr(op->getOperand(3)) +
+       ")");
+  body += "  }\n";
+  return success();
+}
+
 /// A cast of a parameter (an f32 master weight) to a 16-bit type: the
 /// mixed-precision step's per-step copy of a weight.
 bool trainc::codegen::isWeightCast(Operation *op) {

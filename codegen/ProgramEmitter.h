@@ -118,6 +118,9 @@ private:
   LogicalResult emitUpdate(Operation *op);
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
+  /// Gradient accumulation: runs of tc.accumulate_grad with the same
+  /// weight and keep become one multi-tensor kernel.
+  LogicalResult emitAccumulate(Operation *op);
   LogicalResult emitWeightCast(Operation *op);
   void describeRun(ArrayRef<Operation *> ops, std::vector<std::string> &comment,
                    std::vector<int64_t> &counts);
@@ -182,7 +185,11 @@ private:
   std::string body;
   /// Updates of the current run (emitUpdate), weight casts of the current
   /// run (emitWeightCast).
-  std::vector<Operation *> pendingUpdates, pendingCasts;
+  std::vector<Operation *> pendingUpdates, pendingCasts, pendingAccumulates;
+  /// Set while @accumulate_step is emitted: its hyperparameters and states
+  /// take the indices of @train_step's (the trainer hands both the same
+  /// TrainArgs), looked up by name in `hypers` and `states`.
+  bool sharedTables = false;
   /// Launches of generated kernels and runtime calls in the function.
   int generatedCalls = 0, libraryCalls = 0;
   int64_t arenaBytes = 0;
@@ -197,7 +204,8 @@ private:
     int generated = 0, library = 0;
   };
   LogicalResult declareParams();
-  FailureOr<Emitted> emitFunction(mlir::func::FuncOp func, bool train);
+  FailureOr<Emitted> emitFunction(mlir::func::FuncOp func, bool train,
+                                  const Emitted *tables = nullptr);
 };
 
 } // namespace trainc::codegen

@@ -1023,11 +1023,31 @@ LogicalResult NonfiniteProbeOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult AccumulateGradOp::inferReturnTypes(MLIRContext *context,
+                                                 std::optional<Location> location,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &inferred) {
+  auto acc = ranked(adaptor.getAccumulator());
+  if (!acc || !acc.getElementType().isF32() || adaptor.getGrad().getType() != acc)
+    return emitOptionalError(location, "accumulates an f32 gradient into an f32 accumulator of "
+                                       "its type, got ", adaptor.getAccumulator().getType(),
+                             " and ", adaptor.getGrad().getType());
+  for (Value scalar : {adaptor.getWeight(), adaptor.getKeep()})
+    if (!ranked(scalar) || ranked(scalar).getRank() != 0 ||
+        !ranked(scalar).getElementType().isF32())
+      return emitOptionalError(location, "weight and keep are f32 scalars, got ",
+                               scalar.getType());
+  inferred.push_back(acc);
+  return success();
+}
+
 Value trainc::tc::replacedOperand(OpResult result) {
   if (auto sgd = dyn_cast<SgdUpdateOp>(result.getOwner()))
     return sgd.getReplacedOperand(result.getResultNumber());
   if (auto adam = dyn_cast<AdamUpdateOp>(result.getOwner()))
     return adam.getReplacedOperand(result.getResultNumber());
+  if (auto acc = dyn_cast<AccumulateGradOp>(result.getOwner()))
+    return acc.getAccumulator();
   // A training batch norm's running statistics are the next values of its
   // running-statistics operands (each channel reads its old value, then
   // writes the new one).

@@ -912,4 +912,31 @@ def Tc_NonfiniteProbeOp : Tc_Op<"nonfinite_probe", [Pure]> {
   let assemblyFormat = "$values attr-dict `:` functional-type($values, results)";
 }
 
+def Tc_AccumulateGradOp : Tc_Op<"accumulate_grad", [Pure]> {
+  let summary = "one micro-batch's gradient into its accumulator (gradient accumulation)";
+  let description = [{
+    Elementwise, with `weight` and `keep` f32 scalar tensors (runtime values):
+
+        result = keep != 0 ? accumulator + weight * grad : weight * grad
+
+    The first micro-batch of a group (keep = 0) writes the weighted gradient
+    and ignores what the accumulator held (no zeroing pass, and an inf left
+    by a skipped fp16 step does not carry over); the later ones add to it.
+    `weight` is the micro-batch's share of the group's samples, so the sum is
+    the gradient of the group's mean loss.
+
+    The code generator writes a result that goes straight back to its
+    accumulator state in place.
+
+    ```mlir
+    %a1 = tc.accumulate_grad %acc, %g, %weight, %keep
+        : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<f32>, tensor<f32>) -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$accumulator, Tc_FloatTensor:$grad,
+      Tc_FloatTensor:$weight, Tc_FloatTensor:$keep);
+  let results = (outs Tc_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 #endif // TRAINC_IR_TCOPS_TD

@@ -165,6 +165,41 @@ def Remat : Pass<"trainc-remat", "mlir::ModuleOp"> {
   ];
 }
 
+def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
+  let summary = "gradient accumulation: K micro-batches per optimizer step";
+  let description = [{
+    With `micro-batches` K > 1, builds next to `@train_step` the function
+    `@accumulate_step`: the same forward and backward, whose gradients go
+    into f32 accumulator states `grad_accum.<param>` instead of an update.
+    Both read two new hyperparameters, `grad_accum.weight` (the
+    micro-batch's share of the group's samples) and `grad_accum.keep` (0 for
+    the first micro-batch of a group, 1 after), through one
+    `tc.accumulate_grad` per gradient, placed just after the op that
+    completes the gradient:
+
+        acc' = keep != 0 ? acc + weight * grad : weight * grad
+
+    `@accumulate_step` returns acc' as the state's update (written in
+    place); `@train_step`, run on a group's last micro-batch, hands acc' to
+    the optimizer as the gradient and leaves the state alone. The first
+    micro-batch writes the accumulators, so nothing zeroes them, and the
+    weights make the sum the gradient of the whole group's mean loss, a
+    short last group included. The trainer chooses K at run time (the
+    program serves any K); K here is its default, recorded as
+    `tc.grad_accum` on `@train_step`. BatchNorm normalizes each micro-batch
+    by its own statistics and updates the running statistics once per
+    micro-batch, as PyTorch's accumulation loop does.
+
+    In `trainc compile` it is the phase `grad-accum` (`--grad-accum=K`),
+    after `remat` and before `optimizer`, which must not have run. It must
+    not fire with K = 1.
+  }];
+  let options = [
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "micro-batches per optimizer step (the trainer's default; 1: the pass does nothing)">
+  ];
+}
+
 def Fuse : Pass<"trainc-fuse", "mlir::ModuleOp"> {
   let summary = "group chains of pointwise ops into tc.fused kernels";
   let description = [{

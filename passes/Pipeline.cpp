@@ -98,6 +98,15 @@ const std::vector<Phase> &phases() {
          pm.addPass(trainc::createRemat(remat));
          return true;
        }},
+      {"grad-accum", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.gradAccum == 1)
+           return false;
+         trainc::GradAccumOptions accum;
+         accum.microBatches = o.gradAccum;
+         pm.addPass(trainc::createGradAccum(accum));
+         return true;
+       }},
       {"optimizer", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (o.optimizer.empty())

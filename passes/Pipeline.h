@@ -52,6 +52,9 @@ struct PipelineOptions {
   std::string remat = "none";
   /// With remat: bytes the step's peak of live bytes may reach (0: none).
   int64_t memoryBudget = 0;
+  /// Gradient accumulation: the trainer's default micro-batches per
+  /// optimizer step (1: the grad-accum phase is left out).
+  int64_t gradAccum = 1;
   /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
   /// turns it off).
   bool fuse = true;

@@ -131,6 +131,13 @@ cl::opt<std::string> memoryBudget(
              "first, until it fits, and compile fails naming the smallest peak it reaches "
              "when it cannot (SIZE: bytes, or with KiB, MiB, GiB, KB, MB, GB)"),
     cl::value_desc("SIZE"), cl::init(""), cl::cat(category));
+cl::opt<int64_t> gradAccum(
+    "grad-accum",
+    cl::desc("Gradient accumulation: the program also gets a micro-batch step, and the "
+             "trainer takes K batches of --batch-size per optimizer step (its --grad-accum "
+             "chooses another K); the gradient is that of the group's mean loss, a short "
+             "last group included (default 1: no accumulation)"),
+    cl::value_desc("K"), cl::init(1), cl::cat(category));
 cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("The memory of the device the program will run on: compile prints the largest "
@@ -166,6 +173,7 @@ usage:
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
                  [--remat=none|auto] [--memory-budget=SIZE] [--device-memory=SIZE]
+                 [--grad-accum=K]
                  [--fuse=auto|pointwise|none] [--report-memory]
                  [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
@@ -456,6 +464,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
                                      : rematMode.getValue();
   if (auto budget = trainc::parseByteSize(memoryBudget))
     pipeline.memoryBudget = *budget;
+  pipeline.gradAccum = gradAccum;
   pipeline.fuse = fuseMode != "none";
   pipeline.gemmEpilogues = fuseMode == "auto";
   pipeline.passManagerCLOptions = true;
@@ -783,6 +792,16 @@ int runCompile() {
       return 1;
     }
   }
+  if (gradAccum < 1 || gradAccum > 1000000) {
+    errs() << "error: --grad-accum takes a number of micro-batches from 1 to 1000000, got "
+           << gradAccum << "\n";
+    return 1;
+  }
+  if (gradAccum > 1 && optimizerKind.empty()) {
+    errs() << "error: --grad-accum needs --optimizer (the accumulated gradients feed its "
+              "update)\n";
+    return 1;
+  }
   if ((!rematMode.empty() || !memoryBudget.empty()) && lossKind.empty()) {
     errs() << "error: --remat and --memory-budget are about the training step and need "
               "--loss\n";
@@ -825,7 +844,7 @@ int runCompile() {
     return 1;
   }
   if ((compileTo == "loss" || compileTo == "mixed-precision" || compileTo == "autodiff" || compileTo == "remat" ||
-       compileTo == "optimizer") &&
+       compileTo == "grad-accum" || compileTo == "optimizer") &&
       lossKind.empty()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
     return 1;

@@ -164,22 +164,34 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
                          (shuffle == "true" ? "with shuffled epochs; resume without --no-shuffle"
                                             : "with --no-shuffle; resume with it"));
 
-  const int64_t perEpoch = expect.batchesPerEpoch, total = expect.totalSteps;
+  int64_t accum = 1;
+  if (manifest.count("grad_accum"))
+    TRAINC_RETURN_IF_ERROR(integer("grad_accum", accum, 1, std::numeric_limits<int64_t>::max(),
+                                   "a number of batches per step"));
+  if (accum != expect.gradAccum)
+    return Status::error("the checkpoint " + path + " was written with --grad-accum " +
+                         std::to_string(accum) + "; resume with the same --grad-accum (this "
+                         "run has " + std::to_string(expect.gradAccum) + ")");
+  // Steps per epoch: one per group of `accum` batches, the last group short.
+  const int64_t batches = expect.batchesPerEpoch, total = expect.totalSteps;
+  const int64_t perEpoch = (batches + accum - 1) / accum;
   TRAINC_RETURN_IF_ERROR(integer("step", point.step, 0, total,
                                  "this run has " + std::to_string(total) + " steps"));
-  TRAINC_RETURN_IF_ERROR(integer("batch", point.batch, 0, perEpoch,
-                                 "the data has " + std::to_string(perEpoch) +
+  TRAINC_RETURN_IF_ERROR(integer("batch", point.batch, 0, batches,
+                                 "the data has " + std::to_string(batches) +
                                      " batches per epoch"));
   TRAINC_RETURN_IF_ERROR(integer("epoch", point.epoch, 1, total / perEpoch + 1,
                                  "this run has " + std::to_string(total) + " steps of " +
                                      std::to_string(perEpoch) + " per epoch"));
-  // Epoch e starts at step (e - 1) * perEpoch; no overflow, as epoch is at
-  // most total / perEpoch + 1.
-  if ((point.epoch - 1) * perEpoch + point.batch != point.step)
+  // A checkpoint follows a group's last batch. Epoch e starts at step
+  // (e - 1) * perEpoch; no overflow, as epoch is at most total / perEpoch + 1.
+  if ((point.batch % accum != 0 && point.batch != batches) ||
+      (point.epoch - 1) * perEpoch + (point.batch + accum - 1) / accum != point.step)
     return corrupt("step " + std::to_string(point.step) + " is not batch " +
                    std::to_string(point.batch) + " of epoch " + std::to_string(point.epoch) +
-                   " with " + std::to_string(perEpoch) +
-                   " batches per epoch (a checkpoint of other data?)");
+                   " with " + std::to_string(batches) + " batches per epoch" +
+                   (accum > 1 ? " in groups of " + std::to_string(accum) : std::string()) +
+                   " (a checkpoint of other data?)");
 
   TRAINC_RETURN_IF_ERROR(text("rng", point.rng));
   std::mt19937_64 engine;

@@ -46,6 +46,9 @@ struct ResumeExpectation {
   /// Null: the program has no fingerprint (nothing to compare).
   const char *fingerprint = nullptr;
   int64_t batchesPerEpoch = 0, totalSteps = 0;
+  /// Batches per optimizer step (gradient accumulation; 1 without). A
+  /// checkpoint without the field was written with 1.
+  int64_t gradAccum = 1;
   uint64_t seed = 0;
   /// The training data's sample count and whether epochs are shuffled: a
   /// resumed run with others would not continue the same run.

@@ -185,6 +185,12 @@ void printInfo(const Program &program) {
   std::printf("  kernels per training step: %d (%d generated, %d library calls)\n",
               train->generatedKernels + train->libraryCalls, train->generatedKernels,
               train->libraryCalls);
+  if (train->accumulate)
+    std::printf("  gradient accumulation: %lld micro-batches per step by default; kernels per "
+                "micro-batch: %d (%d generated, %d library calls)\n",
+                static_cast<long long>(train->gradAccum),
+                train->accumulateGeneratedKernels + train->accumulateLibraryCalls,
+                train->accumulateGeneratedKernels, train->accumulateLibraryCalls);
 }
 
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {

@@ -140,7 +140,7 @@ std::string description(const char *argv0, const Program &program) {
          "          [--resume]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
-         "          [--report-memory]\n"
+         "          [--grad-accum K] [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -207,6 +207,10 @@ void define(Parser &parser, Options &options) {
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
   parser.flag("--resume", t.resume, "continue from the checkpoint in --checkpoint-dir");
+  parser.integer("--grad-accum", t.gradAccum, 1, 1000000, "K",
+                 "batches per optimizer step (a program compiled with --grad-accum; its K "
+                 "by default): the step's gradient is the group's mean, a short last group "
+                 "included");
   app.add_option("--lr-schedule", t.schedule,
                  "per-step learning rate: constant, step, cosine, onecycle or cyclic")
       ->type_name("KIND")

@@ -68,6 +68,9 @@ struct TrainOptions {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   bool resume = false;
+  /// Gradient accumulation: micro-batches (of the compiled batch size) per
+  /// optimizer step (0: the program's default, TrainStep::gradAccum).
+  int64_t gradAccum = 0;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps;
   /// The max_grad_norm of a step compiled with --clip-grad-norm (NaN: the

@@ -85,6 +85,10 @@ struct Hyper {
     if (name == "beta2") return beta2;
     if (name == "eps") return eps;
     if (name == "max_grad_norm") return maxGradNorm;
+    // Gradient accumulation: a group of one batch (the loop sets both per
+    // batch).
+    if (name == "grad_accum.weight") return 1.0;
+    if (name == "grad_accum.keep") return 0.0;
     // Adam's step constants in double, rounded to float32 only as a whole
     // (PyTorch's Python floats): 1 - beta2 from float32 beta2 is 1.3e-5 off.
     if (name == "one_minus_beta1") return 1.0 - beta1;
@@ -313,6 +317,23 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");
   TRAINC_RETURN_IF_ERROR(checkOutputTargets(program, options));
+  // Gradient accumulation: groups of `accum` batches, one optimizer step each.
+  const int64_t accum =
+      options.gradAccum > 0 ? options.gradAccum : (train->accumulate ? train->gradAccum : 1);
+  if (accum > 1 && !train->accumulate)
+    return Status::error("--grad-accum " + std::to_string(accum) +
+                         ": this trainer updates from each batch alone; compile with "
+                         "trainc compile --grad-accum=K to accumulate gradients");
+  int weightHyper = -1, keepHyper = -1;
+  for (int h = 0; h < train->numHypers; ++h) {
+    if (std::string(train->hypers[h]) == "grad_accum.weight")
+      weightHyper = h;
+    if (std::string(train->hypers[h]) == "grad_accum.keep")
+      keepHyper = h;
+  }
+  if (train->accumulate && (weightHyper < 0 || keepHyper < 0))
+    return Status::error("the program's accumulate step lacks its hyperparameters "
+                         "grad_accum.weight and grad_accum.keep");
 
   // The step's inputs come from files, except the per-sample weights and
   // the dropout key [seed, step], which the trainer sets.
@@ -497,11 +518,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   BatchLoader loader(fields, batch, options.workers);
   std::mt19937_64 rng(options.seed);
   const int64_t batchesPerEpoch = dropLast ? samples / batch : (samples + batch - 1) / batch;
-  if (options.steps <= 0 && options.epochs > kMaxTrainSteps / batchesPerEpoch)
+  // Optimizer steps per epoch: one per group of `accum` batches.
+  const int64_t stepsPerEpoch = (batchesPerEpoch + accum - 1) / accum;
+  if (options.steps <= 0 && options.epochs > kMaxTrainSteps / stepsPerEpoch)
     return Status::error("--epochs " + std::to_string(options.epochs) + " of " +
-                         std::to_string(batchesPerEpoch) + " batches each are more than the " +
+                         std::to_string(stepsPerEpoch) + " steps each are more than the " +
                          std::to_string(kMaxTrainSteps) + " steps a run can have");
-  const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * batchesPerEpoch;
+  const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * stepsPerEpoch;
   int64_t step = 0, startEpoch = 1, startBatch = 0;
 
   // Every tensor a checkpoint holds (the parameters but constants, then the
@@ -522,9 +545,12 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     if (!program.params[i].constant)
       addCheckpointTensor(std::string("param/") + program.params[i].tensor.name,
                           program.params[i].tensor, paramPtrs[i]);
+  // The gradient accumulators are not saved: a checkpoint follows a group's
+  // last batch, and the next group's first batch overwrites them.
   for (int i = 0; i < train->numStates; ++i)
-    addCheckpointTensor(std::string("state/") + train->states[i].name, train->states[i],
-                        statePtrs[i]);
+    if (std::string(train->states[i].name).rfind("grad_accum.", 0) != 0)
+      addCheckpointTensor(std::string("state/") + train->states[i].name, train->states[i],
+                          statePtrs[i]);
   auto deviceTensors = [&](std::vector<CheckpointTensor> &out) -> Status {
     out = checkpointSpecs;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -580,6 +606,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     expect.batchSize = batch;
     expect.fingerprint = program.fingerprint;
     expect.batchesPerEpoch = batchesPerEpoch;
+    expect.gradAccum = accum;
     expect.totalSteps = totalSteps;
     expect.seed = options.seed;
     expect.samples = samples;
@@ -615,6 +642,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         {"step", std::to_string(step)},
         {"epoch", std::to_string(epoch)},
         {"batch", std::to_string(nextBatch)},
+        {"grad_accum", std::to_string(accum)},
         {"seed", std::to_string(options.seed)},
         {"samples", std::to_string(samples)},
         {"shuffle", options.shuffle ? "true" : "false"},
@@ -646,7 +674,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     // run (a killed run may have logged past its checkpoint); a log many
     // times longer is not ours. No overflow: totalSteps is at most 10^12.
     const uint64_t maxBytes =
-        (static_cast<uint64_t>(totalSteps) + static_cast<uint64_t>(totalSteps / batchesPerEpoch) +
+        (static_cast<uint64_t>(totalSteps) + static_cast<uint64_t>(totalSteps / stepsPerEpoch) +
          2) * 1024;
     TRAINC_RETURN_IF_ERROR(log.resume(options.logPath, cut, maxBytes, evalLogged));
   }
@@ -654,18 +682,26 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     if (std::isnan(hyper.value(train->hypers[h], 1)))
       return Status::error(std::string("unknown hyperparameter ") + train->hypers[h]);
 
-  // Steps issued to the device whose loss the host has not read yet.
+  // Batches issued to the device whose loss the host has not read yet
+  // (with gradient accumulation, each batch of a group; `last` is the one
+  // whose step updates the parameters).
   struct Pending {
     int64_t step, epoch, count;
     double lr;
     int slot;
+    bool last;
   };
+  // The group's batches read so far: their losses times their samples.
+  double groupLoss = 0;
+  int64_t groupCount = 0;
   std::deque<Pending> pending;
   const auto start = std::chrono::steady_clock::now();
   auto since = [&](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   const int64_t firstStep = step;
+  // Batches issued in this run (each group's, with gradient accumulation).
+  int64_t launched = 0;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
   int64_t skippedSinceLine = 0, skippedInRun = 0;
   auto lastLine = start;
@@ -676,7 +712,15 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     pending.pop_front();
     TRAINC_RETURN_IF_ERROR(context->hostWait(computed[p.slot]));
     const float *record = hostLossOf(p.slot);
-    float loss = record[0];
+    // The step's loss: the mean over the group's samples.
+    groupLoss += static_cast<double>(record[0]) * p.count;
+    groupCount += p.count;
+    if (!p.last)
+      return Status();
+    const float loss = static_cast<float>(groupLoss / groupCount);
+    p.count = groupCount;
+    groupLoss = 0;
+    groupCount = 0;
     // Loss scaling: a step that found inf/NaN in its gradients changed
     // nothing but the scaler; its loss may be inf or NaN itself.
     bool skipped = false;
@@ -715,7 +759,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                       static_cast<long long>(skippedSinceLine));
       std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
                    static_cast<long long>(p.step), static_cast<long long>(totalSteps),
-                   lineLoss / std::max(lineWeight, 1.0), scaling, batch / perStep,
+                   lineLoss / std::max(lineWeight, 1.0), scaling, batch * accum / perStep,
                    clockText(perStep * (totalSteps - p.step)).c_str());
       lastLine = std::chrono::steady_clock::now();
       lineLoss = lineWeight = 0;
@@ -759,7 +803,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       std::shuffle(order.begin(), order.end(), rng);
     epochLoss = epochWeight = 0;
     const int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
-    const int64_t lastBatch = std::min(batchesPerEpoch, firstBatch + (totalSteps - step));
+    // No overflow: at most 10^12 steps of at most 10^6 batches.
+    const int64_t lastBatch =
+        std::min(batchesPerEpoch, firstBatch + (totalSteps - step) * accum);
     if (firstBatch >= lastBatch) {
       // Resumed from the checkpoint at this epoch's end. Its evaluation
       // followed the checkpoint: it runs again only if the log lacks it (the
@@ -769,13 +815,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       continue;
     }
 
-    const int64_t epochFirstStep = step;
+    const int64_t epochFirstLaunch = launched;
     int64_t submitted = firstBatch;
-    // Batch b trains in step (0-based) epochFirstStep + b - firstBatch, from
-    // host slot step % hostSlots.
+    // Batch b is the run's launch (0-based) epochFirstLaunch + b - firstBatch,
+    // from host slot launch % hostSlots.
     auto submitUpTo = [&](int64_t end) -> Status {
       for (; submitted < std::min(end, lastBatch); ++submitted) {
-        int h = static_cast<int>((epochFirstStep + submitted - firstBatch) % hostSlots);
+        int h = static_cast<int>((epochFirstLaunch + submitted - firstBatch) % hostSlots);
         if (uploadPending[h]) {
           TRAINC_RETURN_IF_ERROR(context->hostWait(uploaded[h]));
           uploadPending[h] = false;
@@ -789,8 +835,15 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       // Refills the slot of step k - 2 at the latest, whose upload step k - 2
       // waited for: the host does not wait here.
       TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots - 1));
-      const int h = static_cast<int>(step % hostSlots), d = static_cast<int>(step % kDeviceSlots);
+      const int h = static_cast<int>(launched % hostSlots),
+                d = static_cast<int>(launched % kDeviceSlots);
       const int64_t count = std::min(batch, samples - b * batch);
+      // The group of batches this one belongs to (groups start at the
+      // epoch's first batch; the last may be short) and its real samples.
+      const int64_t groupFirst = b / accum * accum;
+      const int64_t groupEnd = std::min(groupFirst + accum, batchesPerEpoch);
+      const int64_t groupSamples = std::min(groupEnd * batch, samples) - groupFirst * batch;
+      const bool last = b + 1 == groupEnd;
       if (Status filled = loader.wait(h); !filled.ok())
         return Status::error("reading the training data for step " + std::to_string(step + 1) +
                              ": " + filled.message());
@@ -805,33 +858,46 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         // a resumed run draws the masks the uninterrupted run drew.
         int64_t *key = reinterpret_cast<int64_t *>(slot + layout.inputs[keyIndex]);
         key[0] = static_cast<int64_t>(options.seed);
-        key[1] = step + 1;
+        key[1] = step * accum + (b - groupFirst) + 1;
       }
       hyper.lr = scheduledLr(options, baseLr, step, totalSteps);
       for (int k = 0; k < train->numHypers; ++k)
         *reinterpret_cast<float *>(slot + layout.hypers[k]) =
             static_cast<float>(hyper.value(train->hypers[k], step + 1));
-      if (step - firstStep >= kDeviceSlots)
+      if (weightHyper >= 0) {
+        // The batch's share of the group's samples: the sum of the weighted
+        // gradients is the gradient of the group's mean loss.
+        *reinterpret_cast<float *>(slot + layout.hypers[weightHyper]) =
+            static_cast<float>(static_cast<double>(count) / groupSamples);
+        *reinterpret_cast<float *>(slot + layout.hypers[keepHyper]) = b == groupFirst ? 0.0f : 1.0f;
+      }
+      if (launched >= kDeviceSlots)
         TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Upload, computed[d]));
       TRAINC_RETURN_IF_ERROR(context->uploadAsync(deviceSlot(d), slot, layout.bytes));
       TRAINC_RETURN_IF_ERROR(context->recordEvent(uploaded[h], Context::Queue::Upload));
       uploadPending[h] = true;
       TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Compute, uploaded[h]));
-      Status ran = train->step(*context, args[d]);
+      Status ran = last ? train->step(*context, args[d]) : train->accumulate(*context, args[d]);
       if (!ran.ok())
-        return Status::error("training step " + std::to_string(step + 1) + " failed: " +
-                             ran.message());
+        return Status::error("training step " + std::to_string(step + 1) + " failed" +
+                             (accum > 1 ? " (batch " + std::to_string(b - groupFirst + 1) +
+                                              " of its group)"
+                                        : std::string()) +
+                             ": " + ran.message());
       TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d), deviceLoss(d), 4));
-      if (scaleState >= 0)
+      if (scaleState >= 0 && last)
         TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d) + 1, statePtrs[scaleState], 4));
-      if (skippedState >= 0)
+      if (skippedState >= 0 && last)
         TRAINC_RETURN_IF_ERROR(
             context->downloadAsync(hostLossOf(d) + 2, statePtrs[skippedState], 4));
       TRAINC_RETURN_IF_ERROR(context->recordEvent(computed[d], Context::Queue::Compute));
-      pending.push_back({step + 1, epoch, count, hyper.lr, d});
-      ++step;
+      pending.push_back({step + 1, epoch, count, hyper.lr, d, last});
+      ++launched;
       if (pending.size() >= kDeviceSlots)
         TRAINC_RETURN_IF_ERROR(finishOldest());
+      if (!last)
+        continue;
+      ++step;
       bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
       if (!options.checkpointDir.empty() &&
           (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)) {
@@ -846,7 +912,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
                  static_cast<long long>(epoch), static_cast<long long>(step),
                  static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
-                 seconds > 0 ? (step - firstStep) * batch / seconds : 0.0);
+                 seconds > 0 ? launched * batch / seconds : 0.0);
     if (train->lossScale)
       std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
                            "in all\n",

@@ -114,6 +114,19 @@ struct TrainStep {
   /// "loss_scale.growth_tracker" (dynamic) and "loss_scale.skipped_steps",
   /// and a dynamic one reads the hyperparameter "scale_growth_interval".
   const char *lossScale;
+  /// Gradient accumulation (trainc compile --grad-accum): the step run on
+  /// every micro-batch of a group but the last (forward, backward, each
+  /// gradient folded into its f32 state "grad_accum.<param>", no update),
+  /// or null. Both steps read the hyperparameters "grad_accum.weight" (the
+  /// micro-batch's real samples over the group's) and "grad_accum.keep" (0
+  /// on a group's first micro-batch, else 1); `step` then updates from the
+  /// accumulated gradients. The functions serve any number of micro-batches.
+  Status (*accumulate)(Context &context, const TrainArgs &args);
+  /// The default micro-batches per optimizer step (1 without accumulate).
+  int64_t gradAccum;
+  /// Kernels one accumulate step launches (as generatedKernels, libraryCalls).
+  int accumulateGeneratedKernels;
+  int accumulateLibraryCalls;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
