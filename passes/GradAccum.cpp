@@ -40,7 +40,7 @@ struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (microBatches < 1) {
-      module.emitError("--grad-accum must be at least 1, got ") << microBatches;
+      module.emitError("--grad-accum must be at least 1, got ") << std::to_string(microBatches);
       return signalPassFailure();
     }
     auto step = module.lookupSymbol<func::FuncOp>("train_step");

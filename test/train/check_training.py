@@ -4,7 +4,8 @@
 Usage: check_training.py TRAINC WORKDIR [--gpu-prepare DIR] [--only PART,...]
 
 PART: mlp (optimizers, schedules, LeNet, clipping, freezing), dropout, foldbias
-(a Conv bias before BatchNorm, folded), modelloss (--loss=output), zoo
+(a Conv bias before BatchNorm, folded), modelloss (--loss=output), gradaccum
+(gradient accumulation against PyTorch's accumulation loop), zoo
 (or zoo:resnet18+gpt for some zoo models), cuda (the CUDA compiles).
 TRAINC_SHOW_UPDATE_ERRORS=1 prints ResNet's per-tensor update errors.
 
@@ -420,6 +421,15 @@ def check_zoo_training(trainc, work, check, models=None):
             if opt_name == "sgd":
                 check_remat_unchanged(trainc, check, tag, path, prog, data, flags,
                                       compile_flags)
+            if opt_name == "sgd" and name in ("mlp", "gpt"):
+                # K = 4 micro-batches of B / 4 against batches of B: the
+                # groups cover the same samples (the last, of 2, is 2 batches).
+                quarter = [f if not f.startswith("--batch-size") else
+                           "--batch-size=%d" % (ZOO_BATCH // 4) for f in compile_flags]
+                check_variant_unchanged(trainc, check, tag, path, prog, data, flags, quarter,
+                                        ["--grad-accum=4"],
+                                        "batches of %d and --grad-accum=4 at batch %d"
+                                        % (ZOO_BATCH, ZOO_BATCH // 4), 1e-5)
             if opt_name == "sgd" and name == "gpt":
                 # bf16: recomputed weight casts and the gradients' casts moved
                 # up with the early updates.
@@ -701,6 +711,128 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
         check(np.allclose(got, want, rtol=1e-4, atol=1e-5),
               "conv+bn %s after %d steps matches PyTorch (max abs error %.3g; it moved by %.3g)"
               % (name, len(theirs), werr, moved))
+
+
+def torch_accumulation_loop(net, optimizer, x, y, batch, accum, epochs, loss_of):
+    """PyTorch's gradient-accumulation loop, stepping on every group of
+    `accum` batches and on the short group at the end of an epoch: each
+    batch's mean loss weighted by its share of the group's samples (so the
+    step follows the group's mean loss); returns each step's group loss."""
+    losses = []
+    samples = len(x)
+    for _ in range(epochs):
+        starts = list(range(0, samples, batch))
+        for g in range(0, len(starts), accum):
+            group = starts[g:g + accum]
+            total = sum(min(batch, samples - s) for s in group)
+            optimizer.zero_grad()
+            step_loss = 0.0
+            for s in group:
+                n = min(batch, samples - s)
+                loss = loss_of(net, torch.tensor(x[s:s + batch]), torch.tensor(y[s:s + batch]))
+                (loss * (n / total)).backward()
+                step_loss += float(loss) * n / total
+            optimizer.step()
+            losses.append(step_loss)
+    return losses
+
+
+def check_grad_accum_training(trainc, work, check, model_path, init, layer_names, data, x, y):
+    """--grad-accum=2 at batch 16 on 50 samples: groups of 32 and 18 samples
+    (the short last group is stepped on), against PyTorch's accumulation
+    loop; the MLP with SGD (momentum, weight decay) and the conv+BatchNorm net
+    (each micro-batch normalized by its own statistics, the running
+    statistics updated once per micro-batch). The same program with the
+    trainer's --grad-accum 1 trains bit for bit as one compiled without
+    accumulation."""
+    def ce(net, xb, yb):
+        return torch.nn.functional.cross_entropy(net(xb.to(next(net.parameters()).dtype)), yb)
+    sgd = ["--lr", "0.1", "--momentum", "0.9", "--weight-decay", "0.05"]
+
+    def make_sgd(params):
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=0.05)
+    trained = compile_and_train(trainc, check, "grad-accum mlp", model_path,
+                                os.path.join(work, "accum_mlp"),
+                                ["--loss=cross-entropy", "--optimizer=sgd", "--grad-accum=2"],
+                                data, sgd)
+    if trained is not None:
+        ours, saved, _ = trained
+        net = torch_mlp(init, layer_names)
+        theirs = torch_accumulation_loop(net, make_sgd(net.parameters()), x, y, BATCH, 2,
+                                         EPOCHS, ce)
+        net64 = torch_mlp(init, layer_names).double()
+        torch_accumulation_loop(net64, make_sgd(net64.parameters()), x, y, BATCH, 2, EPOCHS, ce)
+        err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) \
+            else float("nan")
+        check(len(ours) == len(theirs) == 2 * EPOCHS and
+              np.allclose(ours, theirs, rtol=1e-4, atol=1e-5),
+              "grad-accum mlp sgd: %d steps (groups of 32 and 18 samples), the loss of each "
+              "matches PyTorch's accumulation loop (max abs error %.3g)" % (len(ours), err))
+        state32, state64 = dict(net.named_parameters()), dict(net64.named_parameters())
+        for param in [p for pair in layer_names for p in pair]:
+            got = np.load(os.path.join(saved, param + ".npy")).astype(np.float64)
+            want = state64[param].detach().numpy()
+            moved = np.linalg.norm(want - init[param])
+            ours_err = np.linalg.norm(got - want) / moved
+            torch_err = np.linalg.norm(state32[param].detach().numpy() - want) / moved
+            check(ours_err <= max(4 * torch_err, 1e-5),
+                  "grad-accum mlp sgd: final %s matches PyTorch float64's accumulation loop "
+                  "(norm-wise error %.2g of the update; PyTorch float32's %.2g)"
+                  % (param, ours_err, torch_err))
+        # The trainer's --grad-accum 1 runs the same step as a program
+        # compiled without accumulation (weight 1, keep 0: exactly g).
+        plain = compile_and_train(trainc, check, "mlp without accumulation", model_path,
+                                  os.path.join(work, "accum_mlp_plain"),
+                                  ["--loss=cross-entropy", "--optimizer=sgd"], data, sgd)
+        one = subprocess.run([os.path.join(work, "accum_mlp"), "--data", data, "--epochs",
+                              str(EPOCHS), "--no-shuffle", "--grad-accum", "1", "--save-params",
+                              os.path.join(work, "accum_mlp_k1.params")] + sgd,
+                             capture_output=True, text=True)
+        if plain is not None:
+            same = one.returncode == 0 and all(
+                np.array_equal(np.load(os.path.join(plain[1], p + ".npy")),
+                               np.load(os.path.join(work, "accum_mlp_k1.params", p + ".npy")))
+                for pair in layer_names for p in pair)
+            check(same, "grad-accum mlp: --grad-accum 1 trains bit for bit as the program "
+                        "compiled without accumulation%s" % (": " + one.stderr.strip()[:200]
+                                                             if one.returncode else ""))
+
+    # BatchNorm: per micro-batch statistics, running statistics per micro-batch.
+    torch.manual_seed(5)
+    net = ConvBnNet()
+    path = os.path.join(work, "accum_conv_bn.onnx")
+    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+    init_bn = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+    trained = compile_and_train(trainc, check, "grad-accum conv+bn", path,
+                                os.path.join(work, "accum_conv_bn"),
+                                ["--loss=cross-entropy", "--optimizer=sgd", "--grad-accum=2"],
+                                data, sgd)
+    if trained is None:
+        return
+    ours, saved, _ = trained
+    net.load_state_dict({k: torch.tensor(init_bn[k]) if k in init_bn else v
+                         for k, v in net.state_dict().items()})
+    net.train()
+    theirs = torch_accumulation_loop(net, make_sgd(net.parameters()), x, y, BATCH, 2, EPOCHS, ce)
+    err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) \
+        else float("nan")
+    check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5),
+          "grad-accum conv+bn sgd: the loss of each of %d steps matches PyTorch's "
+          "accumulation loop (max abs error %.3g)" % (len(theirs), err))
+    worst, where = 0.0, ""
+    for name, want in net.state_dict().items():
+        if name.endswith("num_batches_tracked"):
+            continue
+        got = np.load(os.path.join(saved, name + ".npy"))
+        want = want.detach().numpy()
+        if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+            where = name
+        worst = max(worst, float(np.abs(got - want).max()))
+    check(not where, "grad-accum conv+bn: weights and running statistics after %d steps "
+                     "match PyTorch's accumulation loop (max abs error %.3g%s)"
+          % (len(theirs), worst, (", off at " + where) if where else ""))
 
 
 class ModelLossNet(torch.nn.Module):
@@ -1090,6 +1222,9 @@ def main():
         check_fold_bias_training(trainc, work, check, data, x, y)
     if want("modelloss"):
         check_model_loss_training(trainc, work, check, x, y)
+    if want("gradaccum"):
+        check_grad_accum_training(trainc, work, check, model_path, init, layer_names, data,
+                                  x, y)
     if want("zoo"):
         check_zoo_training(trainc, work, check, zoo_models)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
