@@ -97,10 +97,32 @@ struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
     accumulate.setSymName("accumulate_step");
     accumulate->removeAttr("tc.grad_accum");
     for (const auto &[k, name] : accumulated)
-      accumulate.setResultAttrs(
-          k, b.getDictionaryAttr({b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(name)),
-                                  b.getNamedAttr(tc::kStateUpdateAttrName,
-                                                 b.getStringAttr(name))}));
+      accumulate.setResultAttrs(k, stateUpdate(name));
+
+    // @train_step writes the accumulated gradients back to their states
+    // too: the sums go to the accumulators' buffers in place instead of a
+    // second gradient-sized buffer each (what the states hold after the
+    // step does not matter: the next group's first micro-batch overwrites
+    // them).
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> attrs;
+    for (unsigned k = 0; k < ret.getNumOperands(); ++k)
+      attrs.push_back(step.getResultAttrDict(k));
+    for (const auto &[k, name] : accumulated) {
+      results.push_back(ret.getOperand(k));
+      attrs.push_back(stateUpdate(name));
+    }
+    OpBuilder end(ret);
+    end.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    step.setFunctionType(b.getFunctionType(step.getArgumentTypes(), ValueRange(results).getTypes()));
+    step.setAllResultAttrs(attrs);
+  }
+
+  DictionaryAttr stateUpdate(StringRef name) {
+    Builder b(&getContext());
+    return b.getDictionaryAttr({b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(name)),
+                                b.getNamedAttr(tc::kStateUpdateAttrName, b.getStringAttr(name))});
   }
 };
 

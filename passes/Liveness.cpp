@@ -37,13 +37,22 @@ Value viewSource(OpResult result) {
 Value inPlaceArgument(OpResult result) {
   Operation *op = result.getOwner();
   auto arg = dyn_cast_or_null<BlockArgument>(tc::replacedOperand(result));
-  if (!arg || !result.hasOneUse())
-    return nullptr;
-  OpOperand &use = *result.getUses().begin();
   auto func = dyn_cast<func::FuncOp>(op->getParentOp());
-  if (!func || !isa<func::ReturnOp>(use.getOwner()))
+  if (!arg || !func)
     return nullptr;
-  unsigned slot = use.getOperandNumber(), argIndex = arg.getArgNumber();
+  // The return writes it back; other readers (an accumulated gradient's
+  // update) read the new value from the argument's buffer.
+  OpOperand *use = nullptr;
+  for (OpOperand &u : result.getUses()) {
+    if (!isa<func::ReturnOp>(u.getOwner()))
+      continue;
+    if (use)
+      return nullptr; // returned twice
+    use = &u;
+  }
+  if (!use)
+    return nullptr;
+  unsigned slot = use->getOperandNumber(), argIndex = arg.getArgNumber();
   Attribute param = func.getArgAttr(argIndex, tc::kParamAttrName);
   Attribute state = func.getArgAttr(argIndex, tc::kStateAttrName);
   bool sameSlot = (param && func.getResultAttr(slot, tc::kUpdateAttrName) == param) ||

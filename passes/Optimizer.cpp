@@ -277,8 +277,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
       auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, tc::kGradAttrName);
       if (!symbol) {
-        // Not a gradient: running statistics written back as they are.
-        if (step.getResultAttr(i, tc::kUpdateAttrName)) {
+        // Not a gradient: running statistics and earlier phases' states
+        // (gradient accumulators) written back as they are.
+        if (step.getResultAttr(i, tc::kUpdateAttrName) ||
+            step.getResultAttr(i, tc::kStateUpdateAttrName)) {
           results.push_back(ret.getOperand(i));
           attrs.push_back(step.getResultAttrDict(i));
         }

@@ -181,7 +181,10 @@ def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
 
     `@accumulate_step` returns acc' as the state's update (written in
     place); `@train_step`, run on a group's last micro-batch, hands acc' to
-    the optimizer as the gradient and leaves the state alone. The first
+    the optimizer as the gradient and returns it as the state's update too,
+    so that the sum is written in place rather than into a second
+    gradient-sized buffer (the next group's first micro-batch overwrites
+    it). The first
     micro-batch writes the accumulators, so nothing zeroes them, and the
     weights make the sum the gradient of the whole group's mean loss, a
     short last group included. The trainer chooses K at run time (the

@@ -235,6 +235,8 @@ std::string shapeText(mlir::RankedTensorType type);
 /// What a planned module needs on the device, by kind.
 struct MemoryTotals {
   int64_t params = 0, state = 0, arena = 0, constants = 0, workspace = 0;
+  /// Of `state`: the gradient accumulators (--grad-accum).
+  int64_t accumulators = 0;
   mlir::func::FuncOp largest; // the function with the largest arena
   int64_t total() const { return params + state + arena + constants + workspace; }
 };
@@ -243,8 +245,11 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
   MemoryTotals t;
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     for (mlir::BlockArgument arg : step.getArguments())
-      if (step.getArgAttr(arg.getArgNumber(), "tc.state"))
+      if (auto name = step.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "tc.state")) {
         t.state += trainc::tensorBytes(arg.getType());
+        if (name.getValue().starts_with("grad_accum."))
+          t.accumulators += trainc::tensorBytes(arg.getType());
+      }
   module.walk([&](mlir::Operation *op) {
     if (auto param = mlir::dyn_cast<trainc::tc::ParamOp>(op))
       t.params += trainc::tensorBytes(param.getType());
@@ -279,7 +284,9 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   };
   os << "memory (peak, by kind):\n";
   row("parameters", params);
-  row("optimizer", state);
+  row("optimizer", state - totals.accumulators);
+  if (totals.accumulators)
+    row("gradient accumulators", totals.accumulators, "  --grad-accum: one f32 sum per parameter");
   row("activations", arena, largest ? "  the arena of @" + largest.getName().str() : "");
   if (largest) {
     // What is live at the arena's busiest op (the placement may add gaps).

@@ -1235,7 +1235,9 @@ def main():
              ["--class-axis=-1"] if n == "gpt" else [])
             for n in ("mlp", "lenet", "resnet18", "gpt")] + [
             ("zoo resnet18 bf16 remat", os.path.join(work, "resnet18_train.onnx"),
-             ["--precision=bf16", "--remat=auto"])]
+             ["--precision=bf16", "--remat=auto"]),
+            ("zoo gpt fp16 grad-accum", os.path.join(work, "gpt_train.onnx"),
+             ["--class-axis=-1", "--precision=fp16", "--grad-accum=4"])]
         for name, path, extra in targets:
             build = subprocess.run([trainc, "compile", path, "--target=cuda",
                                     "--cuda-arch=sm_80,sm_90", "--batch-size=8",
