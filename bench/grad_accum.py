@@ -98,7 +98,7 @@ def main():
             continue
         times = train_step.time_trainers(progs, steps, 2, data, args.threads, args.repeat)
         ours = [times[p] for p in progs]
-        theirs = [time_torch_accum(train_step.torch_model(spec), x, y, batch, a, steps, 2,
+        theirs = [time_torch_accum(train_step.torch_model(spec)[0], x, y, batch, a, steps, 2,
                                    spec.get("tokens"), args.repeat) for a in (1, k)]
         if not all(isinstance(t, float) for t in ours):
             print("%-14s %s" % (spec["name"], ours))

@@ -452,6 +452,14 @@ def check_zoo_training(trainc, work, check, models=None):
                              ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
                               "--optimizer=" + opt_name] + loss_flags, data, run_flags, theirs,
                              {k: v.detach().numpy() for k, v in net.state_dict().items()})
+            if opt_name == "sgd" and name in ("mlp", "gpt"):
+                # The CUDA trainer with --grad-accum=4 at batch 1: the same
+                # expected losses and weights as batches of 4.
+                prepare_gpu_case(trainc, "zoo_%s_sgd_accum4" % name, path,
+                                 ["--batch-size=%d" % (ZOO_BATCH // 4), "--loss=cross-entropy",
+                                  "--optimizer=sgd", "--grad-accum=4"] + loss_flags, data,
+                                 run_flags, theirs,
+                                 {k: v.detach().numpy() for k, v in net.state_dict().items()})
             run = subprocess.run([prog, "--data", data, "--log", log, "--save-params", saved]
                                  + run_flags, capture_output=True, text=True)
             if run.returncode != 0:
