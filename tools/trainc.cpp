@@ -741,13 +741,18 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
              "too)",
              fixed ? -1 : largestBatch(limit, options, /*budgeted=*/true));
   }
+  if (options.gradAccum > 1)
+    os << "  (--grad-accum=" << options.gradAccum << ": these are micro-batches; an optimizer "
+       << "step trains " << options.gradAccum << " of them, and the plans count the gradient "
+       << "accumulators)\n";
   if (needed <= limit)
     return true;
   errs() << "error: --device-memory=" << deviceMemory << ": the program needs " << needed
          << " bytes (" << format("%.2f", needed / 1048576.0) << " MiB) of device memory"
          << at << ", more than the " << limit << " given; "
          << (fixed ? "the model's batch size is fixed"
-                   : "lower --batch-size (see the largest batch that fits above)")
+                   : "lower --batch-size (see the largest batch that fits above; "
+                     "--grad-accum=K trains K batches per optimizer step)")
          << (options.loss.empty() || rematMode == "auto" || !memoryBudget.empty()
                  ? ""
                  : " or add --remat=auto")
