@@ -131,6 +131,7 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
         return func.emitError("hyperparameter '") << hyper.getValue()
                                                   << "' is not one of @train_step's";
       std::string name = "h" + std::to_string(index);
+      hyperIndex[arg] = index;
       body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
               std::to_string(index) + "]); " +
               commentLine("hyperparameter '" + hyper.getValue().str() + "'");
@@ -191,6 +192,7 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   if (!arena)
     return func.emitError("codegen needs a planned function (run trainc-plan)");
   names.clear();
+  hyperIndex.clear();
   inPlace.clear();
   body.clear();
   inputs.clear();
@@ -501,6 +503,12 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       // An optimizer update in place: it writes the argument it replaces.
       names[result] = "const_cast<float *>(" + ptr(replaced) + ")";
       inPlace.insert(result);
+      continue;
+    }
+    if (gemmAccumulates(op)) {
+      // The GEMM writes the gradient accumulator itself.
+      names[result] = "const_cast<float *>(" +
+                      ptr(tc::accumulatingGemmUser(op).getAccumulator()) + ")";
       continue;
     }
     if (!aliased)

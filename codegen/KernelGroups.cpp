@@ -158,10 +158,19 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
 }
 
 LogicalResult ProgramEmitter::emitAccumulate(Operation *op) {
+  auto folded = [&](Operation *accumulate) {
+    Operation *producer = accumulate->getOperand(1).getDefiningOp();
+    return producer && gemmAccumulates(producer);
+  };
+  if (folded(op)) {
+    body += "  // accumulated by the GEMM above (alpha = weight, beta = keep)\n";
+    return success();
+  }
   pendingAccumulates.push_back(op);
   Operation *next = op->getNextNode();
   if (next && pendingAccumulates.size() < kMaxUpdateTensors && isa<tc::AccumulateGradOp>(next) &&
-      next->getOperand(2) == op->getOperand(2) && next->getOperand(3) == op->getOperand(3))
+      !folded(next) && next->getOperand(2) == op->getOperand(2) &&
+      next->getOperand(3) == op->getOperand(3))
     return success(); // emitted with the run's last accumulation
   std::vector<Operation *> ops = std::move(pendingAccumulates);
   pendingAccumulates.clear();

@@ -222,9 +222,35 @@ LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
   FailureOr<GemmDims> g = matmulDims(op, op.getLhs(), op.getRhs());
   if (failed(g))
     return failure();
+  if (gemmAccumulates(op)) {
+    auto [alpha, beta] = accumulatingScales(op, 1.0f);
+    call("tk::gemm(ctx, " + g->operands(alpha) + ", " + beta + ", " + ptr(op.getResult()) +
+         g->outputTail() + ")");
+    return success();
+  }
   call("tk::gemm(ctx, " + g->operands("1.0f") + ", 0.0f, " + ptr(op.getResult()) +
        g->outputTail() + ")");
   return success();
+}
+
+bool ProgramEmitter::gemmAccumulates(Operation *op) {
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
+  return offsets && offsets.size() == 1 && offsets[0] < 0 && tc::accumulatingGemmUser(op);
+}
+
+std::pair<std::string, std::string> ProgramEmitter::accumulatingScales(Operation *gemm,
+                                                                       float alpha) {
+  // Host copies of the hyperparameters: cuBLASLt and OpenBLAS take alpha
+  // and beta on the host, and beta = 0 (the group's first micro-batch)
+  // does not read C, so whatever the accumulator held is not carried over.
+  tc::AccumulateGradOp accumulate = tc::accumulatingGemmUser(gemm);
+  auto host = [&](Value v) {
+    return "args.hostHypers[" + std::to_string(hyperIndex.lookup(v)) + "][0]";
+  };
+  std::string scale = host(accumulate.getWeight());
+  if (alpha != 1.0f)
+    scale = "(" + scale + " * " + literal(alpha, true) + ")";
+  return {scale, "(" + host(accumulate.getKeep()) + " != 0.0f ? 1.0f : 0.0f)"};
 }
 
 ProgramEmitter::GemmDims ProgramEmitter::gemmDims(tc::GemmOp op, Value a, Value b) {
@@ -259,6 +285,12 @@ LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
     call("tk::gemmEpilogue(ctx, " + g.operands() + ", " + ptr(op.getResult()) +
          g.outputTail() + ", " +
          gemmEpilogueArg(op.getC(), op.getResult(), "None", "nullptr", "nullptr") + ")");
+    return success();
+  }
+  if (gemmAccumulates(op)) {
+    auto [alpha, beta] = accumulatingScales(op, op.getAlpha().convertToFloat());
+    call("tk::gemm(ctx, " + g.operands(alpha) + ", " + beta + ", " + ptr(op.getResult()) + ", " +
+         std::to_string(g.n) + ", 0, 1)");
     return success();
   }
   ArrayRef<int64_t> y = shapeOf(op.getResult());

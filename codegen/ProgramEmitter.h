@@ -121,6 +121,12 @@ private:
   /// Gradient accumulation: runs of tc.accumulate_grad with the same
   /// weight and keep become one multi-tensor kernel.
   LogicalResult emitAccumulate(Operation *op);
+  /// Whether the plan folded `op`'s gradient accumulation into it (see
+  /// tc::accumulatingGemmUser: the GEMM has no buffer of its own).
+  bool gemmAccumulates(Operation *op);
+  /// The GEMM's alpha (times `alpha`) and beta when it accumulates: the
+  /// host copies of the accumulate op's weight and keep.
+  std::pair<std::string, std::string> accumulatingScales(Operation *gemm, float alpha);
   LogicalResult emitWeightCast(Operation *op);
   void describeRun(ArrayRef<Operation *> ops, std::vector<std::string> &comment,
                    std::vector<int64_t> &counts);
@@ -180,6 +186,8 @@ private:
   std::vector<std::string> hypers;
   bool trainRole = false;
   llvm::DenseMap<Value, std::string> names;
+  /// Each hyperparameter argument's index in TrainArgs::hypers.
+  llvm::DenseMap<Value, size_t> hyperIndex;
   /// Optimizer update results written over the argument they replace.
   llvm::DenseSet<Value> inPlace;
   std::string body;

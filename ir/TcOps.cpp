@@ -1041,6 +1041,20 @@ LogicalResult AccumulateGradOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+AccumulateGradOp trainc::tc::accumulatingGemmUser(Operation *op) {
+  if (!op || op->getNumResults() != 1 || !op->getResult(0).hasOneUse())
+    return nullptr;
+  auto gemm = dyn_cast<GemmOp>(op);
+  if (!isa<MatMulOp>(op) && !(gemm && !gemm.getC()))
+    return nullptr;
+  auto accumulate = dyn_cast<AccumulateGradOp>(*op->getResult(0).getUsers().begin());
+  if (!accumulate || accumulate.getGrad() != op->getResult(0) ||
+      accumulate->getBlock() != op->getBlock() || !accumulate.getAccumulator().hasOneUse() ||
+      !isa<BlockArgument>(accumulate.getAccumulator()))
+    return nullptr;
+  return accumulate;
+}
+
 Value trainc::tc::replacedOperand(OpResult result) {
   if (auto sgd = dyn_cast<SgdUpdateOp>(result.getOwner()))
     return sgd.getReplacedOperand(result.getResultNumber());

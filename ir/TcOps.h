@@ -101,6 +101,14 @@ namespace trainc::tc {
 /// old value afterwards.
 mlir::Value replacedOperand(mlir::OpResult result);
 
+/// Gradient accumulation fused into the GEMM (as Megatron's gradient
+/// accumulation fusion): a tc.matmul, or a tc.gemm without C, whose only
+/// reader is the tc.accumulate_grad it computes the gradient of, whose
+/// accumulator (an argument) nothing else reads. That op, or null. The
+/// memory plan then gives the GEMM no buffer when the accumulation is in
+/// place, and the GEMM writes the accumulator (alpha = weight, beta = keep).
+AccumulateGradOp accumulatingGemmUser(mlir::Operation *op);
+
 /// Whether an op may be part of a tc.fused group: pointwise ops, expand, and
 /// training-mode dropout (its mask comes from the element index).
 bool isFusible(mlir::Operation *op);

@@ -926,7 +926,10 @@ def Tc_AccumulateGradOp : Tc_Op<"accumulate_grad", [Pure]> {
     the gradient of the group's mean loss.
 
     The code generator writes a result that goes straight back to its
-    accumulator state in place.
+    accumulator state in place. When `grad` is a GEMM's result that only this
+    op reads, the memory plan gives the GEMM no buffer and the GEMM itself
+    accumulates: alpha = weight, beta = keep ? 1 : 0 (see
+    tc::accumulatingGemmUser).
 
     ```mlir
     %a1 = tc.accumulate_grad %acc, %g, %weight, %keep

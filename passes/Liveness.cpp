@@ -72,11 +72,15 @@ Value inPlaceArgument(OpResult result) {
   return arg;
 }
 
-/// The operand a result aliases (views, in-place updates), or null if it
-/// needs its own buffer.
+/// The operand a result aliases (views, in-place updates, a GEMM that
+/// accumulates into its gradient accumulator), or null if it needs its own
+/// buffer.
 Value aliasedOperand(OpResult result) {
   if (Value arg = inPlaceArgument(result))
     return arg;
+  if (auto accumulate = tc::accumulatingGemmUser(result.getOwner());
+      accumulate && inPlaceArgument(cast<OpResult>(accumulate.getResult())))
+    return accumulate.getAccumulator();
   return viewSource(result);
 }
 

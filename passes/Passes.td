@@ -180,7 +180,8 @@ def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
         acc' = keep != 0 ? acc + weight * grad : weight * grad
 
     `@accumulate_step` returns acc' as the state's update (written in
-    place); `@train_step`, run on a group's last micro-batch, hands acc' to
+    place; when the gradient is a GEMM's, the memory plan and the code
+    generator fold the accumulation into that GEMM, beta = keep); `@train_step`, run on a group's last micro-batch, hands acc' to
     the optimizer as the gradient and returns it as the state's update too,
     so that the sum is written in place rather than into a second
     gradient-sized buffer (the next group's first micro-batch overwrites

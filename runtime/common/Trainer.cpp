@@ -500,8 +500,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     for (uint64_t at : layout.hypers)
       hyperPtrs[d].push_back(deviceSlot(d) + at);
     args.push_back({inputPtrs[d].data(), hyperPtrs[d].data(), paramPtrs.data(),
-                    statePtrs.data(), deviceLoss(d), static_cast<char *>(arena.get())});
+                    statePtrs.data(), deviceLoss(d), static_cast<char *>(arena.get()), nullptr});
   }
+  // The hyperparameters' host copies: in the host slot the step was filled from.
+  std::vector<std::vector<const float *>> hostHyperPtrs(hostSlots);
+  for (int h = 0; h < hostSlots; ++h)
+    for (uint64_t at : layout.hypers)
+      hostHyperPtrs[h].push_back(reinterpret_cast<const float *>(hostSlot(h) + at));
   std::vector<int> uploaded(hostSlots), computed(kDeviceSlots);
   for (int &event : uploaded)
     TRAINC_RETURN_IF_ERROR(context->createEvent(&event));
@@ -877,6 +882,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       TRAINC_RETURN_IF_ERROR(context->recordEvent(uploaded[h], Context::Queue::Upload));
       uploadPending[h] = true;
       TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Compute, uploaded[h]));
+      args[d].hostHypers = hostHyperPtrs[h].data();
       Status ran = last ? train->step(*context, args[d]) : train->accumulate(*context, args[d]);
       if (!ran.ok())
         return Status::error("training step " + std::to_string(step + 1) + " failed" +

@@ -78,6 +78,10 @@ struct TrainArgs {
   /// One f32: the batch's loss.
   void *loss;
   char *arena;
+  /// Host copies of the hyperparameters (as `hypers`), for what a library
+  /// call takes on the host: a GEMM that accumulates a gradient takes
+  /// grad_accum.weight and grad_accum.keep as its alpha and beta.
+  const float *const *hostHypers;
 };
 
 struct TrainStep {
