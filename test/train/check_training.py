@@ -562,9 +562,7 @@ def check_dropout_training(trainc, work, check, data, x, y):
     torch.manual_seed(3)
     net = DropoutMlp()
     path = os.path.join(work, "dropout_mlp.onnx")
-    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
-                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+    export_for_training(net, path)
     graph = onnx.load(path).graph
     net.streams = [i for i, n in enumerate(graph.node) if n.op_type == "Dropout"]
     init = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
@@ -634,6 +632,14 @@ def check_dropout_training(trainc, work, check, data, x, y):
                 "one (%s)" % ("identical" if same else "DIFFERENT"))
 
 
+def export_for_training(net, path):
+    """Exports a module of x [N, 64] -> y in training mode (Dropout and
+    BatchNormalization as in training, nothing folded), batch axis symbolic."""
+    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+
+
 def compile_and_train(trainc, check, what, path, prog, compile_flags, data, run_flags):
     """`trainc compile` then EPOCHS epochs in data order with --log and
     --save-params; returns (losses of every step, the saved folder), or None
@@ -677,9 +683,7 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
     with torch.no_grad():
         net.conv.bias.uniform_(-2, 2)  # large enough to matter in the running mean
     path = os.path.join(work, "conv_bn.onnx")
-    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
-                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+    export_for_training(net, path)
     init = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
     prog = os.path.join(work, "conv_bn")
     flags = ["--target=cpu", "--batch-size=%d" % BATCH, "--loss=cross-entropy", "--optimizer=sgd"]
@@ -809,9 +813,7 @@ def check_grad_accum_training(trainc, work, check, model_path, init, layer_names
     torch.manual_seed(5)
     net = ConvBnNet()
     path = os.path.join(work, "accum_conv_bn.onnx")
-    torch.onnx.export(net, (torch.zeros(BATCH, 64),), path, opset_version=17,
-                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING,
-                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}})
+    export_for_training(net, path)
     init_bn = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
     trained = compile_and_train(trainc, check, "grad-accum conv+bn", path,
                                 os.path.join(work, "accum_conv_bn"),
