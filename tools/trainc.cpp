@@ -877,6 +877,12 @@ int runCompile() {
     errs() << "error: --entry=" << entryName << " needs --loss\n";
     return 1;
   }
+  if (entryName == "train_step" && !optimizerKind.empty()) {
+    errs() << "error: --entry=train_step runs the step without an update (the loss and the "
+              "gradients are its outputs) and excludes --optimizer; a program built with "
+              "--optimizer trains (PROG --data DIR ...)\n";
+    return 1;
+  }
   // -o names the program file; PROG.build/ goes next to it.
   if (outputPath != "-") {
     sys::fs::file_status status;
