@@ -67,7 +67,7 @@ def main():
     parser.add_argument("--accum", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--resnet-steps", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -859,8 +859,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         std::fill(w, w + count, 1.0f);
       }
       if (keyIndex >= 0) {
-        // Dropout masks are a function of the seed and the step number, so
-        // a resumed run draws the masks the uninterrupted run drew.
+        // Dropout masks are a function of the seed and the batch's number
+        // (the step number without accumulation; each batch of a group its
+        // own), so a resumed run draws the masks the uninterrupted run drew.
         int64_t *key = reinterpret_cast<int64_t *>(slot + layout.inputs[keyIndex]);
         key[0] = static_cast<int64_t>(options.seed);
         key[1] = step * accum + (b - groupFirst) + 1;
