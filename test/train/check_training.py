@@ -558,7 +558,8 @@ class DropoutMlp(torch.nn.Module):
 def check_dropout_training(trainc, work, check, data, x, y):
     """Dropout in the step against PyTorch with the same masks (the trainer's
     key is [--seed, step number]), SGD with momentum for 2 epochs; and a
-    resumed run draws the masks of the uninterrupted one (bit-identical)."""
+    resumed run draws the masks of the uninterrupted one (bit-identical).
+    The same with --grad-accum=2 (key [--seed, step * 2 + batch in group])."""
     torch.manual_seed(3)
     net = DropoutMlp()
     path = os.path.join(work, "dropout_mlp.onnx")
@@ -630,6 +631,57 @@ def check_dropout_training(trainc, work, check, data, x, y):
                for n, _ in net.named_parameters())
     check(same, "dropout mlp: a run resumed at step 3 ends bit-identical to an uninterrupted "
                 "one (%s)" % ("identical" if same else "DIFFERENT"))
+
+    # Gradient accumulation: each batch of a group draws its own masks, key
+    # [seed, step * K + batch in group + 1], against PyTorch's accumulation
+    # loop with those masks; and a resumed run ends as an uninterrupted one.
+    accum = prog + "_accum2"
+    build = subprocess.run([trainc, "compile", path, "--target=cpu", "--batch-size=%d" % BATCH,
+                            "--loss=cross-entropy", "--optimizer=sgd", "--grad-accum=2", "-o",
+                            accum], capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "dropout mlp compiles with --grad-accum=2: %s" % build.stderr.strip()[:300])
+        return
+    log, saved = os.path.join(work, "dropout_accum.jsonl"), os.path.join(work, "dropout_accum.params")
+    run = subprocess.run([accum] + common + ["--epochs", str(EPOCHS), "--no-shuffle", "--log", log,
+                                             "--save-params", saved],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "dropout mlp trains with --grad-accum=2: %s" % run.stderr.strip()[:300])
+        return
+    ours = [json.loads(line)["loss"] for line in open(log)]
+    for name, p in net.named_parameters():
+        p.data = torch.tensor(init[name])
+
+    def keyed(step, m):
+        net.key = (seed, step * 2 + m + 1)
+    theirs = torch_accumulation_loop(
+        net, torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9), x, y, BATCH, 2, EPOCHS,
+        lambda n, xb, yb: torch.nn.functional.cross_entropy(n(xb), yb), keyed)
+    werr = max(float(np.abs(np.load(os.path.join(saved, n + ".npy")) - p.detach().numpy()).max())
+               for n, p in net.named_parameters())
+    err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
+    check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+          and werr < 1e-4,
+          "dropout mlp sgd --grad-accum=2: loss of each of %d steps (max abs error %.3g) and "
+          "final weights (max abs error %.3g) match PyTorch's accumulation loop with trainc's "
+          "masks" % (len(theirs), err, werr))
+    full, resumed = os.path.join(work, "dropout_accum.full"), os.path.join(work, "dropout_accum.resumed")
+    ck = os.path.join(work, "dropout_accum.ck")
+    runs = [common + ["--steps", "5", "--save-params", full],
+            common + ["--steps", "2", "--checkpoint-dir", ck, "--checkpoint-every", "2"],
+            common + ["--steps", "5", "--checkpoint-dir", ck, "--resume", "--save-params", resumed]]
+    for flags in runs:
+        run = subprocess.run([accum] + flags, capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "dropout mlp --grad-accum=2 resume run %s: %s"
+                  % (" ".join(flags[-4:]), run.stderr.strip()[:300]))
+            return
+    same = all(np.array_equal(np.load(os.path.join(full, n + ".npy")),
+                              np.load(os.path.join(resumed, n + ".npy")))
+               for n, _ in net.named_parameters())
+    check(same, "dropout mlp --grad-accum=2: a run resumed at step 2 ends bit-identical to an "
+                "uninterrupted one (%s)" % ("identical" if same else "DIFFERENT"))
 
 
 def export_for_training(net, path):
@@ -725,11 +777,14 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
               % (name, len(theirs), werr, moved))
 
 
-def torch_accumulation_loop(net, optimizer, x, y, batch, accum, epochs, loss_of):
+def torch_accumulation_loop(net, optimizer, x, y, batch, accum, epochs, loss_of,
+                            on_batch=None):
     """PyTorch's gradient-accumulation loop, stepping on every group of
     `accum` batches and on the short group at the end of an epoch: each
     batch's mean loss weighted by its share of the group's samples (so the
-    step follows the group's mean loss); returns each step's group loss."""
+    step follows the group's mean loss); returns each step's group loss.
+    on_batch(step, m) runs before the m-th batch of the group of step
+    (0-based)."""
     losses = []
     samples = len(x)
     for _ in range(epochs):
@@ -739,7 +794,9 @@ def torch_accumulation_loop(net, optimizer, x, y, batch, accum, epochs, loss_of)
             total = sum(min(batch, samples - s) for s in group)
             optimizer.zero_grad()
             step_loss = 0.0
-            for s in group:
+            for m, s in enumerate(group):
+                if on_batch:
+                    on_batch(len(losses), m)
                 n = min(batch, samples - s)
                 loss = loss_of(net, torch.tensor(x[s:s + batch]), torch.tensor(y[s:s + batch]))
                 (loss * (n / total)).backward()
