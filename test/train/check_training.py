@@ -430,6 +430,17 @@ def check_zoo_training(trainc, work, check, models=None):
                                         ["--grad-accum=4"],
                                         "batches of %d and --grad-accum=4 at batch %d"
                                         % (ZOO_BATCH, ZOO_BATCH // 4), 1e-5)
+                # Rematerialization with accumulation: the same arithmetic.
+                accum = prog + "_accum"
+                accum_flags = quarter + ["--grad-accum=4"]
+                build = subprocess.run([trainc, "compile", path, "--target=cpu", "-o", accum]
+                                       + accum_flags, capture_output=True, text=True)
+                if build.returncode != 0:
+                    check(False, "%s compiles with --grad-accum=4: %s"
+                          % (tag, build.stderr.strip()[:300]))
+                else:
+                    check_remat_unchanged(trainc, check, tag + " --grad-accum=4", path, accum,
+                                          data, flags, accum_flags)
             if opt_name == "sgd" and name == "gpt":
                 # bf16: recomputed weight casts and the gradients' casts moved
                 # up with the early updates.
