@@ -789,13 +789,14 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
 
 
 def torch_accumulation_loop(net, optimizer, x, y, batch, accum, epochs, loss_of,
-                            on_batch=None):
+                            on_batch=None, clip=None):
     """PyTorch's gradient-accumulation loop, stepping on every group of
     `accum` batches and on the short group at the end of an epoch: each
     batch's mean loss weighted by its share of the group's samples (so the
     step follows the group's mean loss); returns each step's group loss.
     on_batch(step, m) runs before the m-th batch of the group of step
-    (0-based)."""
+    (0-based); with `clip`, clip_grad_norm_ scales the group's gradient
+    before the step."""
     losses = []
     samples = len(x)
     for _ in range(epochs):
@@ -812,6 +813,8 @@ def torch_accumulation_loop(net, optimizer, x, y, batch, accum, epochs, loss_of,
                 loss = loss_of(net, torch.tensor(x[s:s + batch]), torch.tensor(y[s:s + batch]))
                 (loss * (n / total)).backward()
                 step_loss += float(loss) * n / total
+            if clip:
+                torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
             optimizer.step()
             losses.append(step_loss)
     return losses
@@ -859,6 +862,24 @@ def check_grad_accum_training(trainc, work, check, model_path, init, layer_names
                   "grad-accum mlp sgd: final %s matches PyTorch float64's accumulation loop "
                   "(norm-wise error %.2g of the update; PyTorch float32's %.2g)"
                   % (param, ours_err, torch_err))
+        # Clipping scales the group's gradient (clip_grad_norm_ after the
+        # accumulation loop's backward passes).
+        clipped = compile_and_train(trainc, check, "grad-accum mlp clipped", model_path,
+                                    os.path.join(work, "accum_mlp_clip"),
+                                    ["--loss=cross-entropy", "--optimizer=sgd", "--grad-accum=2",
+                                     "--clip-grad-norm=0.5"], data, sgd)
+        if clipped is not None:
+            net_clip = torch_mlp(init, layer_names)
+            want = torch_accumulation_loop(net_clip, make_sgd(net_clip.parameters()), x, y,
+                                           BATCH, 2, EPOCHS, ce, clip=0.5)
+            state = dict(net_clip.named_parameters())
+            werr = max(float(np.abs(np.load(os.path.join(clipped[1], p + ".npy"))
+                                    - state[p].detach().numpy()).max())
+                       for pair in layer_names for p in pair)
+            check(np.allclose(clipped[0], want, rtol=1e-4, atol=1e-5) and werr < 1e-5,
+                  "grad-accum mlp sgd --clip-grad-norm=0.5: the group's gradient is clipped as "
+                  "PyTorch's accumulation loop clips it (loss of each step, final weights within "
+                  "%.2g)" % werr)
         # The trainer's --grad-accum 1 runs the same step as a program
         # compiled without accumulation (weight 1, keep 0: exactly g).
         plain = compile_and_train(trainc, check, "mlp without accumulation", model_path,
