@@ -566,6 +566,28 @@ class DropoutMlp(torch.nn.Module):
         return self.drop(self.fc2(self.drop(torch.relu(self.fc1(x)), 0)), 1)
 
 
+def check_resume_identical(check, tag, prog, common, at, total, stem, names):
+    """`prog` runs `total` steps, and `at` steps with a checkpoint then
+    resumed to `total`; the two end with the same parameters `names`, bit
+    for bit. False after a run that failed."""
+    full, resumed, ck = stem + ".full", stem + ".resumed", stem + ".ck"
+    runs = [common + ["--steps", str(total), "--save-params", full],
+            common + ["--steps", str(at), "--checkpoint-dir", ck, "--checkpoint-every", str(at)],
+            common + ["--steps", str(total), "--checkpoint-dir", ck, "--resume", "--save-params",
+                      resumed]]
+    for flags in runs:
+        run = subprocess.run([prog] + flags, capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s resume run %s: %s" % (tag, " ".join(flags[-4:]),
+                                                   run.stderr.strip()[:300]))
+            return False
+    same = all(np.array_equal(np.load(os.path.join(full, n + ".npy")),
+                              np.load(os.path.join(resumed, n + ".npy"))) for n in names)
+    check(same, "%s: a run resumed at step %d ends bit-identical to an uninterrupted one (%s)"
+          % (tag, at, "identical" if same else "DIFFERENT"))
+    return True
+
+
 def check_dropout_training(trainc, work, check, data, x, y):
     """Dropout in the step against PyTorch with the same masks (the trainer's
     key is [--seed, step number]), SGD with momentum for 2 epochs; and a
@@ -626,22 +648,10 @@ def check_dropout_training(trainc, work, check, data, x, y):
                           ["--batch-size=%d" % BATCH, "--loss=cross-entropy", "--optimizer=sgd"])
     # Resume: 3 steps with a checkpoint, then resumed to step 8 (shuffled),
     # against 8 uninterrupted steps.
-    full, resumed = os.path.join(work, "dropout.full"), os.path.join(work, "dropout.resumed")
-    ck = os.path.join(work, "dropout.ck")
-    runs = [common + ["--steps", "8", "--save-params", full],
-            common + ["--steps", "3", "--checkpoint-dir", ck, "--checkpoint-every", "3"],
-            common + ["--steps", "8", "--checkpoint-dir", ck, "--resume", "--save-params", resumed]]
-    for flags in runs:
-        run = subprocess.run([prog] + flags, capture_output=True, text=True)
-        if run.returncode != 0:
-            check(False, "dropout mlp resume run %s: %s" % (" ".join(flags[-4:]),
-                                                            run.stderr.strip()[:300]))
-            return
-    same = all(np.array_equal(np.load(os.path.join(full, n + ".npy")),
-                              np.load(os.path.join(resumed, n + ".npy")))
-               for n, _ in net.named_parameters())
-    check(same, "dropout mlp: a run resumed at step 3 ends bit-identical to an uninterrupted "
-                "one (%s)" % ("identical" if same else "DIFFERENT"))
+    if not check_resume_identical(check, "dropout mlp", prog, common, 3, 8,
+                                  os.path.join(work, "dropout"),
+                                  [n for n, _ in net.named_parameters()]):
+        return
 
     # Gradient accumulation: each batch of a group draws its own masks, key
     # [seed, step * K + batch in group + 1], against PyTorch's accumulation
@@ -677,22 +687,9 @@ def check_dropout_training(trainc, work, check, data, x, y):
           "dropout mlp sgd --grad-accum=2: loss of each of %d steps (max abs error %.3g) and "
           "final weights (max abs error %.3g) match PyTorch's accumulation loop with trainc's "
           "masks" % (len(theirs), err, werr))
-    full, resumed = os.path.join(work, "dropout_accum.full"), os.path.join(work, "dropout_accum.resumed")
-    ck = os.path.join(work, "dropout_accum.ck")
-    runs = [common + ["--steps", "5", "--save-params", full],
-            common + ["--steps", "2", "--checkpoint-dir", ck, "--checkpoint-every", "2"],
-            common + ["--steps", "5", "--checkpoint-dir", ck, "--resume", "--save-params", resumed]]
-    for flags in runs:
-        run = subprocess.run([accum] + flags, capture_output=True, text=True)
-        if run.returncode != 0:
-            check(False, "dropout mlp --grad-accum=2 resume run %s: %s"
-                  % (" ".join(flags[-4:]), run.stderr.strip()[:300]))
-            return
-    same = all(np.array_equal(np.load(os.path.join(full, n + ".npy")),
-                              np.load(os.path.join(resumed, n + ".npy")))
-               for n, _ in net.named_parameters())
-    check(same, "dropout mlp --grad-accum=2: a run resumed at step 2 ends bit-identical to an "
-                "uninterrupted one (%s)" % ("identical" if same else "DIFFERENT"))
+    check_resume_identical(check, "dropout mlp --grad-accum=2", accum, common, 2, 5,
+                           os.path.join(work, "dropout_accum"),
+                           [n for n, _ in net.named_parameters()])
 
 
 def export_for_training(net, path):
