@@ -39,12 +39,19 @@ std::string layerNormDims(Value input, int64_t axis) {
   return std::to_string(rows) + ", " + std::to_string(countOf(input) / std::max<int64_t>(rows, 1));
 }
 
-/// "n, c, spatial" of a batch-norm input [N, C, ...].
-std::string batchNormDims(ArrayRef<int64_t> x) {
-  int64_t spatial = 1;
-  for (size_t d = 2; d < x.size(); ++d)
+/// "n, c, spatial" of a batch-norm input [N, C, ...] (or channels-last
+/// [N, ..., C]).
+std::string batchNormDims(ArrayRef<int64_t> x, bool channelsLast) {
+  int64_t c = x[channelsLast ? x.size() - 1 : 1], spatial = 1;
+  for (size_t d = 1; d < x.size(); ++d)
     spatial *= x[d];
-  return std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(spatial);
+  return std::to_string(x[0]) + ", " + std::to_string(c) + ", " +
+         std::to_string(spatial / c);
+}
+
+/// The trailing layout argument of the batch-norm kernels.
+std::string batchNormLayout(bool channelsLast) {
+  return channelsLast ? ", /*channelsLast=*/true" : "";
 }
 
 } // namespace
@@ -77,15 +84,19 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
       .Case<tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp>(
           [&](Operation *o) { return emitConvBackward(o); })
       .Case([&](tc::GlobalAvgPoolOp o) {
+        // The mean of each plane: [N * C, HW, 1], or channels-last [N, HW, C].
         ArrayRef<int64_t> s = shapeOf(o.getInput());
-        int64_t spatial = countOf(o.getInput()) / (s[0] * s[1]);
-        call("tk::reduce(ctx, trainc::rt::ReduceKind::Mean, " + std::to_string(s[0] * s[1]) +
-             ", " + std::to_string(spatial) + ", 1, " + ptr(o.getInput()) + ", " +
-             ptr(o.getResult()) + ")");
+        int64_t c = s[o.getChannelsLast() ? s.size() - 1 : 1];
+        int64_t spatial = countOf(o.getInput()) / (s[0] * c);
+        int64_t outer = o.getChannelsLast() ? s[0] : s[0] * c;
+        int64_t inner = o.getChannelsLast() ? c : 1;
+        call("tk::reduce(ctx, trainc::rt::ReduceKind::Mean, " + std::to_string(outer) + ", " +
+             std::to_string(spatial) + ", " + std::to_string(inner) + ", " + ptr(o.getInput()) +
+             ", " + ptr(o.getResult()) + ")");
         return success();
       })
       .Case([&](tc::BatchNormOp o) {
-        std::string dims = batchNormDims(shapeOf(o.getInput()));
+        std::string dims = batchNormDims(shapeOf(o.getInput()), o.getChannelsLast());
         std::string common = ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
                              ptr(o.getBias()) + ", " + ptr(o.getMean()) + ", " +
                              ptr(o.getVar()) + ", ";
@@ -94,22 +105,24 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
           // Running statistics (the planner aliased the statistics results
           // to the operands).
           call("tk::batchNormInference(ctx, " + dims + ", " + common + epsilon + ", " +
-               ptr(o.getResult()) + ")");
+               ptr(o.getResult()) + batchNormLayout(o.getChannelsLast()) + ")");
           return success();
         }
         call("tk::batchNormTraining(ctx, " + dims + ", " + common +
              (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " + epsilon +
              ", " + literal(o.getMomentum().convertToFloat(), true) + ", " +
              ptr(o.getResult()) + ", " + ptr(o.getRunningMean()) + ", " +
-             ptr(o.getRunningVar()) + ")");
+             ptr(o.getRunningVar()) + batchNormLayout(o.getChannelsLast()) + ")");
         return success();
       })
       .Case([&](tc::BatchNormBackwardOp o) {
-        call("tk::batchNormBackward(ctx, " + batchNormDims(shapeOf(o.getInput())) + ", " +
+        call("tk::batchNormBackward(ctx, " +
+             batchNormDims(shapeOf(o.getInput()), o.getChannelsLast()) + ", " +
              ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
              ", " + (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " +
              literal(o.getEpsilon().convertToFloat(), true) + ", " + ptr(o.getInputGrad()) +
-             ", " + ptr(o.getScaleGrad()) + ", " + ptr(o.getBiasGrad()) + ")");
+             ", " + ptr(o.getScaleGrad()) + ", " + ptr(o.getBiasGrad()) +
+             batchNormLayout(o.getChannelsLast()) + ")");
         return success();
       })
       .Case([&](tc::LayerNormOp o) {
@@ -309,14 +322,30 @@ LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
   return success();
 }
 
-/// The runtime's Conv2dDesc for input x, weights w and output y.
-static std::string convDesc(ArrayRef<int64_t> x, ArrayRef<int64_t> w, ArrayRef<int64_t> y,
-                            ArrayRef<int64_t> s, ArrayRef<int64_t> p, ArrayRef<int64_t> d,
-                            int64_t group) {
+/// The channels-first view [N, C, H, W] of a 4-D shape stored as
+/// [N, H, W, C] when `channelsLast` (a weight's OHWI reads as OIHW).
+static SmallVector<int64_t, 4> nchw(ArrayRef<int64_t> s, bool channelsLast) {
+  if (!channelsLast)
+    return SmallVector<int64_t, 4>(s.begin(), s.end());
+  return {s[0], s[3], s[1], s[2]};
+}
+
+static bool channelsLast(Operation *op) {
+  auto flag = op->getAttrOfType<BoolAttr>("channels_last");
+  return flag && flag.getValue();
+}
+
+/// The runtime's Conv2dDesc for input x, weights w and output y of `op`,
+/// shapes as stored (channels-last when the op is).
+static std::string convDesc(Operation *op, ArrayRef<int64_t> xs, ArrayRef<int64_t> ws,
+                            ArrayRef<int64_t> ys, ArrayRef<int64_t> s, ArrayRef<int64_t> p,
+                            ArrayRef<int64_t> d, int64_t group) {
+  bool last = channelsLast(op);
+  SmallVector<int64_t, 4> x = nchw(xs, last), w = nchw(ws, last), y = nchw(ys, last);
   return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}}",
+                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}}",
                        x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0], p[1], p[2],
-                       p[3], d[0], d[1], group, y[2], y[3])
+                       p[3], d[0], d[1], group, y[2], y[3], last ? "true" : "false")
       .str();
 }
 
@@ -333,7 +362,7 @@ LogicalResult ProgramEmitter::emitConv(tc::ConvOp op) {
   if (x.size() != 4)
     return op.emitError("codegen supports 2-D convolution only");
   callWithDesc("Conv2dDesc",
-               convDesc(x, shapeOf(op.getWeight()), shapeOf(op.getResult()), op.getStrides(),
+               convDesc(op, x, shapeOf(op.getWeight()), shapeOf(op.getResult()), op.getStrides(),
                         op.getPads(), op.getDilations(), op.getGroup()),
                "tk::conv2d(ctx, d, " + ptr(op.getInput()) + ", " + ptr(op.getWeight()) + ", " +
                    (op.getBias() ? ptr(op.getBias()) : "nullptr") + ", " +
@@ -347,7 +376,7 @@ LogicalResult ProgramEmitter::emitConvBackward(Operation *op) {
     if (x.size() != 4)
       return op->emitError("codegen supports 2-D convolution only");
     callWithDesc("Conv2dDesc",
-                 convDesc(x, shapeOf(data.getWeight()), shapeOf(data.getResultGrad()),
+                 convDesc(op, x, shapeOf(data.getWeight()), shapeOf(data.getResultGrad()),
                           data.getStrides(), data.getPads(), data.getDilations(),
                           data.getGroup()),
                  "tk::conv2dBackwardData(ctx, d, " + ptr(data.getResultGrad()) + ", " +
@@ -359,7 +388,7 @@ LogicalResult ProgramEmitter::emitConvBackward(Operation *op) {
   if (x.size() != 4)
     return op->emitError("codegen supports 2-D convolution only");
   callWithDesc("Conv2dDesc",
-               convDesc(x, filter.getWeightShape(), shapeOf(filter.getResultGrad()),
+               convDesc(op, x, filter.getWeightShape(), shapeOf(filter.getResultGrad()),
                         filter.getStrides(), filter.getPads(), filter.getDilations(),
                         filter.getGroup()),
                "tk::conv2dBackwardFilter(ctx, d, " + ptr(filter.getInput()) + ", " +
@@ -369,13 +398,15 @@ LogicalResult ProgramEmitter::emitConvBackward(Operation *op) {
 
 LogicalResult ProgramEmitter::emitPool(Operation *op) {
   // Forward: (x) -> y. Backward: max (x, dy) -> dx, avg (dy) -> dx.
-  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)), y = shapeOf(op->getResult(0));
+  ArrayRef<int64_t> xs = shapeOf(op->getOperand(0)), ys = shapeOf(op->getResult(0));
   if (isa<tc::MaxPoolBackwardOp>(op))
-    y = shapeOf(op->getOperand(1));
+    ys = shapeOf(op->getOperand(1));
   else if (isa<tc::AvgPoolBackwardOp>(op))
-    std::swap(x, y);
-  if (x.size() != 4)
+    std::swap(xs, ys);
+  if (xs.size() != 4)
     return op->emitError("codegen supports 2-D pooling only");
+  bool last = channelsLast(op);
+  SmallVector<int64_t, 4> x = nchw(xs, last), y = nchw(ys, last);
   auto attr = [&](StringRef name) { return op->getAttrOfType<DenseI64ArrayAttr>(name); };
   ArrayRef<int64_t> k = attr("kernel_shape").asArrayRef(), s = attr("strides").asArrayRef(),
                     p = attr("pads").asArrayRef();
@@ -384,9 +415,9 @@ LogicalResult ProgramEmitter::emitPool(Operation *op) {
     d.assign(dil.asArrayRef().begin(), dil.asArrayRef().end());
   std::string desc =
       llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
-                    "{13}, {14}, {15}}",
+                    "{13}, {14}, {15}, {16}}",
                     x[0], x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0],
-                    d[1], y[2], y[3])
+                    d[1], y[2], y[3], last ? "true" : "false")
           .str();
   std::string statement;
   auto flag = [&](StringRef name) {

@@ -58,6 +58,35 @@ FailureOr<Type> widenedResult(std::optional<Location> loc, Type input, TypeAttr 
   return outType.getValue();
 }
 
+/// The channels-first view [N, C, spatial...] of a shape that is
+/// [N, spatial..., C] when `channelsLast` (a weight's OHWI reads as OIHW).
+SmallVector<int64_t> channelsFirst(ArrayRef<int64_t> shape, bool channelsLast) {
+  SmallVector<int64_t> out(shape.begin(), shape.end());
+  if (channelsLast && shape.size() >= 3) {
+    out.erase(out.begin() + 1, out.end());
+    out.push_back(shape.back());
+    out.append(shape.begin() + 1, shape.end() - 1);
+  }
+  return out;
+}
+
+/// The inverse of channelsFirst: [N, C, spatial...] as stored.
+SmallVector<int64_t> channelsLastIf(ArrayRef<int64_t> shape, bool channelsLast) {
+  SmallVector<int64_t> out(shape.begin(), shape.end());
+  if (channelsLast && shape.size() >= 3) {
+    out.erase(out.begin() + 1, out.end());
+    out.append(shape.begin() + 2, shape.end());
+    out.push_back(shape[1]);
+  }
+  return out;
+}
+
+RankedTensorType channelsFirst(RankedTensorType type, bool channelsLast) {
+  return type && channelsLast
+             ? RankedTensorType::get(channelsFirst(type.getShape(), true), type.getElementType())
+             : type;
+}
+
 /// Shape function of sliding-window ops (convolution and pooling) over the
 /// spatial axes 2.. of an NC... input.
 LogicalResult inferWindowShape(std::optional<Location> loc,
@@ -376,8 +405,10 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                                        std::optional<Location> location,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(adaptor.getInput());
-  RankedTensorType weight = ranked(adaptor.getWeight());
+  // A channels-last conv is checked as its channels-first view.
+  bool last = flagOf(adaptor.getChannelsLastAttr());
+  RankedTensorType input = channelsFirst(ranked(adaptor.getInput()), last);
+  RankedTensorType weight = channelsFirst(ranked(adaptor.getWeight()), last);
   if (failed(requireRanked(location, {input, weight})) ||
       failed(requireSameElementType(location, input, weight, "the weight")))
     return failure();
@@ -407,7 +438,7 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *,
                               adaptor.getStrides(), adaptor.getPads(),
                               adaptor.getDilations(), false, shape)))
     return failure();
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(RankedTensorType::get(channelsLastIf(shape, last), input.getElementType()));
   return success();
 }
 
@@ -438,11 +469,13 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
                                                    std::optional<Location> location,
                                                    Adaptor adaptor,
                                                    SmallVectorImpl<Type> &inferred) {
-  RankedTensorType dy = ranked(adaptor.getResultGrad()), w = ranked(adaptor.getWeight());
+  bool last = flagOf(adaptor.getChannelsLastAttr());
+  RankedTensorType dy = channelsFirst(ranked(adaptor.getResultGrad()), last),
+                   w = channelsFirst(ranked(adaptor.getWeight()), last);
   if (failed(requireRanked(location, {dy, w})) ||
       failed(requireSameElementType(location, dy, w, "the weight", "the result gradient")))
     return failure();
-  ArrayRef<int64_t> in = adaptor.getInputShape();
+  SmallVector<int64_t> in = channelsFirst(adaptor.getInputShape(), last);
   if (in.size() != static_cast<size_t>(w.getRank()) || in.size() < 3)
     return emitOptionalError(location, "input_shape must have the weight's rank");
   if (failed(checkWindowResult(location, in, {in[0], w.getDimSize(0)},
@@ -450,7 +483,7 @@ LogicalResult ConvBackwardDataOp::inferReturnTypes(MLIRContext *,
                                adaptor.getPads(), adaptor.getDilations(), false,
                                dy.getShape())))
     return failure();
-  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
+  inferred.push_back(RankedTensorType::get(adaptor.getInputShape(), dy.getElementType()));
   return success();
 }
 
@@ -458,18 +491,20 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
                                                      std::optional<Location> location,
                                                      Adaptor adaptor,
                                                      SmallVectorImpl<Type> &inferred) {
-  RankedTensorType x = ranked(adaptor.getInput()), dy = ranked(adaptor.getResultGrad());
+  bool last = flagOf(adaptor.getChannelsLastAttr());
+  RankedTensorType x = channelsFirst(ranked(adaptor.getInput()), last),
+                   dy = channelsFirst(ranked(adaptor.getResultGrad()), last);
   if (failed(requireRanked(location, {x, dy})) ||
       failed(requireSameElementType(location, x, dy, "the result gradient")))
     return failure();
-  ArrayRef<int64_t> ws = adaptor.getWeightShape();
+  SmallVector<int64_t> ws = channelsFirst(adaptor.getWeightShape(), last);
   if (ws.size() != static_cast<size_t>(x.getRank()) || ws.size() < 3)
     return emitOptionalError(location, "weight_shape must have the input's rank");
   if (failed(checkWindowResult(location, x.getShape(), {x.getDimSize(0), ws[0]},
-                               ws.drop_front(2), adaptor.getStrides(), adaptor.getPads(),
+                               ArrayRef<int64_t>(ws).drop_front(2), adaptor.getStrides(), adaptor.getPads(),
                                adaptor.getDilations(), false, dy.getShape())))
     return failure();
-  inferred.push_back(RankedTensorType::get(ws, x.getElementType()));
+  inferred.push_back(RankedTensorType::get(adaptor.getWeightShape(), x.getElementType()));
   return success();
 }
 
@@ -477,7 +512,9 @@ LogicalResult MaxPoolBackwardOp::inferReturnTypes(MLIRContext *,
                                                   std::optional<Location> location,
                                                   Adaptor adaptor,
                                                   SmallVectorImpl<Type> &inferred) {
-  RankedTensorType x = ranked(adaptor.getInput()), dy = ranked(adaptor.getResultGrad());
+  bool last = flagOf(adaptor.getChannelsLastAttr());
+  RankedTensorType x = channelsFirst(ranked(adaptor.getInput()), last),
+                   dy = channelsFirst(ranked(adaptor.getResultGrad()), last);
   if (failed(requireRanked(location, {x, dy})))
     return failure();
   if (failed(checkWindowResult(location, x.getShape(), x.getShape().take_front(2),
@@ -485,7 +522,7 @@ LogicalResult MaxPoolBackwardOp::inferReturnTypes(MLIRContext *,
                                adaptor.getPads(), adaptor.getDilations(),
                                adaptor.getCeilMode(), dy.getShape())))
     return failure();
-  inferred.push_back(x);
+  inferred.push_back(adaptor.getInput().getType());
   return success();
 }
 
@@ -493,10 +530,12 @@ LogicalResult AvgPoolBackwardOp::inferReturnTypes(MLIRContext *,
                                                   std::optional<Location> location,
                                                   Adaptor adaptor,
                                                   SmallVectorImpl<Type> &inferred) {
-  RankedTensorType dy = ranked(adaptor.getResultGrad());
+  bool last = flagOf(adaptor.getChannelsLastAttr());
+  RankedTensorType dy = channelsFirst(ranked(adaptor.getResultGrad()), last);
   if (!dy)
     return emitOptionalError(location, "expects a ranked result gradient");
-  ArrayRef<int64_t> in = adaptor.getInputShape();
+  SmallVector<int64_t> view = channelsFirst(adaptor.getInputShape(), last);
+  ArrayRef<int64_t> in = view;
   SmallVector<int64_t> ones(in.size() > 2 ? in.size() - 2 : 0, 1);
   if (in.size() < 3 ||
       failed(checkWindowResult(location, in, in.take_front(2), adaptor.getKernelShape(),
@@ -504,7 +543,7 @@ LogicalResult AvgPoolBackwardOp::inferReturnTypes(MLIRContext *,
                                adaptor.getCeilMode(), dy.getShape())))
     return in.size() < 3 ? emitOptionalError(location, "input_shape must be [N, C, spatial...]")
                          : failure();
-  inferred.push_back(RankedTensorType::get(in, dy.getElementType()));
+  inferred.push_back(RankedTensorType::get(adaptor.getInputShape(), dy.getElementType()));
   return success();
 }
 
@@ -539,7 +578,7 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   RankedTensorType input = ranked(adaptor.getInput());
   if (!input || input.getRank() < 2)
     return emitOptionalError(location, "expects an input of rank >= 2");
-  int64_t channels = input.getDimSize(1);
+  int64_t channels = input.getDimSize(flagOf(adaptor.getChannelsLastAttr()) ? input.getRank() - 1 : 1);
   RankedTensorType stats[] = {ranked(adaptor.getScale()), ranked(adaptor.getBias()),
                               ranked(adaptor.getMean()), ranked(adaptor.getVar())};
   const char *names[] = {"scale", "bias", "mean", "var"};
@@ -575,8 +614,9 @@ LogicalResult BatchNormBackwardOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, "expects an input of rank >= 2");
   if (dy != input)
     return emitOptionalError(location, "the result gradient must have the input's type");
-  if (scale.getRank() != 1 || scale.getDimSize(0) != input.getDimSize(1))
-    return emitOptionalError(location, "scale must have shape ", input.getDimSize(1),
+  int64_t channels = input.getDimSize(flagOf(adaptor.getChannelsLastAttr()) ? input.getRank() - 1 : 1);
+  if (scale.getRank() != 1 || scale.getDimSize(0) != channels)
+    return emitOptionalError(location, "scale must have shape ", channels,
                              " (the channel count)");
   if (!isStatisticsType(scale.getElementType(), input.getElementType()))
     return emitOptionalError(location, "scale has element type ", scale.getElementType(),
@@ -651,11 +691,12 @@ LogicalResult LayerNormBackwardOp::inferReturnTypes(MLIRContext *,
 
 /// Shape function of the pooling ops: [N, C] then one window per spatial axis.
 static LogicalResult inferPoolResult(std::optional<Location> location, Value inputValue,
+                                     bool channelsLast,
                                      ArrayRef<int64_t> kernel, ArrayRef<int64_t> strides,
                                      ArrayRef<int64_t> pads,
                                      std::optional<ArrayRef<int64_t>> dilations,
                                      bool ceilMode, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(inputValue);
+  RankedTensorType input = channelsFirst(ranked(inputValue), channelsLast);
   if (!input || input.getRank() < 3)
     return emitOptionalError(location, "expects an input [N, C, spatial...]");
   SmallVector<int64_t> shape(input.getShape().take_front(2));
@@ -664,7 +705,8 @@ static LogicalResult inferPoolResult(std::optional<Location> location, Value inp
                               dilations ? *dilations : ArrayRef<int64_t>(ones), ceilMode,
                               shape)))
     return failure();
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(
+      RankedTensorType::get(channelsLastIf(shape, channelsLast), input.getElementType()));
   return success();
 }
 
@@ -672,8 +714,9 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> location,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferPoolResult(location, adaptor.getInput(), adaptor.getKernelShape(),
-                         adaptor.getStrides(), adaptor.getPads(), adaptor.getDilations(),
+  return inferPoolResult(location, adaptor.getInput(), flagOf(adaptor.getChannelsLastAttr()),
+                         adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+                         adaptor.getDilations(),
                          adaptor.getCeilMode(), inferred);
 }
 
@@ -681,8 +724,9 @@ LogicalResult AvgPoolOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> location,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  return inferPoolResult(location, adaptor.getInput(), adaptor.getKernelShape(),
-                         adaptor.getStrides(), adaptor.getPads(), std::nullopt,
+  return inferPoolResult(location, adaptor.getInput(), flagOf(adaptor.getChannelsLastAttr()),
+                         adaptor.getKernelShape(), adaptor.getStrides(), adaptor.getPads(),
+                         std::nullopt,
                          adaptor.getCeilMode(), inferred);
 }
 
@@ -690,12 +734,13 @@ LogicalResult GlobalAvgPoolOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> location,
                                                 Adaptor adaptor,
                                                 SmallVectorImpl<Type> &inferred) {
-  RankedTensorType input = ranked(adaptor.getInput());
+  bool last = flagOf(adaptor.getChannelsLastAttr());
+  RankedTensorType input = channelsFirst(ranked(adaptor.getInput()), last);
   if (!input || input.getRank() < 3)
     return emitOptionalError(location, "expects an input [N, C, spatial...]");
   SmallVector<int64_t> shape(input.getShape().take_front(2));
   shape.append(input.getRank() - 2, 1);
-  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  inferred.push_back(RankedTensorType::get(channelsLastIf(shape, last), input.getElementType()));
   return success();
 }
 

@@ -286,12 +286,18 @@ def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
 }
 
 def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "N-D convolution (cross-correlation), NCHW, with groups";
+  let summary = "N-D convolution (cross-correlation), NCHW or NHWC, with groups";
   let description = [{
     `input` is [N, C, spatial...], `weight` is [M, C/group, kernel...], the
     optional `bias` is [M]. `pads` holds the begin pads of every spatial axis,
     then the end pads (ONNX order). Input, weight, bias and result have one
     element type (f16/bf16 convolutions accumulate in f32).
+
+    With `channels_last` (set by the layout phase) the channel axis is the
+    last one: input and result are [N, spatial..., C] (NHWC) and the weight
+    is [M, kernel..., C/group] (OHWI). The same holds for the gradient,
+    pooling and batch-norm ops below, whose shape attributes (`input_shape`,
+    `weight_shape`) are then channels-last too.
 
     ```mlir
     %y = tc.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 3, 3, 3, 3>,
@@ -303,7 +309,8 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
       Optional<Tc_FloatTensor>:$bias,
       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
       DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group);
+      DefaultValuedAttr<I64Attr, "1">:$group,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
@@ -328,7 +335,8 @@ def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$result_grad, Tc_FloatTensor:$weight,
       DenseI64ArrayAttr:$input_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group);
+      DefaultValuedAttr<I64Attr, "1">:$group,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -345,7 +353,8 @@ def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$result_grad,
       DenseI64ArrayAttr:$weight_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<I64Attr, "1">:$group);
+      DefaultValuedAttr<I64Attr, "1">:$group,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -362,7 +371,8 @@ def Tc_MaxPoolBackwardOp : Tc_Op<"max_pool_backward", [Pure]> {
   let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$result_grad,
       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -380,7 +390,8 @@ def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads,
       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
-      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
@@ -390,7 +401,7 @@ def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "batch normalization over all axes but the channel axis 1";
+  let summary = "batch normalization over all axes but the channel axis (1, or the last with channels_last)";
   let description = [{
     In inference mode (`training` false) normalizes with `mean` and `var` and
     returns them unchanged as the running statistics. In training mode it
@@ -415,7 +426,8 @@ def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_Gra
       Optional<Tc_FloatTensor>:$sample_mask,
       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
       DefaultValuedAttr<F32Attr, "0.9">:$momentum,
-      DefaultValuedAttr<BoolAttr, "false">:$training);
+      DefaultValuedAttr<BoolAttr, "false">:$training,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result, Tc_FloatTensor:$running_mean,
                       Tc_FloatTensor:$running_var);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -436,7 +448,8 @@ def Tc_BatchNormBackwardOp : Tc_Op<"batch_norm_backward", [Pure]> {
   }];
   let arguments = (ins Tc_FloatTensor:$input, Tc_FloatTensor:$scale,
       Tc_FloatTensor:$result_grad, Optional<Tc_FloatTensor>:$sample_mask,
-      DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+      DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$input_grad, Tc_FloatTensor:$scale_grad,
                       Tc_FloatTensor:$bias_grad);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
@@ -490,7 +503,7 @@ def Tc_LayerNormBackwardOp : Tc_Op<"layer_norm_backward", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "N-D max pooling, NCHW";
+  let summary = "N-D max pooling, NCHW (NHWC with channels_last)";
   let description = [{
     ```mlir
     %y = tc.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>,
@@ -501,13 +514,14 @@ def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure, DeclareOpInterfaceMethods<Tc_Gradien
   let arguments = (ins Tc_FloatTensor:$input,
       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
-      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
 def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "N-D average pooling, NCHW";
+  let summary = "N-D average pooling, NCHW (NHWC with channels_last)";
   let description = [{
     With `count_include_pad` false (the ONNX default) the padding is left out
     of each window's divisor.
@@ -522,19 +536,21 @@ def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure, DeclareOpInterfaceMethods<Tc_Gradien
       DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
       DenseI64ArrayAttr:$pads,
       DefaultValuedAttr<BoolAttr, "false">:$count_include_pad,
-      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+      DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
 def Tc_GlobalAvgPoolOp : Tc_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
-  let summary = "mean over all spatial axes, keeping them as size 1";
+  let summary = "mean over all spatial axes, keeping them as size 1 (NCHW, or NHWC with channels_last)";
   let description = [{
     ```mlir
     %y = tc.global_avg_pool %x : (tensor<2x512x2x2xf32>) -> tensor<2x512x1x1xf32>
     ```
   }];
-  let arguments = (ins Tc_FloatTensor:$input);
+  let arguments = (ins Tc_FloatTensor:$input,
+      DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Tc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }

@@ -165,6 +165,49 @@ def Remat : Pass<"trainc-remat", "mlir::ModuleOp"> {
   ];
 }
 
+def Layout : Pass<"trainc-layout", "mlir::ModuleOp"> {
+  let summary = "channels-last (NHWC) convolution, pooling and batch norm";
+  let description = [{
+    Rewrites every 2-D `tc.conv`, its two gradients, the pooling ops and
+    their gradients, `tc.global_avg_pool` and the 4-D batch norms (forward
+    and backward) of every function to `channels_last = true`: activations
+    [N, H, W, C] and weights [M, KH, KW, C/group]. Each rewritten op reads
+    its 4-D operands through `tc.transpose {0, 2, 3, 1}` and its 4-D results
+    are transposed back with `{0, 3, 1, 2}`; then the transposes move toward
+    each other and cancel:
+
+    - a pointwise op whose 4-D operands are all channels-last values read
+      through the back transpose (or size-1 axes, or splat constants)
+      computes channels-last and is transposed after (the transpose sinks);
+    - a forward transpose of a pointwise op or `tc.expand` that nothing else
+      reads, whose operands are all free to transpose, transposes the
+      operands instead (it rises);
+    - a transpose that moves only size-1 axes is a `tc.reshape`, a reshape of
+      a reshape is one reshape, and a reduction of a transposed value
+      reduces the value over the permuted axes.
+
+    What is left are transposes at the graph boundary: the input images,
+    the flatten before a classifier that reads the spatial axes, and the
+    weights, which keep ONNX's OIHW as parameters, in checkpoints and in
+    the export (a weight is transposed to OHWI once per step, its gradient
+    back to OIHW before the optimizer). A module without a 2-D convolution
+    is left alone. In `trainc compile` it is the phase `layout`
+    (`--layout=nhwc`), after `autodiff`.
+
+    ```mlir
+    %y = tc.conv %x, %w {...} : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x32x32xf32>
+    %r = tc.relu %y : tensor<8x16x32x32xf32>
+    ```
+    becomes
+    ```mlir
+    %xt = tc.transpose %x {perm = array<i64: 0, 2, 3, 1>} : ... -> tensor<8x32x32x3xf32>
+    %wt = tc.transpose %w {perm = array<i64: 0, 2, 3, 1>} : ... -> tensor<16x3x3x3xf32>
+    %y = tc.conv %xt, %wt {channels_last = true, ...} : ... -> tensor<8x32x32x16xf32>
+    %r = tc.relu %y : tensor<8x32x32x16xf32>
+    ```
+  }];
+}
+
 def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let summary = "gradient accumulation: K micro-batches per optimizer step";
   let description = [{

@@ -89,6 +89,13 @@ const std::vector<Phase> &phases() {
          }
          return true;
        }},
+      {"layout", false,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.layout != "nhwc")
+           return false;
+         pm.addPass(trainc::createLayout());
+         return true;
+       }},
       {"remat", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (o.remat == "none")

@@ -48,6 +48,10 @@ struct PipelineOptions {
   /// fp16: the loss scaling of the training step (dynamic, none or a fixed
   /// scale); the mixed-precision phase records it.
   std::string lossScale = "none";
+  /// The activation layout of convolutions, pooling and batch norm: nchw
+  /// (the layout phase is left out) or nhwc (channels-last). trainc compile
+  /// resolves --layout=auto to one of them.
+  std::string layout = "nchw";
   /// Rematerialization: none (the remat phase is left out) or auto.
   std::string remat = "none";
   /// With remat: bytes the step's peak of live bytes may reach (0: none).

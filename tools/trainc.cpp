@@ -117,6 +117,13 @@ cl::opt<std::string> lossScaleMode(
              "after the trainer's --scale-growth-interval good steps; VALUE: a fixed scale, "
              "steps with inf/NaN gradients still skipped; none)"),
     cl::value_desc("dynamic|none|VALUE"), cl::init(""), cl::cat(category));
+cl::opt<std::string> layoutMode(
+    "layout",
+    cl::desc("Activation layout of convolution, pooling and batch norm: nchw (ONNX's), "
+             "nhwc (channels-last: the layout phase transposes at the graph's boundary, "
+             "parameters stay OIHW), or auto (default: nhwc on CUDA with bf16/fp16, where "
+             "tensor cores want it; nchw otherwise, and on the CPU, whose kernels are NCHW's)"),
+    cl::value_desc("nchw|nhwc|auto"), cl::init("auto"), cl::cat(category));
 cl::opt<std::string> rematMode(
     "remat",
     cl::desc("Rematerialization: none (default) keeps every forward value the backward "
@@ -172,6 +179,7 @@ usage:
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
+                 [--layout=nchw|nhwc|auto]
                  [--remat=none|auto] [--memory-budget=SIZE] [--device-memory=SIZE]
                  [--grad-accum=K]
                  [--fuse=auto|pointwise|none] [--report-memory]
@@ -260,7 +268,8 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
       auto w = mlir::cast<mlir::RankedTensorType>(conv.getWeight().getType());
       auto y = mlir::cast<mlir::RankedTensorType>(conv.getResult().getType());
       int64_t rows = w.getNumElements() / w.getDimSize(0);
-      int64_t cols = y.getNumElements() / (y.getDimSize(0) * y.getDimSize(1));
+      int64_t channels = y.getDimSize(conv.getChannelsLast() ? y.getRank() - 1 : 1);
+      int64_t cols = y.getNumElements() / (y.getDimSize(0) * channels);
       t.workspace = std::max(t.workspace, rows * cols * 4);
     }
     if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
@@ -469,6 +478,9 @@ trainc::PipelineOptions pipelineFromCommandLine() {
                                                : lossScaleMode.getValue();
   pipeline.remat = rematMode.empty() ? (memoryBudget.empty() ? "none" : "auto")
                                      : rematMode.getValue();
+  pipeline.layout = layoutMode == "auto"
+                        ? (target == "cuda" && precisionMode != "fp32" ? "nhwc" : "nchw")
+                        : layoutMode.getValue();
   if (auto budget = trainc::parseByteSize(memoryBudget))
     pipeline.memoryBudget = *budget;
   pipeline.gradAccum = gradAccum;
@@ -772,6 +784,10 @@ int runCompile() {
   }
   if (fuseMode != "auto" && fuseMode != "pointwise" && fuseMode != "none") {
     errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
+    return 1;
+  }
+  if (layoutMode != "nchw" && layoutMode != "nhwc" && layoutMode != "auto") {
+    errs() << "error: --layout must be nchw, nhwc or auto, got '" << layoutMode << "'\n";
     return 1;
   }
   if (!rematMode.empty() && rematMode != "none" && rematMode != "auto") {

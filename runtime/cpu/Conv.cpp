@@ -14,6 +14,7 @@
 
 #include "../common/KernelChecks.h"
 #include "Blas.h"
+#include "ChannelsLast.h"
 #include "Dnnl.h"
 #include "Im2col.h"
 
@@ -47,6 +48,12 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
     if (ran)
       return Status();
   }
+  if (d.channelsLast)
+    return viaChannelsFirst({convInput(d, x, nullptr), convWeights(d, w, nullptr),
+                             convOutput(d, nullptr, y)},
+                            [&](float *const *f) {
+                              return conv2d(ctx, channelsFirst(d), f[0], f[1], bias, f[2]);
+                            });
   const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
   const int64_t taps = cg * d.kh * d.kw; // GEMM k: one column row per tap.

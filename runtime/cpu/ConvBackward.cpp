@@ -28,6 +28,7 @@
 
 #include "../common/KernelChecks.h"
 #include "Blas.h"
+#include "ChannelsLast.h"
 #include "Dnnl.h"
 #include "Im2col.h"
 
@@ -91,6 +92,12 @@ Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
     if (ran)
       return Status();
   }
+  if (d.channelsLast)
+    return viaChannelsFirst({convOutput(d, dy, nullptr), convWeights(d, w, nullptr),
+                             convInput(d, nullptr, dx)},
+                            [&](float *const *f) {
+                              return conv2dBackwardData(ctx, channelsFirst(d), f[0], f[1], f[2]);
+                            });
   TRAINC_RETURN_IF_ERROR(checkConvGemmSizes(kernel, d));
   const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
@@ -181,6 +188,15 @@ Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,
   const char *kernel = "conv2dBackwardFilter";
   TRAINC_RETURN_IF_ERROR(
       checkNotNull(kernel, {{"x", x}, {"dy", dy}, {"dw", dw}}));
+  if (d.channelsLast) {
+    TRAINC_RETURN_IF_ERROR(checkConv2dDesc(kernel, d));
+    return viaChannelsFirst({convInput(d, x, nullptr), convOutput(d, dy, nullptr),
+                             convWeights(d, nullptr, dw)},
+                            [&](float *const *f) {
+                              return conv2dBackwardFilter(ctx, channelsFirst(d), f[0], f[1],
+                                                          f[2]);
+                            });
+  }
   TRAINC_RETURN_IF_ERROR(checkConvGemmSizes(kernel, d));
   const int64_t cg = d.c / d.groups, mg = d.m / d.groups;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;

@@ -86,13 +86,13 @@ enum class Kind { Forward, BackwardData };
 /// A convolution shape, kind and type, and the thread count the primitive
 /// is made for: the cache's key (a primitive divides its work for the
 /// threads it was made for).
-using Key = std::array<int64_t, 22>;
+using Key = std::array<int64_t, 23>;
 
 Key keyOf(Kind kind, DType type, bool bias, const Conv2dDesc &d, int threads) {
   return {int64_t(kind), int64_t(type), bias,        d.n,       d.c,          d.h,
           d.w,           d.m,           d.kh,        d.kw,      d.strideH,    d.strideW,
           d.padTop,      d.padLeft,     d.padBottom, d.padRight, d.dilationH, d.dilationW,
-          d.groups,      d.outH,        d.outW,      threads};
+          d.groups,      d.outH,        d.outW,      threads,   d.channelsLast};
 }
 
 /// Images per call of a one-thread primitive: about 2^22 multiply-adds,
@@ -106,7 +106,7 @@ int64_t imagesPerChunk(const Conv2dDesc &d) {
   return std::clamp<int64_t>((int64_t(1) << 22) / perImage, 1, d.n);
 }
 
-/// One operand of a primitive: the NCHW tensor the caller passes, and the
+/// One operand of a primitive: the NCHW (or NHWC) tensor the caller passes, and the
 /// layout the primitive reads or writes it in, with the reorder between
 /// them when they differ.
 struct Operand {
@@ -150,15 +150,18 @@ Descs descsOf(Dt type, const Conv2dDesc &d, bool bias) {
   auto weights = d.groups > 1
                      ? dimsOf({d.groups, d.m / d.groups, d.c / d.groups, d.kh, d.kw})
                      : dimsOf({d.m, d.c, d.kh, d.kw});
-  Tag weightTag = d.groups > 1 ? Tag::goihw : Tag::oihw;
+  // Channels-last: NHWC activations, OHWI weights (per group, [g][o][h][w][i]).
+  Tag weightTag = d.groups > 1 ? (d.channelsLast ? Tag::abdec : Tag::goihw)
+                               : (d.channelsLast ? Tag::ohwi : Tag::oihw);
+  Tag activationTag = d.channelsLast ? Tag::nhwc : Tag::nchw;
   s.src = dnnl::memory::desc(src, type, Tag::any);
   s.weights = dnnl::memory::desc(weights, type, Tag::any);
   s.dst = dnnl::memory::desc(dst, type, Tag::any);
   if (bias)
     s.bias = dnnl::memory::desc(dimsOf({d.m}), type, Tag::x);
-  s.userSrc = dnnl::memory::desc(src, type, Tag::nchw);
+  s.userSrc = dnnl::memory::desc(src, type, activationTag);
   s.userWeights = dnnl::memory::desc(weights, type, weightTag);
-  s.userDst = dnnl::memory::desc(dst, type, Tag::nchw);
+  s.userDst = dnnl::memory::desc(dst, type, activationTag);
   s.strides = dimsOf({d.strideH, d.strideW});
   s.dilates = dimsOf({d.dilationH - 1, d.dilationW - 1});
   s.padL = dimsOf({d.padTop, d.padLeft});

@@ -253,14 +253,14 @@ Status conv2dBackwardFilterMixed(Context &ctx, DType type, const Conv2dDesc &d,
 Status batchNormInferenceMixed(Context &ctx, DType type, int64_t n, int64_t c,
                                int64_t spatial, const void *x, const float *scale,
                                const float *bias, const float *mean, const float *var,
-                               float epsilon, void *y) {
+                               float epsilon, void *y, bool channelsLast) {
   TRAINC_RETURN_IF_ERROR(checkNotNull("batchNormInference", {{"x", x}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkBatchNormShape("batchNormInference", n, c, spatial));
   const int64_t count = n * c * spatial;
   return viaF32("batchNormInference", type, {{x, nullptr, count}, {nullptr, y, count}},
                 [&](float *const *f) {
                   return batchNormInference(ctx, n, c, spatial, f[0], scale, bias, mean, var,
-                                            epsilon, f[1]);
+                                            epsilon, f[1], channelsLast);
                 });
 }
 
@@ -268,7 +268,7 @@ Status batchNormTrainingMixed(Context &ctx, DType type, int64_t n, int64_t c, in
                               const void *x, const float *scale, const float *bias,
                               const float *runningMean, const float *runningVar,
                               const float *mask, float epsilon, float momentum, void *y,
-                              float *newMean, float *newVar) {
+                              float *newMean, float *newVar, bool channelsLast) {
   TRAINC_RETURN_IF_ERROR(checkNotNull("batchNormTraining", {{"x", x}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkBatchNormShape("batchNormTraining", n, c, spatial));
   const int64_t count = n * c * spatial;
@@ -276,14 +276,14 @@ Status batchNormTrainingMixed(Context &ctx, DType type, int64_t n, int64_t c, in
                 [&](float *const *f) {
                   return batchNormTraining(ctx, n, c, spatial, f[0], scale, bias, runningMean,
                                            runningVar, mask, epsilon, momentum, f[1], newMean,
-                                           newVar);
+                                           newVar, channelsLast);
                 });
 }
 
 Status batchNormBackwardMixed(Context &ctx, DType type, int64_t n, int64_t c, int64_t spatial,
                               const void *x, const float *scale, const void *dy,
                               const float *mask, float epsilon, void *dx, float *dscale,
-                              float *dbias) {
+                              float *dbias, bool channelsLast) {
   TRAINC_RETURN_IF_ERROR(
       checkNotNull("batchNormBackward", {{"x", x}, {"dy", dy}, {"dx", dx}}));
   TRAINC_RETURN_IF_ERROR(checkBatchNormShape("batchNormBackward", n, c, spatial));
@@ -292,7 +292,7 @@ Status batchNormBackwardMixed(Context &ctx, DType type, int64_t n, int64_t c, in
                 {{x, nullptr, count}, {dy, nullptr, count}, {nullptr, dx, count}},
                 [&](float *const *f) {
                   return batchNormBackward(ctx, n, c, spatial, f[0], scale, f[1], mask, epsilon,
-                                           f[2], dscale, dbias);
+                                           f[2], dscale, dbias, channelsLast);
                 });
 }
 

@@ -1,6 +1,7 @@
 //===- Norm.cpp - batch and layer normalization ---------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "ChannelsLast.h"
 
 #include <cmath>
 #include <string>
@@ -12,7 +13,7 @@ using namespace ::trainc::rt;
 Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                           const float *x, const float *scale, const float *bias,
                           const float *mean, const float *var, float epsilon,
-                          float *y) {
+                          float *y, bool channelsLast) {
   (void)ctx;
   const char *kernel = "batchNormInference";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
@@ -22,6 +23,12 @@ Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"var", var},
                                                {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkBatchNormShape(kernel, n, c, spatial));
+  if (channelsLast)
+    return viaChannelsFirst({{x, nullptr, n, c, spatial}, {nullptr, y, n, c, spatial}},
+                            [&](float *const *f) {
+                              return batchNormInference(ctx, n, c, spatial, f[0], scale, bias,
+                                                        mean, var, epsilon, f[1]);
+                            });
   // Fold the statistics into one multiply-add per element:
   // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a.
   std::vector<float> mul(c), add(c);
@@ -103,7 +110,7 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                          const float *x, const float *scale, const float *bias,
                          const float *runningMean, const float *runningVar,
                          const float *mask, float epsilon, float momentum,
-                         float *y, float *newMean, float *newVar) {
+                         float *y, float *newMean, float *newVar, bool channelsLast) {
   (void)ctx;
   const char *kernel = "batchNormTraining";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
@@ -115,6 +122,13 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"newMean", newMean},
                                                {"newVar", newVar}}));
   TRAINC_RETURN_IF_ERROR(checkBatchShape(kernel, n, c, spatial, mask));
+  if (channelsLast)
+    return viaChannelsFirst({{x, nullptr, n, c, spatial}, {nullptr, y, n, c, spatial}},
+                            [&](float *const *f) {
+                              return batchNormTraining(ctx, n, c, spatial, f[0], scale, bias,
+                                                       runningMean, runningVar, mask, epsilon,
+                                                       momentum, f[1], newMean, newVar);
+                            });
 #pragma omp parallel for schedule(static)
   for (int64_t ch = 0; ch < c; ++ch) {
     ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
@@ -139,7 +153,7 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
 Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                          const float *x, const float *scale, const float *dy,
                          const float *mask, float epsilon, float *dx,
-                         float *dscale, float *dbias) {
+                         float *dscale, float *dbias, bool channelsLast) {
   (void)ctx;
   const char *kernel = "batchNormBackward";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
@@ -149,6 +163,14 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"dscale", dscale},
                                                {"dbias", dbias}}));
   TRAINC_RETURN_IF_ERROR(checkBatchShape(kernel, n, c, spatial, mask));
+  if (channelsLast)
+    return viaChannelsFirst({{x, nullptr, n, c, spatial},
+                             {dy, nullptr, n, c, spatial},
+                             {nullptr, dx, n, c, spatial}},
+                            [&](float *const *f) {
+                              return batchNormBackward(ctx, n, c, spatial, f[0], scale, f[1],
+                                                       mask, epsilon, f[2], dscale, dbias);
+                            });
   // With xhat = (x - mean) * rstd over the M kept values of a channel:
   // dbias = sum dy, dscale = sum dy xhat,
   // dx = scale rstd (dy - dbias / M - xhat dscale / M).

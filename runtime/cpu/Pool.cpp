@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "ChannelsLast.h"
 #include "PoolWindows.h"
 
 #include <algorithm>
@@ -26,6 +27,11 @@ Status maxPool2d(Context &ctx, const Pool2dDesc &d, const float *x, float *y) {
   const char *kernel = "maxPool2d";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkPool2dDesc(kernel, d));
+  if (d.channelsLast)
+    return viaChannelsFirst({poolInput(d, x, nullptr), poolOutput(d, nullptr, y)},
+                            [&](float *const *f) {
+                              return maxPool2d(ctx, channelsFirst(d), f[0], f[1]);
+                            });
   const Windows windows(d);
   const int64_t planes = d.n * d.c;
 #pragma omp parallel for schedule(static)
@@ -60,6 +66,11 @@ Status avgPool2d(Context &ctx, const Pool2dDesc &d, bool countIncludePad,
   const char *kernel = "avgPool2d";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkPool2dDesc(kernel, d));
+  if (d.channelsLast)
+    return viaChannelsFirst({poolInput(d, x, nullptr), poolOutput(d, nullptr, y)},
+                            [&](float *const *f) {
+                              return avgPool2d(ctx, channelsFirst(d), countIncludePad, f[0], f[1]);
+                            });
   const Windows windows(d);
   const int64_t planes = d.n * d.c;
 #pragma omp parallel for schedule(static)

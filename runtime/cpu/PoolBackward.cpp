@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "ChannelsLast.h"
 #include "PoolWindows.h"
 
 #include <algorithm>
@@ -39,6 +40,12 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
   TRAINC_RETURN_IF_ERROR(
       checkNotNull(kernel, {{"x", x}, {"dy", dy}, {"dx", dx}}));
   TRAINC_RETURN_IF_ERROR(checkPool2dDesc(kernel, d));
+  if (d.channelsLast)
+    return viaChannelsFirst(
+        {poolInput(d, x, nullptr), poolOutput(d, dy, nullptr), poolInput(d, nullptr, dx)},
+        [&](float *const *f) {
+          return maxPool2dBackward(ctx, channelsFirst(d), f[0], f[1], f[2]);
+        });
   const Windows windows(d);
   const int64_t planes = d.n * d.c;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
@@ -83,6 +90,12 @@ Status avgPool2dBackward(Context &ctx, const Pool2dDesc &d,
   const char *kernel = "avgPool2dBackward";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"dy", dy}, {"dx", dx}}));
   TRAINC_RETURN_IF_ERROR(checkPool2dDesc(kernel, d));
+  if (d.channelsLast)
+    return viaChannelsFirst({poolOutput(d, dy, nullptr), poolInput(d, nullptr, dx)},
+                            [&](float *const *f) {
+                              return avgPool2dBackward(ctx, channelsFirst(d), countIncludePad,
+                                                       f[0], f[1]);
+                            });
   const Windows windows(d);
   const int64_t planes = d.n * d.c;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;

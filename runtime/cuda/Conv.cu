@@ -128,11 +128,11 @@ Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
 
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.input, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.c),
+      plan.input, layoutOf(d), type, int(d.n), int(d.c),
       int(plan.paddedH), int(plan.paddedW)));
   TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
   TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
-      plan.filter, type, CUDNN_TENSOR_NCHW, int(d.m),
+      plan.filter, type, layoutOf(d), int(d.m),
       int(d.c / d.groups), int(d.kh), int(d.kw)));
   TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
   // Cross-correlation is what ONNX Conv (and every framework) calls conv.
@@ -155,7 +155,7 @@ Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
                          std::to_string(d.outW) + "]");
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.output, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.m),
+      plan.output, layoutOf(d), type, int(d.n), int(d.m),
       int(d.outH), int(d.outW)));
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.bias));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
@@ -197,7 +197,8 @@ Status conv2dImpl(Context &ctxBase, ::trainc::rt::DType dtype,
   key.values = {d.n,       d.c,         d.h,        d.w,         d.m,
                 d.kh,      d.kw,        d.strideH,  d.strideW,   d.padTop,
                 d.padLeft, d.padBottom, d.padRight, d.dilationH, d.dilationW,
-                d.groups,  d.outH,      d.outW,     0,           int64_t(dtype)};
+                d.groups,  d.outH,      d.outW,     0,           int64_t(dtype),
+                d.channelsLast};
   auto *plan = static_cast<ConvPlan *>(ctx.findPlan(key));
   if (!plan) {
     auto fresh = std::make_unique<ConvPlan>();

@@ -177,11 +177,11 @@ Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
 
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.input, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.c),
+      plan.input, layoutOf(d), type, int(d.n), int(d.c),
       int(plan.paddedH), int(plan.paddedW)));
   TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
   TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
-      plan.filter, type, CUDNN_TENSOR_NCHW, int(d.m),
+      plan.filter, type, layoutOf(d), int(d.m),
       int(d.c / d.groups), int(d.kh), int(d.kw)));
   TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
   TRAINC_CUDNN_CALL(cudnnSetConvolution2dDescriptor(
@@ -203,7 +203,7 @@ Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
                          std::to_string(d.outW) + "]");
   TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
   TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.output, CUDNN_TENSOR_NCHW, type, int(d.n), int(d.m),
+      plan.output, layoutOf(d), type, int(d.n), int(d.m),
       int(d.outH), int(d.outW)));
   return chooseAlgorithm(ctx, direction, plan, type != CUDNN_DATA_FLOAT);
 }
@@ -230,7 +230,7 @@ Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
                 d.kh,      d.kw,        d.strideH,  d.strideW,   d.padTop,
                 d.padLeft, d.padBottom, d.padRight, d.dilationH, d.dilationW,
                 d.groups,  d.outH,      d.outW,     int64_t(direction),
-                int64_t(dtype)};
+                int64_t(dtype), d.channelsLast};
   plan = static_cast<ConvBackwardPlan *>(ctx.findPlan(key));
   if (plan)
     return Status();

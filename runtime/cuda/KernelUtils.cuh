@@ -11,6 +11,7 @@
 
 #include "CudaContext.h"
 
+#include "trainc_rt/kernels.h"
 #include "trainc_rt/program.h"
 
 #include <cstdint>
@@ -46,6 +47,14 @@ inline cudnnDataType_t cudnnTypeOf(::trainc::rt::DType t) {
                                          : CUDNN_DATA_FLOAT;
 }
 
+/// The cuDNN format of a convolution's activations and filter: NHWC (the
+/// filter KRSC) for a channels-last descriptor. The explicit-padding path
+/// copies NCHW planes, so the layout phase leaves asymmetrically padded
+/// convolutions channels-first.
+inline cudnnTensorFormat_t layoutOf(const ::trainc::rt::Conv2dDesc &d) {
+  return d.channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
 /// The math types a convolution's algorithm is taken from, in order: plain
 /// fp32 FMA before TF32 for f32 data; tensor cores first for 16-bit data.
 inline std::vector<cudnnMathType_t> convMathOrder(bool half) {
@@ -67,6 +76,25 @@ template <typename T> __device__ __forceinline__ T warpSum(T value) {
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
     value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
+}
+
+/// Where element (sample b, channel ch, spatial position p) of a tensor
+/// [n, c, spatial] lies, or of a channels-last [n, spatial, c] when `last`.
+__device__ __forceinline__ int64_t elementAt(int64_t b, int64_t ch, int64_t p, int64_t c,
+                                             int64_t spatial, bool last) {
+  return last ? (b * spatial + p) * c + ch : (b * c + ch) * spatial + p;
+}
+
+/// The sample, channel and spatial position of the element at `i` (the
+/// inverse of elementAt).
+struct ElementIndex {
+  int64_t b, ch, p;
+};
+__device__ __forceinline__ ElementIndex elementIndex(int64_t i, int64_t c, int64_t spatial,
+                                                     bool last) {
+  if (last)
+    return {i / (spatial * c), i % c, (i / c) % spatial};
+  return {i / (spatial * c), (i / spatial) % c, i % spatial};
 }
 
 /// Max that propagates NaN, like torch.max / ONNX ReduceMax: fmaxf would

@@ -106,7 +106,7 @@ int64_t poolOutputCount(const ::trainc::rt::Pool2dDesc &d) {
 Status batchNormInferenceMixed(Context &ctxBase, DType type, int64_t n, int64_t c,
                                int64_t spatial, const void *x, const float *scale,
                                const float *bias, const float *mean, const float *var,
-                               float epsilon, void *y) {
+                               float epsilon, void *y, bool channelsLast) {
   CudaContext &ctx = asCuda(ctxBase);
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkNotNull("batchNormInference", {{"x", x}, {"y", y}}));
@@ -116,7 +116,7 @@ Status batchNormInferenceMixed(Context &ctxBase, DType type, int64_t n, int64_t 
   return viaF32(ctx, "batchNormInference", type, {{x, nullptr, count}, {nullptr, y, count}},
                 [&](float *const *f) {
                   return batchNormInference(ctx, n, c, spatial, f[0], scale, bias, mean, var,
-                                            epsilon, f[1]);
+                                            epsilon, f[1], channelsLast);
                 });
 }
 
@@ -124,7 +124,8 @@ Status batchNormTrainingMixed(Context &ctxBase, DType type, int64_t n, int64_t c
                               int64_t spatial, const void *x, const float *scale,
                               const float *bias, const float *runningMean,
                               const float *runningVar, const float *mask, float epsilon,
-                              float momentum, void *y, float *newMean, float *newVar) {
+                              float momentum, void *y, float *newMean, float *newVar,
+                              bool channelsLast) {
   CudaContext &ctx = asCuda(ctxBase);
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkNotNull("batchNormTraining", {{"x", x}, {"y", y}}));
@@ -135,14 +136,14 @@ Status batchNormTrainingMixed(Context &ctxBase, DType type, int64_t n, int64_t c
                 [&](float *const *f) {
                   return batchNormTraining(ctx, n, c, spatial, f[0], scale, bias, runningMean,
                                            runningVar, mask, epsilon, momentum, f[1], newMean,
-                                           newVar);
+                                           newVar, channelsLast);
                 });
 }
 
 Status batchNormBackwardMixed(Context &ctxBase, DType type, int64_t n, int64_t c,
                               int64_t spatial, const void *x, const float *scale,
                               const void *dy, const float *mask, float epsilon, void *dx,
-                              float *dscale, float *dbias) {
+                              float *dscale, float *dbias, bool channelsLast) {
   CudaContext &ctx = asCuda(ctxBase);
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull("batchNormBackward",
                                                     {{"x", x}, {"dy", dy}, {"dx", dx}}));
@@ -153,7 +154,7 @@ Status batchNormBackwardMixed(Context &ctxBase, DType type, int64_t n, int64_t c
                 {{x, nullptr, count}, {dy, nullptr, count}, {nullptr, dx, count}},
                 [&](float *const *f) {
                   return batchNormBackward(ctx, n, c, spatial, f[0], scale, f[1], mask,
-                                           epsilon, f[2], dscale, dbias);
+                                           epsilon, f[2], dscale, dbias, channelsLast);
                 });
 }
 

@@ -20,6 +20,9 @@ namespace {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+// A channels-last channel is read at stride c (uncoalesced across the block
+// that owns the channel): correct, not yet an NHWC-tuned kernel.
+
 /// y = (x - mean[ch]) * rsqrt(var[ch] + eps) * scale[ch] + bias[ch] over
 /// x [n, c, spatial]. One thread per element, flat: the channel is an index
 /// computation, and the four per-channel loads hit L1 since a warp spans at
@@ -28,10 +31,10 @@ __global__ void batchNormInferenceKernel(int64_t c, int64_t spatial,
                                          int64_t total, const float *x,
                                          const float *scale, const float *bias,
                                          const float *mean, const float *var,
-                                         float epsilon, float *y) {
+                                         float epsilon, float *y, bool last) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ch = (i / spatial) % c;
+    int64_t ch = last ? i % c : (i / spatial) % c;
     float inv = rsqrtf(var[ch] + epsilon);
     y[i] = (x[i] - mean[ch]) * inv * scale[ch] + bias[ch];
   }
@@ -158,14 +161,14 @@ struct ChannelStats {
 
 __device__ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial,
                                      int64_t ch, const float *x,
-                                     const float *mask, double *shared) {
+                                     const float *mask, double *shared, bool last) {
   const int64_t total = n * spatial;
   double sum = 0.0, kept = 0.0;
   for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
     int64_t b = i / spatial;
     if (mask && mask[b] == 0.0f)
       continue;
-    sum += x[(b * c + ch) * spatial + i % spatial];
+    sum += x[elementAt(b, ch, i % spatial, c, spatial, last)];
     kept += 1.0;
   }
   sum = blockSum(sum, shared);
@@ -179,7 +182,7 @@ __device__ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial,
     int64_t b = i / spatial;
     if (mask && mask[b] == 0.0f)
       continue;
-    double d = x[(b * c + ch) * spatial + i % spatial] - s.mean;
+    double d = x[elementAt(b, ch, i % spatial, c, spatial, last)] - s.mean;
     squares += d * d;
   }
   s.var = blockSum(squares, shared) / kept;
@@ -192,10 +195,10 @@ __global__ void batchNormTrainingKernel(
     int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
     const float *bias, const float *runningMean, const float *runningVar,
     const float *mask, float epsilon, float momentum, float *y,
-    float *newMean, float *newVar, DeviceErrorRecord *errors) {
+    float *newMean, float *newVar, DeviceErrorRecord *errors, bool last) {
   __shared__ double shared[kWarpSize];
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared, last);
     if (s.count < 2) {
       if (threadIdx.x == 0)
         recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
@@ -205,7 +208,7 @@ __global__ void batchNormTrainingKernel(
     const float a = float(double(scale[ch]) * rstd);
     const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
     for (int64_t i = threadIdx.x; i < n * spatial; i += blockDim.x) {
-      int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
+      int64_t at = elementAt(i / spatial, ch, i % spatial, c, spatial, last);
       y[at] = x[at] * a + b;
     }
     if (threadIdx.x == 0) {
@@ -225,11 +228,11 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
                                         const float *dy, const float *mask,
                                         float epsilon, float *dx, float *dscale,
                                         float *dbias,
-                                        DeviceErrorRecord *errors) {
+                                        DeviceErrorRecord *errors, bool last) {
   __shared__ double shared[kWarpSize];
   const int64_t total = n * spatial;
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared, last);
     if (s.count < 2) {
       if (threadIdx.x == 0)
         recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
@@ -241,7 +244,7 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
       int64_t b = i / spatial;
       if (mask && mask[b] == 0.0f)
         continue;
-      int64_t at = (b * c + ch) * spatial + i % spatial;
+      int64_t at = elementAt(b, ch, i % spatial, c, spatial, last);
       sumDy += dy[at];
       sumDyXhat += dy[at] * ((x[at] - s.mean) * rstd);
     }
@@ -256,7 +259,7 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
     const double a = double(scale[ch]) * rstd;
     for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
       int64_t b = i / spatial;
-      int64_t at = (b * c + ch) * spatial + i % spatial;
+      int64_t at = elementAt(b, ch, i % spatial, c, spatial, last);
       if (mask && mask[b] == 0.0f) {
         dx[at] = 0.0f;
         continue;
@@ -279,7 +282,8 @@ constexpr int64_t kWarpRowLimit = 1024;
 Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
                           int64_t spatial, const float *x, const float *scale,
                           const float *bias, const float *mean,
-                          const float *var, float epsilon, float *y) {
+                          const float *var, float epsilon, float *y,
+                          bool channelsLast) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormInference";
   TRAINC_RETURN_IF_ERROR(
@@ -293,7 +297,7 @@ Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
   const int64_t total = n * c * spatial; // checked above
   batchNormInferenceKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
                              ctx.stream()>>>(c, spatial, total, x, scale, bias,
-                                             mean, var, epsilon, y);
+                                             mean, var, epsilon, y, channelsLast);
   TRAINC_CHECK_LAUNCH("batchNormInferenceKernel");
   return Status();
 }
@@ -303,7 +307,7 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                          const float *bias, const float *runningMean,
                          const float *runningVar, const float *mask,
                          float epsilon, float momentum, float *y,
-                         float *newMean, float *newVar) {
+                         float *newMean, float *newVar, bool channelsLast) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormTraining";
   TRAINC_RETURN_IF_ERROR(
@@ -319,7 +323,7 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                {"newVar", newVar}}));
   batchNormTrainingKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
       n, c, spatial, x, scale, bias, runningMean, runningVar, mask, epsilon,
-      momentum, y, newMean, newVar, ctx.deviceErrors());
+      momentum, y, newMean, newVar, ctx.deviceErrors(), channelsLast);
   TRAINC_CHECK_LAUNCH("batchNormTrainingKernel");
   return Status();
 }
@@ -327,7 +331,8 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
 Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                          int64_t spatial, const float *x, const float *scale,
                          const float *dy, const float *mask, float epsilon,
-                         float *dx, float *dscale, float *dbias) {
+                         float *dx, float *dscale, float *dbias,
+                         bool channelsLast) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormBackward";
   TRAINC_RETURN_IF_ERROR(
@@ -340,7 +345,7 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                                                              {"dbias", dbias}}));
   batchNormBackwardKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
       n, c, spatial, x, scale, dy, mask, epsilon, dx, dscale, dbias,
-      ctx.deviceErrors());
+      ctx.deviceErrors(), channelsLast);
   TRAINC_CHECK_LAUNCH("batchNormBackwardKernel");
   return Status();
 }

@@ -33,10 +33,12 @@ __global__ void maxPool2dKernel(Pool2dDesc d, const float *x, float *y) {
   int64_t total = d.n * d.c * d.outH * d.outW;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ow = i % d.outW;
-    int64_t oh = (i / d.outW) % d.outH;
-    int64_t plane = i / (d.outW * d.outH);
-    const float *src = x + plane * d.h * d.w;
+    ElementIndex e = elementIndex(i, d.c, d.outH * d.outW, d.channelsLast);
+    int64_t ow = e.p % d.outW;
+    int64_t oh = e.p / d.outW;
+    auto src = [&](int64_t at) {
+      return x[elementAt(e.b, e.ch, at, d.c, d.h * d.w, d.channelsLast)];
+    };
     int64_t h0 = oh * d.strideH - d.padTop;
     int64_t w0 = ow * d.strideW - d.padLeft;
     float best = -CUDART_INF_F;
@@ -48,7 +50,7 @@ __global__ void maxPool2dKernel(Pool2dDesc d, const float *x, float *y) {
         int64_t iw = w0 + kw * d.dilationW;
         if (iw < 0 || iw >= d.w)
           continue;
-        best = maxNaN(src[ih * d.w + iw], best);
+        best = maxNaN(src(ih * d.w + iw), best);
       }
     }
     y[i] = best;
@@ -64,10 +66,12 @@ __global__ void avgPool2dKernel(Pool2dDesc d, bool countIncludePad,
   int64_t endH = d.h + d.padBottom, endW = d.w + d.padRight;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ow = i % d.outW;
-    int64_t oh = (i / d.outW) % d.outH;
-    int64_t plane = i / (d.outW * d.outH);
-    const float *src = x + plane * d.h * d.w;
+    ElementIndex e = elementIndex(i, d.c, d.outH * d.outW, d.channelsLast);
+    int64_t ow = e.p % d.outW;
+    int64_t oh = e.p / d.outW;
+    auto src = [&](int64_t at) {
+      return x[elementAt(e.b, e.ch, at, d.c, d.h * d.w, d.channelsLast)];
+    };
     int64_t h0 = oh * d.strideH - d.padTop;
     int64_t w0 = ow * d.strideW - d.padLeft;
     float sum = 0.0f;
@@ -83,7 +87,7 @@ __global__ void avgPool2dKernel(Pool2dDesc d, bool countIncludePad,
           break;
         ++inPadded;
         if (rowInside && iw >= 0 && iw < d.w) {
-          sum += src[ih * d.w + iw];
+          sum += src(ih * d.w + iw);
           ++inBounds;
         }
       }

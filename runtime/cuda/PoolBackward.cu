@@ -57,10 +57,11 @@ __device__ __forceinline__ int64_t tapCount(int64_t start, int64_t kernel,
   return end > begin ? end - begin : 0;
 }
 
-/// The plane offset of the tap window (oh, ow) sends its gradient to.
+/// The plane offset of the tap window (oh, ow) of plane (b, ch) of x sends
+/// its gradient to.
 __device__ __forceinline__ int64_t windowArgmax(const Pool2dDesc &d,
-                                                const float *src, int64_t oh,
-                                                int64_t ow) {
+                                                const float *x, int64_t b, int64_t ch,
+                                                int64_t oh, int64_t ow) {
   int64_t h0 = oh * d.strideH - d.padTop;
   int64_t w0 = ow * d.strideW - d.padLeft;
   int64_t best = -1;
@@ -78,7 +79,7 @@ __device__ __forceinline__ int64_t windowArgmax(const Pool2dDesc &d,
       if (iw >= d.w)
         break;
       int64_t at = ih * d.w + iw;
-      float v = src[at];
+      float v = x[elementAt(b, ch, at, d.c, d.h * d.w, d.channelsLast)];
       if (best < 0 || v > bestValue || isnan(v)) {
         best = at;
         bestValue = v;
@@ -121,16 +122,14 @@ __global__ void maxPool2dBackwardKernel(Pool2dDesc d, const float *x,
   int64_t total = d.n * d.c * d.h * d.w;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t iw = i % d.w;
-    int64_t ih = (i / d.w) % d.h;
-    int64_t plane = i / (d.w * d.h);
-    const float *src = x + plane * d.h * d.w;
-    const float *grad = dy + plane * d.outH * d.outW;
-    const int64_t self = ih * d.w + iw;
+    ElementIndex e = elementIndex(i, d.c, d.h * d.w, d.channelsLast);
+    int64_t iw = e.p % d.w;
+    int64_t ih = e.p / d.w;
     float sum = 0.0f;
     forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
-      if (windowArgmax(d, src, oh, ow) == self)
-        sum += grad[oh * d.outW + ow];
+      if (windowArgmax(d, x, e.b, e.ch, oh, ow) == e.p)
+        sum += dy[elementAt(e.b, e.ch, oh * d.outW + ow, d.c, d.outH * d.outW,
+                            d.channelsLast)];
     });
     dx[i] = sum;
   }
@@ -141,10 +140,9 @@ __global__ void avgPool2dBackwardKernel(Pool2dDesc d, bool countIncludePad,
   int64_t total = d.n * d.c * d.h * d.w;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t iw = i % d.w;
-    int64_t ih = (i / d.w) % d.h;
-    int64_t plane = i / (d.w * d.h);
-    const float *grad = dy + plane * d.outH * d.outW;
+    ElementIndex e = elementIndex(i, d.c, d.h * d.w, d.channelsLast);
+    int64_t iw = e.p % d.w;
+    int64_t ih = e.p / d.w;
     float sum = 0.0f;
     forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
       int64_t rows =
@@ -154,7 +152,9 @@ __global__ void avgPool2dBackwardKernel(Pool2dDesc d, bool countIncludePad,
           tapCount(ow * d.strideW - d.padLeft, d.kw, d.dilationW, d.w,
                    d.padRight, countIncludePad);
       int64_t count = rows * cols; // >= 1: the window holds (ih, iw).
-      sum += grad[oh * d.outW + ow] / float(count);
+      sum += dy[elementAt(e.b, e.ch, oh * d.outW + ow, d.c, d.outH * d.outW,
+                          d.channelsLast)] /
+             float(count);
     });
     dx[i] = sum;
   }

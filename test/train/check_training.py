@@ -421,6 +421,12 @@ def check_zoo_training(trainc, work, check, models=None):
             if opt_name == "sgd":
                 check_remat_unchanged(trainc, check, tag, path, prog, data, flags,
                                       compile_flags)
+            if opt_name == "sgd" and name in ("lenet", "resnet18"):
+                # Channels-last: the same arithmetic in another memory order
+                # (oneDNN may sum a convolution in another order).
+                check_variant_unchanged(trainc, check, tag, path, prog, data, flags,
+                                        compile_flags, ["--layout=nhwc"],
+                                        "--layout=nhwc and nchw", 1e-5)
             if opt_name == "sgd" and name in ("mlp", "gpt"):
                 # K = 4 micro-batches of B / 4 against batches of B: the
                 # groups cover the same samples (the last, of 2, is 2 batches).

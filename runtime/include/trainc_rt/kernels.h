@@ -22,7 +22,9 @@
 
 namespace trainc::rt {
 
-/// Convolution over NCHW, weights [M, C/groups, KH, KW].
+/// Convolution over NCHW, weights [M, C/groups, KH, KW]; with
+/// `channelsLast`, over NHWC with weights [M, KH, KW, C/groups] (the sizes
+/// keep their names).
 struct Conv2dDesc {
   int64_t n, c, h, w;
   int64_t m, kh, kw;
@@ -31,9 +33,10 @@ struct Conv2dDesc {
   int64_t dilationH, dilationW;
   int64_t groups;
   int64_t outH, outW;
+  bool channelsLast = false;
 };
 
-/// Pooling over NCHW.
+/// Pooling over NCHW, or NHWC with `channelsLast`.
 struct Pool2dDesc {
   int64_t n, c, h, w;
   int64_t kh, kw;
@@ -41,6 +44,7 @@ struct Pool2dDesc {
   int64_t padTop, padLeft, padBottom, padRight;
   int64_t dilationH, dilationW;
   int64_t outH, outW;
+  bool channelsLast = false;
 };
 
 enum class Reduction : int32_t { None = 0, Mean = 1, Sum = 2 };
