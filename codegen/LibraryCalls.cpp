@@ -330,6 +330,11 @@ static SmallVector<int64_t, 4> nchw(ArrayRef<int64_t> s, bool channelsLast) {
   return {s[0], s[3], s[1], s[2]};
 }
 
+/// The descriptors' last field, `channelsLast`, written only when set.
+static const char *layoutField(bool channelsLast) {
+  return channelsLast ? ", /*channelsLast=*/true" : "";
+}
+
 static bool channelsLast(Operation *op) {
   auto flag = op->getAttrOfType<BoolAttr>("channels_last");
   return flag && flag.getValue();
@@ -343,9 +348,9 @@ static std::string convDesc(Operation *op, ArrayRef<int64_t> xs, ArrayRef<int64_
   bool last = channelsLast(op);
   SmallVector<int64_t, 4> x = nchw(xs, last), w = nchw(ws, last), y = nchw(ys, last);
   return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}}",
+                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}{18}}",
                        x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0], p[1], p[2],
-                       p[3], d[0], d[1], group, y[2], y[3], last ? "true" : "false")
+                       p[3], d[0], d[1], group, y[2], y[3], layoutField(last))
       .str();
 }
 
@@ -415,9 +420,9 @@ LogicalResult ProgramEmitter::emitPool(Operation *op) {
     d.assign(dil.asArrayRef().begin(), dil.asArrayRef().end());
   std::string desc =
       llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
-                    "{13}, {14}, {15}, {16}}",
+                    "{13}, {14}, {15}{16}}",
                     x[0], x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0],
-                    d[1], y[2], y[3], last ? "true" : "false")
+                    d[1], y[2], y[3], layoutField(last))
           .str();
   std::string statement;
   auto flag = [&](StringRef name) {

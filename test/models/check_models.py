@@ -203,15 +203,19 @@ def check_imports(trainc, meta, onnx_path, mdir, res):
     return ok
 
 
-def check_grads(prog, meta, mdir, res):
+def check_grads(prog, meta, mdir, res, what="grad"):
+    """The step's loss and gradients against PyTorch float64. `what` names
+    the check (and, when not "grad", keeps it out of the table)."""
     name = meta["name"]
+    table = what == "grad"
     out = os.path.join(mdir, "step-out")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     ok, text = run([prog, "--run", "--data", os.path.join(mdir, "data"), "--out", out],
                    RUN_TIMEOUT)
-    if not res.check(ok, name, "step-runs", "PROG --run" if ok else text):
-        res.cell(name, "grad", "run fails")
+    if not res.check(ok, name, what + " step-runs", "PROG --run" if ok else text):
+        if table:
+            res.cell(name, "grad", "run fails")
         return
     g32 = np.load(os.path.join(mdir, "grads32.npz"))
     g64 = np.load(os.path.join(mdir, "grads64.npz"))
@@ -237,9 +241,10 @@ def check_grads(prog, meta, mdir, res):
         ref32.append(g32[init].astype(np.float64).ravel())
         ref64.append(g64[init].ravel())
     if missing:
-        res.check(False, name, "grad", "no or misshapen gradient for %d of %d parameters: %s"
+        res.check(False, name, what, "no or misshapen gradient for %d of %d parameters: %s"
                   % (len(missing), len(meta["trainable"]), ", ".join(missing[:5])))
-        res.cell(name, "grad", "missing grads")
+        if table:
+            res.cell(name, "grad", "missing grads")
         return
     got, ref32, ref64 = (np.concatenate(v) for v in (got, ref32, ref64))
     err = rel_err(got, ref64)
@@ -248,17 +253,18 @@ def check_grads(prog, meta, mdir, res):
     ok = ratio <= RATIO_LIMIT
     # What the check can see: a gradient 0.1% too large in every parameter
     # would have err 1e-3.
-    res.check(ok, name, "grad",
+    res.check(ok, name, what,
               "err(trainc) %.3g, err(torch f32) %.3g, ratio %.3g (limit %g, floor %g; a 0.1%% "
               "scale error: ratio %.3g); largest per-parameter ratio %.3g (%s)"
               % (err, err32, ratio, RATIO_LIMIT, ERR_FLOOR, 1e-3 / max(err32, ERR_FLOOR),
                  worst[0], worst[1]))
-    res.cell(name, "grad", "%.3g" % ratio)
+    if table:
+        res.cell(name, "grad", "%.3g" % ratio)
     loss = float(np.load(os.path.join(out, "loss.npy")))
     lerr = abs(loss - meta["loss64"]) / abs(meta["loss64"])
     lerr32 = abs(meta["loss32"] - meta["loss64"]) / abs(meta["loss64"])
     lratio = lerr / max(lerr32, ERR_FLOOR)
-    res.check(lratio <= RATIO_LIMIT, name, "loss",
+    res.check(lratio <= RATIO_LIMIT, name, what.replace("grad", "loss"),
               "trainc %.8g, torch f64 %.8g, f32 %.8g: rel err %.3g, torch f32's %.3g, ratio %.3g "
               "(limit %g, floor %g)" % (loss, meta["loss64"], meta["loss32"], lerr, lerr32, lratio,
                                         RATIO_LIMIT, ERR_FLOOR))
@@ -419,6 +425,12 @@ def check_cuda(trainc, meta, onnx_path, mdir, res):
     res.cell(name, "cuda", "yes" if ok else "NO")
 
 
+def has_conv(onnx_path):
+    """Whether the model has a 2-D convolution (the layout phase's work)."""
+    graph = onnx.load(onnx_path, load_external_data=False).graph
+    return any(node.op_type == "Conv" for node in graph.node)
+
+
 def check_model(trainc, models, work, name, cuda, res):
     meta = json.load(open(os.path.join(models, name, "meta.json")))
     mdir = os.path.join(work, name)
@@ -439,6 +451,14 @@ def check_model(trainc, models, work, name, cuda, res):
     res.cell(name, "cpu", "yes" if ok else "NO")
     if ok:
         check_grads(step, meta, mdir, res)
+        if has_conv(onnx_path):
+            # Channels-last: the same gradients, by the same criterion.
+            nhwc = os.path.join(mdir, "prog-step-nhwc")
+            ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) +
+                                       ["--entry=train_step", "--layout=nhwc"], nhwc)
+            if res.check(ok, name, "compile nhwc", "--layout=nhwc train_step program"
+                         if ok else text):
+                check_grads(nhwc, meta, mdir, res, "grad nhwc")
     sgd = os.path.join(mdir, "prog-sgd")
     ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) + ["--optimizer=sgd"], sgd)
     res.check(ok, name, "trainer", "SGD trainer" if ok else text)

@@ -115,6 +115,21 @@ def check_cuda_compile(trainc, zoo, entry, work, check):
     check(run.returncode == 0 and not run.stderr.strip(),
           tag + " compiles for CUDA sm_80,sm_90 with no warning" +
           (": " + run.stderr[-800:] if run.stderr else ""))
+    if entry.get("model") not in ("lenet", "resnet18"):
+        return
+    # The convolutional trainers channels-last (cuDNN NHWC, the pooling and
+    # batch-norm kernels' channels-last indexing): bf16 as --layout=auto
+    # picks it on CUDA, and LeNet also in fp32.
+    variants = [["--precision=bf16", "--layout=auto"]]
+    if entry["model"] == "lenet":
+        variants.append(["--layout=nhwc"])
+    for variant in variants:
+        train = cmd + ["--loss=cross-entropy", "--optimizer=sgd"] + variant
+        train[train.index("-o") + 1] = prog + "_train"
+        run = subprocess.run(train, capture_output=True, text=True)
+        check(run.returncode == 0 and not run.stderr.strip(),
+              "%s trainer (%s) compiles for CUDA sm_80,sm_90 with no warning%s"
+              % (tag, " ".join(variant), ": " + run.stderr[-800:] if run.stderr else ""))
 
 
 def main():
