@@ -133,140 +133,142 @@ void makeChannelsLast(Operation *op) {
 // Step 2: the transposes meet and cancel
 //===----------------------------------------------------------------------===//
 
-/// An operand of a pointwise op on 4-D values, seen from the other layout:
-/// the value to use there, or null when that costs a copy.
-///   - a transpose by `from` is its input (the transposes cancel);
-///   - a tensor with size-1 axes only, of any rank, broadcasts alike;
-///   - a splat constant, or a 4-D tensor whose transpose by `to` keeps its
-///     memory order, is transposed (a fold or a reshape).
-Value freeInOtherLayout(PatternRewriter &rewriter, Location loc, Value v,
-                        ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
-  RankedTensorType t = tensorType(v);
-  if (!t)
-    return nullptr;
-  if (isTransposeBy(v, from))
-    return v.getDefiningOp<tc::TransposeOp>().getInput();
-  if (allOnes(t))
-    return v;
-  if (t.getRank() != 4)
-    return nullptr;
-  if (tc::isSplatConstant(v.getDefiningOp()) || movesOnlyUnitAxes(t.getShape(), to))
-    return transpose(rewriter, loc, v, to);
-  return nullptr;
+/// The shape of `t` as a 4-D broadcast operand: size-1 axes in front.
+SmallVector<int64_t> broadcastShape(RankedTensorType t) {
+  SmallVector<int64_t> shape(4 - std::min<int64_t>(t.getRank(), 4), 1);
+  shape.append(t.getShape().begin(), t.getShape().end());
+  return shape;
 }
 
-/// Creates `op` again on `operands`, its result of the same element type
-/// and the shape permuted by `perm`.
-Value rebuildPointwise(PatternRewriter &rewriter, Operation *op, ValueRange operands,
-                       ArrayRef<int64_t> perm) {
-  OperationState state(op->getLoc(), op->getName());
-  state.addOperands(operands);
-  state.addAttributes(op->getAttrs());
-  state.addTypes(permutedType(tensorType(op->getResult(0)), perm));
-  return rewriter.create(state)->getResult(0);
+/// Ops that compute the same in either layout given their attributes
+/// permuted: pointwise ops, concat, slice and its gradient, and expand (which
+/// only rises: its operand broadcasts).
+bool isMovable(Operation *op) {
+  if (op->getNumResults() != 1 || !isFourD(op->getResult(0)))
+    return false;
+  if (op->hasTrait<tc::OpTrait::Pointwise>() ||
+      isa<tc::ConcatOp, tc::SliceOp, tc::SliceBackwardOp>(op))
+    return true;
+  if (auto expand = dyn_cast<tc::ExpandOp>(op))
+    return isFourD(expand.getInput());
+  return false;
 }
 
-bool isPointwise4D(Operation *op) {
-  return op->hasTrait<tc::OpTrait::Pointwise>() && op->getNumResults() == 1 &&
-         isFourD(op->getResult(0));
-}
-
-/// pointwise(transpose(a, toFirst), ...) -> transpose(pointwise(a, ...), toFirst)
-/// when every operand is free channels-last and at least one is a
-/// transposed full-size tensor.
-struct SinkBackTranspose : RewritePattern {
-  explicit SinkBackTranspose(MLIRContext *context)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
-
-  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    if (!isPointwise4D(op))
-      return failure();
-    RankedTensorType result = tensorType(op->getResult(0));
-    bool moves = llvm::any_of(op->getOperands(), [&](Value v) {
-      return isTransposeBy(v, toFirst) && tensorType(v).getShape() == result.getShape();
-    });
-    if (!moves)
-      return rewriter.notifyMatchFailure(op, "no channels-last operand");
-    SmallVector<Value> operands;
-    for (Value v : op->getOperands()) {
-      // Check first, so a failed match creates nothing.
-      RankedTensorType t = tensorType(v);
-      if (!t || !(isTransposeBy(v, toFirst) || allOnes(t) ||
-                  (t.getRank() == 4 && (tc::isSplatConstant(v.getDefiningOp()) ||
-                                        movesOnlyUnitAxes(t.getShape(), toLast)))))
-        return rewriter.notifyMatchFailure(op, "an operand would need a copy");
-    }
-    for (Value v : op->getOperands())
-      operands.push_back(freeInOtherLayout(rewriter, op->getLoc(), v, toFirst, toLast));
-    Value inner = rebuildPointwise(rewriter, op, operands, toLast);
-    rewriter.replaceOp(op, transpose(rewriter, op->getLoc(), inner, toFirst));
-    return success();
-  }
-};
-
-/// Whether `v` can be had channels-last without a copy: see
-/// freeInOtherLayout, and also a pointwise op or expand that only the
-/// transpose reads and whose operands are free (it rises in turn).
-bool risesFree(Value v, int depth = 0) {
+/// Whether operand `v` of a movable op can be had channels-last without a
+/// copy, with `deep` also through movable ops whose operands are free in
+/// turn (they then move too; their other readers read them through a back
+/// transpose, which sinks):
+///   - the back transpose of a channels-last value (the two cancel);
+///   - a tensor with size-1 axes only, of any rank, which broadcasts alike;
+///   - a splat constant (it folds), or a tensor whose forward transpose
+///     (of its 4-D broadcast shape: a [C, 1, 1] layer scale reads as
+///     [1, C, 1, 1]) keeps its memory order (a reshape);
+///   - a value that is also transposed channels-last for another reader (a
+///     conv's input that a concat reads too): CSE merges the two.
+bool freeChannelsLast(Value v, bool deep, int depth = 0) {
   RankedTensorType t = tensorType(v);
   if (!t || depth > 16)
     return false;
   if (isTransposeBy(v, toFirst) || allOnes(t))
     return true;
+  if (t.getRank() > 4)
+    return false;
+  if (movesOnlyUnitAxes(broadcastShape(t), toLast))
+    return true;
   if (t.getRank() != 4)
     return false;
   Operation *def = v.getDefiningOp();
-  if (tc::isSplatConstant(def) || movesOnlyUnitAxes(t.getShape(), toLast))
+  if (tc::isSplatConstant(def) || llvm::any_of(v.getUsers(), [](Operation *user) {
+        auto t = dyn_cast<tc::TransposeOp>(user);
+        return t && t.getPerm() == ArrayRef<int64_t>(toLast);
+      }))
     return true;
-  if (!def || !v.hasOneUse())
+  if (!deep || !def || !isMovable(def))
     return false;
-  if (auto expand = dyn_cast<tc::ExpandOp>(def))
-    return isFourD(expand.getInput()) && risesFree(expand.getInput(), depth + 1);
-  if (isPointwise4D(def))
-    return llvm::all_of(def->getOperands(),
-                        [&](Value operand) { return risesFree(operand, depth + 1); });
-  return false;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value operand) { return freeChannelsLast(operand, true, depth + 1); });
 }
 
-/// transpose(pointwise(a, ...), toLast) -> pointwise(transpose(a, toLast), ...)
-/// and transpose(expand(a), toLast) -> expand(transpose(a, toLast)) when
-/// every operand rises free. Other readers of the pointwise op or expand
-/// read the new one through the back transpose (which then sinks).
+/// The channels-last value of a free operand (see freeChannelsLast).
+Value channelsLastOperand(PatternRewriter &rewriter, Location loc, Value v) {
+  RankedTensorType t = tensorType(v);
+  if (isTransposeBy(v, toFirst))
+    return v.getDefiningOp<tc::TransposeOp>().getInput();
+  if (allOnes(t) && t.getRank() != 4)
+    return v;
+  if (t.getRank() < 4)
+    return rewriter.create<tc::ReshapeOp>(
+        loc, RankedTensorType::get(permuted(broadcastShape(t), toLast), t.getElementType()), v,
+        rewriter.getDenseI64ArrayAttr(permuted(broadcastShape(t), toLast)));
+  return transpose(rewriter, loc, v, toLast);
+}
+
+/// Creates the channels-last twin of movable `op` on `operands`: the result
+/// shape, the per-axis attributes (`starts`, `ends`, `steps`, `input_shape`,
+/// `shape`) permuted and a concat's `axis` moved with its axis.
+Value rebuildChannelsLast(PatternRewriter &rewriter, Operation *op, ValueRange operands) {
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  for (NamedAttribute attr : op->getAttrs()) {
+    StringRef name = attr.getName().getValue();
+    auto array = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (array && array.size() == 4 &&
+        (name == "starts" || name == "ends" || name == "steps" || name == "input_shape" ||
+         name == "shape"))
+      state.addAttribute(name, rewriter.getDenseI64ArrayAttr(permuted(array.asArrayRef(), toLast)));
+    else if (isa<tc::ConcatOp>(op) && name == "axis")
+      state.addAttribute(name, rewriter.getI64IntegerAttr(
+                                   toFirst[cast<IntegerAttr>(attr.getValue()).getInt()]));
+    else
+      state.addAttribute(attr.getName(), attr.getValue());
+  }
+  state.addTypes(permutedType(tensorType(op->getResult(0)), toLast));
+  return rewriter.create(state)->getResult(0);
+}
+
+/// op(transpose(a, toFirst), ...) -> transpose(op(a, ...), toFirst) for a
+/// movable op (not expand) whose operands are all free channels-last, at
+/// least one a back transpose.
+struct SinkBackTranspose : RewritePattern {
+  explicit SinkBackTranspose(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isMovable(op) || isa<tc::ExpandOp>(op))
+      return failure();
+    if (!llvm::any_of(op->getOperands(), [](Value v) { return isTransposeBy(v, toFirst); }))
+      return rewriter.notifyMatchFailure(op, "no channels-last operand");
+    if (!llvm::all_of(op->getOperands(), [](Value v) { return freeChannelsLast(v, false); }))
+      return rewriter.notifyMatchFailure(op, "an operand would need a copy");
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(channelsLastOperand(rewriter, op->getLoc(), v));
+    Value inner = rebuildChannelsLast(rewriter, op, operands);
+    rewriter.replaceOp(op, transpose(rewriter, op->getLoc(), inner, toFirst));
+    return success();
+  }
+};
+
+/// transpose(op(a, ...), toLast) -> op(transpose(a, toLast), ...) for a
+/// movable op whose operands all rise free (freeChannelsLast, deep). Other
+/// readers of the op read the new one through the back transpose (which
+/// then sinks).
 struct RaiseForwardTranspose : OpRewritePattern<tc::TransposeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(tc::TransposeOp op, PatternRewriter &rewriter) const override {
     if (op.getPerm() != ArrayRef<int64_t>(toLast))
       return failure();
     Operation *def = op.getInput().getDefiningOp();
-    if (!def)
+    if (!def || !isMovable(def) ||
+        !llvm::all_of(def->getOperands(), [](Value v) { return freeChannelsLast(v, true); }))
       return failure();
     // Built where `def` is, so that its other readers see the result.
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointAfter(def);
-    Value raised;
-    if (auto expand = dyn_cast<tc::ExpandOp>(def)) {
-      if (!isFourD(expand.getInput()) || !risesFree(expand.getInput()))
-        return failure();
-      Value moved = transpose(rewriter, expand.getLoc(), expand.getInput(), toLast);
-      raised = rewriter.create<tc::ExpandOp>(
-          expand.getLoc(), op.getType(), moved,
-          rewriter.getDenseI64ArrayAttr(permuted(expand.getShape(), toLast)));
-    } else {
-      if (!isPointwise4D(def) ||
-          !llvm::all_of(def->getOperands(), [](Value v) { return risesFree(v); }))
-        return failure();
-      SmallVector<Value> operands;
-      for (Value v : def->getOperands()) {
-        RankedTensorType t = tensorType(v);
-        if (isTransposeBy(v, toFirst))
-          operands.push_back(v.getDefiningOp<tc::TransposeOp>().getInput());
-        else if (allOnes(t) && t.getRank() != 4)
-          operands.push_back(v);
-        else
-          operands.push_back(transpose(rewriter, def->getLoc(), v, toLast));
-      }
-      raised = rebuildPointwise(rewriter, def, operands, toLast);
-    }
+    SmallVector<Value> operands;
+    for (Value v : def->getOperands())
+      operands.push_back(channelsLastOperand(rewriter, def->getLoc(), v));
+    Value raised = rebuildChannelsLast(rewriter, def, operands);
     // Readers other than this transpose get the back transpose (dead, and
     // erased, when there are none).
     Value back = transpose(rewriter, def->getLoc(), raised, toFirst);
@@ -307,14 +309,16 @@ struct ReshapeOfReshape : OpRewritePattern<tc::ReshapeOp> {
   }
 };
 
-/// reduce(transpose(x, perm), axes) without keepdims reduces x over the
-/// permuted axes when the kept axes stay in order (a conv bias gradient).
+/// reduce(transpose(x, perm), axes) reduces x over the permuted axes: with
+/// keepdims the result is transposed after (size-1 axes: a reshape when
+/// only those move), without it the kept axes must stay in order (a conv
+/// bias gradient).
 template <typename ReduceOp>
 struct ReduceOfTranspose : OpRewritePattern<ReduceOp> {
   using OpRewritePattern<ReduceOp>::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceOp op, PatternRewriter &rewriter) const override {
     auto t = op.getInput().template getDefiningOp<tc::TransposeOp>();
-    if (!t || op.getKeepdims() || op.getAxes().empty())
+    if (!t || op.getAxes().empty())
       return failure();
     ArrayRef<int64_t> perm = t.getPerm(), axes = op.getAxes();
     SmallVector<int64_t> mapped;
@@ -322,17 +326,27 @@ struct ReduceOfTranspose : OpRewritePattern<ReduceOp> {
     for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i) {
       if (llvm::is_contained(axes, i)) {
         mapped.push_back(perm[i]);
-      } else {
+      } else if (!op.getKeepdims()) {
         if (perm[i] < lastKept)
           return failure();
         lastKept = perm[i];
       }
     }
     llvm::sort(mapped);
-    rewriter.modifyOpInPlace(op, [&] {
-      op.getInputMutable().assign(t.getInput());
-      op.setAxes(mapped);
-    });
+    if (!op.getKeepdims()) {
+      rewriter.modifyOpInPlace(op, [&] {
+        op.getInputMutable().assign(t.getInput());
+        op.setAxes(mapped);
+      });
+      return success();
+    }
+    SmallVector<int64_t> shape(tensorType(t.getInput()).getShape());
+    for (int64_t axis : mapped)
+      shape[axis] = 1;
+    auto type = RankedTensorType::get(shape, tensorType(op.getResult()).getElementType());
+    auto inner = rewriter.create<ReduceOp>(op.getLoc(), type, t.getInput(), op->getAttrs());
+    inner.setAxes(mapped);
+    rewriter.replaceOp(op, transpose(rewriter, op.getLoc(), inner.getResult(), perm));
     return success();
   }
 };
@@ -362,9 +376,10 @@ struct LayoutPass : trainc::impl::LayoutBase<LayoutPass> {
     FrozenRewritePatternSet frozen(std::move(patterns));
     GreedyRewriteConfig config;
     config.maxIterations = 64;
+    // Every rewrite is exact, so a limit reached leaves correct IR with
+    // some transposes in it.
     for (auto func : module.getOps<func::FuncOp>())
-      if (failed(applyPatternsAndFoldGreedily(func, frozen, config)))
-        func.emitWarning("the layout phase's transposes did not settle; some remain");
+      (void)applyPatternsAndFoldGreedily(func, frozen, config);
   }
 };
 

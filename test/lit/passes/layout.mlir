@@ -72,6 +72,51 @@ func.func @forward(%x: tensor<2x3x8x8xf32> {tc.input = "x"}, %w1: tensor<4x3x3x3
 
 // -----
 
+// A DenseNet-style concat of the input with a conv's output, scaled by a
+// [C, 1, 1] layer scale, into a 1x1 conv and a flatten: the concat joins the
+// channels-last values on axis 3 (the conv's transposed input is reused),
+// the layer scale is a [1, 1, 1, C] reshape, the 1x1 conv's weight a reshape,
+// and in the backward the concat's gradient slices channels-last too. Left:
+// the input, the 3x3 weight and its gradient, and the flatten (both ways).
+// CHECK-LABEL: func.func @train_step(
+// CHECK-NOT: tc.transpose
+// CHECK: %[[X:.*]] = tc.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: tc.transpose %arg3 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NOT: tc.transpose
+// CHECK: %[[J:.*]] = tc.concat %[[X]], %{{.*}} {axis = 3 : i64} : (tensor<2x8x8x3xf32>, tensor<2x8x8x4xf32>) -> tensor<2x8x8x7xf32>
+// CHECK-NEXT: %[[S:.*]] = tc.reshape %arg4 {shape = array<i64: 1, 1, 1, 7>} : (tensor<7x1x1xf32>) -> tensor<1x1x1x7xf32>
+// CHECK-NEXT: tc.mul %[[J]], %[[S]] : (tensor<2x8x8x7xf32>, tensor<1x1x1x7xf32>) -> tensor<2x8x8x7xf32>
+// CHECK-NEXT: tc.reshape %arg5 {shape = array<i64: 2, 1, 1, 7>}
+// CHECK-NEXT: tc.conv {{.*}}channels_last = true
+// CHECK-NEXT: tc.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>} : (tensor<2x8x8x2xf32>) -> tensor<2x2x8x8xf32>
+// CHECK-NEXT: tc.reshape {{.*}} -> tensor<2x128xf32>
+// CHECK-NOT: tc.transpose
+// CHECK: tc.transpose {{.*}} {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x2x8x8xf32>) -> tensor<2x8x8x2xf32>
+// CHECK-NOT: tc.transpose
+// CHECK: tc.slice {{.*}} {ends = array<i64: 2, 8, 8, 7>, starts = array<i64: 0, 0, 0, 3>, steps = array<i64: 1, 1, 1, 1>} : (tensor<2x8x8x7xf32>) -> tensor<2x8x8x4xf32>
+// CHECK-NOT: tc.transpose
+// CHECK: tc.transpose {{.*}} {perm = array<i64: 0, 3, 1, 2>} : (tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+// CHECK-NOT: tc.transpose
+// CHECK: return
+tc.param @c1.w trainable : tensor<4x3x3x3xf32>
+tc.param @ls trainable : tensor<7x1x1xf32>
+tc.param @c2.w trainable : tensor<2x7x1x1xf32>
+func.func @forward(%x: tensor<2x3x8x8xf32> {tc.input = "x"}, %w1: tensor<4x3x3x3xf32> {tc.param = @c1.w},
+                   %ls: tensor<7x1x1xf32> {tc.param = @ls}, %w2: tensor<2x7x1x1xf32> {tc.param = @c2.w})
+    -> (tensor<2x128xf32> {tc.output = "y"}) {
+  %c = tc.conv %x, %w1 {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>}
+      : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+  %r = tc.relu %c : tensor<2x4x8x8xf32>
+  %j = tc.concat %x, %r {axis = 1 : i64} : (tensor<2x3x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x7x8x8xf32>
+  %s = tc.mul %j, %ls : (tensor<2x7x8x8xf32>, tensor<7x1x1xf32>) -> tensor<2x7x8x8xf32>
+  %c2 = tc.conv %s, %w2 {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}
+      : (tensor<2x7x8x8xf32>, tensor<2x7x1x1xf32>) -> tensor<2x2x8x8xf32>
+  %f = tc.reshape %c2 {shape = array<i64: 2, 128>} : (tensor<2x2x8x8xf32>) -> tensor<2x128xf32>
+  return %f : tensor<2x128xf32>
+}
+
+// -----
+
 // Not fired: a model without convolutions keeps its 4-D batch norm and
 // pooling channels-first.
 // CHECK-LABEL: func.func @train_step(
