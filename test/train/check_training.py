@@ -469,6 +469,14 @@ def check_zoo_training(trainc, work, check, models=None):
                              ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
                               "--optimizer=" + opt_name] + loss_flags, data, run_flags, theirs,
                              {k: v.detach().numpy() for k, v in net.state_dict().items()})
+            if opt_name == "sgd" and name == "lenet":
+                # The CUDA trainer channels-last (cuDNN NHWC convolutions,
+                # the runtime's channels-last pooling): the same results.
+                prepare_gpu_case(trainc, "zoo_lenet_sgd_nhwc", path,
+                                 ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                                  "--optimizer=sgd", "--layout=nhwc"] + loss_flags, data,
+                                 run_flags, theirs,
+                                 {k: v.detach().numpy() for k, v in net.state_dict().items()})
             if opt_name == "sgd" and name in ("mlp", "gpt"):
                 # The CUDA trainer with --grad-accum=4 at batch 1: the same
                 # expected losses and weights as batches of 4.
