@@ -20,13 +20,11 @@ namespace {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-// A channels-last channel is read at stride c (uncoalesced across the block
-// that owns the channel): correct, not yet an NHWC-tuned kernel.
-
 /// y = (x - mean[ch]) * rsqrt(var[ch] + eps) * scale[ch] + bias[ch] over
-/// x [n, c, spatial]. One thread per element, flat: the channel is an index
-/// computation, and the four per-channel loads hit L1 since a warp spans at
-/// most two channels unless spatial is tiny.
+/// x [n, c, spatial] (or channels-last [n, spatial, c] when `last`). One
+/// thread per element, flat: the channel is an index computation, and the
+/// four per-channel loads hit L1 since a warp spans at most two channels
+/// unless spatial is tiny (channels-last: 32 consecutive channels).
 __global__ void batchNormInferenceKernel(int64_t c, int64_t spatial,
                                          int64_t total, const float *x,
                                          const float *scale, const float *bias,
@@ -161,14 +159,14 @@ struct ChannelStats {
 
 __device__ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial,
                                      int64_t ch, const float *x,
-                                     const float *mask, double *shared, bool last) {
+                                     const float *mask, double *shared) {
   const int64_t total = n * spatial;
   double sum = 0.0, kept = 0.0;
   for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
     int64_t b = i / spatial;
     if (mask && mask[b] == 0.0f)
       continue;
-    sum += x[elementAt(b, ch, i % spatial, c, spatial, last)];
+    sum += x[(b * c + ch) * spatial + i % spatial];
     kept += 1.0;
   }
   sum = blockSum(sum, shared);
@@ -182,7 +180,7 @@ __device__ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial,
     int64_t b = i / spatial;
     if (mask && mask[b] == 0.0f)
       continue;
-    double d = x[elementAt(b, ch, i % spatial, c, spatial, last)] - s.mean;
+    double d = x[(b * c + ch) * spatial + i % spatial] - s.mean;
     squares += d * d;
   }
   s.var = blockSum(squares, shared) / kept;
@@ -195,10 +193,10 @@ __global__ void batchNormTrainingKernel(
     int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
     const float *bias, const float *runningMean, const float *runningVar,
     const float *mask, float epsilon, float momentum, float *y,
-    float *newMean, float *newVar, DeviceErrorRecord *errors, bool last) {
+    float *newMean, float *newVar, DeviceErrorRecord *errors) {
   __shared__ double shared[kWarpSize];
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared, last);
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
     if (s.count < 2) {
       if (threadIdx.x == 0)
         recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
@@ -208,7 +206,7 @@ __global__ void batchNormTrainingKernel(
     const float a = float(double(scale[ch]) * rstd);
     const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
     for (int64_t i = threadIdx.x; i < n * spatial; i += blockDim.x) {
-      int64_t at = elementAt(i / spatial, ch, i % spatial, c, spatial, last);
+      int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
       y[at] = x[at] * a + b;
     }
     if (threadIdx.x == 0) {
@@ -228,11 +226,11 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
                                         const float *dy, const float *mask,
                                         float epsilon, float *dx, float *dscale,
                                         float *dbias,
-                                        DeviceErrorRecord *errors, bool last) {
+                                        DeviceErrorRecord *errors) {
   __shared__ double shared[kWarpSize];
   const int64_t total = n * spatial;
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared, last);
+    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
     if (s.count < 2) {
       if (threadIdx.x == 0)
         recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
@@ -244,7 +242,7 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
       int64_t b = i / spatial;
       if (mask && mask[b] == 0.0f)
         continue;
-      int64_t at = elementAt(b, ch, i % spatial, c, spatial, last);
+      int64_t at = (b * c + ch) * spatial + i % spatial;
       sumDy += dy[at];
       sumDyXhat += dy[at] * ((x[at] - s.mean) * rstd);
     }
@@ -259,7 +257,7 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
     const double a = double(scale[ch]) * rstd;
     for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
       int64_t b = i / spatial;
-      int64_t at = elementAt(b, ch, i % spatial, c, spatial, last);
+      int64_t at = (b * c + ch) * spatial + i % spatial;
       if (mask && mask[b] == 0.0f) {
         dx[at] = 0.0f;
         continue;
@@ -272,6 +270,153 @@ __global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
 
 /// Past this many columns a row gets a whole block.
 constexpr int64_t kWarpRowLimit = 1024;
+
+//===----------------------------------------------------------------------===//
+// Channels-last batch norm: x [n * spatial rows, c]
+//===----------------------------------------------------------------------===//
+//
+// The kernels above give a channel one block, which reads a channels-last
+// channel at stride c. These give a block a tile of 32 channels: its 32 x 8
+// threads walk 8 rows at a time and read 32 consecutive values per row
+// (coalesced), each thread summing its channel over every 8th row, then the
+// 8 partial sums of a channel are added in shared memory (double, two
+// passes, the same statistics as above in another order).
+
+constexpr int kTileChannels = 32, kTileRows = 8;
+
+/// The sum of `value` over the tile's rows (threadIdx.y) for this thread's
+/// channel; every thread of the column gets it. Starts and ends with a
+/// barrier, so the whole block must call it.
+__device__ __forceinline__ double tileColumnSum(double value,
+                                                double (*shared)[kTileChannels]) {
+  __syncthreads();
+  shared[threadIdx.y][threadIdx.x] = value;
+  __syncthreads();
+  double total = 0.0;
+  for (int r = 0; r < kTileRows; ++r)
+    total += shared[r][threadIdx.x];
+  __syncthreads();
+  return total;
+}
+
+/// Mean and biased variance of channel `ch` of channels-last x over the
+/// samples `mask` keeps; `active` is false for a tile column past c (it
+/// reads nothing but takes part in the barriers).
+__device__ ChannelStats tileChannelStats(int64_t n, int64_t c, int64_t spatial, int64_t ch,
+                                         bool active, const float *x, const float *mask,
+                                         double (*shared)[kTileChannels]) {
+  const int64_t rows = n * spatial;
+  double sum = 0.0, kept = 0.0;
+  for (int64_t r = threadIdx.y; active && r < rows; r += kTileRows) {
+    if (mask && mask[r / spatial] == 0.0f)
+      continue;
+    sum += x[r * c + ch];
+    kept += 1.0;
+  }
+  sum = tileColumnSum(sum, shared);
+  kept = tileColumnSum(kept, shared);
+  ChannelStats s{0.0, 0.0, int64_t(kept)};
+  if (s.count > 0)
+    s.mean = sum / kept;
+  double squares = 0.0;
+  for (int64_t r = threadIdx.y; active && s.count > 0 && r < rows; r += kTileRows) {
+    if (mask && mask[r / spatial] == 0.0f)
+      continue;
+    double d = x[r * c + ch] - s.mean;
+    squares += d * d;
+  }
+  squares = tileColumnSum(squares, shared);
+  if (s.count > 0)
+    s.var = squares / kept;
+  return s;
+}
+
+__global__ void batchNormTrainingLastKernel(
+    int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
+    const float *bias, const float *runningMean, const float *runningVar,
+    const float *mask, float epsilon, float momentum, float *y, float *newMean,
+    float *newVar, DeviceErrorRecord *errors) {
+  __shared__ double shared[kTileRows][kTileChannels];
+  const int64_t rows = n * spatial;
+  for (int64_t first = int64_t(blockIdx.x) * kTileChannels; first < c;
+       first += int64_t(gridDim.x) * kTileChannels) {
+    const int64_t ch = first + threadIdx.x;
+    const bool active = ch < c;
+    ChannelStats s = tileChannelStats(n, c, spatial, ch, active, x, mask, shared);
+    if (!active)
+      continue; // no barrier follows in this tile
+    if (s.count < 2) {
+      if (threadIdx.y == 0)
+        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
+      continue;
+    }
+    const double rstd = rsqrt(s.var + double(epsilon));
+    const float a = float(double(scale[ch]) * rstd);
+    const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
+    for (int64_t r = threadIdx.y; r < rows; r += kTileRows)
+      y[r * c + ch] = x[r * c + ch] * a + b;
+    if (threadIdx.y == 0) {
+      double unbiased = s.var * double(s.count) / double(s.count - 1);
+      newMean[ch] = float(double(momentum) * runningMean[ch] + (1.0 - double(momentum)) * s.mean);
+      newVar[ch] = float(double(momentum) * runningVar[ch] + (1.0 - double(momentum)) * unbiased);
+    }
+  }
+}
+
+__global__ void batchNormBackwardLastKernel(int64_t n, int64_t c, int64_t spatial,
+                                            const float *x, const float *scale,
+                                            const float *dy, const float *mask,
+                                            float epsilon, float *dx, float *dscale,
+                                            float *dbias, DeviceErrorRecord *errors) {
+  __shared__ double shared[kTileRows][kTileChannels];
+  const int64_t rows = n * spatial;
+  for (int64_t first = int64_t(blockIdx.x) * kTileChannels; first < c;
+       first += int64_t(gridDim.x) * kTileChannels) {
+    const int64_t ch = first + threadIdx.x;
+    const bool active = ch < c;
+    ChannelStats s = tileChannelStats(n, c, spatial, ch, active, x, mask, shared);
+    const bool valid = active && s.count >= 2;
+    const double rstd = valid ? rsqrt(s.var + double(epsilon)) : 0.0;
+    double sumDy = 0.0, sumDyXhat = 0.0;
+    for (int64_t r = threadIdx.y; valid && r < rows; r += kTileRows) {
+      if (mask && mask[r / spatial] == 0.0f)
+        continue;
+      const int64_t at = r * c + ch;
+      sumDy += dy[at];
+      sumDyXhat += dy[at] * ((x[at] - s.mean) * rstd);
+    }
+    sumDy = tileColumnSum(sumDy, shared);
+    sumDyXhat = tileColumnSum(sumDyXhat, shared);
+    if (!active)
+      continue;
+    if (!valid) {
+      if (threadIdx.y == 0)
+        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
+      continue;
+    }
+    if (threadIdx.y == 0) {
+      dscale[ch] = float(sumDyXhat);
+      dbias[ch] = float(sumDy);
+    }
+    const double meanDy = sumDy / double(s.count);
+    const double meanDyXhat = sumDyXhat / double(s.count);
+    const double a = double(scale[ch]) * rstd;
+    for (int64_t r = threadIdx.y; r < rows; r += kTileRows) {
+      const int64_t at = r * c + ch;
+      if (mask && mask[r / spatial] == 0.0f) {
+        dx[at] = 0.0f;
+        continue;
+      }
+      double xhat = (x[at] - s.mean) * rstd;
+      dx[at] = float(a * (dy[at] - meanDy - xhat * meanDyXhat));
+    }
+  }
+}
+
+/// The grid of the channels-last kernels: a tile of channels per block.
+unsigned tileGrid(CudaContext &ctx, int64_t c) {
+  return gridFor(ctx, (c + kTileChannels - 1) / kTileChannels, 1);
+}
 
 } // namespace
 
@@ -321,9 +466,17 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                {"y", y},
                {"newMean", newMean},
                {"newVar", newVar}}));
+  if (channelsLast) {
+    batchNormTrainingLastKernel<<<tileGrid(ctx, c), dim3(kTileChannels, kTileRows), 0,
+                                  ctx.stream()>>>(n, c, spatial, x, scale, bias, runningMean,
+                                                  runningVar, mask, epsilon, momentum, y,
+                                                  newMean, newVar, ctx.deviceErrors());
+    TRAINC_CHECK_LAUNCH("batchNormTrainingLastKernel");
+    return Status();
+  }
   batchNormTrainingKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
       n, c, spatial, x, scale, bias, runningMean, runningVar, mask, epsilon,
-      momentum, y, newMean, newVar, ctx.deviceErrors(), channelsLast);
+      momentum, y, newMean, newVar, ctx.deviceErrors());
   TRAINC_CHECK_LAUNCH("batchNormTrainingKernel");
   return Status();
 }
@@ -343,9 +496,16 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                                                              {"dx", dx},
                                                              {"dscale", dscale},
                                                              {"dbias", dbias}}));
+  if (channelsLast) {
+    batchNormBackwardLastKernel<<<tileGrid(ctx, c), dim3(kTileChannels, kTileRows), 0,
+                                  ctx.stream()>>>(n, c, spatial, x, scale, dy, mask, epsilon,
+                                                  dx, dscale, dbias, ctx.deviceErrors());
+    TRAINC_CHECK_LAUNCH("batchNormBackwardLastKernel");
+    return Status();
+  }
   batchNormBackwardKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
       n, c, spatial, x, scale, dy, mask, epsilon, dx, dscale, dbias,
-      ctx.deviceErrors(), channelsLast);
+      ctx.deviceErrors());
   TRAINC_CHECK_LAUNCH("batchNormBackwardKernel");
   return Status();
 }
