@@ -35,6 +35,17 @@ using namespace mlir;
 using namespace trainc;
 using namespace trainc::codegen;
 
+/// The ops of `func` that run channels-last (the layout phase's), for the
+/// program's --info.
+static int channelsLastOps(func::FuncOp func) {
+  int count = 0;
+  func.walk([&](Operation *op) {
+    auto flag = op->getAttrOfType<BoolAttr>("channels_last");
+    count += flag && flag.getValue();
+  });
+  return count;
+}
+
 std::string ProgramEmitter::opComment(Operation *op) {
   if (auto fused = dyn_cast<tc::FusedOp>(op)) {
     // The group and the ONNX nodes it computes, each once.
@@ -357,7 +368,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << "    " << (accumulateFn ? "accumulateStep" : "nullptr") << ", " << gradAccum
        << ", // gradient accumulation: micro-batch step, default micro-batches\n"
        << "    " << (accumulateFn ? accumulateFn->generated : 0) << ", "
-       << (accumulateFn ? accumulateFn->library : 0) << "};\n";
+       << (accumulateFn ? accumulateFn->library : 0) << ",\n"
+       << "    " << channelsLastOps(step) << " // channels-last library calls per step\n"
+       << "};\n";
   }
   if (!params.empty()) {
     os << "const trainc::rt::ParamInfo kParams[] = {\n";

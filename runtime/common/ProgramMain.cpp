@@ -185,6 +185,10 @@ void printInfo(const Program &program) {
   std::printf("  kernels per training step: %d (%d generated, %d library calls)\n",
               train->generatedKernels + train->libraryCalls, train->generatedKernels,
               train->libraryCalls);
+  if (train->channelsLastOps)
+    std::printf("  layout: channels-last (NHWC) in %d convolution, pooling and batch-norm "
+                "calls per step; parameters stay in ONNX's layout\n",
+                train->channelsLastOps);
   if (train->accumulate)
     std::printf("  gradient accumulation: %lld micro-batches per step by default; kernels per "
                 "micro-batch: %d (%d generated, %d library calls)\n",

@@ -131,6 +131,9 @@ struct TrainStep {
   /// Kernels one accumulate step launches (as generatedKernels, libraryCalls).
   int accumulateGeneratedKernels;
   int accumulateLibraryCalls;
+  /// Convolution, pooling and batch-norm calls of one step that run
+  /// channels-last (trainc compile --layout=nhwc; 0 in NCHW).
+  int channelsLastOps = 0;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
