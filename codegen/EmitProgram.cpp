@@ -352,6 +352,12 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
     int64_t gradAccum = accumulateFn && accumAttr ? accumAttr.getInt() : 1;
     auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
     auto precision = module->getAttrOfType<StringAttr>(tc::kPrecisionAttrName);
+    if (!hostReadHypers.empty()) {
+      os << "const int kHostReadHypers[] = {";
+      for (size_t index : hostReadHypers)
+        os << index << (index == *hostReadHypers.rbegin() ? "" : ", ");
+      os << "};\n";
+    }
     os << "const trainc::rt::TrainStep kTrain = {\n"
        << "    " << cStringLiteral(optimizer ? optimizer.getValue() : "sgd") << ",\n"
        << "    " << llvm::format("%.17g", clip ? clip.getValueAsDouble() : 0.0) << ",\n"
@@ -369,7 +375,10 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << ", // gradient accumulation: micro-batch step, default micro-batches\n"
        << "    " << (accumulateFn ? accumulateFn->generated : 0) << ", "
        << (accumulateFn ? accumulateFn->library : 0) << ",\n"
-       << "    " << channelsLastOps(step) << " // channels-last library calls per step\n"
+       << "    " << channelsLastOps(step) << ", // channels-last library calls per step\n"
+       << "    " << hostReadHypers.size() << ", "
+       << (hostReadHypers.empty() ? "nullptr" : "kHostReadHypers")
+       << " // hyperparameters read on the host\n"
        << "};\n";
   }
   if (!params.empty()) {

@@ -258,6 +258,7 @@ std::pair<std::string, std::string> ProgramEmitter::accumulatingScales(Operation
   // does not read C, so whatever the accumulator held is not carried over.
   tc::AccumulateGradOp accumulate = tc::accumulatingGemmUser(gemm);
   auto host = [&](Value v) {
+    hostReadHypers.insert(hyperIndex.lookup(v));
     return "args.hostHypers[" + std::to_string(hyperIndex.lookup(v)) + "][0]";
   };
   std::string scale = host(accumulate.getWeight());

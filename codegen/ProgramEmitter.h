@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -188,6 +189,9 @@ private:
   llvm::DenseMap<Value, std::string> names;
   /// Each hyperparameter argument's index in TrainArgs::hypers.
   llvm::DenseMap<Value, size_t> hyperIndex;
+  /// The hyperparameters a step reads on the host (TrainArgs::hostHypers),
+  /// over the whole program: a recorded step graph holds their values.
+  std::set<size_t> hostReadHypers;
   /// Optimizer update results written over the argument they replace.
   llvm::DenseSet<Value> inPlace;
   std::string body;

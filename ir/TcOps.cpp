@@ -501,8 +501,9 @@ LogicalResult ConvBackwardFilterOp::inferReturnTypes(MLIRContext *,
   if (ws.size() != static_cast<size_t>(x.getRank()) || ws.size() < 3)
     return emitOptionalError(location, "weight_shape must have the input's rank");
   if (failed(checkWindowResult(location, x.getShape(), {x.getDimSize(0), ws[0]},
-                               ArrayRef<int64_t>(ws).drop_front(2), adaptor.getStrides(), adaptor.getPads(),
-                               adaptor.getDilations(), false, dy.getShape())))
+                               ArrayRef<int64_t>(ws).drop_front(2), adaptor.getStrides(),
+                               adaptor.getPads(), adaptor.getDilations(), false,
+                               dy.getShape())))
     return failure();
   inferred.push_back(RankedTensorType::get(adaptor.getWeightShape(), x.getElementType()));
   return success();
@@ -578,7 +579,8 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   RankedTensorType input = ranked(adaptor.getInput());
   if (!input || input.getRank() < 2)
     return emitOptionalError(location, "expects an input of rank >= 2");
-  int64_t channels = input.getDimSize(flagOf(adaptor.getChannelsLastAttr()) ? input.getRank() - 1 : 1);
+  int64_t channels =
+      input.getDimSize(flagOf(adaptor.getChannelsLastAttr()) ? input.getRank() - 1 : 1);
   RankedTensorType stats[] = {ranked(adaptor.getScale()), ranked(adaptor.getBias()),
                               ranked(adaptor.getMean()), ranked(adaptor.getVar())};
   const char *names[] = {"scale", "bias", "mean", "var"};
@@ -614,7 +616,8 @@ LogicalResult BatchNormBackwardOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(location, "expects an input of rank >= 2");
   if (dy != input)
     return emitOptionalError(location, "the result gradient must have the input's type");
-  int64_t channels = input.getDimSize(flagOf(adaptor.getChannelsLastAttr()) ? input.getRank() - 1 : 1);
+  int64_t channels =
+      input.getDimSize(flagOf(adaptor.getChannelsLastAttr()) ? input.getRank() - 1 : 1);
   if (scale.getRank() != 1 || scale.getDimSize(0) != channels)
     return emitOptionalError(location, "scale must have shape ", channels,
                              " (the channel count)");

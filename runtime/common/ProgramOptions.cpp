@@ -140,7 +140,7 @@ std::string description(const char *argv0, const Program &program) {
          "          [--resume]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
-         "          [--grad-accum K] [--report-memory]\n"
+         "          [--grad-accum K] [--cuda-graph on|off] [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -211,6 +211,20 @@ void define(Parser &parser, Options &options) {
                  "batches per optimizer step (a program compiled with --grad-accum; its K "
                  "by default): the step's gradient is the group's mean, a short last group "
                  "included");
+  app.add_option_function<std::string>(
+         "--cuda-graph",
+         [&t](const std::string &value) { t.cudaGraph = value == "on"; },
+         "on (default): record the training step as a CUDA graph at its second run and "
+         "replay it with one launch; off: launch its kernels one by one (no effect on the "
+         "CPU target)")
+      ->type_name("on|off")
+      ->check(CLI::Validator(
+          [&parser](std::string &v) {
+            if (v == "on" || v == "off")
+              return std::string();
+            return parser.error("--cuda-graph must be on or off, got '" + v + "'");
+          },
+          "", "on|off"));
   app.add_option("--lr-schedule", t.schedule,
                  "per-step learning rate: constant, step, cosine, onecycle or cyclic")
       ->type_name("KIND")

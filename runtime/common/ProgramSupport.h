@@ -92,6 +92,8 @@ struct TrainOptions {
   /// After training: the arena's planned size and how far the steps wrote
   /// into it (its high-water mark; the arena is filled with a pattern first).
   bool reportMemory = false;
+  /// Record the step as a CUDA graph and replay it (targets with graphs).
+  bool cudaGraph = true;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

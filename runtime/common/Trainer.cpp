@@ -27,8 +27,10 @@
 #include <deque>
 #include <filesystem>
 #include <numeric>
+#include <map>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 namespace trainc::rt::detail {
 namespace {
@@ -281,6 +283,80 @@ Status checkSaveTargets(const Program &program, const std::string &dir) {
   return Status();
 }
 
+/// The step as a CUDA graph (--cuda-graph): each function (step or
+/// accumulate), device slot and value of the hyperparameters the step reads
+/// on the host (TrainStep::hostReadHypers) first runs as it is, which sizes
+/// every scratch buffer; at its next use it is recorded and from then on
+/// replayed with one launch, and recorded again once scratch memory has
+/// moved (an evaluation's first pass may grow it). A step that cannot be
+/// recorded runs as it is from then on, after one note. On a target without
+/// graphs, and with --cuda-graph off, the step always runs as it is.
+class StepGraphs {
+public:
+  StepGraphs(Context &context, const TrainStep &train, bool wanted)
+      : context(context), train(train), enabled(wanted && context.supportsGraphs()) {}
+
+  Status run(bool last, int slot, const TrainArgs &args) {
+    Status (*function)(Context &, const TrainArgs &) = last ? train.step : train.accumulate;
+    if (!enabled)
+      return function(context, args);
+    Key key{last, slot, {}};
+    for (int i = 0; i < train.numHostReadHypers; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, args.hostHypers[train.hostReadHypers[i]], sizeof(bits));
+      key.hostValues.push_back(bits);
+    }
+    auto found = entries.find(key);
+    if (found == entries.end()) {
+      // First use: run as it is. Past kMaxGraphs (a short batch's weight
+      // each epoch, say) the rare keys are not recorded.
+      if (entries.size() < kMaxGraphs)
+        entries.emplace(key, Entry{});
+      return function(context, args);
+    }
+    Entry &entry = found->second;
+    if (entry.graph >= 0 && entry.epoch == context.memoryEpoch())
+      return context.launchGraph(entry.graph);
+    TRAINC_RETURN_IF_ERROR(context.beginGraph());
+    Status recorded = function(context, args);
+    int graph = -1;
+    Status ended = context.endGraph(&graph);
+    if (!recorded.ok() || !ended.ok()) {
+      // Nothing recorded ran: the step runs as it is.
+      enabled = false;
+      std::fprintf(stderr, "note: --cuda-graph: %s; the steps run without a graph\n",
+                   (recorded.ok() ? ended : recorded).message().c_str());
+      return function(context, args);
+    }
+    entry = {graph, context.memoryEpoch()};
+    ++recordings;
+    return context.launchGraph(graph);
+  }
+
+  /// Graphs recorded so far (again after scratch moved included).
+  int recorded() const { return recordings; }
+
+private:
+  static constexpr size_t kMaxGraphs = 16;
+  struct Key {
+    bool last;
+    int slot;
+    std::vector<uint32_t> hostValues;
+    bool operator<(const Key &o) const {
+      return std::tie(last, slot, hostValues) < std::tie(o.last, o.slot, o.hostValues);
+    }
+  };
+  struct Entry {
+    int graph = -1;
+    uint64_t epoch = 0;
+  };
+  Context &context;
+  const TrainStep &train;
+  bool enabled;
+  std::map<Key, Entry> entries;
+  int recordings = 0;
+};
+
 std::string clockText(double seconds) {
   long long s = static_cast<long long>(std::max(0.0, seconds) + 0.5);
   char text[32];
@@ -513,6 +589,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   for (int &event : computed)
     TRAINC_RETURN_IF_ERROR(context->createEvent(&event));
   std::vector<bool> uploadPending(hostSlots, false);
+  StepGraphs graphs(*context, *train, options.cudaGraph);
   std::vector<BatchField> fields;
   for (size_t f = 0; f < fileInputs.size(); ++f)
     fields.push_back({&arrays[f], tensorBytes(fileInputs[f], 1), layout.inputs[fileIndex[f]]});
@@ -884,7 +961,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       uploadPending[h] = true;
       TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Compute, uploaded[h]));
       args[d].hostHypers = hostHyperPtrs[h].data();
-      Status ran = last ? train->step(*context, args[d]) : train->accumulate(*context, args[d]);
+      Status ran = graphs.run(last, d, args[d]);
       if (!ran.ok())
         return Status::error("training step " + std::to_string(step + 1) + " failed" +
                              (accum > 1 ? " (batch " + std::to_string(b - groupFirst + 1) +

@@ -131,6 +131,8 @@ CudaContext::~CudaContext() {
   // whose stream faulted must still release what it can.
   if (computeStream)
     (void)cudaStreamSynchronize(computeStream);
+  for (cudaGraphExec_t graph : graphs)
+    (void)cudaGraphExecDestroy(graph);
   plans.clear(); // Plans hold library descriptors: destroy before handles.
   for (void *ptr : retired)
     (void)cudaFree(ptr);
@@ -362,6 +364,51 @@ Status CudaContext::grow(Scratch &scratch, size_t bytes, const char *what) {
     retired.push_back(scratch.ptr);
   scratch.ptr = fresh;
   scratch.bytes = size;
+  ++scratchEpoch;
+  return Status();
+}
+
+//===----------------------------------------------------------------------===//
+// Step graphs
+//===----------------------------------------------------------------------===//
+
+Status CudaContext::beginGraph() {
+  // Thread-local: the data workers' calls are not part of the recording,
+  // and a call of this thread that cannot be recorded (cudaMalloc of a
+  // growing scratch, a synchronous copy) fails instead of running.
+  TRAINC_CUDA_CALL(cudaStreamBeginCapture(computeStream, cudaStreamCaptureModeThreadLocal));
+  return Status();
+}
+
+Status CudaContext::endGraph(int *graph) {
+  if (!graph)
+    return invalidArgument("endGraph", "graph is null");
+  cudaGraph_t recorded = nullptr;
+  cudaError_t ended = cudaStreamEndCapture(computeStream, &recorded);
+  if (ended != cudaSuccess || !recorded) {
+    if (recorded)
+      (void)cudaGraphDestroy(recorded);
+    (void)cudaGetLastError(); // the capture's error is reported here, not later
+    return Status::error(std::string("the step could not be recorded as a CUDA graph: ") +
+                         cudaGetErrorString(ended));
+  }
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t made = cudaGraphInstantiate(&exec, recorded, 0);
+  (void)cudaGraphDestroy(recorded);
+  if (made != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status::error(std::string("the step's CUDA graph could not be instantiated: ") +
+                         cudaGetErrorString(made));
+  }
+  graphs.push_back(exec);
+  *graph = static_cast<int>(graphs.size()) - 1;
+  return Status();
+}
+
+Status CudaContext::launchGraph(int graph) {
+  if (graph < 0 || graph >= static_cast<int>(graphs.size()))
+    return invalidArgument("launchGraph", "no graph " + std::to_string(graph));
+  TRAINC_CUDA_CALL(cudaGraphLaunch(graphs[graph], computeStream));
   return Status();
 }
 

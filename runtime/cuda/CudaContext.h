@@ -130,6 +130,11 @@ public:
   Status recordEvent(int event, Queue queue) override;
   Status queueWait(Queue queue, int event) override;
   Status hostWait(int event) override;
+  bool supportsGraphs() const override { return true; }
+  Status beginGraph() override;
+  Status endGraph(int *graph) override;
+  Status launchGraph(int graph) override;
+  uint64_t memoryEpoch() const override { return scratchEpoch; }
 
   cudaStream_t stream() const { return computeStream; }
   cublasLtHandle_t cublasLt() const { return cublasLtHandle; }
@@ -187,6 +192,10 @@ private:
   Scratch userScratch;
   Scratch libraryScratch;
   std::vector<void *> retired;
+  /// Counts the moves of userScratch and libraryScratch (memoryEpoch).
+  uint64_t scratchEpoch = 0;
+  /// Instantiated step graphs, destroyed with the context.
+  std::vector<cudaGraphExec_t> graphs;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;
 };
 

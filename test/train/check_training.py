@@ -470,6 +470,13 @@ def check_zoo_training(trainc, work, check, models=None):
                               "--optimizer=" + opt_name] + loss_flags, data, run_flags, theirs,
                              {k: v.detach().numpy() for k, v in net.state_dict().items()})
             if opt_name == "sgd" and name == "lenet":
+                # The CUDA trainer launching its kernels one by one (the
+                # others replay the step as a CUDA graph): the same results.
+                prepare_gpu_case(trainc, "zoo_lenet_sgd_nograph", path,
+                                 ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                                  "--optimizer=sgd"] + loss_flags, data,
+                                 run_flags + ["--cuda-graph", "off"], theirs,
+                                 {k: v.detach().numpy() for k, v in net.state_dict().items()})
                 # The CUDA trainer channels-last (cuDNN NHWC convolutions,
                 # the runtime's channels-last pooling): the same results.
                 prepare_gpu_case(trainc, "zoo_lenet_sgd_nhwc", path,

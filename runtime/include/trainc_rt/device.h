@@ -13,6 +13,7 @@
 #include "trainc_rt/status.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace trainc::rt {
@@ -62,6 +63,25 @@ public:
   /// The host waits for `event`; reports device errors recorded by the
   /// compute work before it.
   virtual Status hostWait(int event) = 0;
+
+  // Step graphs ------------------------------------------------------------
+  // The work a step issues to the compute queue, recorded once and replayed
+  // with one launch (CUDA graphs). The CPU target has none.
+  virtual bool supportsGraphs() const { return false; }
+  /// From now on the compute queue's work is recorded instead of run.
+  virtual Status beginGraph() { return noGraphs(); }
+  /// Ends the recording and keeps it as graph `*graph` (an index, valid for
+  /// the Context's lifetime). Fails, keeping nothing, when something issued
+  /// could not be recorded; nothing recorded has run.
+  virtual Status endGraph(int * /*graph*/) { return noGraphs(); }
+  /// Runs graph `graph` on the compute queue.
+  virtual Status launchGraph(int /*graph*/) { return noGraphs(); }
+  /// Changes whenever scratch memory moves: a graph recorded under another
+  /// value reads freed buffers and must be recorded again.
+  virtual uint64_t memoryEpoch() const { return 0; }
+
+private:
+  static Status noGraphs() { return Status::error("this target has no step graphs"); }
 };
 
 /// Creates the Context of the target this library was built for.

@@ -134,6 +134,12 @@ struct TrainStep {
   /// Convolution, pooling and batch-norm calls of one step that run
   /// channels-last (trainc compile --layout=nhwc; 0 in NCHW).
   int channelsLastOps = 0;
+  /// The indices (into hypers) of the hyperparameters that `step` or
+  /// `accumulate` reads on the host, from TrainArgs::hostHypers (the scales
+  /// of a GEMM that accumulates a gradient): a step recorded as a CUDA
+  /// graph holds their values, so the trainer keeps one graph per value.
+  int numHostReadHypers = 0;
+  const int *hostReadHypers = nullptr;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
