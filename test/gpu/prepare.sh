@@ -45,6 +45,10 @@ for part in train precision; do
     "$out/$part.tar.xz" "$out/$part" "$part"
   rm -rf "$out/$part"
 done
+# The layout and graph benchmark (not part of run.sh: run it on its own,
+# python3 OUTDIR/gpu_layout.py run OUTDIR): bf16 ResNet-18 and ResNet-50
+# trainers at batch 32 and 256, NCHW and NHWC, zero weights (they pack small).
+/usr/bin/python3 bench/gpu_layout.py prepare "$out" | tail -1
 cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py \
   test/gpu/compare_scaler.py test/pylib/loss_scaling.py "$out/"
 du -sh "$out"
