@@ -140,12 +140,28 @@ std::string description(const char *argv0, const Program &program) {
          "          [--resume]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
-         "          [--grad-accum K] [--cuda-graph on|off] [--report-memory]\n"
+         "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
+         "          [--deterministic] [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
          "       " + p + " --help\n"
          "\n" + model + "\n";
+}
+
+/// An on|off flag bound to `value`.
+void onOff(Parser &parser, const std::string &name, bool &value, const std::string &help) {
+  parser.app
+      .add_option_function<std::string>(
+          name, [&value](const std::string &text) { value = text == "on"; }, help)
+      ->type_name("on|off")
+      ->check(CLI::Validator(
+          [&parser, name](std::string &v) {
+            if (v == "on" || v == "off")
+              return std::string();
+            return parser.error(name + " must be on or off, got '" + v + "'");
+          },
+          "", "on|off"));
 }
 
 /// Defines every flag on `parser`, bound to `options`.
@@ -211,20 +227,15 @@ void define(Parser &parser, Options &options) {
                  "batches per optimizer step (a program compiled with --grad-accum; its K "
                  "by default): the step's gradient is the group's mean, a short last group "
                  "included");
-  app.add_option_function<std::string>(
-         "--cuda-graph",
-         [&t](const std::string &value) { t.cudaGraph = value == "on"; },
-         "on (default): record the training step as a CUDA graph at its second run and "
-         "replay it with one launch; off: launch its kernels one by one (no effect on the "
-         "CPU target)")
-      ->type_name("on|off")
-      ->check(CLI::Validator(
-          [&parser](std::string &v) {
-            if (v == "on" || v == "off")
-              return std::string();
-            return parser.error("--cuda-graph must be on or off, got '" + v + "'");
-          },
-          "", "on|off"));
+  onOff(parser, "--cuda-graph", t.cudaGraph,
+        "on (default): record the training step as a CUDA graph at its second run and "
+        "replay it with one launch; off: launch its kernels one by one (no effect on the "
+        "CPU target)");
+  onOff(parser, "--cudnn-benchmark", t.cudnnBenchmark,
+        "on (default): time cuDNN's algorithms for each convolution shape at its first call "
+        "and keep the fastest; off: cuDNN's heuristic choice (no effect on the CPU target)");
+  parser.flag("--deterministic", t.deterministic,
+              "deterministic convolution algorithms only (the CPU target's always are)");
   app.add_option("--lr-schedule", t.schedule,
                  "per-step learning rate: constant, step, cosine, onecycle or cyclic")
       ->type_name("KIND")

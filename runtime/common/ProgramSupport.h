@@ -94,6 +94,9 @@ struct TrainOptions {
   bool reportMemory = false;
   /// Record the step as a CUDA graph and replay it (targets with graphs).
   bool cudaGraph = true;
+  /// Convolution algorithms (cuDNN): timed once per shape instead of taken
+  /// from the heuristic; deterministic ones only.
+  bool cudnnBenchmark = true, deterministic = false;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

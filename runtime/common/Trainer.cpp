@@ -481,6 +481,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // Device state.
   std::unique_ptr<Context> context;
   TRAINC_RETURN_IF_ERROR(createContext(context));
+  context->configureConvolutions(options.cudnnBenchmark, options.deterministic);
   std::vector<DevicePtr> params, states;
   std::vector<void *> paramPtrs, statePtrs;
   TRAINC_RETURN_IF_ERROR(

@@ -52,10 +52,6 @@ __global__ void padPlanesKernel(const T *x, T *y, int64_t planes,
 // Plans
 //===----------------------------------------------------------------------===//
 
-/// Algorithms needing more scratch than this are skipped (FFT variants can
-/// ask for gigabytes); one of the implicit-GEMM ones always fits.
-constexpr size_t kMaxConvWorkspace = size_t(512) << 20;
-
 struct ConvPlan final : CachedPlan {
   cudnnTensorDescriptor_t input = nullptr; // The (possibly padded) input.
   cudnnTensorDescriptor_t output = nullptr;
@@ -63,7 +59,10 @@ struct ConvPlan final : CachedPlan {
   cudnnFilterDescriptor_t filter = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnMathType_t mathType = CUDNN_FMA_MATH;
   size_t workspaceBytes = 0;
+  /// Whether the algorithm search (--cudnn-benchmark) has run for it.
+  bool searched = false;
   /// Explicit padding: the extra rows/columns before and after the input.
   bool explicitPad = false;
   int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
@@ -92,16 +91,8 @@ Status chooseAlgorithm(CudaContext &ctx, ConvPlan &plan, bool half) {
   TRAINC_CUDNN_CALL(cudnnGetConvolutionForwardAlgorithm_v7(
       ctx.cudnn(), plan.input, plan.filter, plan.conv, plan.output,
       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results));
-  const cudnnConvolutionFwdAlgoPerf_t *chosen = nullptr;
-  for (cudnnMathType_t wanted : convMathOrder(half)) {
-    for (int i = 0; i < returned && !chosen; ++i)
-      if (results[i].status == CUDNN_STATUS_SUCCESS &&
-          results[i].mathType == wanted &&
-          results[i].memory <= kMaxConvWorkspace)
-        chosen = &results[i];
-    if (chosen)
-      break;
-  }
+  const cudnnConvolutionFwdAlgoPerf_t *chosen =
+      pickPerf(results, returned, half, ctx.deterministicConvolutions());
   if (!chosen)
     return Status::error("cuDNN offers no fp32 algorithm for this "
                          "convolution within " +
@@ -109,6 +100,7 @@ Status chooseAlgorithm(CudaContext &ctx, ConvPlan &plan, bool half) {
                          " MiB of workspace");
   TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
   plan.algo = chosen->algo;
+  plan.mathType = chosen->mathType;
   // The heuristic's `memory` is an estimate; the exact size comes from here.
   TRAINC_CUDNN_CALL(cudnnGetConvolutionForwardWorkspaceSize(
       ctx.cudnn(), plan.input, plan.filter, plan.conv, plan.output, plan.algo,
@@ -165,6 +157,39 @@ Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
 
 size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
 
+/// --cudnn-benchmark: times the algorithms on the call's own tensors
+/// (cudnnFind writes y, which the convolution then overwrites) and keeps
+/// pickPerf's choice among them, fastest first. Any failure keeps the
+/// heuristic's choice. It runs kernels, so it runs on a plan's first call,
+/// which a step graph never records.
+void searchAlgorithm(CudaContext &ctx, ConvPlan &plan, bool half, const void *x,
+                     const void *w, void *y) {
+  plan.searched = true;
+  void *scratch = nullptr;
+  if (!ctx.libraryWorkspace(&scratch, kSearchWorkspace).ok())
+    return;
+  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int returned = 0;
+  if (cudnnFindConvolutionForwardAlgorithmEx(
+          ctx.cudnn(), plan.input, x, plan.filter, w, plan.conv, plan.output, y,
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results, scratch,
+          kSearchWorkspace) != CUDNN_STATUS_SUCCESS)
+    return;
+  const auto *chosen = pickPerf(results, returned, half, ctx.deterministicConvolutions());
+  size_t bytes = 0;
+  if (!chosen || cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
+    return;
+  if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), plan.input, plan.filter, plan.conv,
+                                              plan.output, chosen->algo, &bytes) !=
+      CUDNN_STATUS_SUCCESS) {
+    (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
+    return;
+  }
+  plan.algo = chosen->algo;
+  plan.mathType = chosen->mathType;
+  plan.workspaceBytes = bytes;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -207,6 +232,11 @@ Status conv2dImpl(Context &ctxBase, ::trainc::rt::DType dtype,
       return Status::error("conv2d: " + built.message());
     plan = static_cast<ConvPlan *>(ctx.addPlan(key, std::move(fresh)));
   }
+
+  // The padded path searches nothing: its input is padded into the
+  // workspace only below.
+  if (ctx.searchConvolutions() && !plan->searched && !plan->explicitPad)
+    searchAlgorithm(ctx, *plan, dtype != ::trainc::rt::DType::F32, x, w, y);
 
   // One library workspace holds the padded input (if any) and then cuDNN's
   // scratch, 256-byte aligned.

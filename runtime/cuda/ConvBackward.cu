@@ -73,9 +73,6 @@ __global__ void cropPlanesKernel(const T *xp, T *x, int64_t planes,
 // Plans
 //===----------------------------------------------------------------------===//
 
-/// As in Conv.cu: algorithms needing more scratch are skipped.
-constexpr size_t kMaxConvWorkspace = size_t(512) << 20;
-
 /// values[18] of a conv PlanKey: 0 is conv2d's own plan (Conv.cu leaves it
 /// zero), these mark the gradients' plans of the same shape.
 enum class Direction : int64_t { BackwardData = 1, BackwardFilter = 2 };
@@ -89,6 +86,9 @@ struct ConvBackwardPlan final : CachedPlan {
   cudnnConvolutionBwdFilterAlgo_t filterAlgo =
       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
   size_t workspaceBytes = 0;
+  cudnnMathType_t mathType = CUDNN_FMA_MATH;
+  /// Whether the algorithm search (--cudnn-benchmark) has run for it.
+  bool searched = false;
   bool explicitPad = false;
   int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
 
@@ -103,23 +103,6 @@ struct ConvBackwardPlan final : CachedPlan {
       (void)cudnnDestroyTensorDescriptor(input);
   }
 };
-
-/// The first of the heuristic's results that succeeds within the workspace
-/// limit, preferring FMA math over TF32 (tensor cores for 16-bit data) and
-/// then deterministic algorithms.
-template <typename Perf>
-const Perf *pickPerf(const Perf *results, int returned, bool half) {
-  for (cudnnMathType_t math : convMathOrder(half))
-    for (bool deterministic : {true, false})
-      for (int i = 0; i < returned; ++i)
-        if (results[i].status == CUDNN_STATUS_SUCCESS &&
-            results[i].mathType == math &&
-            (!deterministic ||
-             results[i].determinism == CUDNN_DETERMINISTIC) &&
-            results[i].memory <= kMaxConvWorkspace)
-          return &results[i];
-  return nullptr;
-}
 
 Status noAlgorithm() {
   return Status::error("cuDNN offers no fp32 algorithm for this "
@@ -138,11 +121,12 @@ Status chooseAlgorithm(CudaContext &ctx, Direction direction,
     TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input,
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results));
-    const auto *chosen = pickPerf(results, returned, half);
+    const auto *chosen = pickPerf(results, returned, half, ctx.deterministicConvolutions());
     if (!chosen)
       return noAlgorithm();
     TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
     plan.dataAlgo = chosen->algo;
+    plan.mathType = chosen->mathType;
     TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardDataWorkspaceSize(
         ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input,
         plan.dataAlgo, &plan.workspaceBytes));
@@ -154,11 +138,12 @@ Status chooseAlgorithm(CudaContext &ctx, Direction direction,
   TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter,
       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results));
-  const auto *chosen = pickPerf(results, returned, half);
+  const auto *chosen = pickPerf(results, returned, half, ctx.deterministicConvolutions());
   if (!chosen)
     return noAlgorithm();
   TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, chosen->mathType));
   plan.filterAlgo = chosen->algo;
+  plan.mathType = chosen->mathType;
   TRAINC_CUDNN_CALL(cudnnGetConvolutionBackwardFilterWorkspaceSize(
       ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter,
       plan.filterAlgo, &plan.workspaceBytes));
@@ -250,6 +235,63 @@ Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
 
 namespace {
 
+/// --cudnn-benchmark for a gradient plan (as searchAlgorithm in Conv.cu):
+/// times the algorithms on the call's own tensors (cudnnFind writes the
+/// gradient, which the call then overwrites) and keeps pickPerf's choice
+/// among them, fastest first; any failure keeps the heuristic's choice.
+/// Runs on a plan's first call only, which a step graph never records.
+void searchAlgorithm(CudaContext &ctx, Direction direction, ConvBackwardPlan &plan, bool half,
+                     const void *x, const void *w, const void *dy, void *out) {
+  plan.searched = true;
+  void *scratch = nullptr;
+  if (!ctx.libraryWorkspace(&scratch, kSearchWorkspace).ok())
+    return;
+  int returned = 0;
+  size_t bytes = 0;
+  const bool exact = ctx.deterministicConvolutions();
+  if (direction == Direction::BackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    if (cudnnFindConvolutionBackwardDataAlgorithmEx(
+            ctx.cudnn(), plan.filter, w, plan.output, dy, plan.conv, plan.input, out,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results, scratch,
+            kSearchWorkspace) != CUDNN_STATUS_SUCCESS)
+      return;
+    const auto *chosen = pickPerf(results, returned, half, exact);
+    if (!chosen ||
+        cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
+      return;
+    if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), plan.filter, plan.output,
+                                                     plan.conv, plan.input, chosen->algo,
+                                                     &bytes) != CUDNN_STATUS_SUCCESS) {
+      (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
+      return;
+    }
+    plan.dataAlgo = chosen->algo;
+    plan.mathType = chosen->mathType;
+    plan.workspaceBytes = bytes;
+    return;
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  if (cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          ctx.cudnn(), plan.input, x, plan.output, dy, plan.conv, plan.filter, out,
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results, scratch,
+          kSearchWorkspace) != CUDNN_STATUS_SUCCESS)
+    return;
+  const auto *chosen = pickPerf(results, returned, half, exact);
+  if (!chosen ||
+      cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
+    return;
+  if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), plan.input, plan.output,
+                                                     plan.conv, plan.filter, chosen->algo,
+                                                     &bytes) != CUDNN_STATUS_SUCCESS) {
+    (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
+    return;
+  }
+  plan.filterAlgo = chosen->algo;
+  plan.mathType = chosen->mathType;
+  plan.workspaceBytes = bytes;
+}
+
 /// Pads (or crops) f32 or 16-bit planes with padPlanesKernel
 /// (cropPlanesKernel); 16-bit elements are only moved, so bf16 serves f16.
 Status movePlanes(CudaContext &ctx, bool pad, ::trainc::rt::DType dtype,
@@ -287,6 +329,9 @@ Status backwardData(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dDes
   ConvBackwardPlan *plan = nullptr;
   TRAINC_RETURN_IF_ERROR(
       preparePlan(ctx, kernel, d, Direction::BackwardData, dtype, plan));
+  if (ctx.searchConvolutions() && !plan->searched && !plan->explicitPad)
+    searchAlgorithm(ctx, Direction::BackwardData, *plan, dtype != ::trainc::rt::DType::F32,
+                    nullptr, w, dy, dx);
 
   // One library workspace: the gradient of the padded input (if any), then
   // cuDNN's scratch, 256-byte aligned.
@@ -321,6 +366,9 @@ Status backwardFilter(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dD
   ConvBackwardPlan *plan = nullptr;
   TRAINC_RETURN_IF_ERROR(
       preparePlan(ctx, kernel, d, Direction::BackwardFilter, dtype, plan));
+  if (ctx.searchConvolutions() && !plan->searched && !plan->explicitPad)
+    searchAlgorithm(ctx, Direction::BackwardFilter, *plan, dtype != ::trainc::rt::DType::F32,
+                    x, nullptr, dy, dw);
 
   // One library workspace: the padded input (if any), then cuDNN's scratch.
   const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;

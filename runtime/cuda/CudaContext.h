@@ -135,6 +135,14 @@ public:
   Status endGraph(int *graph) override;
   Status launchGraph(int graph) override;
   uint64_t memoryEpoch() const override { return scratchEpoch; }
+  void configureConvolutions(bool search, bool deterministic) override {
+    searchAlgorithms = search;
+    deterministicAlgorithms = deterministic;
+  }
+  /// --cudnn-benchmark: time the algorithms of each convolution plan once.
+  bool searchConvolutions() const { return searchAlgorithms; }
+  /// --deterministic: deterministic algorithms only.
+  bool deterministicConvolutions() const { return deterministicAlgorithms; }
 
   cudaStream_t stream() const { return computeStream; }
   cublasLtHandle_t cublasLt() const { return cublasLtHandle; }
@@ -194,6 +202,7 @@ private:
   std::vector<void *> retired;
   /// Counts the moves of userScratch and libraryScratch (memoryEpoch).
   uint64_t scratchEpoch = 0;
+  bool searchAlgorithms = false, deterministicAlgorithms = false;
   /// Instantiated step graphs, destroyed with the context.
   std::vector<cudaGraphExec_t> graphs;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;

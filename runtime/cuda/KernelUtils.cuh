@@ -63,6 +63,31 @@ inline std::vector<cudnnMathType_t> convMathOrder(bool half) {
   return {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH};
 }
 
+/// Algorithms needing more cuDNN workspace than this are skipped.
+inline constexpr size_t kMaxConvWorkspace = size_t(512) << 20;
+/// The workspace the algorithm search (--cudnn-benchmark) offers cuDNN.
+inline constexpr size_t kSearchWorkspace = size_t(256) << 20;
+
+/// The first usable entry of cuDNN's results (the heuristic's in its order
+/// of preference, a search's fastest first): status success within the
+/// workspace limit, by the math types of convMathOrder, deterministic
+/// algorithms first, and with `deterministicOnly` (--deterministic) no
+/// other.
+template <typename Perf>
+const Perf *pickPerf(const Perf *results, int returned, bool half, bool deterministicOnly) {
+  for (cudnnMathType_t math : convMathOrder(half))
+    for (bool deterministic : {true, false}) {
+      if (!deterministic && deterministicOnly)
+        continue;
+      for (int i = 0; i < returned; ++i)
+        if (results[i].status == CUDNN_STATUS_SUCCESS && results[i].mathType == math &&
+            (!deterministic || results[i].determinism == CUDNN_DETERMINISTIC) &&
+            results[i].memory <= kMaxConvWorkspace)
+          return &results[i];
+    }
+  return nullptr;
+}
+
 /// The element type check of the *Mixed convolution entry points.
 inline ::trainc::rt::Status checkHalf(const char *kernel, ::trainc::rt::DType t) {
   if (t == ::trainc::rt::DType::BF16 || t == ::trainc::rt::DType::F16)

@@ -80,6 +80,12 @@ public:
   /// value reads freed buffers and must be recorded again.
   virtual uint64_t memoryEpoch() const { return 0; }
 
+  /// How convolution algorithms are chosen (cuDNN; the CPU target's are
+  /// fixed and deterministic): with `search`, timed once per shape on the
+  /// first call instead of taken from the heuristic; with `deterministic`,
+  /// only deterministic ones. Plans made before the call keep their choice.
+  virtual void configureConvolutions(bool /*search*/, bool /*deterministic*/) {}
+
 private:
   static Status noGraphs() { return Status::error("this target has no step graphs"); }
 };
