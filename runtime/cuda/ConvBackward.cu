@@ -247,49 +247,45 @@ void searchAlgorithm(CudaContext &ctx, Direction direction, ConvBackwardPlan &pl
   if (!ctx.libraryWorkspace(&scratch, kSearchWorkspace).ok())
     return;
   int returned = 0;
-  size_t bytes = 0;
+  // Takes the search's choice when cuDNN sizes its workspace; else the
+  // plan keeps the heuristic's algorithm and math.
+  auto adopt = [&](const auto *chosen, auto &algo, auto sizeOf) {
+    size_t bytes = 0;
+    if (!chosen ||
+        cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
+      return;
+    if (sizeOf(chosen->algo, &bytes) != CUDNN_STATUS_SUCCESS) {
+      (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
+      return;
+    }
+    algo = chosen->algo;
+    plan.mathType = chosen->mathType;
+    plan.workspaceBytes = bytes;
+  };
   const bool exact = ctx.deterministicConvolutions();
   if (direction == Direction::BackwardData) {
     cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     if (cudnnFindConvolutionBackwardDataAlgorithmEx(
             ctx.cudnn(), plan.filter, w, plan.output, dy, plan.conv, plan.input, out,
             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results, scratch,
-            kSearchWorkspace) != CUDNN_STATUS_SUCCESS)
-      return;
-    const auto *chosen = pickPerf(results, returned, half, exact);
-    if (!chosen ||
-        cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
-      return;
-    if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(), plan.filter, plan.output,
-                                                     plan.conv, plan.input, chosen->algo,
-                                                     &bytes) != CUDNN_STATUS_SUCCESS) {
-      (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
-      return;
-    }
-    plan.dataAlgo = chosen->algo;
-    plan.mathType = chosen->mathType;
-    plan.workspaceBytes = bytes;
+            kSearchWorkspace) == CUDNN_STATUS_SUCCESS)
+      adopt(pickPerf(results, returned, half, exact), plan.dataAlgo,
+            [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+              return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                  ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input, algo, bytes);
+            });
     return;
   }
   cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   if (cudnnFindConvolutionBackwardFilterAlgorithmEx(
           ctx.cudnn(), plan.input, x, plan.output, dy, plan.conv, plan.filter, out,
           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results, scratch,
-          kSearchWorkspace) != CUDNN_STATUS_SUCCESS)
-    return;
-  const auto *chosen = pickPerf(results, returned, half, exact);
-  if (!chosen ||
-      cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
-    return;
-  if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx.cudnn(), plan.input, plan.output,
-                                                     plan.conv, plan.filter, chosen->algo,
-                                                     &bytes) != CUDNN_STATUS_SUCCESS) {
-    (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
-    return;
-  }
-  plan.filterAlgo = chosen->algo;
-  plan.mathType = chosen->mathType;
-  plan.workspaceBytes = bytes;
+          kSearchWorkspace) == CUDNN_STATUS_SUCCESS)
+    adopt(pickPerf(results, returned, half, exact), plan.filterAlgo,
+          [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter, algo, bytes);
+          });
 }
 
 /// Pads (or crops) f32 or 16-bit planes with padPlanesKernel
