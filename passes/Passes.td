@@ -176,22 +176,29 @@ def Layout : Pass<"trainc-layout", "mlir::ModuleOp"> {
     are transposed back with `{0, 3, 1, 2}`; then the transposes move toward
     each other and cancel:
 
-    - a pointwise op whose 4-D operands are all channels-last values read
-      through the back transpose (or size-1 axes, or splat constants)
-      computes channels-last and is transposed after (the transpose sinks);
-    - a forward transpose of a pointwise op or `tc.expand` that nothing else
-      reads, whose operands are all free to transpose, transposes the
-      operands instead (it rises);
+    - a pointwise op, `tc.concat`, `tc.slice` or `tc.slice_backward` whose
+      operands are all free channels-last, at least one of them read through
+      the back transpose, computes channels-last (a concat's axis and a
+      slice's per-axis attributes permuted) and is transposed after (the
+      transpose sinks). Free: a back transpose, an operand of size-1 axes or
+      one whose broadcast to 4-D moves only size-1 axes (a [C, 1, 1] layer
+      scale becomes a [1, 1, 1, C] reshape), a splat constant, or a value
+      that another reader already transposes (CSE merges the copies);
+    - a forward transpose of such an op or of `tc.expand` whose operands are
+      free, also through further such ops, transposes the operands instead
+      (it rises); the op's other readers read it through a back transpose;
     - a transpose that moves only size-1 axes is a `tc.reshape`, a reshape of
       a reshape is one reshape, and a reduction of a transposed value
-      reduces the value over the permuted axes.
+      reduces the value over the permuted axes (transposed after with
+      keepdims).
 
     What is left are transposes at the graph boundary: the input images,
     the flatten before a classifier that reads the spatial axes, and the
     weights, which keep ONNX's OIHW as parameters, in checkpoints and in
     the export (a weight is transposed to OHWI once per step, its gradient
     back to OIHW before the optimizer). A module without a 2-D convolution
-    is left alone. In `trainc compile` it is the phase `layout`
+    is left alone, and so is a convolution padded unevenly (the CUDA runtime
+    pads those into an NCHW copy). In `trainc compile` it is the phase `layout`
     (`--layout=nhwc`), after `autodiff`.
 
     ```mlir
