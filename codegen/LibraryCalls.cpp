@@ -9,6 +9,7 @@
 
 #include "codegen/Escape.h"
 #include "codegen/ProgramEmitter.h"
+#include "ir/ShapeLogic.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -325,10 +326,8 @@ LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
 
 /// The channels-first view [N, C, H, W] of a 4-D shape stored as
 /// [N, H, W, C] when `channelsLast` (a weight's OHWI reads as OIHW).
-static SmallVector<int64_t, 4> nchw(ArrayRef<int64_t> s, bool channelsLast) {
-  if (!channelsLast)
-    return SmallVector<int64_t, 4>(s.begin(), s.end());
-  return {s[0], s[3], s[1], s[2]};
+static SmallVector<int64_t> nchw(ArrayRef<int64_t> s, bool channelsLast) {
+  return channelsLast ? shape::channelsFirst(s) : SmallVector<int64_t>(s);
 }
 
 /// The descriptors' last field, `channelsLast`, written only when set.
@@ -347,7 +346,7 @@ static std::string convDesc(Operation *op, ArrayRef<int64_t> xs, ArrayRef<int64_
                             ArrayRef<int64_t> ys, ArrayRef<int64_t> s, ArrayRef<int64_t> p,
                             ArrayRef<int64_t> d, int64_t group) {
   bool last = channelsLast(op);
-  SmallVector<int64_t, 4> x = nchw(xs, last), w = nchw(ws, last), y = nchw(ys, last);
+  SmallVector<int64_t> x = nchw(xs, last), w = nchw(ws, last), y = nchw(ys, last);
   return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
                        "{11}, {12}, {13}, {14}, {15}, {16}, {17}{18}}",
                        x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0], p[1], p[2],
@@ -412,7 +411,7 @@ LogicalResult ProgramEmitter::emitPool(Operation *op) {
   if (xs.size() != 4)
     return op->emitError("codegen supports 2-D pooling only");
   bool last = channelsLast(op);
-  SmallVector<int64_t, 4> x = nchw(xs, last), y = nchw(ys, last);
+  SmallVector<int64_t> x = nchw(xs, last), y = nchw(ys, last);
   auto attr = [&](StringRef name) { return op->getAttrOfType<DenseI64ArrayAttr>(name); };
   ArrayRef<int64_t> k = attr("kernel_shape").asArrayRef(), s = attr("strides").asArrayRef(),
                     p = attr("pads").asArrayRef();

@@ -202,4 +202,24 @@ int64_t padSource(int64_t at, int64_t size, int64_t begin, int mode) {
   return j < 0 ? -j : 2 * (size - 1) - j;
 }
 
+llvm::SmallVector<int64_t> channelsFirst(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> out(shape.begin(), shape.end());
+  if (shape.size() >= 3) {
+    out.erase(out.begin() + 1, out.end());
+    out.push_back(shape.back());
+    out.append(shape.begin() + 1, shape.end() - 1);
+  }
+  return out;
+}
+
+llvm::SmallVector<int64_t> channelsLast(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> out(shape.begin(), shape.end());
+  if (shape.size() >= 3) {
+    out.erase(out.begin() + 1, out.end());
+    out.append(shape.begin() + 2, shape.end());
+    out.push_back(shape[1]);
+  }
+  return out;
+}
+
 } // namespace trainc::shape

@@ -27,6 +27,14 @@ std::optional<llvm::SmallVector<int64_t>> broadcast(llvm::ArrayRef<int64_t> a,
 /// overflow past 2^62.
 std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape);
 
+/// The channels-first view [N, C, spatial...] of a shape stored
+/// channels-last, [N, spatial..., C] (a weight's OHWI reads as OIHW); shapes
+/// of rank < 3 are returned as they are.
+llvm::SmallVector<int64_t> channelsFirst(llvm::ArrayRef<int64_t> shape);
+
+/// The inverse of channelsFirst: [N, C, spatial...] stored channels-last.
+llvm::SmallVector<int64_t> channelsLast(llvm::ArrayRef<int64_t> shape);
+
 /// Output length of a sliding window (convolution or pooling) over one axis.
 /// Returns a value < 1 when the window does not fit.
 int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride,

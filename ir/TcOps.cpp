@@ -58,27 +58,15 @@ FailureOr<Type> widenedResult(std::optional<Location> loc, Type input, TypeAttr 
   return outType.getValue();
 }
 
-/// The channels-first view [N, C, spatial...] of a shape that is
-/// [N, spatial..., C] when `channelsLast` (a weight's OHWI reads as OIHW).
+/// The channels-first view of `shape` when `channelsLast`
+/// (shape::channelsFirst), else the shape itself.
 SmallVector<int64_t> channelsFirst(ArrayRef<int64_t> shape, bool channelsLast) {
-  SmallVector<int64_t> out(shape.begin(), shape.end());
-  if (channelsLast && shape.size() >= 3) {
-    out.erase(out.begin() + 1, out.end());
-    out.push_back(shape.back());
-    out.append(shape.begin() + 1, shape.end() - 1);
-  }
-  return out;
+  return channelsLast ? shape::channelsFirst(shape) : SmallVector<int64_t>(shape);
 }
 
-/// The inverse of channelsFirst: [N, C, spatial...] as stored.
+/// The inverse: [N, C, spatial...] stored channels-last when `channelsLast`.
 SmallVector<int64_t> channelsLastIf(ArrayRef<int64_t> shape, bool channelsLast) {
-  SmallVector<int64_t> out(shape.begin(), shape.end());
-  if (channelsLast && shape.size() >= 3) {
-    out.erase(out.begin() + 1, out.end());
-    out.append(shape.begin() + 2, shape.end());
-    out.push_back(shape[1]);
-  }
-  return out;
+  return channelsLast ? shape::channelsLast(shape) : SmallVector<int64_t>(shape);
 }
 
 RankedTensorType channelsFirst(RankedTensorType type, bool channelsLast) {

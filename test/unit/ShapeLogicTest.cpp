@@ -76,3 +76,13 @@ TEST(ShapeLogic, SliceMatchesPython) {
   EXPECT_EQ(length(10, 5, 5, 1), 0);
   EXPECT_EQ(length(10, INT64_MAX, INT64_MAX, 1), 0);
 }
+
+TEST(ShapeLogic, ChannelsFirstAndLastViews) {
+  using V = llvm::SmallVector<int64_t>;
+  EXPECT_EQ(trainc::shape::channelsFirst({2, 8, 9, 3}), (V{2, 3, 8, 9}));
+  EXPECT_EQ(trainc::shape::channelsLast({2, 3, 8, 9}), (V{2, 8, 9, 3}));
+  EXPECT_EQ(trainc::shape::channelsFirst({2, 5, 4}), (V{2, 4, 5}));
+  EXPECT_EQ(trainc::shape::channelsLast(trainc::shape::channelsFirst({4, 1, 7, 6, 5})),
+            (V{4, 1, 7, 6, 5}));
+  EXPECT_EQ(trainc::shape::channelsFirst({6, 4}), (V{6, 4})); // rank < 3: unchanged
+}
