@@ -358,6 +358,20 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
         os << index << (index == *hostReadHypers.rbegin() ? "" : ", ");
       os << "};\n";
     }
+    // The pad phase's record (ONNX node names: escaped).
+    int64_t padTo = 0;
+    std::string padding = "nullptr";
+    uint64_t paddingBytes = 0;
+    if (auto multiple = module->getAttrOfType<IntegerAttr>("tc.pad_to")) {
+      padTo = multiple.getInt();
+      std::string lines;
+      if (auto list = module->getAttrOfType<ArrayAttr>("tc.padding"))
+        for (Attribute line : list)
+          lines += cast<StringAttr>(line).getValue().str() + "\n";
+      padding = cStringLiteral(lines);
+      if (auto bytes = step->getAttrOfType<IntegerAttr>("tc.padding_copy_bytes"))
+        paddingBytes = static_cast<uint64_t>(bytes.getInt());
+    }
     os << "const trainc::rt::TrainStep kTrain = {\n"
        << "    " << cStringLiteral(optimizer ? optimizer.getValue() : "sgd") << ",\n"
        << "    " << llvm::format("%.17g", clip ? clip.getValueAsDouble() : 0.0) << ",\n"
@@ -378,7 +392,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << "    " << channelsLastOps(step) << ", // channels-last library calls per step\n"
        << "    " << hostReadHypers.size() << ", "
        << (hostReadHypers.empty() ? "nullptr" : "kHostReadHypers")
-       << " // hyperparameters read on the host\n"
+       << ", // hyperparameters read on the host\n"
+       << "    " << padTo << ", " << padding << ", " << paddingBytes
+       << " // --pad-to: multiple, what was padded, bytes its copies write per step\n"
        << "};\n";
   }
   if (!params.empty()) {

@@ -215,6 +215,63 @@ def Layout : Pass<"trainc-layout", "mlir::ModuleOp"> {
   }];
 }
 
+def Pad : Pass<"trainc-pad", "mlir::ModuleOp"> {
+  let summary = "pad matrix products and convolutions to tensor-core-friendly sizes";
+  let description = [{
+    Tensor cores (cuBLASLt, cuDNN) want 16-bit matrices whose rows are
+    multiples of 8 elements (16 bytes). Every `tc.matmul` and `tc.gemm` with
+    one 2-D operand (a Linear layer, its two gradients) whose contraction K,
+    output columns N or, with `trans_a`, rows M are not multiples of
+    `multiple`, and every ungrouped `tc.conv`, `tc.conv_backward_data` and
+    `tc.conv_backward_filter` whose input or output channels are not, reads
+    its operands zero-padded (`tc.pad` at the end of those axes; a bias
+    grows with them) and its result is cropped back (`tc.slice` from 0).
+    Products of two batched operands (attention) are left alone. The padded
+    part of each contraction is zero on one side, so the visible results
+    are unchanged.
+
+    Then the crops sink and the pads go:
+    - a pointwise op whose operands are crops to the same padded sizes,
+      broadcasts along the padded axes, or small operands (an eighth of the
+      result or less, zero-padded: a bias) computes on the padded tensors
+      and is cropped after; so are pooling and its gradients (crops of the
+      channel axis only) and reductions over other axes;
+    - `tc.pad` of a crop of a tensor whose padded part is known to be zero
+      is that tensor: the output of a padded contraction whose padded
+      weight rows (and bias) are zero, and what zero-preserving ops (relu,
+      gelu, tanh, add, sub, casts, pooling, `tc.where` of two such values,
+      a product with a finite value) make of it;
+    - a crop of a crop is one crop.
+
+    So a chain Linear -> ReLU -> Linear (or Conv -> ReLU -> Pool -> Conv)
+    keeps its activations padded between the two contractions, forward and
+    backward. Dropout, batch and layer norm, softmax and reshapes read the
+    cropped tensor. Parameters, checkpoints and the export keep their ONNX
+    shapes: weights are padded once per step, their gradients cropped.
+
+    The module records what it padded in `tc.padding` (one line per ONNX
+    node and dimension) and each function the bytes its new pads and crops
+    write per call in `tc.padding_copy_bytes`; the program's `--info`
+    prints both. In `trainc compile` it is the phase `pad` (`--pad-to=N`),
+    after `layout`.
+
+    ```mlir
+    %y = tc.gemm %x, %w {trans_b = true} : (tensor<8x20xf32>, tensor<84x20xf32>) -> tensor<8x84xf32>
+    ```
+    becomes, with multiple 8,
+    ```mlir
+    %xp = tc.pad %x {pads = array<i64: 0, 0, 0, 4>} : (tensor<8x20xf32>) -> tensor<8x24xf32>
+    %wp = tc.pad %w {pads = array<i64: 0, 0, 4, 4>} : (tensor<84x20xf32>) -> tensor<88x24xf32>
+    %yp = tc.gemm %xp, %wp {trans_b = true} : (...) -> tensor<8x88xf32>
+    %y = tc.slice %yp {starts = array<i64: 0, 0>, ends = array<i64: 8, 84>, steps = array<i64: 1, 1>}
+    ```
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"8",
+           "the multiple that padded dimensions are rounded up to (at least 2)">
+  ];
+}
+
 def GradAccum : Pass<"trainc-grad-accum", "mlir::ModuleOp"> {
   let summary = "gradient accumulation: K micro-batches per optimizer step";
   let description = [{

@@ -96,6 +96,15 @@ const std::vector<Phase> &phases() {
          pm.addPass(trainc::createLayout());
          return true;
        }},
+      {"pad", false,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.padTo <= 1)
+           return false;
+         trainc::PadOptions pad;
+         pad.multiple = o.padTo;
+         pm.addPass(trainc::createPad(pad));
+         return true;
+       }},
       {"remat", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (o.remat == "none")

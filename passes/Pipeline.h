@@ -52,6 +52,9 @@ struct PipelineOptions {
   /// (the layout phase is left out) or nhwc (channels-last). trainc compile
   /// resolves --layout=auto to one of them.
   std::string layout = "nchw";
+  /// Pad matrix products and convolutions to multiples of this (the pad
+  /// phase; 1 leaves it out). trainc compile resolves --pad-to=auto.
+  int64_t padTo = 1;
   /// Rematerialization: none (the remat phase is left out) or auto.
   std::string remat = "none";
   /// With remat: bytes the step's peak of live bytes may reach (0: none).

@@ -124,6 +124,15 @@ cl::opt<std::string> layoutMode(
              "parameters stay OIHW), or auto (default: nhwc on CUDA with bf16/fp16, where "
              "tensor cores want it; nchw otherwise, and on the CPU, whose kernels are NCHW's)"),
     cl::value_desc("nchw|nhwc|auto"), cl::init("auto"), cl::cat(category));
+cl::opt<std::string> padToMode(
+    "pad-to",
+    cl::desc("Pad the stored dimensions of matrix products (K, N) and ungrouped convolutions "
+             "(input and output channels) to multiples of N, with zeros that leave the "
+             "results unchanged (the pad phase; tensor cores want multiples of 8 in 16-bit "
+             "types). auto (default): 8 on CUDA with bf16/fp16, off otherwise; off; or N, a "
+             "power of two from 2 to 128. The program's --info lists what was padded and "
+             "the bytes the pads and crops copy per step"),
+    cl::value_desc("auto|off|N"), cl::init("auto"), cl::cat(category));
 cl::opt<std::string> rematMode(
     "remat",
     cl::desc("Rematerialization: none (default) keeps every forward value the backward "
@@ -179,7 +188,7 @@ usage:
                   [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
-                 [--layout=nchw|nhwc|auto]
+                 [--layout=nchw|nhwc|auto] [--pad-to=auto|off|N]
                  [--remat=none|auto] [--memory-budget=SIZE] [--device-memory=SIZE]
                  [--grad-accum=K]
                  [--fuse=auto|pointwise|none] [--report-memory]
@@ -481,6 +490,10 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.layout = layoutMode == "auto"
                         ? (target == "cuda" && precisionMode != "fp32" ? "nhwc" : "nchw")
                         : layoutMode.getValue();
+  if (padToMode == "auto")
+    pipeline.padTo = target == "cuda" && precisionMode != "fp32" ? 8 : 1;
+  else if (padToMode != "off" && StringRef(padToMode).getAsInteger(10, pipeline.padTo))
+    pipeline.padTo = 1; // checked in runCompile
   if (auto budget = trainc::parseByteSize(memoryBudget))
     pipeline.memoryBudget = *budget;
   pipeline.gradAccum = gradAccum;
@@ -789,6 +802,16 @@ int runCompile() {
   if (layoutMode != "nchw" && layoutMode != "nhwc" && layoutMode != "auto") {
     errs() << "error: --layout must be nchw, nhwc or auto, got '" << layoutMode << "'\n";
     return 1;
+  }
+  if (padToMode != "auto" && padToMode != "off") {
+    StringRef text = padToMode;
+    unsigned multiple = 0;
+    if (text.getAsInteger(10, multiple) || multiple < 2 || multiple > 128 ||
+        (multiple & (multiple - 1)) != 0) {
+      errs() << "error: --pad-to must be auto, off or a power of two from 2 to 128, got '"
+             << padToMode << "'\n";
+      return 1;
+    }
   }
   if (!rematMode.empty() && rematMode != "none" && rematMode != "auto") {
     errs() << "error: --remat must be none or auto, got '" << rematMode << "'\n";

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -189,6 +190,19 @@ void printInfo(const Program &program) {
     std::printf("  layout: channels-last (NHWC) in %d convolution, pooling and batch-norm "
                 "calls per step; parameters stay in ONNX's layout\n",
                 train->channelsLastOps);
+  if (train->padTo) {
+    std::printf("  padding to multiples of %d (--pad-to): %llu bytes of pad and crop copies "
+                "per step%s\n",
+                train->padTo, static_cast<unsigned long long>(train->paddingCopyBytes),
+                train->padding && *train->padding ? "" : "; nothing needed padding");
+    // One line per ONNX node and dimension.
+    for (const char *line = train->padding; line && *line;) {
+      const char *end = std::strchr(line, '\n');
+      int length = static_cast<int>(end ? end - line : std::strlen(line));
+      std::printf("    %.*s\n", length, line);
+      line = end ? end + 1 : line + length;
+    }
+  }
   if (train->accumulate)
     std::printf("  gradient accumulation: %lld micro-batches per step by default; kernels per "
                 "micro-batch: %d (%d generated, %d library calls)\n",

@@ -140,6 +140,12 @@ struct TrainStep {
   /// graph holds their values, so the trainer keeps one graph per value.
   int numHostReadHypers = 0;
   const int *hostReadHypers = nullptr;
+  /// The pad phase (trainc compile --pad-to): the multiple (0: not run),
+  /// what it padded (one line per ONNX node and dimension, '\n' after
+  /// each) and the bytes its pads and crops write per step.
+  int padTo = 0;
+  const char *padding = nullptr;
+  uint64_t paddingCopyBytes = 0;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
