@@ -184,7 +184,11 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
   } else if (auto pad = dyn_cast<tc::PadOp>(op)) {
     what = "pad_" + pad.getMode().str();
     double v = pad.getValue().convertToDouble();
-    std::string value = isa<FloatType>(elem) ? literal(v, elem.isF32())
+    // A 16-bit float converts from float explicitly (a bare literal makes
+    // `cond ? in[j] : 0.0` ambiguous for nvcc).
+    std::string value = isa<FloatType>(elem) && elem.getIntOrFloatBitWidth() == 16
+                            ? t + "(" + literal(v, true) + ")"
+                        : isa<FloatType>(elem) ? literal(v, elem.isF32())
                         : elem.isInteger(1)  ? std::string(v != 0 ? "true" : "false")
                                              : t + "(" + intLiteral(static_cast<int64_t>(v)) + ")";
     code = padBody(shapeOf(in), shapeOf(out), pad.getPads(), pad.getMode(), value);

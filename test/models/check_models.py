@@ -459,6 +459,18 @@ def check_model(trainc, models, work, name, cuda, res):
             if res.check(ok, name, "compile nhwc", "--layout=nhwc train_step program"
                          if ok else text):
                 check_grads(nhwc, meta, mdir, res, "grad nhwc")
+        # Padded to multiples of 8 (the default on CUDA with bf16/fp16): the
+        # same gradients, by the same criterion, where anything is padded.
+        ir = subprocess.run([trainc, "compile", onnx_path] + trainc_flags(meta) +
+                            ["--entry=train_step", "--pad-to=8", "--compile-to=pad"],
+                            capture_output=True, text=True).stdout
+        if re.search(r"tc\.padding = \[\S", ir):
+            padded = os.path.join(mdir, "prog-step-pad")
+            ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) +
+                                       ["--entry=train_step", "--pad-to=8"], padded)
+            if res.check(ok, name, "compile pad", "--pad-to=8 train_step program"
+                         if ok else text):
+                check_grads(padded, meta, mdir, res, "grad pad")
     sgd = os.path.join(mdir, "prog-sgd")
     ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) + ["--optimizer=sgd"], sgd)
     res.check(ok, name, "trainer", "SGD trainer" if ok else text)

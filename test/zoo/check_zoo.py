@@ -117,14 +117,20 @@ def check_cuda_compile(trainc, zoo, entry, work, check):
     check(run.returncode == 0 and not run.stderr.strip(),
           tag + " compiles for CUDA sm_80,sm_90 with no warning" +
           (": " + run.stderr[-800:] if run.stderr else ""))
-    if entry.get("model") not in ("lenet", "resnet18"):
+    # The trainers with the layout and padding flags (the step's CUDA graph
+    # is a run-time flag): bf16 with --layout=auto and --pad-to=auto, which
+    # pick channels-last and padding to 8 on CUDA, for every model with
+    # a Gemm, MatMul or Conv; LeNet (odd channels and widths) also in fp32
+    # channels-last, fp32 padded, and bf16 with both off.
+    # The new flags once per model (its opset-17 file).
+    model = entry.get("model")
+    if model not in ("lenet", "resnet18") and not (model in ("mlp", "gpt") and
+                                                   "op17" in entry["file"]):
         return
-    # The convolutional trainers channels-last (cuDNN NHWC, the pooling and
-    # batch-norm kernels' channels-last indexing): bf16 as --layout=auto
-    # picks it on CUDA, and LeNet also in fp32.
-    variants = [["--precision=bf16", "--layout=auto"]]
-    if entry["model"] == "lenet":
-        variants.append(["--layout=nhwc"])
+    variants = [["--precision=bf16", "--layout=auto", "--pad-to=auto"]]
+    if model == "lenet" and "op17" in entry["file"]:
+        variants += [["--layout=nhwc", "--pad-to=off"], ["--layout=nchw", "--pad-to=8"],
+                     ["--precision=bf16", "--layout=nchw", "--pad-to=off"]]
     for variant in variants:
         train = cmd + ["--loss=cross-entropy", "--optimizer=sgd"] + variant
         train[train.index("-o") + 1] = prog + "_train"
