@@ -141,7 +141,7 @@ std::string description(const char *argv0, const Program &program) {
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
          "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
-         "          [--deterministic] [--report-memory]\n"
+         "          [--cudnn-cache FILE|off] [--deterministic] [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -234,6 +234,10 @@ void define(Parser &parser, Options &options) {
   onOff(parser, "--cudnn-benchmark", t.cudnnBenchmark,
         "on (default): time cuDNN's algorithms for each convolution shape at its first call "
         "and keep the fastest; off: cuDNN's heuristic choice (no effect on the CPU target)");
+  parser.text("--cudnn-cache", t.cudnnCache, "FILE|off",
+              "where --cudnn-benchmark keeps its choices for later runs on the same device, "
+              "cuDNN and program (default: this program's path + .cudnn-cache; off: search "
+              "every run; no effect on the CPU target)");
   parser.flag("--deterministic", t.deterministic,
               "deterministic convolution algorithms only (the CPU target's always are)");
   app.add_option("--lr-schedule", t.schedule,

@@ -97,6 +97,9 @@ struct TrainOptions {
   /// Convolution algorithms (cuDNN): timed once per shape instead of taken
   /// from the heuristic; deterministic ones only.
   bool cudnnBenchmark = true, deterministic = false;
+  /// The file that keeps the search's choices across runs: empty for the
+  /// program's own path + ".cudnn-cache", "off" for none.
+  std::string cudnnCache;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AlgoCache.h"
 #include "BatchLoader.h"
 #include "Checkpoint.h"
 #include "FileIO.h"
@@ -31,6 +32,8 @@
 #include <random>
 #include <sstream>
 #include <tuple>
+
+#include <unistd.h>
 
 namespace trainc::rt::detail {
 namespace {
@@ -366,6 +369,20 @@ std::string clockText(double seconds) {
 
 } // namespace
 
+/// --cudnn-cache: the file that keeps the search's choices, or "" (off, or
+/// the program's own path cannot be found).
+static std::string cudnnCachePath(const TrainOptions &options) {
+  if (options.cudnnCache == "off")
+    return "";
+  if (!options.cudnnCache.empty())
+    return options.cudnnCache;
+  char self[4096];
+  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0)
+    return "";
+  return std::string(self, static_cast<size_t>(length)) + ".cudnn-cache";
+}
+
 Status runTraining(const Program &program, const TrainOptions &options) {
   const TrainStep *train = program.train;
   if (!train)
@@ -478,10 +495,22 @@ Status runTraining(const Program &program, const TrainOptions &options) {
 
   TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
 
-  // Device state.
+  // Device state. The search's kept choices outlive the context's plans.
+  std::unique_ptr<AlgoCache> algoCache;
   std::unique_ptr<Context> context;
   TRAINC_RETURN_IF_ERROR(createContext(context));
   context->configureConvolutions(options.cudnnBenchmark, options.deterministic);
+  const std::string algoCachePath = cudnnCachePath(options);
+  std::string identity = context->algorithmIdentity();
+  if (options.cudnnBenchmark && !identity.empty() && !algoCachePath.empty()) {
+    algoCache = std::make_unique<AlgoCache>(
+        identity + " program " + (program.fingerprint ? program.fingerprint : "?"));
+    std::string note;
+    algoCache->load(algoCachePath, note);
+    if (!note.empty())
+      std::fprintf(stderr, "note: --cudnn-cache: %s\n", note.c_str());
+    context->useAlgorithmCache(algoCache.get());
+  }
   std::vector<DevicePtr> params, states;
   std::vector<void *> paramPtrs, statePtrs;
   TRAINC_RETURN_IF_ERROR(
@@ -1037,6 +1066,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // again here, for the size of the largest parameter), and the file is an AtomicFile (temporary file, fsync, rename), so a
   // reader never sees half a model and a failed write leaves the previous
   // file.
+  if (algoCache) {
+    // Not fatal: the next run searches again.
+    Status saved = algoCache->save(algoCachePath);
+    if (!saved.ok())
+      std::fprintf(stderr, "note: %s\n", saved.message().c_str());
+  }
+
   if (!options.exportPath.empty()) {
     const ExportInfo *info = program.exportInfo;
     uint64_t largest = 0;

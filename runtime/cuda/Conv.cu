@@ -61,8 +61,10 @@ struct ConvPlan final : CachedPlan {
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnMathType_t mathType = CUDNN_FMA_MATH;
   size_t workspaceBytes = 0;
-  /// Whether the algorithm search (--cudnn-benchmark) has run for it.
+  /// Whether the algorithm search (--cudnn-benchmark) has run for it, and
+  /// its key in the choices kept across runs (--cudnn-cache).
   bool searched = false;
+  std::string cacheKey;
   /// Explicit padding: the extra rows/columns before and after the input.
   bool explicitPad = false;
   int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
@@ -157,37 +159,20 @@ Status buildConvPlan(CudaContext &ctx, const ::trainc::rt::Conv2dDesc &d,
 
 size_t roundUp256(size_t bytes) { return (bytes + 255) & ~size_t(255); }
 
-/// --cudnn-benchmark: times the algorithms on the call's own tensors
-/// (cudnnFind writes y, which the convolution then overwrites) and keeps
-/// pickPerf's choice among them, fastest first. Any failure keeps the
-/// heuristic's choice. It runs kernels, so it runs on a plan's first call,
-/// which a step graph never records.
+/// --cudnn-benchmark for a forward plan (searchAlgorithmOnce).
 void searchAlgorithm(CudaContext &ctx, ConvPlan &plan, bool half, const void *x,
                      const void *w, void *y) {
-  plan.searched = true;
-  void *scratch = nullptr;
-  if (!ctx.libraryWorkspace(&scratch, kSearchWorkspace).ok())
-    return;
-  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int returned = 0;
-  if (cudnnFindConvolutionForwardAlgorithmEx(
-          ctx.cudnn(), plan.input, x, plan.filter, w, plan.conv, plan.output, y,
-          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, results, scratch,
-          kSearchWorkspace) != CUDNN_STATUS_SUCCESS)
-    return;
-  const auto *chosen = pickPerf(results, returned, half, ctx.deterministicConvolutions());
-  size_t bytes = 0;
-  if (!chosen || cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
-    return;
-  if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), plan.input, plan.filter, plan.conv,
-                                              plan.output, chosen->algo, &bytes) !=
-      CUDNN_STATUS_SUCCESS) {
-    (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
-    return;
-  }
-  plan.algo = chosen->algo;
-  plan.mathType = chosen->mathType;
-  plan.workspaceBytes = bytes;
+  searchAlgorithmOnce<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+      ctx, plan, plan.algo, half,
+      [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
+        return cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(), plan.input, plan.filter,
+                                                       plan.conv, plan.output, algo, bytes);
+      },
+      [&](cudnnConvolutionFwdAlgoPerf_t *results, int *returned, void *scratch) {
+        return cudnnFindConvolutionForwardAlgorithmEx(
+            ctx.cudnn(), plan.input, x, plan.filter, w, plan.conv, plan.output, y,
+            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, returned, results, scratch, kSearchWorkspace);
+      });
 }
 
 } // namespace
@@ -230,6 +215,8 @@ Status conv2dImpl(Context &ctxBase, ::trainc::rt::DType dtype,
     Status built = buildConvPlan(ctx, d, cudnnTypeOf(dtype), *fresh);
     if (!built.ok())
       return Status::error("conv2d: " + built.message());
+    fresh->cacheKey = ::trainc::rt::AlgoCache::keyOf(
+        "fwd", std::vector<int64_t>(key.values.begin(), key.values.end()));
     plan = static_cast<ConvPlan *>(ctx.addPlan(key, std::move(fresh)));
   }
 

@@ -87,8 +87,10 @@ struct ConvBackwardPlan final : CachedPlan {
       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
   size_t workspaceBytes = 0;
   cudnnMathType_t mathType = CUDNN_FMA_MATH;
-  /// Whether the algorithm search (--cudnn-benchmark) has run for it.
+  /// Whether the algorithm search (--cudnn-benchmark) has run for it, and
+  /// its key in the choices kept across runs (--cudnn-cache).
   bool searched = false;
+  std::string cacheKey;
   bool explicitPad = false;
   int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
 
@@ -223,6 +225,9 @@ Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
   Status built = buildPlan(ctx, d, direction, cudnnTypeOf(dtype), *fresh);
   if (!built.ok())
     return Status::error(std::string(kernel) + ": " + built.message());
+  fresh->cacheKey = ::trainc::rt::AlgoCache::keyOf(
+      direction == Direction::BackwardData ? "data" : "filter",
+      std::vector<int64_t>(key.values.begin(), key.values.end()));
   plan = static_cast<ConvBackwardPlan *>(ctx.addPlan(key, std::move(fresh)));
   return Status();
 }
@@ -235,57 +240,38 @@ Status preparePlan(CudaContext &ctx, const char *kernel, const Conv2dDesc &d,
 
 namespace {
 
-/// --cudnn-benchmark for a gradient plan (as searchAlgorithm in Conv.cu):
-/// times the algorithms on the call's own tensors (cudnnFind writes the
-/// gradient, which the call then overwrites) and keeps pickPerf's choice
-/// among them, fastest first; any failure keeps the heuristic's choice.
-/// Runs on a plan's first call only, which a step graph never records.
+/// --cudnn-benchmark for a gradient plan (searchAlgorithmOnce).
 void searchAlgorithm(CudaContext &ctx, Direction direction, ConvBackwardPlan &plan, bool half,
                      const void *x, const void *w, const void *dy, void *out) {
-  plan.searched = true;
-  void *scratch = nullptr;
-  if (!ctx.libraryWorkspace(&scratch, kSearchWorkspace).ok())
-    return;
-  int returned = 0;
-  // Takes the search's choice when cuDNN sizes its workspace; else the
-  // plan keeps the heuristic's algorithm and math.
-  auto adopt = [&](const auto *chosen, auto &algo, auto sizeOf) {
-    size_t bytes = 0;
-    if (!chosen ||
-        cudnnSetConvolutionMathType(plan.conv, chosen->mathType) != CUDNN_STATUS_SUCCESS)
-      return;
-    if (sizeOf(chosen->algo, &bytes) != CUDNN_STATUS_SUCCESS) {
-      (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
-      return;
-    }
-    algo = chosen->algo;
-    plan.mathType = chosen->mathType;
-    plan.workspaceBytes = bytes;
-  };
-  const bool exact = ctx.deterministicConvolutions();
   if (direction == Direction::BackwardData) {
-    cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    if (cudnnFindConvolutionBackwardDataAlgorithmEx(
-            ctx.cudnn(), plan.filter, w, plan.output, dy, plan.conv, plan.input, out,
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, results, scratch,
-            kSearchWorkspace) == CUDNN_STATUS_SUCCESS)
-      adopt(pickPerf(results, returned, half, exact), plan.dataAlgo,
-            [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
-              return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                  ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input, algo, bytes);
-            });
+    searchAlgorithmOnce<cudnnConvolutionBwdDataAlgoPerf_t,
+                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        ctx, plan, plan.dataAlgo, half,
+        [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(
+              ctx.cudnn(), plan.filter, plan.output, plan.conv, plan.input, algo, bytes);
+        },
+        [&](cudnnConvolutionBwdDataAlgoPerf_t *results, int *returned, void *scratch) {
+          return cudnnFindConvolutionBackwardDataAlgorithmEx(
+              ctx.cudnn(), plan.filter, w, plan.output, dy, plan.conv, plan.input, out,
+              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, returned, results, scratch,
+              kSearchWorkspace);
+        });
     return;
   }
-  cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  if (cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          ctx.cudnn(), plan.input, x, plan.output, dy, plan.conv, plan.filter, out,
-          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, results, scratch,
-          kSearchWorkspace) == CUDNN_STATUS_SUCCESS)
-    adopt(pickPerf(results, returned, half, exact), plan.filterAlgo,
-          [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter, algo, bytes);
-          });
+  searchAlgorithmOnce<cudnnConvolutionBwdFilterAlgoPerf_t,
+                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+      ctx, plan, plan.filterAlgo, half,
+      [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            ctx.cudnn(), plan.input, plan.output, plan.conv, plan.filter, algo, bytes);
+      },
+      [&](cudnnConvolutionBwdFilterAlgoPerf_t *results, int *returned, void *scratch) {
+        return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            ctx.cudnn(), plan.input, x, plan.output, dy, plan.conv, plan.filter, out,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, returned, results, scratch,
+            kSearchWorkspace);
+      });
 }
 
 /// Pads (or crops) f32 or 16-bit planes with padPlanesKernel

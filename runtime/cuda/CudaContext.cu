@@ -372,6 +372,20 @@ Status CudaContext::grow(Scratch &scratch, size_t bytes, const char *what) {
 // Step graphs
 //===----------------------------------------------------------------------===//
 
+std::string CudaContext::algorithmIdentity() const {
+  cudaDeviceProp prop;
+  std::string name = "unknown device";
+  int major = 0, minor = 0;
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) {
+    name = prop.name;
+    major = prop.major;
+    minor = prop.minor;
+  }
+  return name + " sm_" + std::to_string(major) + std::to_string(minor) + " cudnn " +
+         std::to_string(cudnnGetVersion()) + " deterministic " +
+         (deterministicAlgorithms ? "1" : "0");
+}
+
 Status CudaContext::beginGraph() {
   // Thread-local: the data workers' calls are not part of the recording,
   // and a call of this thread that cannot be recorded (cudaMalloc of a

@@ -139,6 +139,11 @@ public:
     searchAlgorithms = search;
     deterministicAlgorithms = deterministic;
   }
+  /// "<device name> sm_<major><minor> cudnn <version> deterministic 0|1".
+  std::string algorithmIdentity() const override;
+  void useAlgorithmCache(::trainc::rt::AlgoCache *cache) override { algorithmCache = cache; }
+  /// The choices of earlier runs (--cudnn-cache), or null.
+  ::trainc::rt::AlgoCache *algorithmChoices() const { return algorithmCache; }
   /// --cudnn-benchmark: time the algorithms of each convolution plan once.
   bool searchConvolutions() const { return searchAlgorithms; }
   /// --deterministic: deterministic algorithms only.
@@ -203,6 +208,7 @@ private:
   /// Counts the moves of userScratch and libraryScratch (memoryEpoch).
   uint64_t scratchEpoch = 0;
   bool searchAlgorithms = false, deterministicAlgorithms = false;
+  ::trainc::rt::AlgoCache *algorithmCache = nullptr;
   /// Instantiated step graphs, destroyed with the context.
   std::vector<cudaGraphExec_t> graphs;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;

@@ -10,10 +10,12 @@
 #define TRAINC_RT_CUDA_KERNELUTILS_CUH
 
 #include "CudaContext.h"
+#include "common/AlgoCache.h"
 
 #include "trainc_rt/kernels.h"
 #include "trainc_rt/program.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <math_constants.h>
 #include <string>
@@ -86,6 +88,62 @@ const Perf *pickPerf(const Perf *results, int returned, bool half, bool determin
           return &results[i];
     }
   return nullptr;
+}
+
+/// Takes algorithm `algo` in math `math` for a convolution plan (forward or
+/// a gradient: `planAlgo` is its algorithm field) when `math` is one
+/// convMathOrder allows and cuDNN sizes the workspace (`sizeOf(algo,
+/// &bytes)`) within kMaxConvWorkspace; otherwise the plan keeps its
+/// algorithm and math. Returns whether it was taken.
+template <typename Plan, typename Algo, typename SizeOf>
+bool adoptAlgorithm(Plan &plan, Algo &planAlgo, Algo algo, cudnnMathType_t math, bool half,
+                    SizeOf sizeOf) {
+  std::vector<cudnnMathType_t> allowed = convMathOrder(half);
+  size_t bytes = 0;
+  if (std::find(allowed.begin(), allowed.end(), math) == allowed.end() ||
+      cudnnSetConvolutionMathType(plan.conv, math) != CUDNN_STATUS_SUCCESS)
+    return false;
+  if (sizeOf(algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxConvWorkspace) {
+    (void)cudnnSetConvolutionMathType(plan.conv, plan.mathType);
+    return false;
+  }
+  planAlgo = algo;
+  plan.mathType = math;
+  plan.workspaceBytes = bytes;
+  return true;
+}
+
+/// --cudnn-benchmark for one plan, on its first call (which a step graph
+/// never records): the choice an earlier run kept (--cudnn-cache, under
+/// the plan's `cacheKey`) when cuDNN still takes it; else the search,
+/// `find(results, &returned, scratch)` (cudnnFind*Ex on the call's own
+/// tensors, with kSearchWorkspace of scratch; it writes the call's output,
+/// which the call then overwrites), and pickPerf's choice among the
+/// results, fastest first, which is kept for later runs. Any failure keeps
+/// the heuristic's choice.
+template <typename Perf, int Count, typename Plan, typename Algo, typename SizeOf,
+          typename Find>
+void searchAlgorithmOnce(CudaContext &ctx, Plan &plan, Algo &planAlgo, bool half,
+                         SizeOf sizeOf, Find find) {
+  plan.searched = true;
+  ::trainc::rt::AlgoCache *cache = ctx.algorithmChoices();
+  if (cache)
+    if (const ::trainc::rt::AlgoChoice *kept = cache->find(plan.cacheKey))
+      if (kept->algo >= 0 && kept->algo < Count &&
+          adoptAlgorithm(plan, planAlgo, static_cast<Algo>(kept->algo),
+                         static_cast<cudnnMathType_t>(kept->mathType), half, sizeOf))
+        return;
+  void *scratch = nullptr;
+  if (!ctx.libraryWorkspace(&scratch, kSearchWorkspace).ok())
+    return;
+  Perf results[Count];
+  int returned = 0;
+  if (find(results, &returned, scratch) != CUDNN_STATUS_SUCCESS)
+    return;
+  const Perf *chosen = pickPerf(results, returned, half, ctx.deterministicConvolutions());
+  if (chosen && adoptAlgorithm(plan, planAlgo, chosen->algo, chosen->mathType, half, sizeOf) &&
+      cache)
+    cache->insert(plan.cacheKey, {int(chosen->algo), int(chosen->mathType)});
 }
 
 /// The element type check of the *Mixed convolution entry points.

@@ -15,8 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace trainc::rt {
+
+class AlgoCache;
 
 class Context {
 public:
@@ -85,6 +88,13 @@ public:
   /// first call instead of taken from the heuristic; with `deterministic`,
   /// only deterministic ones. Plans made before the call keep their choice.
   virtual void configureConvolutions(bool /*search*/, bool /*deterministic*/) {}
+  /// What the search's choices depend on (the device, the library version,
+  /// --deterministic), for the file that keeps them across runs; empty
+  /// where there is no search.
+  virtual std::string algorithmIdentity() const { return ""; }
+  /// The choices the search reads before timing a plan and fills after
+  /// (null: none). Not owned; it outlives the plans' first calls.
+  virtual void useAlgorithmCache(AlgoCache * /*cache*/) {}
 
 private:
   static Status noGraphs() { return Status::error("this target has no step graphs"); }
