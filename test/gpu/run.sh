@@ -50,6 +50,28 @@ for case in "$dir"/train/*/; do
   fi
   "$py" "$dir/compare_train.py" "$case" "$name" || status=1
 done
+# cuDNN's searched algorithms are kept next to the program (--cudnn-cache):
+# the LeNet trainers' first runs above wrote them; a second run reads them
+# instead of searching and trains to the same weights.
+for case in "$dir"/train/zoo_lenet_sgd*/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  if [ ! -s "$case/prog.cudnn-cache" ] || ! grep -q '^fwd ' "$case/prog.cudnn-cache"; then
+    echo "FAIL: gpu cudnn-cache :: $name: no choices kept in $case/prog.cudnn-cache"
+    status=1
+    continue
+  fi
+  mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
+  rm -rf "$case/saved" "$case/log.jsonl"
+  if ! "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
+      "${flags[@]}" 2> "$case/train2.log" || grep -q cudnn-cache "$case/train2.log"; then
+    echo "FAIL: gpu cudnn-cache :: $name (second run): $(tail -c 400 "$case/train2.log")"
+    status=1
+    continue
+  fi
+  echo "PASS: gpu cudnn-cache :: $name: $(grep -c . "$case/prog.cudnn-cache") lines kept and read back"
+  "$py" "$dir/compare_train.py" "$case" "$name (kept algorithms)" || status=1
+done
 # Mixed precision: each bf16/fp16 training step against autocast and float64.
 for case in "$dir"/precision/*/; do
   [ -x "$case/prog" ] || continue
