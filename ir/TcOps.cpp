@@ -1077,6 +1077,22 @@ LogicalResult AccumulateGradOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult AllReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getValues().empty())
+    return emitOptionalError(location, "reduces at least one tensor");
+  auto scale = ranked(adaptor.getScale());
+  if (!scale || scale.getRank() != 0 || !scale.getElementType().isF32())
+    return emitOptionalError(location, "scale is an f32 scalar, got ",
+                             adaptor.getScale().getType());
+  if (auto bucket = adaptor.getBucketAttr(); bucket && bucket.getInt() < 0)
+    return emitOptionalError(location, "bucket is a non-negative number, got ",
+                             bucket.getInt());
+  for (Value v : adaptor.getValues())
+    inferred.push_back(v.getType());
+  return success();
+}
+
 AccumulateGradOp trainc::tc::accumulatingGemmUser(Operation *op) {
   if (!op || op->getNumResults() != 1 || !op->getResult(0).hasOneUse())
     return nullptr;

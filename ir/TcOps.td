@@ -958,4 +958,36 @@ def Tc_AccumulateGradOp : Tc_Op<"accumulate_grad", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tc_AllReduceOp : Tc_Op<"all_reduce",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "data parallelism: one bucket of gradients averaged over the processes";
+  let description = [{
+    Result i is the mean over the N processes of the run (ranks) of
+    `scale` times operand i:
+
+        results[i] = (1 / N) * sum over ranks r of scale_r * values_r[i]
+
+    `scale` is an f32 scalar tensor that the trainer sets every step (each
+    rank's share of the global batch's sample weight, times N), so that the
+    result is the gradient of the global batch's weighted mean loss however
+    the samples fall across ranks; with one process the result is `scale`
+    times the operand. `bucket` numbers the op's bucket in issue order.
+
+    All processes issue the same buckets in the same order: the op reads
+    and writes state outside the tensors (the communicator), so it is never
+    duplicated, removed or reordered with another one. Built by the
+    allreduce phase (`trainc compile --data-parallel`).
+
+    ```mlir
+    %a, %b = tc.all_reduce %ga, %gb scale %s {bucket = 0 : i64}
+        : (tensor<64x32xf32>, tensor<64xf32>), tensor<f32> -> (tensor<64x32xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<Tc_FloatTensor>:$values, Tc_FloatTensor:$scale, I64Attr:$bucket);
+  let results = (outs Variadic<Tc_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $values `scale` $scale attr-dict `:` `(` type($values) `)` `,` type($scale) `->` `(` type($results) `)`
+  }];
+}
+
 #endif // TRAINC_IR_TCOPS_TD

@@ -215,6 +215,48 @@ def Layout : Pass<"trainc-layout", "mlir::ModuleOp"> {
   }];
 }
 
+def AllReduce : Pass<"trainc-allreduce", "mlir::ModuleOp"> {
+  let summary = "data parallelism: @train_step's gradients averaged over the ranks, in buckets";
+  let description = [{
+    Groups the gradients @train_step returns (each once; with gradient
+    accumulation, the accumulated ones, so only the last micro-batch of a
+    group communicates) into buckets, in the order the
+    backward completes them (the position of the op that produces each),
+    a bucket closing before the value that would take it past
+    `bucket-bytes` (a larger gradient is a bucket of its own). Each bucket
+    becomes one `tc.all_reduce` placed right after the op that completes its
+    last value, so the runtime can average it over the ranks while the rest
+    of the backward runs; the step returns the averages. The loss stays
+    each rank's own (the trainer averages the logged losses on the host).
+
+    The averages are weighted by a new hyperparameter of @train_step,
+    `data_parallel.scale`: the trainer sets it every step to the rank's
+    share of the global batch's sample weight times the number of ranks,
+    so the result is the gradient of the global batch's weighted mean loss
+    (a short last batch spread unevenly over the ranks included). A frozen
+    parameter has no gradient and is in no bucket. Runs after grad-accum and
+    before the optimizer phase; @train_step gets `tc.data_parallel` = the
+    number of buckets.
+
+    ```mlir
+    %dw2 = tc.gemm ...
+    %dw1 = tc.gemm ...
+    return %loss, %dw1, %dw2
+    ```
+    becomes, with both gradients in one bucket,
+    ```mlir
+    %dw2 = tc.gemm ...
+    %dw1 = tc.gemm ...
+    %a2, %a1 = tc.all_reduce %dw2, %dw1 scale %arg9 {bucket = 0 : i64} : ...
+    return %loss, %a1, %a2
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "the largest bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">
+  ];
+}
+
 def Pad : Pass<"trainc-pad", "mlir::ModuleOp"> {
   let summary = "pad matrix products and convolutions to tensor-core-friendly sizes";
   let description = [{

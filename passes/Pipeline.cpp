@@ -123,6 +123,15 @@ const std::vector<Phase> &phases() {
          pm.addPass(trainc::createGradAccum(accum));
          return true;
        }},
+      {"allreduce", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (!o.dataParallel)
+           return false;
+         trainc::AllReduceOptions allReduce;
+         allReduce.bucketBytes = o.bucketBytes;
+         pm.addPass(trainc::createAllReduce(allReduce));
+         return true;
+       }},
       {"optimizer", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          if (o.optimizer.empty())

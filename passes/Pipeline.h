@@ -55,6 +55,10 @@ struct PipelineOptions {
   /// Pad matrix products and convolutions to multiples of this (the pad
   /// phase; 1 leaves it out). trainc compile resolves --pad-to=auto.
   int64_t padTo = 1;
+  /// Data parallelism: the allreduce phase averages @train_step's
+  /// gradients over the ranks in buckets of at most `bucketBytes`.
+  bool dataParallel = false;
+  int64_t bucketBytes = 26214400;
   /// Rematerialization: none (the remat phase is left out) or auto.
   std::string remat = "none";
   /// With remat: bytes the step's peak of live bytes may reach (0: none).

@@ -451,26 +451,25 @@ def check_model(trainc, models, work, name, cuda, res):
     res.cell(name, "cpu", "yes" if ok else "NO")
     if ok:
         check_grads(step, meta, mdir, res)
-        if has_conv(onnx_path):
-            # Channels-last: the same gradients, by the same criterion.
-            nhwc = os.path.join(mdir, "prog-step-nhwc")
+        def check_variant(flag, what):
+            """The train_step program with `flag` gets the same gradients by
+            the same criterion (checks named "compile/grad/loss WHAT")."""
+            prog = os.path.join(mdir, "prog-step-" + what)
             ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) +
-                                       ["--entry=train_step", "--layout=nhwc"], nhwc)
-            if res.check(ok, name, "compile nhwc", "--layout=nhwc train_step program"
+                                       ["--entry=train_step", flag], prog)
+            if res.check(ok, name, "compile " + what, flag + " train_step program"
                          if ok else text):
-                check_grads(nhwc, meta, mdir, res, "grad nhwc")
-        # Padded to multiples of 8 (the default on CUDA with bf16/fp16): the
-        # same gradients, by the same criterion, where anything is padded.
+                check_grads(prog, meta, mdir, res, "grad " + what)
+
+        if has_conv(onnx_path):
+            check_variant("--layout=nhwc", "nhwc")  # channels-last
+        # Padded to multiples of 8 (the default on CUDA with bf16/fp16), where
+        # anything is padded.
         ir = subprocess.run([trainc, "compile", onnx_path] + trainc_flags(meta) +
                             ["--entry=train_step", "--pad-to=8", "--compile-to=pad"],
                             capture_output=True, text=True).stdout
         if re.search(r"tc\.padding = \[\S", ir):
-            padded = os.path.join(mdir, "prog-step-pad")
-            ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) +
-                                       ["--entry=train_step", "--pad-to=8"], padded)
-            if res.check(ok, name, "compile pad", "--pad-to=8 train_step program"
-                         if ok else text):
-                check_grads(padded, meta, mdir, res, "grad pad")
+            check_variant("--pad-to=8", "pad")
     sgd = os.path.join(mdir, "prog-sgd")
     ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) + ["--optimizer=sgd"], sgd)
     res.check(ok, name, "trainer", "SGD trainer" if ok else text)
