@@ -372,6 +372,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
       if (auto bytes = step->getAttrOfType<IntegerAttr>("tc.padding_copy_bytes"))
         paddingBytes = static_cast<uint64_t>(bytes.getInt());
     }
+    auto bucketsAttr = step->getAttrOfType<IntegerAttr>("tc.data_parallel");
+    int64_t buckets = bucketsAttr ? bucketsAttr.getInt() : 0;
     os << "const trainc::rt::TrainStep kTrain = {\n"
        << "    " << cStringLiteral(optimizer ? optimizer.getValue() : "sgd") << ",\n"
        << "    " << llvm::format("%.17g", clip ? clip.getValueAsDouble() : 0.0) << ",\n"
@@ -394,7 +396,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << (hostReadHypers.empty() ? "nullptr" : "kHostReadHypers")
        << ", // hyperparameters read on the host\n"
        << "    " << padTo << ", " << padding << ", " << paddingBytes
-       << " // --pad-to: multiple, what was padded, bytes its copies write per step\n"
+       << ", // --pad-to: multiple, what was padded, bytes its copies write per step\n"
+       << "    " << buckets << " // --data-parallel: buckets of gradients per step\n"
        << "};\n";
   }
   if (!params.empty()) {
@@ -568,6 +571,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitAccumulate(op);
   if (auto probe = dyn_cast<tc::NonfiniteProbeOp>(op))
     return emitNonfiniteProbe(probe);
+  if (auto reduce = dyn_cast<tc::AllReduceOp>(op))
+    return emitAllReduce(reduce);
   if (isa<tc::TransposeOp, tc::SliceOp, tc::SliceBackwardOp, tc::ExpandOp, tc::ConcatOp,
           tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
           tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::GatherElementsOp,

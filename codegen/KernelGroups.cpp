@@ -282,6 +282,51 @@ LogicalResult ProgramEmitter::emitNonfiniteProbe(tc::NonfiniteProbeOp op) {
   return success();
 }
 
+/// Data parallelism: each gradient of the bucket times the rank's scale
+/// into its result (one multi-tensor kernel per kMaxUpdateTensors), then one
+/// in-place sum of the bucket over the ranks (ctx.allReduceSum; a single
+/// process has nothing to add).
+LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
+  for (Value v : op.getValues())
+    if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+      return op.emitError("codegen averages f32 gradients over the ranks; got ") << v.getType();
+  std::string scale = ptr(op.getScale());
+  ValueRange values = op.getValues();
+  for (size_t first = 0; first < values.size(); first += kMaxUpdateTensors) {
+    size_t size = std::min(kMaxUpdateTensors, values.size() - first);
+    std::vector<int64_t> counts;
+    for (size_t k = first; k < first + size; ++k)
+      counts.push_back(countOf(values[k]));
+    std::vector<std::string> comment = {
+        opComment(op), "data parallelism: this rank's share (data_parallel.scale) of " +
+                           std::to_string(values.size()) + " gradients, before the sum over "
+                           "the ranks"};
+    std::string name = kernels.addMultiTensorKernel(
+        "all_reduce_share", comment, {{"float", "grad", false}, {"float", "share", true}},
+        {{"float", "scale", false}}, counts, "  share[i] = grad[i] * scale[0];\n");
+    body += "  {\n    const float *const grad[] = {";
+    for (size_t k = first; k < first + size; ++k)
+      body += (k > first ? ", " : "") + ptr(values[k]);
+    body += "};\n    float *const share[] = {";
+    for (size_t k = first; k < first + size; ++k)
+      body += (k > first ? ", " : "") + ptr(op.getResult(k));
+    body += "};\n  ";
+    call(name + "(ctx, grad, share, " + scale + ")");
+    body += "  }\n";
+  }
+  body += "  {\n    void *const bucket[] = {";
+  std::string counts;
+  for (auto [k, r] : llvm::enumerate(op.getResults())) {
+    body += (k ? ", " : "") + ptr(r);
+    counts += (k ? ", " : "") + std::to_string(countOf(r));
+  }
+  body += "};\n    const int64_t counts[] = {" + counts + "};\n  ";
+  call("ctx.allReduceSum(" + std::to_string(op.getBucket()) + ", bucket, counts, " +
+       std::to_string(op.getNumResults()) + ")");
+  body += "  }\n";
+  return success();
+}
+
 namespace {
 
 /// A kernel name from letters, digits and underscores only.

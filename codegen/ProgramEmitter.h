@@ -119,6 +119,7 @@ private:
   LogicalResult emitUpdate(Operation *op);
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
+  LogicalResult emitAllReduce(tc::AllReduceOp op);
   /// Gradient accumulation: runs of tc.accumulate_grad with the same
   /// weight and keep become one multi-tensor kernel.
   LogicalResult emitAccumulate(Operation *op);

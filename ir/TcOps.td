@@ -960,18 +960,19 @@ def Tc_AccumulateGradOp : Tc_Op<"accumulate_grad", [Pure]> {
 
 def Tc_AllReduceOp : Tc_Op<"all_reduce",
     [MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "data parallelism: one bucket of gradients averaged over the processes";
+  let summary = "data parallelism: one bucket of gradients combined over the processes";
   let description = [{
-    Result i is the mean over the N processes of the run (ranks) of
-    `scale` times operand i:
+    Result i is the sum over the processes of the run (ranks) of `scale`
+    times operand i:
 
-        results[i] = (1 / N) * sum over ranks r of scale_r * values_r[i]
+        results[i] = sum over ranks r of scale_r * values_r[i]
 
-    `scale` is an f32 scalar tensor that the trainer sets every step (each
-    rank's share of the global batch's sample weight, times N), so that the
-    result is the gradient of the global batch's weighted mean loss however
-    the samples fall across ranks; with one process the result is `scale`
-    times the operand. `bucket` numbers the op's bucket in issue order.
+    `scale` is an f32 scalar tensor that the trainer sets every step to the
+    rank's share of the global batch's sample weight, so that the result is
+    the gradient of the global batch's weighted mean loss however the
+    samples fall across the ranks (with equal shares: the mean over the
+    ranks); a single process has scale 1. `bucket` numbers the op's bucket
+    in issue order.
 
     All processes issue the same buckets in the same order: the op reads
     and writes state outside the tensors (the communicator), so it is never

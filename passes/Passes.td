@@ -231,8 +231,9 @@ def AllReduce : Pass<"trainc-allreduce", "mlir::ModuleOp"> {
 
     The averages are weighted by a new hyperparameter of @train_step,
     `data_parallel.scale`: the trainer sets it every step to the rank's
-    share of the global batch's sample weight times the number of ranks,
-    so the result is the gradient of the global batch's weighted mean loss
+    share of the global batch's sample weight (each rank's gradient times
+    its share, summed over the ranks), so the result is the gradient of the
+    global batch's weighted mean loss
     (a short last batch spread unevenly over the ranks included). A frozen
     parameter has no gradient and is in no bucket. Runs after grad-accum and
     before the optimizer phase; @train_step gets `tc.data_parallel` = the

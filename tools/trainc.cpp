@@ -154,6 +154,18 @@ cl::opt<int64_t> gradAccum(
              "chooses another K); the gradient is that of the group's mean loss, a short "
              "last group included (default 1: no accumulation)"),
     cl::value_desc("K"), cl::init(1), cl::cat(category));
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Data parallelism (needs --loss): the allreduce phase sums the step's gradients "
+             "over the processes of the run, each weighted by its share of the global "
+             "batch, in buckets issued as the backward completes them (one process so far; "
+             "multi-process runs under mpirun are not built yet)"),
+    cl::init(false), cl::cat(category));
+cl::opt<std::string> bucketSize(
+    "bucket-size",
+    cl::desc("With --data-parallel: the largest bucket of gradients combined at once "
+             "(bytes, or with a unit: 25MiB, the default, as PyTorch DDP)"),
+    cl::value_desc("SIZE"), cl::init(""), cl::cat(category));
 cl::opt<std::string> deviceMemory(
     "device-memory",
     cl::desc("The memory of the device the program will run on: compile prints the largest "
@@ -190,7 +202,7 @@ usage:
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
                  [--layout=nchw|nhwc|auto] [--pad-to=auto|off|N]
                  [--remat=none|auto] [--memory-budget=SIZE] [--device-memory=SIZE]
-                 [--grad-accum=K]
+                 [--grad-accum=K] [--data-parallel [--bucket-size=SIZE]]
                  [--fuse=auto|pointwise|none] [--report-memory]
                  [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
@@ -497,6 +509,9 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   if (auto budget = trainc::parseByteSize(memoryBudget))
     pipeline.memoryBudget = *budget;
   pipeline.gradAccum = gradAccum;
+  pipeline.dataParallel = dataParallel;
+  if (auto bucket = trainc::parseByteSize(bucketSize))
+    pipeline.bucketBytes = *bucket;
   pipeline.fuse = fuseMode != "none";
   pipeline.gemmEpilogues = fuseMode == "auto";
   pipeline.passManagerCLOptions = true;
@@ -852,6 +867,22 @@ int runCompile() {
     errs() << "error: --grad-accum needs --optimizer (the accumulated gradients feed its "
               "update)\n";
     return 1;
+  }
+  if (dataParallel && lossKind.empty()) {
+    errs() << "error: --data-parallel combines the training step's gradients and needs "
+              "--loss\n";
+    return 1;
+  }
+  if (!bucketSize.empty()) {
+    if (!dataParallel) {
+      errs() << "error: --bucket-size sizes the buckets of --data-parallel\n";
+      return 1;
+    }
+    if (!trainc::parseByteSize(bucketSize)) {
+      errs() << "error: --bucket-size takes a positive size in bytes, or with a unit (KiB, "
+                "MiB, GiB, TiB, KB, MB, GB, TB), e.g. 25MiB; got '" << bucketSize << "'\n";
+      return 1;
+    }
   }
   if ((!rematMode.empty() || !memoryBudget.empty()) && lossKind.empty()) {
     errs() << "error: --remat and --memory-budget are about the training step and need "

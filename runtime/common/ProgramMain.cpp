@@ -203,6 +203,10 @@ void printInfo(const Program &program) {
       line = end ? end + 1 : line + length;
     }
   }
+  if (train->dataParallelBuckets)
+    std::printf("  data parallelism: the gradients are combined over the processes in %d "
+                "bucket%s per step (one process so far)\n",
+                train->dataParallelBuckets, train->dataParallelBuckets == 1 ? "" : "s");
   if (train->accumulate)
     std::printf("  gradient accumulation: %lld micro-batches per step by default; kernels per "
                 "micro-batch: %d (%d generated, %d library calls)\n",

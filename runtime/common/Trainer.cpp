@@ -94,6 +94,9 @@ struct Hyper {
     // batch).
     if (name == "grad_accum.weight") return 1.0;
     if (name == "grad_accum.keep") return 0.0;
+    // Data parallelism: the rank's share of the global batch's sample
+    // weight (all of it in a single process).
+    if (name == "data_parallel.scale") return 1.0;
     // Adam's step constants in double, rounded to float32 only as a whole
     // (PyTorch's Python floats): 1 - beta2 from float32 beta2 is 1.3e-5 off.
     if (name == "one_minus_beta1") return 1.0 - beta1;
@@ -417,6 +420,13 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     return Status::error("--grad-accum " + std::to_string(accum) +
                          ": this trainer updates from each batch alone; compile with "
                          "trainc compile --grad-accum=K to accumulate gradients");
+  if (train->dataParallelBuckets > 0)
+    for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+      if (const char *size = std::getenv(variable); size && std::atoi(size) > 1)
+        return Status::error(std::string("this data-parallel trainer was started as one of ") +
+                             size + " processes (" + variable +
+                             "); it runs as one process so far: combining gradients over "
+                             "processes (MPI, NCCL) is not built yet");
   int weightHyper = -1, keepHyper = -1;
   for (int h = 0; h < train->numHypers; ++h) {
     if (std::string(train->hypers[h]) == "grad_accum.weight")

@@ -96,6 +96,16 @@ public:
   /// (null: none). Not owned; it outlives the plans' first calls.
   virtual void useAlgorithmCache(AlgoCache * /*cache*/) {}
 
+  // Data parallelism (trainc compile --data-parallel).
+  /// Replaces each of the `n` f32 buffers of bucket `bucket` (`counts[k]`
+  /// elements each) by its sum over the processes of the run, in place, in
+  /// the compute queue's order. The processes issue the same buckets in the
+  /// same order. A single process has nothing to add.
+  virtual Status allReduceSum(int /*bucket*/, void *const * /*buffers*/,
+                              const int64_t * /*counts*/, int /*n*/) {
+    return Status();
+  }
+
 private:
   static Status noGraphs() { return Status::error("this target has no step graphs"); }
 };

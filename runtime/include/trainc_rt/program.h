@@ -146,6 +146,9 @@ struct TrainStep {
   int padTo = 0;
   const char *padding = nullptr;
   uint64_t paddingCopyBytes = 0;
+  /// trainc compile --data-parallel: the buckets of gradients the step
+  /// combines over the processes (0: not data-parallel).
+  int dataParallelBuckets = 0;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
