@@ -397,7 +397,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << ", // hyperparameters read on the host\n"
        << "    " << padTo << ", " << padding << ", " << paddingBytes
        << ", // --pad-to: multiple, what was padded, bytes its copies write per step\n"
-       << "    " << buckets << " // --data-parallel: buckets of gradients per step\n"
+       << "    " << buckets << ", "
+       << (buckets && !cuda ? "trainc::rt::createMpiCommunicator" : "nullptr")
+       << " // --data-parallel: buckets of gradients per step, communicator\n"
        << "};\n";
   }
   if (!params.empty()) {

@@ -13,16 +13,26 @@ using namespace trainc::codegen;
 std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &options) {
   std::string include = std::string("-I") + TRAINC_RUNTIME_INCLUDE_DIR;
   std::string libDir = std::string("-L") + TRAINC_RUNTIME_LIB_DIR;
-  if (options.target == Target::Cpu)
+  if (options.target == Target::Cpu) {
     // -fvect-cost-model=dynamic: -O2's own model vectorizes no loop whose
     // trip count needs a scalar remainder, which is nearly every element
     // loop. -fno-math-errno: sqrtf and the like become instructions that
     // vectorize (nothing reads errno). -lmvec: the vector math behind
     // trainc_expf and its kin (generated.h).
-    return {"g++", "-std=c++17", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno",
-            "-fopenmp", "-Wall", "-Wextra", include, options.sourcePath, "-o",
-            options.outputPath, libDir, "-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz",
-            "-lmvec", "-lpthread"};
+    std::vector<std::string> cmd = {
+        "g++", "-std=c++17", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno", "-fopenmp",
+        "-Wall", "-Wextra", include, options.sourcePath, "-o", options.outputPath, libDir};
+    if (options.mpi) {
+      cmd.push_back("-ltrainc_rt_mpi");
+      llvm::SmallVector<llvm::StringRef> libs;
+      llvm::StringRef(TRAINC_MPI_LIBRARIES).split(libs, '|', -1, false);
+      for (llvm::StringRef lib : libs)
+        cmd.push_back(lib.str());
+    }
+    cmd.insert(cmd.end(),
+               {"-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz", "-lmvec", "-lpthread"});
+    return cmd;
+  }
   std::vector<std::string> cmd = {std::string(TRAINC_CUDA_ROOT) + "/bin/nvcc",
                                   "-std=c++17", "-O2", "-x", "cu"};
   for (const std::string &arch : options.cudaArchs) {

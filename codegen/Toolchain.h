@@ -25,6 +25,9 @@ struct BuildOptions {
   std::string outputPath;
   /// Where the compiler's messages go (kept next to the source).
   std::string logPath;
+  /// --data-parallel on the CPU: links the MPI communicator (trainc_rt_mpi)
+  /// and libmpi.
+  bool mpi = false;
 };
 
 /// Compiles and links; on failure writes the compiler's messages, with the

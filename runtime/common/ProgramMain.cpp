@@ -204,8 +204,8 @@ void printInfo(const Program &program) {
     }
   }
   if (train->dataParallelBuckets)
-    std::printf("  data parallelism: the gradients are combined over the processes in %d "
-                "bucket%s per step (one process so far)\n",
+    std::printf("  data parallelism: the gradients are combined over the ranks (mpirun) in "
+                "%d bucket%s per step\n",
                 train->dataParallelBuckets, train->dataParallelBuckets == 1 ? "" : "s");
   if (train->accumulate)
     std::printf("  gradient accumulation: %lld micro-batches per step by default; kernels per "

@@ -386,11 +386,60 @@ static std::string cudnnCachePath(const TrainOptions &options) {
   return std::string(self, static_cast<size_t>(length)) + ".cudnn-cache";
 }
 
+/// The processes mpirun started (its environment), or 0 outside mpirun.
+static int launchedRanks() {
+  for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *size = std::getenv(variable))
+      return std::max(1, std::atoi(size));
+  return 0;
+}
+
+static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
+                           Communicator *ranks);
+
 Status runTraining(const Program &program, const TrainOptions &options) {
   const TrainStep *train = program.train;
   if (!train)
     return Status::error("this program was compiled for prediction only; compile with "
                          "--loss and --optimizer to train");
+  const int launched = launchedRanks();
+  if (launched > 1 && train->dataParallelBuckets == 0)
+    return Status::error("started as one of " + std::to_string(launched) +
+                         " processes, but this trainer was compiled without --data-parallel: "
+                         "each would train alone and write the same files");
+  if (train->dataParallelBuckets == 0 || launched == 0)
+    return trainOnRanks(program, options, nullptr);
+  if (!train->createCommunicator)
+    return Status::error(std::string("this data-parallel trainer's target (") +
+                         (program.target ? program.target : "?") +
+                         ") cannot combine gradients over processes yet; run it as one process");
+  std::unique_ptr<Communicator> communicator;
+  TRAINC_RETURN_IF_ERROR(train->createCommunicator(communicator));
+  Status trained = trainOnRanks(program, options, communicator.get());
+  if (!trained.ok()) {
+    // Destroying the unfinished communicator stops every rank: say why first.
+    std::fprintf(stderr, "rank %d of %d: error: %s\n", communicator->rank(),
+                 communicator->size(), trained.message().c_str());
+    return trained;
+  }
+  return communicator->finish();
+}
+
+static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
+                           Communicator *ranks) {
+  const TrainStep *train = program.train;
+  // Data parallelism: this process is rank `rank` of `ranksCount`; rank 0
+  // alone writes the log, checkpoints, the export and --save-params, and
+  // evaluates.
+  const int rank = ranks ? ranks->rank() : 0, ranksCount = ranks ? ranks->size() : 1;
+  TrainOptions options = givenOptions;
+  if (rank > 0) {
+    options.logPath.clear();
+    options.exportPath.clear();
+    options.saveDir.clear();
+    options.evalDir.clear();
+  }
+  const bool chatty = rank == 0;
   if (options.epochs <= 0 && options.steps <= 0)
     return Status::error("training needs --epochs N or --steps N");
   const int64_t batch = program.batchSize;
@@ -420,15 +469,10 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     return Status::error("--grad-accum " + std::to_string(accum) +
                          ": this trainer updates from each batch alone; compile with "
                          "trainc compile --grad-accum=K to accumulate gradients");
-  if (train->dataParallelBuckets > 0)
-    for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-      if (const char *size = std::getenv(variable); size && std::atoi(size) > 1)
-        return Status::error(std::string("this data-parallel trainer was started as one of ") +
-                             size + " processes (" + variable +
-                             "); it runs as one process so far: combining gradients over "
-                             "processes (MPI, NCCL) is not built yet");
-  int weightHyper = -1, keepHyper = -1;
+  int weightHyper = -1, keepHyper = -1, shareHyper = -1;
   for (int h = 0; h < train->numHypers; ++h) {
+    if (std::string(train->hypers[h]) == "data_parallel.scale")
+      shareHyper = h;
     if (std::string(train->hypers[h]) == "grad_accum.weight")
       weightHyper = h;
     if (std::string(train->hypers[h]) == "grad_accum.keep")
@@ -510,6 +554,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   std::unique_ptr<Context> context;
   TRAINC_RETURN_IF_ERROR(createContext(context));
   context->configureConvolutions(options.cudnnBenchmark, options.deterministic);
+  TRAINC_RETURN_IF_ERROR(context->useCommunicator(ranks));
   const std::string algoCachePath = cudnnCachePath(options);
   std::string identity = context->algorithmIdentity();
   if (options.cudnnBenchmark && !identity.empty() && !algoCachePath.empty()) {
@@ -639,7 +684,18 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   // stops before they go.
   BatchLoader loader(fields, batch, options.workers);
   std::mt19937_64 rng(options.seed);
-  const int64_t batchesPerEpoch = dropLast ? samples / batch : (samples + batch - 1) / batch;
+  // With data parallelism a batch is the ranks' batches together: rank r
+  // trains rows [r * batch, (r + 1) * batch) of each global batch of the
+  // epoch's order (so the ranks together train what one process would at
+  // batch * ranks).
+  const int64_t globalBatch = batch * ranksCount;
+  const int64_t batchesPerEpoch =
+      dropLast ? samples / globalBatch : (samples + globalBatch - 1) / globalBatch;
+  // The real samples of this rank in global batch b (0 in a short last one).
+  auto rankCount = [&](int64_t b) {
+    int64_t first = b * globalBatch + rank * batch;
+    return std::max<int64_t>(0, std::min(batch, samples - first));
+  };
   // Optimizer steps per epoch: one per group of `accum` batches.
   const int64_t stepsPerEpoch = (batchesPerEpoch + accum - 1) / accum;
   if (options.steps <= 0 && options.epochs > kMaxTrainSteps / stepsPerEpoch)
@@ -682,8 +738,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     }
     return Status();
   };
-  // Checkpoints: a folder we can write, checked before the first step.
-  if (!options.checkpointDir.empty()) {
+  // Checkpoints: a folder we can write, checked before the first step (by
+  // rank 0, which writes them).
+  if (!options.checkpointDir.empty() && rank == 0) {
     std::error_code error;
     std::filesystem::create_directories(options.checkpointDir, error);
     if (error)
@@ -748,9 +805,10 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     std::istringstream state(epochRng);
     state >> rng; // checked by readCheckpoint
     TRAINC_RETURN_IF_ERROR(readScaler());
-    std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
-                 options.checkpointDir.c_str(), static_cast<long long>(step),
-                 static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
+    if (chatty)
+      std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+                   options.checkpointDir.c_str(), static_cast<long long>(step),
+                   static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
   }
   auto checkpoint = [&](int64_t epoch, int64_t nextBatch) -> Status {
     std::vector<CheckpointTensor> tensors;
@@ -839,7 +897,14 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     groupCount += p.count;
     if (!p.last)
       return Status();
-    const float loss = static_cast<float>(groupLoss / groupCount);
+    if (ranks) {
+      // The global batch's loss: every rank's weighted sum and count added.
+      double sums[2] = {groupLoss, static_cast<double>(groupCount)};
+      TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(sums, 2));
+      groupLoss = sums[0];
+      groupCount = static_cast<int64_t>(sums[1] + 0.5);
+    }
+    const float loss = static_cast<float>(groupLoss / std::max<int64_t>(groupCount, 1));
     p.count = groupCount;
     groupLoss = 0;
     groupCount = 0;
@@ -873,7 +938,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     }
     TRAINC_RETURN_IF_ERROR(log.step(p.step, p.epoch, loss, p.lr,
                                     train->lossScale ? &ranWith : nullptr, skipped));
-    if (since(lastLine) >= 2.0) {
+    if (chatty && since(lastLine) >= 2.0) {
       double seconds = since(start), perStep = seconds / (p.step - firstStep);
       char scaling[96] = "";
       if (train->lossScale)
@@ -881,7 +946,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                       static_cast<long long>(skippedSinceLine));
       std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
                    static_cast<long long>(p.step), static_cast<long long>(totalSteps),
-                   lineLoss / std::max(lineWeight, 1.0), scaling, batch * accum / perStep,
+                   lineLoss / std::max(lineWeight, 1.0), scaling, globalBatch * accum / perStep,
                    clockText(perStep * (totalSteps - p.step)).c_str());
       lastLine = std::chrono::steady_clock::now();
       lineLoss = lineWeight = 0;
@@ -948,8 +1013,8 @@ Status runTraining(const Program &program, const TrainOptions &options) {
           TRAINC_RETURN_IF_ERROR(context->hostWait(uploaded[h]));
           uploadPending[h] = false;
         }
-        int64_t first = submitted * batch;
-        loader.submit(h, hostSlot(h), order.data(), first, std::min(batch, samples - first));
+        int64_t first = std::min(samples, submitted * globalBatch + rank * batch);
+        loader.submit(h, hostSlot(h), order.data(), first, rankCount(submitted));
       }
       return Status();
     };
@@ -959,20 +1024,28 @@ Status runTraining(const Program &program, const TrainOptions &options) {
       TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots - 1));
       const int h = static_cast<int>(launched % hostSlots),
                 d = static_cast<int>(launched % kDeviceSlots);
-      const int64_t count = std::min(batch, samples - b * batch);
+      const int64_t count = rankCount(b);
       // The group of batches this one belongs to (groups start at the
-      // epoch's first batch; the last may be short) and its real samples.
+      // epoch's first batch; the last may be short), its real samples on
+      // this rank and on all of them.
       const int64_t groupFirst = b / accum * accum;
       const int64_t groupEnd = std::min(groupFirst + accum, batchesPerEpoch);
-      const int64_t groupSamples = std::min(groupEnd * batch, samples) - groupFirst * batch;
+      int64_t groupSamples = 0;
+      for (int64_t g = groupFirst; g < groupEnd; ++g)
+        groupSamples += rankCount(g);
+      const int64_t globalSamples =
+          std::min(groupEnd * globalBatch, samples) - groupFirst * globalBatch;
       const bool last = b + 1 == groupEnd;
       if (Status filled = loader.wait(h); !filled.ok())
         return Status::error("reading the training data for step " + std::to_string(step + 1) +
                              ": " + filled.message());
       char *slot = hostSlot(h);
       if (weightsIndex >= 0) {
+        // A rank's batch without a real sample (the end of a short last
+        // global batch) trains its zero rows with weight 1, so its loss is
+        // finite, and its gradient's share below is 0.
         float *w = reinterpret_cast<float *>(slot + layout.inputs[weightsIndex]);
-        std::fill(w, w + batch, 0.0f);
+        std::fill(w, w + batch, count == 0 ? 1.0f : 0.0f);
         std::fill(w, w + count, 1.0f);
       }
       if (keyIndex >= 0) {
@@ -980,7 +1053,9 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         // (the step number without accumulation; each batch of a group its
         // own), so a resumed run draws the masks the uninterrupted run drew.
         int64_t *key = reinterpret_cast<int64_t *>(slot + layout.inputs[keyIndex]);
-        key[0] = static_cast<int64_t>(options.seed);
+        // Each rank draws its own masks; rank 0 those of a single process.
+        key[0] = static_cast<int64_t>(options.seed ^ (0x9E3779B97F4A7C15ull *
+                                                      static_cast<uint64_t>(rank)));
         key[1] = step * accum + (b - groupFirst) + 1;
       }
       hyper.lr = scheduledLr(options, baseLr, step, totalSteps);
@@ -991,9 +1066,14 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         // The batch's share of the group's samples: the sum of the weighted
         // gradients is the gradient of the group's mean loss.
         *reinterpret_cast<float *>(slot + layout.hypers[weightHyper]) =
-            static_cast<float>(static_cast<double>(count) / groupSamples);
+            groupSamples > 0 ? static_cast<float>(static_cast<double>(count) / groupSamples)
+                             : 1.0f / static_cast<float>(groupEnd - groupFirst);
         *reinterpret_cast<float *>(slot + layout.hypers[keepHyper]) = b == groupFirst ? 0.0f : 1.0f;
       }
+      if (shareHyper >= 0)
+        // The rank's share of the global group's samples (1 in one process).
+        *reinterpret_cast<float *>(slot + layout.hypers[shareHyper]) =
+            static_cast<float>(static_cast<double>(groupSamples) / globalSamples);
       if (launched >= kDeviceSlots)
         TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Upload, computed[d]));
       TRAINC_RETURN_IF_ERROR(context->uploadAsync(deviceSlot(d), slot, layout.bytes));
@@ -1023,7 +1103,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
         continue;
       ++step;
       bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
-      if (!options.checkpointDir.empty() &&
+      if (!options.checkpointDir.empty() && rank == 0 &&
           (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)) {
         // The log holds every step the checkpoint covers.
         TRAINC_RETURN_IF_ERROR(drain());
@@ -1033,11 +1113,12 @@ Status runTraining(const Program &program, const TrainOptions &options) {
     }
     TRAINC_RETURN_IF_ERROR(drain());
     double seconds = since(start);
-    std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
-                 static_cast<long long>(epoch), static_cast<long long>(step),
-                 static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
-                 seconds > 0 ? launched * batch / seconds : 0.0);
-    if (train->lossScale)
+    if (chatty)
+      std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
+                   static_cast<long long>(epoch), static_cast<long long>(step),
+                   static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
+                   seconds > 0 ? launched * globalBatch / seconds : 0.0);
+    if (chatty && train->lossScale)
       std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
                            "in all\n",
                    static_cast<long long>(epoch), hostScale,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <string>
 
 namespace trainc::rt {
@@ -113,6 +114,38 @@ public:
   Status queueWait(Queue, int event) override { return checkEvent(event); }
   Status hostWait(int event) override { return checkEvent(event); }
 
+  Status useCommunicator(Communicator *communicator) override {
+    ranks = communicator;
+    return Status();
+  }
+
+  /// The bucket's buffers packed into one host array, one sum over the
+  /// ranks, and unpacked: a bucket is one collective.
+  Status allReduceSum(int bucket, void *const *buffers, const int64_t *counts,
+                      int n) override {
+    if (!ranks || ranks->size() == 1)
+      return Status();
+    int64_t total = 0;
+    for (int k = 0; k < n; ++k)
+      total += counts[k];
+    packed.resize(static_cast<size_t>(total));
+    float *at = packed.data();
+    for (int k = 0; k < n; ++k) {
+      std::memcpy(at, buffers[k], static_cast<size_t>(counts[k]) * sizeof(float));
+      at += counts[k];
+    }
+    Status summed = ranks->allReduceSum(packed.data(), total);
+    if (!summed.ok())
+      return Status::error("data parallelism: bucket " + std::to_string(bucket) + ": " +
+                           summed.message());
+    at = packed.data();
+    for (int k = 0; k < n; ++k) {
+      std::memcpy(buffers[k], at, static_cast<size_t>(counts[k]) * sizeof(float));
+      at += counts[k];
+    }
+    return Status();
+  }
+
 private:
   Status checkEvent(int event) const {
     if (event < 0 || event >= events)
@@ -134,6 +167,8 @@ private:
   void *scratch = nullptr;
   size_t scratchBytes = 0;
   int events = 0;
+  Communicator *ranks = nullptr;
+  std::vector<float> packed;
 };
 
 } // namespace

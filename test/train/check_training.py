@@ -22,8 +22,10 @@ A dropout MLP is compared with PyTorch applying trainc's masks
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import onnx
@@ -1337,6 +1339,121 @@ def check_mlp_training(trainc, work, check, model_path, init, layer_names, data,
 
 
 
+def mpirun_command(ranks, program, args):
+    """`mpirun -np RANKS PROGRAM ARGS` for this machine (any user, more
+    ranks than cores, no cross-memory-attach: containers often forbid it)."""
+    return ["mpirun", "-np", str(ranks), "--oversubscribe", "--mca",
+            "btl_vader_single_copy_mechanism", "none", program] + args
+
+
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def check_data_parallel(trainc, work, check):
+    """--data-parallel under `mpirun -np 2`: each rank trains its half of
+    every global batch and the gradients are summed with the ranks' shares,
+    so two ranks at batch B train the zoo MLP and GPT as one process at
+    batch 2B (the zoo's SGD, 2 epochs: within 1e-5 of each value, relative;
+    the sums differ only in order), also when the
+    last global batch leaves a rank without a sample (B = 4: 10 samples are
+    batches of 8 and 2) and with --grad-accum=2; a checkpoint written by
+    the two ranks resumes to the uninterrupted run's weights; a rank killed
+    mid-run makes the run exit non-zero within a minute, leaving no rank
+    behind."""
+    if not shutil.which("mpirun"):
+        check(False, "data parallelism: mpirun is missing (Debian's openmpi-bin)")
+        return
+    flags = ZOO_OPTIMIZERS["sgd"][0]
+
+    def train(program, data, ranks, extra, out):
+        shutil.rmtree(out, ignore_errors=True)
+        args = ["--data", data, "--save-params", out] + flags + extra
+        cmd = mpirun_command(ranks, program, args) if ranks > 1 else [program] + args
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV)
+        except subprocess.TimeoutExpired:
+            return "timed out"
+        return None if run.returncode == 0 else (run.stderr.strip()[-400:] or "failed")
+
+    def compile_trainer(model, out, batch, extra):
+        build = subprocess.run([trainc, "compile", model, "--target=cpu", "--loss=cross-entropy",
+                                "--optimizer=sgd", "--batch-size=%d" % batch, "-o", out] + extra,
+                               capture_output=True, text=True)
+        return None if build.returncode == 0 else build.stderr.strip()[-400:]
+
+    cases = [("mlp", 2, []), ("mlp", 4, []), ("mlp", 2, ["--grad-accum=2"]), ("gpt", 2, [])]
+    for name, batch, extra in cases:
+        model = os.path.join(work, name + "_train.onnx")
+        data = os.path.join(work, "zoo_%s_sgd-data" % name)
+        model_flags = ["--class-axis=-1"] if name == "gpt" else []
+        tag = "data parallel zoo %s: 2 ranks at batch %d%s and 1 process at batch %d" % (
+            name, batch, "".join(" " + e for e in extra), 2 * batch)
+        if not os.path.exists(model) or not os.path.isdir(data):
+            check(False, tag + ": the zoo run did not leave %s and %s" % (model, data))
+            continue
+        base = os.path.join(work, "dp_%s_%d%s" % (name, batch, "_accum" if extra else ""))
+        error = (compile_trainer(model, base + "_ranks", batch,
+                                 model_flags + extra + ["--data-parallel"]) or
+                 compile_trainer(model, base + "_one", 2 * batch, model_flags + extra))
+        if error:
+            check(False, tag + ": compile: " + error)
+            continue
+        error = (train(base + "_ranks", data, 2, ["--epochs", "2"], base + "_ranks.params") or
+                 train(base + "_one", data, 1, ["--epochs", "2"], base + "_one.params"))
+        if error:
+            check(False, tag + ": train: " + error)
+            continue
+        names = sorted(f for f in os.listdir(base + "_one.params") if f.endswith(".npy"))
+        worst, where = relative_worst(base + "_one.params", base + "_ranks.params", names)
+        check(bool(names) and worst <= 1e-5,
+              "%s train 2 epochs to the same %d tensors within 1e-5 (worst %.2g at %s)"
+              % (tag, len(names), worst, where))
+
+    # Checkpoints: 3 steps, then --resume to 6, against 6 in one go.
+    prog = os.path.join(work, "dp_mlp_2_ranks")
+    data = os.path.join(work, "zoo_mlp_sgd-data")
+    ckpt = os.path.join(work, "dp_checkpoints")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    error = (train(prog, data, 2, ["--steps", "3", "--checkpoint-dir", ckpt, "--no-shuffle"],
+                   prog + ".first") or
+             train(prog, data, 2, ["--steps", "6", "--checkpoint-dir", ckpt, "--resume",
+                                   "--no-shuffle"], prog + ".resumed") or
+             train(prog, data, 2, ["--steps", "6", "--no-shuffle"], prog + ".straight"))
+    if error:
+        check(False, "data parallel checkpoints: " + error)
+    else:
+        names = sorted(f for f in os.listdir(prog + ".straight") if f.endswith(".npy"))
+        same = names and all(np.array_equal(np.load(os.path.join(prog + ".straight", f)),
+                                            np.load(os.path.join(prog + ".resumed", f)))
+                             for f in names)
+        check(bool(same), "data parallel: 2 ranks resume their checkpoint (written by rank 0) "
+              "after 3 steps to the weights of 6 steps in one go, bit for bit")
+
+    # A rank that dies: the other does not wait for it forever.
+    run = subprocess.Popen(mpirun_command(2, prog, ["--data", data, "--epochs", "100000"]),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=MPI_ENV)
+    time.sleep(3)
+    ranks = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
+                           text=True).stdout.split()
+    if len(ranks) == 2:
+        os.kill(int(ranks[1]), signal.SIGKILL)
+    try:
+        _, err = run.communicate(timeout=60)
+        # mpirun's own line about the dead rank.
+        said = next((line.strip() for line in err.splitlines()
+                     if "noticed" in line or "killed" in line), "no message from mpirun")
+        left = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
+                              text=True).stdout.split()
+        check(len(ranks) == 2 and run.returncode != 0 and not left,
+              "data parallel: killing one of %d ranks mid-run ends the run with exit status "
+              "%d, no rank left (%s)" % (len(ranks), run.returncode, said[:160]))
+    except subprocess.TimeoutExpired:
+        run.kill()
+        subprocess.run(["pkill", "-9", "-f", "^" + prog + " "])
+        check(False, "data parallel: killing one rank mid-run leaves the run running after 60 s")
+
+
 def main():
     global GPU_DIR
     trainc, work = sys.argv[1], sys.argv[2]
@@ -1347,7 +1464,8 @@ def main():
             GPU_DIR = os.path.abspath(args[1])
             os.makedirs(GPU_DIR, exist_ok=True)
         elif args[0] == "--only" and len(args) > 1:
-            # mlp, dropout, foldbias, modelloss, zoo or zoo:MODEL[+MODEL], cuda (comma-separated)
+            # mlp, dropout, foldbias, modelloss, zoo or zoo:MODEL[+MODEL], dataparallel
+            # (after zoo:mlp+gpt), cuda (comma-separated)
             parts = set()
             for part in args[1].split(","):
                 head, _, models = part.partition(":")
@@ -1398,6 +1516,8 @@ def main():
                                   x, y)
     if want("zoo"):
         check_zoo_training(trainc, work, check, zoo_models)
+    if want("dataparallel"):
+        check_data_parallel(trainc, work, check)
     # Every trainer above also compiles for the CUDA target (no GPU needed).
     if want("cuda") and os.path.exists("/usr/local/cuda/bin/nvcc"):
         targets = [("digits mlp", model_path, []),

@@ -21,6 +21,26 @@ namespace trainc::rt {
 
 class AlgoCache;
 
+/// The processes of a data-parallel run (started by mpirun), one rank each.
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// In place: each of the `count` host values becomes its sum over the
+  /// ranks (every rank ends with the same sums).
+  virtual Status allReduceSum(float *values, int64_t count) = 0;
+  virtual Status allReduceSum(double *values, int64_t count) = 0;
+  /// Ends the run cleanly after every rank's last collective. Destroying a
+  /// communicator that did not finish (an error on this rank) stops every
+  /// rank, so none waits forever for this one.
+  virtual Status finish() = 0;
+};
+
+/// MPI's (Open MPI under mpirun): the CPU target's. Linked into
+/// data-parallel programs only (TrainStep::createCommunicator).
+Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator);
+
 class Context {
 public:
   virtual ~Context() = default;
@@ -104,6 +124,13 @@ public:
   virtual Status allReduceSum(int /*bucket*/, void *const * /*buffers*/,
                               const int64_t * /*counts*/, int /*n*/) {
     return Status();
+  }
+  /// The ranks allReduceSum sums over (null: a single process). Not owned.
+  /// Returns an error where the target cannot sum over processes yet.
+  virtual Status useCommunicator(Communicator *communicator) {
+    return communicator && communicator->size() > 1
+               ? Status::error("this target cannot combine gradients over processes yet")
+               : Status();
   }
 
 private:

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace trainc::rt {
 
@@ -56,6 +57,7 @@ struct ParamInfo {
 };
 
 class Context;
+class Communicator;
 
 /// Device pointers handed to a step function.
 struct ForwardArgs {
@@ -149,6 +151,8 @@ struct TrainStep {
   /// trainc compile --data-parallel: the buckets of gradients the step
   /// combines over the processes (0: not data-parallel).
   int dataParallelBuckets = 0;
+  /// The target's communicator for runs under mpirun (null: none yet).
+  Status (*createCommunicator)(std::unique_ptr<Communicator> &communicator) = nullptr;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of

@@ -1,0 +1,93 @@
+//===- CommMpi.cpp - the ranks of a data-parallel run over MPI -------------===//
+//
+// Open MPI (Debian's) under mpirun: MPI_Init when the trainer starts, sums
+// with MPI_Allreduce in place. Built into its own library, trainc_rt_mpi,
+// which only data-parallel programs link (with libmpi).
+//
+//===----------------------------------------------------------------------===//
+
+#include "trainc_rt/device.h"
+
+// The C API only (Open MPI's mpi.h would pull in its C++ bindings).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+namespace trainc::rt {
+
+namespace {
+
+Status mpiError(const char *what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    length = 0;
+  return Status::error(std::string(what) + " failed: " +
+                       (length > 0 ? std::string(text, length) : std::to_string(code)));
+}
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(int rank, int size) : me(rank), ranks(size) {}
+  ~MpiCommunicator() override {
+    // An error on this rank: the others would wait for it in their next
+    // sum, so the whole run stops (mpirun reports which rank).
+    if (!finished)
+      MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  int rank() const override { return me; }
+  int size() const override { return ranks; }
+  Status allReduceSum(float *values, int64_t count) override {
+    return sum(values, count, MPI_FLOAT);
+  }
+  Status allReduceSum(double *values, int64_t count) override {
+    return sum(values, count, MPI_DOUBLE);
+  }
+  Status finish() override {
+    finished = true;
+    int code = MPI_Finalize();
+    return code == MPI_SUCCESS ? Status() : mpiError("MPI_Finalize", code);
+  }
+
+private:
+  template <typename T> Status sum(T *values, int64_t count, MPI_Datatype type) {
+    // MPI counts are ints.
+    for (int64_t done = 0; done < count;) {
+      int part = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      int code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, MPI_COMM_WORLD);
+      if (code != MPI_SUCCESS)
+        return mpiError("MPI_Allreduce", code);
+      done += part;
+    }
+    return Status();
+  }
+
+  int me, ranks;
+  bool finished = false;
+};
+
+} // namespace
+
+Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int code = MPI_Init(nullptr, nullptr);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Init", code);
+  }
+  // Errors come back as codes (reported with the rank) instead of killing
+  // the process silently.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  communicator = std::make_unique<MpiCommunicator>(rank, size);
+  return Status();
+}
+
+} // namespace trainc::rt
