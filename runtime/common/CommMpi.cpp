@@ -14,8 +14,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace trainc::rt {
 
@@ -34,6 +40,7 @@ class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(int rank, int size) : me(rank), ranks(size) {}
   ~MpiCommunicator() override {
+    stopWatchdog();
     // An error on this rank: the others would wait for it in their next
     // sum, so the whole run stops (mpirun reports which rank).
     if (!finished)
@@ -48,17 +55,30 @@ public:
     return sum(values, count, MPI_DOUBLE);
   }
   Status finish() override {
+    stopWatchdog();
     finished = true;
     int code = MPI_Finalize();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Finalize", code);
   }
+  void setTimeout(double seconds) override {
+    stopWatchdog();
+    if (seconds <= 0)
+      return;
+    timeout = std::chrono::duration<double>(seconds);
+    stopping = false;
+    watchdog = std::thread([this] { watch(); });
+  }
 
 private:
+  using Clock = std::chrono::steady_clock;
+
   template <typename T> Status sum(T *values, int64_t count, MPI_Datatype type) {
     // MPI counts are ints.
     for (int64_t done = 0; done < count;) {
       int part = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      begin();
       int code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, MPI_COMM_WORLD);
+      end();
       if (code != MPI_SUCCESS)
         return mpiError("MPI_Allreduce", code);
       done += part;
@@ -66,8 +86,59 @@ private:
     return Status();
   }
 
+  // --comm-timeout: a thread that ends the process when a sum has waited
+  // too long. MPI cannot cancel a collective, and a rank that stopped
+  // answering never completes it; the process's exit makes mpirun end the
+  // others.
+  void begin() {
+    std::lock_guard<std::mutex> lock(mutex);
+    started = Clock::now();
+    inFlight = true;
+    wake.notify_all();
+  }
+  void end() {
+    std::lock_guard<std::mutex> lock(mutex);
+    inFlight = false;
+  }
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      if (!inFlight) {
+        wake.wait(lock);
+        continue;
+      }
+      auto deadline = started + std::chrono::duration_cast<Clock::duration>(timeout);
+      if (Clock::now() < deadline) {
+        wake.wait_until(lock, deadline);
+        continue;
+      }
+      std::fprintf(stderr,
+                   "rank %d of %d: error: the other ranks did not answer for %.0f s (one died "
+                   "or stopped?); stopping the run (--comm-timeout)\n",
+                   me, ranks, timeout.count());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+  void stopWatchdog() {
+    if (!watchdog.joinable())
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+      wake.notify_all();
+    }
+    watchdog.join();
+  }
+
   int me, ranks;
   bool finished = false;
+  std::chrono::duration<double> timeout{0.0};
+  std::mutex mutex;
+  std::condition_variable wake;
+  Clock::time_point started;
+  bool inFlight = false, stopping = false;
+  std::thread watchdog;
 };
 
 } // namespace

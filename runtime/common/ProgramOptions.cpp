@@ -141,7 +141,8 @@ std::string description(const char *argv0, const Program &program) {
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
          "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
-         "          [--cudnn-cache FILE|off] [--deterministic] [--report-memory]\n"
+         "          [--cudnn-cache FILE|off] [--deterministic] [--comm-timeout SECONDS]\n"
+         "          [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -238,6 +239,9 @@ void define(Parser &parser, Options &options) {
               "where --cudnn-benchmark keeps its choices for later runs on the same device, "
               "cuDNN and program (default: this program's path + .cudnn-cache; off: search "
               "every run; no effect on the CPU target)");
+  parser.number("--comm-timeout", t.commTimeout, "SECONDS",
+                "data parallelism (mpirun): how long a sum over the ranks waits for the others "
+                "before the run stops with an error (default 300; 0: forever)");
   parser.flag("--deterministic", t.deterministic,
               "deterministic convolution algorithms only (the CPU target's always are)");
   app.add_option("--lr-schedule", t.schedule,

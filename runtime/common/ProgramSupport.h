@@ -100,6 +100,9 @@ struct TrainOptions {
   /// The file that keeps the search's choices across runs: empty for the
   /// program's own path + ".cudnn-cache", "off" for none.
   std::string cudnnCache;
+  /// Data parallelism: seconds a sum over the ranks may wait for the others
+  /// before the run stops (0: forever).
+  double commTimeout = 300;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

@@ -415,6 +415,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                          ") cannot combine gradients over processes yet; run it as one process");
   std::unique_ptr<Communicator> communicator;
   TRAINC_RETURN_IF_ERROR(train->createCommunicator(communicator));
+  communicator->setTimeout(options.commTimeout);
   Status trained = trainOnRanks(program, options, communicator.get());
   if (!trained.ok()) {
     // Destroying the unfinished communicator stops every rank: say why first.

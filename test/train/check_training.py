@@ -1358,7 +1358,8 @@ def check_data_parallel(trainc, work, check):
     last global batch leaves a rank without a sample (B = 4: 10 samples are
     batches of 8 and 2) and with --grad-accum=2; a checkpoint written by
     the two ranks resumes to the uninterrupted run's weights; a rank killed
-    mid-run makes the run exit non-zero within a minute, leaving no rank
+    or stopped mid-run makes the run exit non-zero within a minute (the
+    stopped one through the other's --comm-timeout), leaving no rank
     behind."""
     if not shutil.which("mpirun"):
         check(False, "data parallelism: mpirun is missing (Debian's openmpi-bin)")
@@ -1429,29 +1430,36 @@ def check_data_parallel(trainc, work, check):
         check(bool(same), "data parallel: 2 ranks resume their checkpoint (written by rank 0) "
               "after 3 steps to the weights of 6 steps in one go, bit for bit")
 
-    # A rank that dies: the other does not wait for it forever.
-    run = subprocess.Popen(mpirun_command(2, prog, ["--data", data, "--epochs", "100000"]),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                           env=MPI_ENV)
-    time.sleep(3)
-    ranks = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
-                           text=True).stdout.split()
-    if len(ranks) == 2:
-        os.kill(int(ranks[1]), signal.SIGKILL)
-    try:
-        _, err = run.communicate(timeout=60)
-        # mpirun's own line about the dead rank.
-        said = next((line.strip() for line in err.splitlines()
-                     if "noticed" in line or "killed" in line), "no message from mpirun")
-        left = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
-                              text=True).stdout.split()
-        check(len(ranks) == 2 and run.returncode != 0 and not left,
-              "data parallel: killing one of %d ranks mid-run ends the run with exit status "
-              "%d, no rank left (%s)" % (len(ranks), run.returncode, said[:160]))
-    except subprocess.TimeoutExpired:
-        run.kill()
-        subprocess.run(["pkill", "-9", "-f", "^" + prog + " "])
-        check(False, "data parallel: killing one rank mid-run leaves the run running after 60 s")
+    # A rank that dies (SIGKILL: mpirun ends the run) or stops answering
+    # (SIGSTOP: the other's --comm-timeout ends it): the run exits non-zero
+    # within a minute, with no rank left behind.
+    for sig, what, marker in ((signal.SIGKILL, "killing", "noticed"),
+                              (signal.SIGSTOP, "stopping", "--comm-timeout")):
+        run = subprocess.Popen(mpirun_command(2, prog, ["--data", data, "--epochs", "100000",
+                                                        "--comm-timeout", "5"]),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=MPI_ENV)
+        time.sleep(3)
+        ranks = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
+                               text=True).stdout.split()
+        if len(ranks) == 2:
+            os.kill(int(ranks[1]), sig)
+        started = time.time()
+        try:
+            _, err = run.communicate(timeout=60)
+            said = next((line.strip() for line in err.splitlines() if marker in line),
+                        "no line with '%s'" % marker)
+            left = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
+                                  text=True).stdout.split()
+            check(len(ranks) == 2 and run.returncode != 0 and not left and marker in said,
+                  "data parallel: %s one of %d ranks mid-run ends the run in %.0f s with exit "
+                  "status %d, no rank left (%s)" % (what, len(ranks), time.time() - started,
+                                                    run.returncode, said[:160]))
+        except subprocess.TimeoutExpired:
+            run.kill()
+            subprocess.run(["pkill", "-9", "-f", "^" + prog + " "])
+            check(False, "data parallel: %s one rank mid-run leaves the run running after "
+                  "60 s" % what)
 
 
 def main():

@@ -35,6 +35,10 @@ public:
   /// communicator that did not finish (an error on this rank) stops every
   /// rank, so none waits forever for this one.
   virtual Status finish() = 0;
+  /// A sum that waits longer than `seconds` for the other ranks (one died
+  /// or stopped answering) ends this process with an error, so the run
+  /// ends (--comm-timeout). 0: wait forever.
+  virtual void setTimeout(double /*seconds*/) {}
 };
 
 /// MPI's (Open MPI under mpirun): the CPU target's. Linked into
