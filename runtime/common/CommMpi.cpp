@@ -60,6 +60,8 @@ public:
     int code = MPI_Finalize();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Finalize", code);
   }
+  int64_t sums() const override { return calls; }
+  double secondsInSums() const override { return spent; }
   void setTimeout(double seconds) override {
     stopWatchdog();
     if (seconds <= 0)
@@ -76,9 +78,12 @@ private:
     // MPI counts are ints.
     for (int64_t done = 0; done < count;) {
       int part = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
+      auto t0 = Clock::now();
       begin();
       int code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, MPI_COMM_WORLD);
       end();
+      spent += std::chrono::duration<double>(Clock::now() - t0).count();
+      ++calls;
       if (code != MPI_SUCCESS)
         return mpiError("MPI_Allreduce", code);
       done += part;
@@ -133,6 +138,8 @@ private:
 
   int me, ranks;
   bool finished = false;
+  int64_t calls = 0;
+  double spent = 0;
   std::chrono::duration<double> timeout{0.0};
   std::mutex mutex;
   std::condition_variable wake;

@@ -416,7 +416,15 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   std::unique_ptr<Communicator> communicator;
   TRAINC_RETURN_IF_ERROR(train->createCommunicator(communicator));
   communicator->setTimeout(options.commTimeout);
+  auto began = std::chrono::steady_clock::now();
   Status trained = trainOnRanks(program, options, communicator.get());
+  if (trained.ok() && communicator->rank() == 0) {
+    double run = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    std::fprintf(stderr, "data parallelism: %d ranks; rank 0 spent %.2f s of %.2f s in %lld "
+                 "sums over the ranks (waiting for the others included)\n",
+                 communicator->size(), communicator->secondsInSums(), run,
+                 static_cast<long long>(communicator->sums()));
+  }
   if (!trained.ok()) {
     // Destroying the unfinished communicator stops every rank: say why first.
     std::fprintf(stderr, "rank %d of %d: error: %s\n", communicator->rank(),

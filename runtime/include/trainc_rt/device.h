@@ -39,6 +39,10 @@ public:
   /// or stopped answering) ends this process with an error, so the run
   /// ends (--comm-timeout). 0: wait forever.
   virtual void setTimeout(double /*seconds*/) {}
+  /// Sums so far and the seconds they took (waiting for the other ranks
+  /// included).
+  virtual int64_t sums() const { return 0; }
+  virtual double secondsInSums() const { return 0; }
 };
 
 /// MPI's (Open MPI under mpirun): the CPU target's. Linked into
