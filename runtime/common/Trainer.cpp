@@ -1112,12 +1112,15 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
         continue;
       ++step;
       bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
-      if (!options.checkpointDir.empty() && rank == 0 &&
+      if (!options.checkpointDir.empty() &&
           (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)) {
-        // The log holds every step the checkpoint covers.
+        // The log holds every step the checkpoint covers. Every rank drains
+        // (its loss sums pair with rank 0's); rank 0 writes.
         TRAINC_RETURN_IF_ERROR(drain());
-        TRAINC_RETURN_IF_ERROR(log.sync());
-        TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
+        if (rank == 0) {
+          TRAINC_RETURN_IF_ERROR(log.sync());
+          TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
+        }
       }
     }
     TRAINC_RETURN_IF_ERROR(drain());

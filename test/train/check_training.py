@@ -1410,16 +1410,18 @@ def check_data_parallel(trainc, work, check):
               "%s train 2 epochs to the same %d tensors within 1e-5 (worst %.2g at %s)"
               % (tag, len(names), worst, where))
 
-    # Checkpoints: 3 steps, then --resume to 6, against 6 in one go.
+    # Checkpoints every 2 steps for 5 steps (the ranks drain their pending
+    # steps together at each), then --resume to 8, against 8 in one go.
     prog = os.path.join(work, "dp_mlp_2_ranks")
     data = os.path.join(work, "zoo_mlp_sgd-data")
     ckpt = os.path.join(work, "dp_checkpoints")
     shutil.rmtree(ckpt, ignore_errors=True)
-    error = (train(prog, data, 2, ["--steps", "3", "--checkpoint-dir", ckpt, "--no-shuffle"],
+    error = (train(prog, data, 2, ["--steps", "5", "--checkpoint-dir", ckpt,
+                                   "--checkpoint-every", "2", "--no-shuffle"],
                    prog + ".first") or
-             train(prog, data, 2, ["--steps", "6", "--checkpoint-dir", ckpt, "--resume",
+             train(prog, data, 2, ["--steps", "8", "--checkpoint-dir", ckpt, "--resume",
                                    "--no-shuffle"], prog + ".resumed") or
-             train(prog, data, 2, ["--steps", "6", "--no-shuffle"], prog + ".straight"))
+             train(prog, data, 2, ["--steps", "8", "--no-shuffle"], prog + ".straight"))
     if error:
         check(False, "data parallel checkpoints: " + error)
     else:
@@ -1427,8 +1429,8 @@ def check_data_parallel(trainc, work, check):
         same = names and all(np.array_equal(np.load(os.path.join(prog + ".straight", f)),
                                             np.load(os.path.join(prog + ".resumed", f)))
                              for f in names)
-        check(bool(same), "data parallel: 2 ranks resume their checkpoint (written by rank 0) "
-              "after 3 steps to the weights of 6 steps in one go, bit for bit")
+        check(bool(same), "data parallel: 2 ranks checkpointing every 2 steps (written by rank "
+              "0) resume after 5 steps to the weights of 8 steps in one go, bit for bit")
 
     # A rank that dies (SIGKILL: mpirun ends the run) or stops answering
     # (SIGSTOP: the other's --comm-timeout ends it): the run exits non-zero
