@@ -14,6 +14,7 @@
 
 #include "codegen/Escape.h"
 #include "codegen/ProgramEmitter.h"
+#include "codegen/Toolchain.h"
 #include "codegen/StepFunctions.h"
 
 #include "ir/TcOps.h"
@@ -398,7 +399,10 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
        << "    " << padTo << ", " << padding << ", " << paddingBytes
        << ", // --pad-to: multiple, what was padded, bytes its copies write per step\n"
        << "    " << buckets << ", "
-       << (buckets && !cuda ? "trainc::rt::createMpiCommunicator" : "nullptr")
+       << (!buckets                   ? "nullptr"
+           : !cuda                    ? "trainc::rt::createMpiCommunicator"
+           : codegen::ncclAvailable() ? "trainc::rt::createNcclCommunicator"
+                                      : "nullptr")
        << " // --data-parallel: buckets of gradients per step, communicator\n"
        << "};\n";
   }

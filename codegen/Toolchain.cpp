@@ -10,6 +10,32 @@
 
 using namespace trainc::codegen;
 
+bool trainc::codegen::ncclAvailable() { return llvm::StringRef(TRAINC_NCCL_LIBRARY) != ""; }
+
+namespace {
+
+/// A library named by its path, as -L and -l (nvcc's `-x cu` would read a
+/// bare path as a CUDA source).
+void addLibrary(std::vector<std::string> &cmd, llvm::StringRef path) {
+  llvm::StringRef dir = path.rsplit('/').first, file = path.rsplit('/').second;
+  if (file.consume_front("lib") && (file.consume_back(".so") || file.consume_back(".a"))) {
+    cmd.push_back(("-L" + dir).str());
+    cmd.push_back(("-l" + file).str());
+  } else {
+    cmd.push_back(path.str());
+  }
+}
+
+/// The MPI libraries a data-parallel program links (CMake's list).
+void addMpiLibraries(std::vector<std::string> &cmd) {
+  llvm::SmallVector<llvm::StringRef> libs;
+  llvm::StringRef(TRAINC_MPI_LIBRARIES).split(libs, '|', -1, false);
+  for (llvm::StringRef lib : libs)
+    addLibrary(cmd, lib);
+}
+
+} // namespace
+
 std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &options) {
   std::string include = std::string("-I") + TRAINC_RUNTIME_INCLUDE_DIR;
   std::string libDir = std::string("-L") + TRAINC_RUNTIME_LIB_DIR;
@@ -24,10 +50,7 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
         "-Wall", "-Wextra", include, options.sourcePath, "-o", options.outputPath, libDir};
     if (options.mpi) {
       cmd.push_back("-ltrainc_rt_mpi");
-      llvm::SmallVector<llvm::StringRef> libs;
-      llvm::StringRef(TRAINC_MPI_LIBRARIES).split(libs, '|', -1, false);
-      for (llvm::StringRef lib : libs)
-        cmd.push_back(lib.str());
+      addMpiLibraries(cmd);
     }
     cmd.insert(cmd.end(),
                {"-ltrainc_rt_cpu", "-ldnnl", "-lopenblas", "-lz", "-lmvec", "-lpthread"});
@@ -40,8 +63,13 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
     cmd.push_back("--generate-code=arch=compute_" + number + ",code=" + arch);
   }
   cmd.insert(cmd.end(), {"-Xcompiler=-Wall,-Wextra", include, options.sourcePath, "-o",
-                         options.outputPath, libDir, "-ltrainc_rt_cuda", "-lcublasLt",
-                         "-lcublas", "-lcudnn", "-lz"});
+                         options.outputPath, libDir});
+  if (options.mpi && ncclAvailable()) {
+    cmd.insert(cmd.end(), {"-ltrainc_rt_nccl", "-ltrainc_rt_mpi"});
+    addLibrary(cmd, TRAINC_NCCL_LIBRARY);
+    addMpiLibraries(cmd);
+  }
+  cmd.insert(cmd.end(), {"-ltrainc_rt_cuda", "-lcublasLt", "-lcublas", "-lcudnn", "-lz"});
   return cmd;
 }
 

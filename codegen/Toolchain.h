@@ -25,14 +25,18 @@ struct BuildOptions {
   std::string outputPath;
   /// Where the compiler's messages go (kept next to the source).
   std::string logPath;
-  /// --data-parallel on the CPU: links the MPI communicator (trainc_rt_mpi)
-  /// and libmpi.
+  /// --data-parallel: links the MPI communicator (trainc_rt_mpi) and
+  /// libmpi, and on CUDA NCCL's (trainc_rt_nccl, libnccl) where the toolkit
+  /// has it (ncclAvailable()).
   bool mpi = false;
 };
 
 /// Compiles and links; on failure writes the compiler's messages, with the
 /// generated file's path, to `errs`. Warnings are printed too.
 bool buildProgram(const BuildOptions &options, llvm::raw_ostream &errs);
+
+/// Whether data-parallel CUDA programs can link NCCL here.
+bool ncclAvailable();
 
 /// The command line buildProgram runs, for --verbose and tests.
 std::vector<std::string> buildCommand(const BuildOptions &options);

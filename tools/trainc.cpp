@@ -159,7 +159,7 @@ cl::opt<bool> dataParallel(
     cl::desc("Data parallelism (needs --loss): the allreduce phase sums the step's gradients "
              "over the processes of the run (mpirun -np N PROG ...), each weighted by its "
              "share of the global batch, in buckets issued as the backward completes them. "
-             "The CPU target sums over MPI; the CUDA target runs as one process so far"),
+             "The CPU target sums over MPI, the CUDA target over NCCL"),
     cl::init(false), cl::cat(category));
 cl::opt<std::string> bucketSize(
     "bucket-size",
@@ -1105,7 +1105,7 @@ int runCompile() {
   build.sourcePath = sourcePath.str().str();
   build.outputPath = outputPath;
   build.logPath = logPath.str().str();
-  build.mpi = dataParallel && emit.target == trainc::codegen::Target::Cpu;
+  build.mpi = dataParallel;
   return trainc::codegen::buildProgram(build, errs()) ? 0 : 1;
 }
 

@@ -60,6 +60,14 @@ public:
     int code = MPI_Finalize();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Finalize", code);
   }
+  Status broadcast(void *data, int64_t bytes, int root) override {
+    if (bytes < 0 || bytes > INT_MAX)
+      return Status::error("MPI_Bcast: " + std::to_string(bytes) + " bytes at once");
+    begin();
+    int code = MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+    end();
+    return code == MPI_SUCCESS ? Status() : mpiError("MPI_Bcast", code);
+  }
   int64_t sums() const override { return calls; }
   double secondsInSums() const override { return spent; }
   void setTimeout(double seconds) override {

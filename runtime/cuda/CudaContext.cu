@@ -8,6 +8,7 @@
 
 #include "CudaContext.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -97,7 +98,10 @@ CudaContext::createContext(std::unique_ptr<::trainc::rt::Context> &context) {
   // Built before anything is created so that its destructor releases
   // whatever a failing step below already made.
   std::unique_ptr<CudaContext> self(new CudaContext());
-  self->device = 0;
+  // Under mpirun each rank of a machine takes its own GPU (as
+  // createNcclCommunicator does).
+  const char *localRank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  self->device = localRank ? std::atoi(localRank) % count : 0;
   TRAINC_CUDA_CALL(cudaSetDevice(self->device));
   TRAINC_CUDA_CALL(cudaDeviceGetAttribute(
       &self->smCount, cudaDevAttrMultiProcessorCount, self->device));
@@ -371,6 +375,18 @@ Status CudaContext::grow(Scratch &scratch, size_t bytes, const char *what) {
 //===----------------------------------------------------------------------===//
 // Step graphs
 //===----------------------------------------------------------------------===//
+
+Status CudaContext::allReduceSum(int bucket, void *const *buffers, const int64_t *counts,
+                                 int n) {
+  if (!ranks || ranks->size() == 1)
+    return Status();
+  Status summed = ranks->allReduceSumDevice(reinterpret_cast<float *const *>(buffers), counts,
+                                            n, computeStream);
+  if (!summed.ok())
+    return Status::error("data parallelism: bucket " + std::to_string(bucket) + ": " +
+                         summed.message());
+  return Status();
+}
 
 std::string CudaContext::algorithmIdentity() const {
   cudaDeviceProp prop;

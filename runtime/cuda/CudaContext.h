@@ -142,6 +142,14 @@ public:
   /// "<device name> sm_<major><minor> cudnn <version> deterministic 0|1".
   std::string algorithmIdentity() const override;
   void useAlgorithmCache(::trainc::rt::AlgoCache *cache) override { algorithmCache = cache; }
+  /// Data parallelism: the gradient buckets are summed by the
+  /// communicator's NCCL on the compute stream.
+  Status useCommunicator(::trainc::rt::Communicator *communicator) override {
+    ranks = communicator;
+    return Status();
+  }
+  Status allReduceSum(int bucket, void *const *buffers, const int64_t *counts,
+                      int n) override;
   /// The choices of earlier runs (--cudnn-cache), or null.
   ::trainc::rt::AlgoCache *algorithmChoices() const { return algorithmCache; }
   /// --cudnn-benchmark: time the algorithms of each convolution plan once.
@@ -209,6 +217,7 @@ private:
   uint64_t scratchEpoch = 0;
   bool searchAlgorithms = false, deterministicAlgorithms = false;
   ::trainc::rt::AlgoCache *algorithmCache = nullptr;
+  ::trainc::rt::Communicator *ranks = nullptr;
   /// Instantiated step graphs, destroyed with the context.
   std::vector<cudaGraphExec_t> graphs;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;

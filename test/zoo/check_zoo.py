@@ -129,7 +129,8 @@ def check_cuda_compile(trainc, zoo, entry, work, check):
         return
     variants = [["--precision=bf16", "--layout=auto", "--pad-to=auto"]]
     if model in ("mlp", "gpt") and "op17" in entry["file"]:
-        # Data parallelism: the buckets' share kernels and library calls.
+        # Data parallelism: the buckets' share kernels, linked against NCCL
+        # and MPI.
         variants.append(["--precision=bf16", "--data-parallel", "--bucket-size=64KiB"])
     if model == "lenet" and "op17" in entry["file"]:
         variants += [["--layout=nhwc", "--pad-to=off"], ["--layout=nchw", "--pad-to=8"],

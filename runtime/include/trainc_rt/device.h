@@ -43,11 +43,26 @@ public:
   /// included).
   virtual int64_t sums() const { return 0; }
   virtual double secondsInSums() const { return 0; }
+  /// Rank `root`'s `bytes` bytes at `data` copied to every rank.
+  virtual Status broadcast(void * /*data*/, int64_t /*bytes*/, int /*root*/) {
+    return Status::error("this communicator cannot broadcast");
+  }
+  /// In place, on the GPU: each of the `n` f32 device buffers becomes its
+  /// sum over the ranks, in the order of CUDA stream `stream` (one group of
+  /// collectives). Host-only communicators refuse.
+  virtual Status allReduceSumDevice(float *const * /*buffers*/, const int64_t * /*counts*/,
+                                    int /*n*/, void * /*stream*/) {
+    return Status::error("this communicator sums host memory only");
+  }
 };
 
 /// MPI's (Open MPI under mpirun): the CPU target's. Linked into
 /// data-parallel programs only (TrainStep::createCommunicator).
 Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator);
+/// The CUDA target's: NCCL for the gradients on the GPU (its unique id
+/// broadcast over MPI, which also serves the host's sums); each rank takes
+/// GPU (local rank mod GPUs). Linked into data-parallel CUDA programs only.
+Status createNcclCommunicator(std::unique_ptr<Communicator> &communicator);
 
 class Context {
 public:
