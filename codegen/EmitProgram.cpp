@@ -205,6 +205,7 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
     return func.emitError("codegen needs a planned function (run trainc-plan)");
   names.clear();
   hyperIndex.clear();
+  pendingSums.clear();
   inPlace.clear();
   body.clear();
   inputs.clear();
@@ -226,6 +227,13 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
+  // A bucket nothing reads is still waited for before the step ends.
+  std::set<int64_t> unread;
+  for (auto &[value, bucket] : pendingSums)
+    unread.insert(bucket);
+  for (int64_t bucket : unread)
+    call("ctx.allReduceWait(" + std::to_string(bucket) + ")");
+  pendingSums.clear();
   return Emitted{body,   inputs,         outputs,        states,      hypers,
                  inputRoles, arena.getInt(), generatedCalls, libraryCalls};
 }
@@ -499,6 +507,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ProgramEmitter::emitOp(Operation *op) {
+  waitForSums(op);
   if (auto ret = dyn_cast<func::ReturnOp>(op))
     return emitReturn(ret);
   if (auto constant = dyn_cast<tc::ConstantOp>(op)) {

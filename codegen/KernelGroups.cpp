@@ -283,13 +283,28 @@ LogicalResult ProgramEmitter::emitNonfiniteProbe(tc::NonfiniteProbeOp op) {
 }
 
 /// Data parallelism: each gradient of the bucket times the rank's scale
-/// into its result (one multi-tensor kernel per kMaxUpdateTensors), then one
-/// in-place sum of the bucket over the ranks (ctx.allReduceSum; a single
-/// process has nothing to add).
+/// into its result (one multi-tensor kernel per kMaxUpdateTensors), then the
+/// start of one in-place sum over the ranks of the whole bucket, whose
+/// results the plan put side by side (ctx.allReduceStart). emitOp waits for
+/// it (ctx.allReduceWait) before the first op that reads a result, so the
+/// ops between run while the ranks sum. A single process has nothing to
+/// add.
 LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
   for (Value v : op.getValues())
     if (!cast<ShapedType>(v.getType()).getElementType().isF32())
       return op.emitError("codegen averages f32 gradients over the ranks; got ") << v.getType();
+  // The bucket's extent: its members in order, without overlap.
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
+  int64_t end = 0;
+  for (auto [k, r] : llvm::enumerate(op.getResults())) {
+    int64_t at = offsets[k];
+    if (at < 0 || (k > 0 && at < end) || at % 4)
+      return op.emitError("codegen needs the bucket's results side by side in the plan "
+                          "(trainc-plan)");
+    end = at + countOf(r) * 4;
+  }
+  int64_t count = (end - offsets[0]) / 4;
+
   std::string scale = ptr(op.getScale());
   ValueRange values = op.getValues();
   for (size_t first = 0; first < values.size(); first += kMaxUpdateTensors) {
@@ -314,17 +329,31 @@ LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
     call(name + "(ctx, grad, share, " + scale + ")");
     body += "  }\n";
   }
-  body += "  {\n    void *const bucket[] = {";
-  std::string counts;
-  for (auto [k, r] : llvm::enumerate(op.getResults())) {
-    body += (k ? ", " : "") + ptr(r);
-    counts += (k ? ", " : "") + std::to_string(countOf(r));
-  }
-  body += "};\n    const int64_t counts[] = {" + counts + "};\n  ";
-  call("ctx.allReduceSum(" + std::to_string(op.getBucket()) + ", bucket, counts, " +
-       std::to_string(op.getNumResults()) + ")");
-  body += "  }\n";
+  body += "  // bucket " + std::to_string(op.getBucket()) + ": " +
+          std::to_string(op.getNumResults()) + " gradients, " + std::to_string(count) +
+          " floats in one buffer, summed over the ranks while the step goes on\n";
+  call("ctx.allReduceStart(" + std::to_string(op.getBucket()) + ", " + ptr(op.getResult(0)) +
+       ", " + std::to_string(count) + ")");
+  for (Value r : op.getResults())
+    pendingSums[r] = op.getBucket();
   return success();
+}
+
+/// Before `op` reads a result of a bucket still being summed: the wait.
+void ProgramEmitter::waitForSums(Operation *op) {
+  for (Value operand : op->getOperands()) {
+    auto it = pendingSums.find(operand);
+    if (it == pendingSums.end())
+      continue;
+    int64_t bucket = it->second;
+    call("ctx.allReduceWait(" + std::to_string(bucket) + ")");
+    SmallVector<Value> members;
+    for (auto &[value, of] : pendingSums)
+      if (of == bucket)
+        members.push_back(value);
+    for (Value member : members)
+      pendingSums.erase(member);
+  }
 }
 
 namespace {

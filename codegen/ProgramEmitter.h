@@ -120,6 +120,7 @@ private:
   LogicalResult emitUpdates(ArrayRef<Operation *> ops);
   LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
   LogicalResult emitAllReduce(tc::AllReduceOp op);
+  void waitForSums(Operation *op);
   /// Gradient accumulation: runs of tc.accumulate_grad with the same
   /// weight and keep become one multi-tensor kernel.
   LogicalResult emitAccumulate(Operation *op);
@@ -195,6 +196,9 @@ private:
   std::set<size_t> hostReadHypers;
   /// Optimizer update results written over the argument they replace.
   llvm::DenseSet<Value> inPlace;
+  /// Results of buckets whose sum over the ranks was started and not yet
+  /// waited for, with their bucket.
+  llvm::DenseMap<Value, int64_t> pendingSums;
   std::string body;
   /// Updates of the current run (emitUpdate), weight casts of the current
   /// run (emitWeightCast).

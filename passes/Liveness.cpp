@@ -132,7 +132,25 @@ BufferLiveness::BufferLiveness(Operation *op) {
     // may be hoisted anywhere).
     if (boundary < 0 && !isa<tc::ConstantOp>(inner) && isBackwardLoc(inner.getLoc()))
       boundary = index;
+    if (isa<tc::AllReduceOp>(inner) && inner.getNumResults() > 0) {
+      // One buffer for the bucket; its members are views of it at aligned
+      // offsets (their readers keep the whole bucket alive).
+      Value first = inner.getResult(0);
+      unsigned bucket = lives.size();
+      int64_t bytes = 0;
+      for (OpResult result : inner.getResults()) {
+        members[result] = {bucket, bytes};
+        if (result != first)
+          root[result] = first;
+        bytes += (tensorBytes(result.getType()) + kBucketMemberAlignment - 1) /
+                 kBucketMemberAlignment * kBucketMemberAlignment;
+      }
+      owner[first] = bucket;
+      lives.push_back({first, bytes, index, index});
+    }
     for (OpResult result : inner.getResults()) {
+      if (members.count(result))
+        continue;
       if (Value alias = aliasedOperand(result)) {
         root[result] = rootOf(alias);
         continue;
@@ -194,6 +212,13 @@ BufferLiveness::BufferLiveness(Operation *op) {
 std::optional<unsigned> BufferLiveness::bufferOf(Value result) const {
   auto it = owner.find(result);
   if (it == owner.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::pair<unsigned, int64_t>> BufferLiveness::bucketMemberOf(Value result) const {
+  auto it = members.find(result);
+  if (it == members.end())
     return std::nullopt;
   return it->second;
 }

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace trainc {
@@ -49,6 +50,11 @@ llvm::StringRef bufferKindName(BufferKind kind);
 /// The bytes of a ranked tensor type's buffer (i1 is stored as one byte).
 int64_t tensorBytes(mlir::Type type);
 
+/// The results of one tc.all_reduce (a data-parallel bucket) share one
+/// buffer, each member at an offset aligned to this many bytes, so that the
+/// bucket is a single collective over contiguous memory.
+constexpr int64_t kBucketMemberAlignment = 256;
+
 /// Whether `loc` is the location autodiff gives the ops of the backward
 /// ("backward of <node>"), the one remat gives what it recomputes there
 /// ("recompute of <node>"), or a fused location that holds one.
@@ -56,7 +62,7 @@ bool isBackwardLoc(mlir::Location loc);
 
 struct BufferLife {
   mlir::Value value;     // the result that owns the buffer
-  int64_t bytes = 0;     // i1 is stored as one byte
+  int64_t bytes = 0;     // i1 is stored as one byte; a bucket's members summed
   int64_t first = 0;     // index of the op that defines it
   int64_t last = 0;      // index of its last reader (views' readers included)
   BufferKind kind = BufferKind::Temporary;
@@ -69,8 +75,13 @@ public:
 
   llvm::ArrayRef<BufferLife> buffers() const { return lives; }
   /// The buffer `result` owns, or none (a view, an in-place update, a
-  /// constant, or not a result of the body).
+  /// constant, a bucket's member after the first, or not a result of the
+  /// body).
   std::optional<unsigned> bufferOf(mlir::Value result) const;
+  /// A gradient bucket's member (a result of tc.all_reduce): the buffer of
+  /// the whole bucket (owned by its first result) and the member's byte
+  /// offset in it. None for any other value.
+  std::optional<std::pair<unsigned, int64_t>> bucketMemberOf(mlir::Value result) const;
   /// The number of ops in the body (terminator included).
   int64_t opCount() const { return ops; }
   /// Index of the backward's first op, or -1 in a function with no backward.
@@ -87,6 +98,7 @@ public:
 private:
   std::vector<BufferLife> lives;
   llvm::DenseMap<mlir::Value, unsigned> owner;
+  llvm::DenseMap<mlir::Value, std::pair<unsigned, int64_t>> members;
   int64_t ops = 0, boundary = -1, peakAt = 0;
 };
 

@@ -419,6 +419,9 @@ def PlanMemory : Pass<"trainc-plan", "mlir::ModuleOp"> {
     optimizer update (`tc.sgd_update`, `tc.adam_update`) whose result goes
     straight back to the parameter or state it replaces, which nothing after
     the update reads, gets no buffer either: it is written in place.
+    The results of a `tc.all_reduce` (a data-parallel bucket) share one
+    buffer, side by side at 256-byte aligned offsets, so that the bucket is
+    one collective over contiguous memory.
     Function arguments and constants live outside the arena.
 
     Each planned op gets `tc.offsets` (one byte offset per result, -1 for a

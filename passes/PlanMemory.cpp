@@ -86,6 +86,11 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
         continue;
       SmallVector<int64_t> offsets;
       for (OpResult result : op.getResults()) {
+        if (auto member = liveness.bucketMemberOf(result)) {
+          // A gradient bucket: its members side by side in one buffer.
+          offsets.push_back(best[member->first] + member->second);
+          continue;
+        }
         std::optional<unsigned> buffer = liveness.bufferOf(result);
         offsets.push_back(buffer ? best[*buffer] : -1);
       }

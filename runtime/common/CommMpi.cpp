@@ -1,7 +1,9 @@
 //===- CommMpi.cpp - the ranks of a data-parallel run over MPI -------------===//
 //
-// Open MPI (Debian's) under mpirun: MPI_Init when the trainer starts, sums
-// with MPI_Allreduce in place. Built into its own library, trainc_rt_mpi,
+// Open MPI (Debian's) under mpirun: MPI_Init_thread when the trainer
+// starts, sums with MPI_Allreduce in place. The level asked for is
+// MPI_THREAD_SERIALIZED: the CPU target sums a bucket on a thread of its
+// own while the step goes on, and no two threads are ever in MPI at once. Built into its own library, trainc_rt_mpi,
 // which only data-parallel programs link (with libmpi).
 //
 //===----------------------------------------------------------------------===//
@@ -38,7 +40,8 @@ Status mpiError(const char *what, int code) {
 
 class MpiCommunicator final : public Communicator {
 public:
-  MpiCommunicator(int rank, int size) : me(rank), ranks(size) {}
+  MpiCommunicator(int rank, int size, bool anyThread)
+      : me(rank), ranks(size), anyThread(anyThread) {}
   ~MpiCommunicator() override {
     stopWatchdog();
     // An error on this rank: the others would wait for it in their next
@@ -68,6 +71,7 @@ public:
     end();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Bcast", code);
   }
+  bool sumsFromAnyThread() const override { return anyThread; }
   int64_t sums() const override { return calls; }
   double secondsInSums() const override { return spent; }
   void setTimeout(double seconds) override {
@@ -145,6 +149,7 @@ private:
   }
 
   int me, ranks;
+  bool anyThread;
   bool finished = false;
   int64_t calls = 0;
   double spent = 0;
@@ -159,12 +164,14 @@ private:
 } // namespace
 
 Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator) {
-  int initialized = 0;
+  int initialized = 0, level = MPI_THREAD_SINGLE;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    int code = MPI_Init(nullptr, nullptr);
+    int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &level);
     if (code != MPI_SUCCESS)
-      return mpiError("MPI_Init", code);
+      return mpiError("MPI_Init_thread", code);
+  } else {
+    MPI_Query_thread(&level);
   }
   // Errors come back as codes (reported with the rank) instead of killing
   // the process silently.
@@ -172,7 +179,7 @@ Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  communicator = std::make_unique<MpiCommunicator>(rank, size);
+  communicator = std::make_unique<MpiCommunicator>(rank, size, level >= MPI_THREAD_SERIALIZED);
   return Status();
 }
 

@@ -142,6 +142,7 @@ std::string description(const char *argv0, const Program &program) {
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
          "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
          "          [--cudnn-cache FILE|off] [--deterministic] [--comm-timeout SECONDS]\n"
+         "          [--comm-overlap auto|on|off]\n"
          "          [--report-memory]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
@@ -242,6 +243,27 @@ void define(Parser &parser, Options &options) {
   parser.number("--comm-timeout", t.commTimeout, "SECONDS",
                 "data parallelism (mpirun): how long a sum over the ranks waits for the others "
                 "before the run stops with an error (default 300; 0: forever)");
+  parser.app
+      .add_option_function<std::string>(
+          "--comm-overlap",
+          [&t](const std::string &text) {
+            t.commOverlap = text == "on"    ? CommOverlap::On
+                            : text == "off" ? CommOverlap::Off
+                                            : CommOverlap::Auto;
+          },
+          "data parallelism (mpirun): on: each bucket's sum over the ranks runs while the "
+          "backward goes on (a second CUDA stream; a thread on the CPU); off: in the step's "
+          "order; auto (default): on, but on the CPU target only where this process may run "
+          "on more cores than its kernels' threads (the summing thread would otherwise take "
+          "their time)")
+      ->type_name("auto|on|off")
+      ->check(CLI::Validator(
+          [&parser](std::string &v) {
+            if (v == "auto" || v == "on" || v == "off")
+              return std::string();
+            return parser.error("--comm-overlap must be auto, on or off, got '" + v + "'");
+          },
+          "", "auto|on|off"));
   parser.flag("--deterministic", t.deterministic,
               "deterministic convolution algorithms only (the CPU target's always are)");
   app.add_option("--lr-schedule", t.schedule,

@@ -103,6 +103,9 @@ struct TrainOptions {
   /// Data parallelism: seconds a sum over the ranks may wait for the others
   /// before the run stops (0: forever).
   double commTimeout = 300;
+  /// Data parallelism: whether each bucket's sum runs while the step goes
+  /// on (Context::useCommunicator).
+  CommOverlap commOverlap = CommOverlap::Auto;
 };
 
 /// Trains the program's TrainStep on `dataDir` (one .npy per step input but

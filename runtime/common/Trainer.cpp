@@ -18,6 +18,7 @@
 #include "ProgramSupport.h"
 #include "TrainChecks.h"
 #include "TrainLog.h"
+#include "trainc_rt/launch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -387,28 +388,24 @@ static std::string cudnnCachePath(const TrainOptions &options) {
 }
 
 /// The processes mpirun started (its environment), or 0 outside mpirun.
-static int launchedRanks() {
-  for (const char *variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char *size = std::getenv(variable))
-      return std::max(1, std::atoi(size));
-  return 0;
-}
-
 static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
-                           Communicator *ranks);
+                           Communicator *ranks, double &waitedForSums,
+                           bool &overlappedSums);
 
 Status runTraining(const Program &program, const TrainOptions &options) {
   const TrainStep *train = program.train;
   if (!train)
     return Status::error("this program was compiled for prediction only; compile with "
                          "--loss and --optimizer to train");
-  const int launched = launchedRanks();
+  const int launched = launchOf().ranks;
   if (launched > 1 && train->dataParallelBuckets == 0)
     return Status::error("started as one of " + std::to_string(launched) +
                          " processes, but this trainer was compiled without --data-parallel: "
                          "each would train alone and write the same files");
+  double waited = -1;
+  bool overlapped = false;
   if (train->dataParallelBuckets == 0 || launched == 0)
-    return trainOnRanks(program, options, nullptr);
+    return trainOnRanks(program, options, nullptr, waited, overlapped);
   if (!train->createCommunicator)
     return Status::error(std::string("this data-parallel trainer's target (") +
                          (program.target ? program.target : "?") +
@@ -417,13 +414,18 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   TRAINC_RETURN_IF_ERROR(train->createCommunicator(communicator));
   communicator->setTimeout(options.commTimeout);
   auto began = std::chrono::steady_clock::now();
-  Status trained = trainOnRanks(program, options, communicator.get());
+  Status trained = trainOnRanks(program, options, communicator.get(), waited, overlapped);
   if (trained.ok() && communicator->rank() == 0) {
     double run = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     std::fprintf(stderr, "data parallelism: %d ranks; rank 0 spent %.2f s of %.2f s in %lld "
-                 "sums over the ranks (waiting for the others included)\n",
+                 "sums over the ranks (waiting for the others included)",
                  communicator->size(), communicator->secondsInSums(), run,
                  static_cast<long long>(communicator->sums()));
+    if (waited >= 0)
+      std::fprintf(stderr, "; its steps waited %.2f s for the gradient sums (%s)", waited,
+                   overlapped ? "the rest of them ran behind the backward"
+                              : "they ran in the step's order, see --comm-overlap");
+    std::fprintf(stderr, "\n");
   }
   if (!trained.ok()) {
     // Destroying the unfinished communicator stops every rank: say why first.
@@ -434,8 +436,12 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   return communicator->finish();
 }
 
+/// `waitedForSums`: the seconds the steps waited for the buckets' sums
+/// (Context::secondsWaitingForSums), and whether they overlapped the
+/// steps, set when training ends.
 static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
-                           Communicator *ranks) {
+                           Communicator *ranks, double &waitedForSums,
+                           bool &overlappedSums) {
   const TrainStep *train = program.train;
   // Data parallelism: this process is rank `rank` of `ranksCount`; rank 0
   // alone writes the log, checkpoints, the export and --save-params, and
@@ -563,7 +569,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   std::unique_ptr<Context> context;
   TRAINC_RETURN_IF_ERROR(createContext(context));
   context->configureConvolutions(options.cudnnBenchmark, options.deterministic);
-  TRAINC_RETURN_IF_ERROR(context->useCommunicator(ranks));
+  TRAINC_RETURN_IF_ERROR(context->useCommunicator(ranks, options.commOverlap));
   const std::string algoCachePath = cudnnCachePath(options);
   std::string identity = context->algorithmIdentity();
   if (options.cudnnBenchmark && !identity.empty() && !algoCachePath.empty()) {
@@ -1149,6 +1155,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       std::printf("accuracy %.4f\n", evalAccuracy);
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
+  waitedForSums = context->secondsWaitingForSums();
+  overlappedSums = context->overlapsSums();
   if (options.reportMemory) {
     std::vector<unsigned char> bytes(arenaBytes);
     TRAINC_RETURN_IF_ERROR(context->synchronize());

@@ -1,14 +1,16 @@
 //===- CommNccl.cpp - the ranks of a data-parallel run on GPUs ------------===//
 //
-// NCCL sums the gradient buckets on the GPU, on the step's own stream (so a
-// step graph records them); MPI (CommMpi.cpp) starts the run, carries
-// NCCL's unique id from rank 0 to the others and sums the host's numbers
-// (the logged loss). Built into its own library, trainc_rt_nccl, which only
+// NCCL sums the gradient buckets on the GPU, on the stream the context
+// gives (CudaContext forks it from the step's stream and joins it back with
+// events, so a step graph records the sums); MPI (CommMpi.cpp) starts the
+// run, carries NCCL's unique id from rank 0 to the others and sums the
+// host's numbers (the logged loss). Built into its own library, trainc_rt_nccl, which only
 // data-parallel CUDA programs link (with libnccl and libmpi).
 //
 //===----------------------------------------------------------------------===//
 
 #include "trainc_rt/device.h"
+#include "trainc_rt/launch.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -56,16 +58,10 @@ public:
   Status broadcast(void *data, int64_t bytes, int root) override {
     return host->broadcast(data, bytes, root);
   }
-  Status allReduceSumDevice(float *const *buffers, const int64_t *counts, int n,
-                            void *stream) override {
-    ncclResult_t result = ncclGroupStart();
-    for (int k = 0; k < n && result == ncclSuccess; ++k)
-      result = ncclAllReduce(buffers[k], buffers[k], static_cast<size_t>(counts[k]), ncclFloat,
-                             ncclSum, comm, static_cast<cudaStream_t>(stream));
-    ncclResult_t ended = ncclGroupEnd();
-    if (result != ncclSuccess)
-      return ncclError("ncclAllReduce", result);
-    return ended == ncclSuccess ? Status() : ncclError("ncclGroupEnd", ended);
+  Status allReduceSumDevice(float *data, int64_t count, void *stream) override {
+    ncclResult_t result = ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat,
+                                        ncclSum, comm, static_cast<cudaStream_t>(stream));
+    return result == ncclSuccess ? Status() : ncclError("ncclAllReduce", result);
   }
 
 private:
@@ -83,8 +79,7 @@ Status createNcclCommunicator(std::unique_ptr<Communicator> &communicator) {
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
     return Status::error("data parallelism on CUDA: no GPU on rank " +
                          std::to_string(host->rank()));
-  const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  int device = local ? std::atoi(local) % devices : 0;
+  int device = launchOf().localRank % devices;
   if (cudaSetDevice(device) != cudaSuccess)
     return Status::error("data parallelism on CUDA: cannot use GPU " + std::to_string(device));
   ncclUniqueId id;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaContext.h"
+#include "trainc_rt/launch.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -100,8 +101,7 @@ CudaContext::createContext(std::unique_ptr<::trainc::rt::Context> &context) {
   std::unique_ptr<CudaContext> self(new CudaContext());
   // Under mpirun each rank of a machine takes its own GPU (as
   // createNcclCommunicator does).
-  const char *localRank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  self->device = localRank ? std::atoi(localRank) % count : 0;
+  self->device = ::trainc::rt::launchOf().localRank % count;
   TRAINC_CUDA_CALL(cudaSetDevice(self->device));
   TRAINC_CUDA_CALL(cudaDeviceGetAttribute(
       &self->smCount, cudaDevAttrMultiProcessorCount, self->device));
@@ -151,6 +151,14 @@ CudaContext::~CudaContext() {
   if (uploadStream) {
     (void)cudaStreamSynchronize(uploadStream);
     (void)cudaStreamDestroy(uploadStream);
+  }
+  if (sumStream) {
+    (void)cudaStreamSynchronize(sumStream);
+    (void)cudaStreamDestroy(sumStream);
+  }
+  for (auto [fork, join] : bucketEvents) {
+    (void)cudaEventDestroy(fork);
+    (void)cudaEventDestroy(join);
   }
   for (cudaEvent_t event : events)
     (void)cudaEventDestroy(event);
@@ -376,15 +384,57 @@ Status CudaContext::grow(Scratch &scratch, size_t bytes, const char *what) {
 // Step graphs
 //===----------------------------------------------------------------------===//
 
-Status CudaContext::allReduceSum(int bucket, void *const *buffers, const int64_t *counts,
-                                 int n) {
+//===----------------------------------------------------------------------===//
+// Data parallelism
+//===----------------------------------------------------------------------===//
+
+Status CudaContext::useCommunicator(::trainc::rt::Communicator *communicator,
+                                    ::trainc::rt::CommOverlap overlap) {
+  ranks = communicator;
+  // Auto is on: the sums take the GPU's copy engines and a few SMs, not
+  // the host.
+  if (ranks && ranks->size() > 1 && overlap != ::trainc::rt::CommOverlap::Off && !sumStream)
+    TRAINC_CUDA_CALL(cudaStreamCreateWithFlags(&sumStream, cudaStreamNonBlocking));
+  return Status();
+}
+
+Status CudaContext::allReduceStart(int bucket, float *data, int64_t count) {
   if (!ranks || ranks->size() == 1)
     return Status();
-  Status summed = ranks->allReduceSumDevice(reinterpret_cast<float *const *>(buffers), counts,
-                                            n, computeStream);
+  if (bucket < 0)
+    return invalidArgument("allReduceStart", "negative bucket");
+  cudaStream_t stream = computeStream;
+  if (sumStream) {
+    // Events are made at the first step, which is never recorded as a graph.
+    while (bucketEvents.size() <= static_cast<size_t>(bucket)) {
+      std::pair<cudaEvent_t, cudaEvent_t> pair{nullptr, nullptr};
+      TRAINC_CUDA_CALL(cudaEventCreateWithFlags(&pair.first, cudaEventDisableTiming));
+      cudaError_t made = cudaEventCreateWithFlags(&pair.second, cudaEventDisableTiming);
+      if (made != cudaSuccess)
+        (void)cudaEventDestroy(pair.first);
+      TRAINC_CUDA_CALL(made);
+      bucketEvents.push_back(pair);
+    }
+    TRAINC_CUDA_CALL(cudaEventRecord(bucketEvents[bucket].first, computeStream));
+    TRAINC_CUDA_CALL(cudaStreamWaitEvent(sumStream, bucketEvents[bucket].first, 0));
+    stream = sumStream;
+  }
+  Status summed = ranks->allReduceSumDevice(data, count, stream);
   if (!summed.ok())
     return Status::error("data parallelism: bucket " + std::to_string(bucket) + ": " +
                          summed.message());
+  if (sumStream)
+    TRAINC_CUDA_CALL(cudaEventRecord(bucketEvents[bucket].second, sumStream));
+  return Status();
+}
+
+Status CudaContext::allReduceWait(int bucket) {
+  if (!sumStream || !ranks || ranks->size() == 1)
+    return Status();
+  if (bucket < 0 || static_cast<size_t>(bucket) >= bucketEvents.size())
+    return invalidArgument("allReduceWait", "bucket " + std::to_string(bucket) +
+                                                " was not started");
+  TRAINC_CUDA_CALL(cudaStreamWaitEvent(computeStream, bucketEvents[bucket].second, 0));
   return Status();
 }
 

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainc::cuda {
@@ -143,13 +144,14 @@ public:
   std::string algorithmIdentity() const override;
   void useAlgorithmCache(::trainc::rt::AlgoCache *cache) override { algorithmCache = cache; }
   /// Data parallelism: the gradient buckets are summed by the
-  /// communicator's NCCL on the compute stream.
-  Status useCommunicator(::trainc::rt::Communicator *communicator) override {
-    ranks = communicator;
-    return Status();
-  }
-  Status allReduceSum(int bucket, void *const *buffers, const int64_t *counts,
-                      int n) override;
+  /// communicator's NCCL, with overlap on a stream of their own (forked
+  /// from the compute stream at allReduceStart, joined at allReduceWait),
+  /// else on the compute stream.
+  Status useCommunicator(::trainc::rt::Communicator *communicator,
+                         ::trainc::rt::CommOverlap overlap) override;
+  bool overlapsSums() const override { return sumStream != nullptr; }
+  Status allReduceStart(int bucket, float *data, int64_t count) override;
+  Status allReduceWait(int bucket) override;
   /// The choices of earlier runs (--cudnn-cache), or null.
   ::trainc::rt::AlgoCache *algorithmChoices() const { return algorithmCache; }
   /// --cudnn-benchmark: time the algorithms of each convolution plan once.
@@ -218,6 +220,10 @@ private:
   bool searchAlgorithms = false, deterministicAlgorithms = false;
   ::trainc::rt::AlgoCache *algorithmCache = nullptr;
   ::trainc::rt::Communicator *ranks = nullptr;
+  /// The buckets' stream (overlap), and per bucket the events that fork
+  /// it from the compute stream and join it back; created without timing.
+  cudaStream_t sumStream = nullptr;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> bucketEvents;
   /// Instantiated step graphs, destroyed with the context.
   std::vector<cudaGraphExec_t> graphs;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;

@@ -20,6 +20,7 @@ A dropout MLP is compared with PyTorch applying trainc's masks
 'N passed, N failed'.
 """
 import json
+import re
 import os
 import shutil
 import signal
@@ -1357,7 +1358,9 @@ def check_data_parallel(trainc, work, check):
     the sums differ only in order), also when the
     last global batch leaves a rank without a sample (B = 4: 10 samples are
     batches of 8 and 2) and with --grad-accum=2; a checkpoint written by
-    the two ranks resumes to the uninterrupted run's weights; a rank killed
+    the two ranks resumes to the uninterrupted run's weights; the sums
+    overlapped with the backward give the same bytes as in the step's order
+    (--comm-overlap off); a rank killed
     or stopped mid-run makes the run exit non-zero within a minute (the
     stopped one through the other's --comm-timeout), leaving no rank
     behind."""
@@ -1365,6 +1368,8 @@ def check_data_parallel(trainc, work, check):
         check(False, "data parallelism: mpirun is missing (Debian's openmpi-bin)")
         return
     flags = ZOO_OPTIMIZERS["sgd"][0]
+
+    said = {}
 
     def train(program, data, ranks, extra, out):
         shutil.rmtree(out, ignore_errors=True)
@@ -1374,6 +1379,7 @@ def check_data_parallel(trainc, work, check):
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV)
         except subprocess.TimeoutExpired:
             return "timed out"
+        said[out] = run.stderr
         return None if run.returncode == 0 else (run.stderr.strip()[-400:] or "failed")
 
     def compile_trainer(model, out, batch, extra):
@@ -1409,6 +1415,42 @@ def check_data_parallel(trainc, work, check):
         check(bool(names) and worst <= 1e-5,
               "%s train 2 epochs to the same %d tensors within 1e-5 (worst %.2g at %s)"
               % (tag, len(names), worst, where))
+
+    # Overlap: GPT in buckets of 4 KiB, each bucket's sum started when the
+    # backward has produced it and waited for before the optimizer reads it
+    # (--comm-overlap on: here, a core per rank, auto would not), trains to
+    # the same bytes as with the sums in the step's order (off): the same
+    # sums of the same numbers. Rank 0's last line says which it did.
+    prog = os.path.join(work, "dp_gpt_small_buckets")
+    data = os.path.join(work, "zoo_gpt_sgd-data")
+    model = os.path.join(work, "gpt_train.onnx")
+    tag = "data parallel zoo gpt in buckets of 4 KiB"
+    if not os.path.exists(model) or not os.path.isdir(data):
+        check(False, tag + ": the zoo run did not leave %s and %s" % (model, data))
+    else:
+        error = compile_trainer(model, prog, 2, ["--class-axis=-1", "--data-parallel",
+                                                 "--bucket-size=4KiB"])
+        info = subprocess.run([prog, "--info"], capture_output=True,
+                              text=True).stdout if not error else ""
+        buckets = re.search(r"in (\d+) buckets per step", info)
+        error = error or (train(prog, data, 2, ["--epochs", "2", "--comm-overlap", "on"],
+                                prog + ".overlap") or
+                          train(prog, data, 2, ["--epochs", "2", "--comm-overlap", "off"],
+                                prog + ".ordered"))
+        if error:
+            check(False, tag + ": " + error)
+        else:
+            names = sorted(f for f in os.listdir(prog + ".ordered") if f.endswith(".npy"))
+            same = names and all(np.array_equal(np.load(os.path.join(prog + ".ordered", f)),
+                                                np.load(os.path.join(prog + ".overlap", f)))
+                                 for f in names)
+            overlapped = "ran behind the backward" in said.get(prog + ".overlap", "")
+            ordered = "in the step's order" in said.get(prog + ".ordered", "")
+            check(bool(same) and buckets is not None and int(buckets.group(1)) > 4 and
+                  overlapped and ordered,
+                  "%s (%s per step): the sums overlapped with the backward (--comm-overlap on) "
+                  "and in the step's order (off) train 2 epochs to the same %d tensors, bit for "
+                  "bit" % (tag, buckets.group(1) if buckets else "?", len(names)))
 
     # Checkpoints every 2 steps for 5 steps (the ranks drain their pending
     # steps together at each), then --resume to 8, against 8 in one go.

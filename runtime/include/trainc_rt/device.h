@@ -47,13 +47,16 @@ public:
   virtual Status broadcast(void * /*data*/, int64_t /*bytes*/, int /*root*/) {
     return Status::error("this communicator cannot broadcast");
   }
-  /// In place, on the GPU: each of the `n` f32 device buffers becomes its
-  /// sum over the ranks, in the order of CUDA stream `stream` (one group of
-  /// collectives). Host-only communicators refuse.
-  virtual Status allReduceSumDevice(float *const * /*buffers*/, const int64_t * /*counts*/,
-                                    int /*n*/, void * /*stream*/) {
+  /// In place, on the GPU: each of the `count` f32 values at device
+  /// address `data` becomes its sum over the ranks, in the order of CUDA
+  /// stream `stream`. Host-only communicators refuse.
+  virtual Status allReduceSumDevice(float * /*data*/, int64_t /*count*/, void * /*stream*/) {
     return Status::error("this communicator sums host memory only");
   }
+  /// Whether allReduceSum may be called from a thread other than the one
+  /// that created the communicator (one call at a time), so that a sum can
+  /// run while that thread computes.
+  virtual bool sumsFromAnyThread() const { return false; }
 };
 
 /// MPI's (Open MPI under mpirun): the CPU target's. Linked into
@@ -63,6 +66,11 @@ Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator);
 /// broadcast over MPI, which also serves the host's sums); each rank takes
 /// GPU (local rank mod GPUs). Linked into data-parallel CUDA programs only.
 Status createNcclCommunicator(std::unique_ptr<Communicator> &communicator);
+
+/// Data parallelism: whether a bucket's sum over the ranks runs while the
+/// step goes on (--comm-overlap). Auto: where the target can do so without
+/// taking time from the step's own work.
+enum class CommOverlap { Auto, On, Off };
 
 class Context {
 public:
@@ -140,21 +148,33 @@ public:
   virtual void useAlgorithmCache(AlgoCache * /*cache*/) {}
 
   // Data parallelism (trainc compile --data-parallel).
-  /// Replaces each of the `n` f32 buffers of bucket `bucket` (`counts[k]`
-  /// elements each) by its sum over the processes of the run, in place, in
-  /// the compute queue's order. The processes issue the same buckets in the
-  /// same order. A single process has nothing to add.
-  virtual Status allReduceSum(int /*bucket*/, void *const * /*buffers*/,
-                              const int64_t * /*counts*/, int /*n*/) {
+  /// Starts replacing the `count` f32 values at `data` (one bucket of
+  /// gradients, contiguous) by their sums over the processes of the run,
+  /// after the work issued so far; the work issued after it runs meanwhile
+  /// and must not touch `data` until allReduceWait(bucket). The processes
+  /// start the same buckets in the same order. A single process has
+  /// nothing to add.
+  virtual Status allReduceStart(int /*bucket*/, float * /*data*/, int64_t /*count*/) {
     return Status();
   }
-  /// The ranks allReduceSum sums over (null: a single process). Not owned.
+  /// The work issued after this call sees bucket `bucket`'s sums.
+  virtual Status allReduceWait(int /*bucket*/) { return Status(); }
+  /// The ranks the buckets are summed over (null: a single process), not
+  /// owned; with overlap, a bucket's sum runs while the step goes on (a
+  /// second CUDA stream; a thread on the CPU), else in the step's order.
   /// Returns an error where the target cannot sum over processes yet.
-  virtual Status useCommunicator(Communicator *communicator) {
+  virtual Status useCommunicator(Communicator *communicator, CommOverlap /*overlap*/) {
     return communicator && communicator->size() > 1
                ? Status::error("this target cannot combine gradients over processes yet")
                : Status();
   }
+  /// Whether the buckets' sums run while the step goes on (as decided by
+  /// useCommunicator).
+  virtual bool overlapsSums() const { return false; }
+  /// Seconds the step has waited for the buckets' sums so far (the part
+  /// not hidden behind its own work); negative where the host cannot tell
+  /// (the GPU waits, not the host).
+  virtual double secondsWaitingForSums() const { return -1; }
 
 private:
   static Status noGraphs() { return Status::error("this target has no step graphs"); }

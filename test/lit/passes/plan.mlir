@@ -142,3 +142,28 @@ func.func @update_view_read_later(%w: tensor<64xf32> {tc.param = @w}, %g: tensor
   %late = tc.relu %view : tensor<8x8xf32>
   return %p, %nb, %late : tensor<64xf32>, tensor<64xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+// A data-parallel bucket: the three results of tc.all_reduce lie side by
+// side in one buffer (10 floats = 40 B, rounded up to 256; 64 floats = 256
+// B; 3 floats), so the bucket is one collective over contiguous memory.
+// Readers of any member keep the whole bucket alive: while %late is made,
+// the bucket's 768 bytes and %late's 256 are live, with the three inputs
+// before (1536 bytes in all).
+// CHECK-LABEL: func.func @bucket
+// CHECK-SAME: tc.arena_bytes = 1536
+// CHECK: tc.all_reduce {{.*}}tc.offsets = array<i64: [[#BUCKET:]],
+// CHECK-SAME: {{^}} [[#BUCKET+256]], [[#BUCKET+512]]>
+func.func @bucket(%a: tensor<10xf32>, %b: tensor<64xf32>, %c: tensor<3xf32>, %s: tensor<f32>)
+    -> (tensor<10xf32>, tensor<64xf32>, tensor<3xf32>) {
+  %0 = tc.relu %a : tensor<10xf32>
+  %1 = tc.relu %b : tensor<64xf32>
+  %2 = tc.relu %c : tensor<3xf32>
+  %r:3 = tc.all_reduce %0, %1, %2 scale %s {bucket = 0 : i64} : (tensor<10xf32>, tensor<64xf32>, tensor<3xf32>), tensor<f32> -> (tensor<10xf32>, tensor<64xf32>, tensor<3xf32>)
+  %first = tc.relu %r#0 : tensor<10xf32>
+  %late = tc.relu %b : tensor<64xf32>
+  %sum = tc.add %late, %r#1 : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %3 = tc.relu %r#2 : tensor<3xf32>
+  return %first, %sum, %3 : tensor<10xf32>, tensor<64xf32>, tensor<3xf32>
+}
