@@ -5,7 +5,8 @@
 # --predict output and PyTorch's reference, on the same input; and the
 # training comparisons of test/train/check_training.py --gpu-prepare and the
 # bf16/fp16 steps and fp16 loss-scaling trainers of
-# test/train/check_precision.py --gpu-prepare. OUTDIR
+# test/train/check_precision.py --gpu-prepare (the data-parallel trainers
+# among them, with Open MPI's libraries). OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +39,12 @@ rm -rf "$out/train-work"
 /usr/bin/python3 test/train/check_precision.py build/bin/trainc "$out/precision-work" \
   --only mlp,lenet,gpt,resnet18,scaler --gpu-prepare "$out/precision" | tail -1
 rm -rf "$out/precision-work"
+# Open MPI's libraries, which data-parallel trainers load (the GPU machine's
+# image has NCCL in its wheels, not Open MPI); run.sh puts them last on the
+# library path.
+mkdir -p "$out/mpi-libs"
+ldd "$out/train/zoo_mlp_sgd_dp/prog" 2>/dev/null | awk '/libmpi|libopen-|libhwloc|libevent/ {print $3}' |
+  while read -r lib; do cp -L "$lib" "$out/mpi-libs/"; done
 # Packed with xz (the trainers shrink to a third), so that OUTDIR stays under
 # the 64 MiB a device run may carry; run.sh unpacks them.
 for part in train precision; do

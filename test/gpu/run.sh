@@ -3,7 +3,8 @@
 # compares it with the CPU target and PyTorch, then every prepared CUDA
 # trainer and compares its losses and weights with PyTorch's, then every
 # bf16 and fp16 training step with autocast's and float64's gradients, and
-# fp16's loss scaling (a skipped step changes nothing).
+# fp16's loss scaling (a skipped step changes nothing), and the
+# data-parallel trainers under `mpirun -np 1` (NCCL).
 #   run.sh DIR            (DIR made by test/gpu/prepare.sh)
 # The CUDA libraries come from the NVIDIA wheels of the Python that has torch.
 set -uo pipefail
@@ -17,7 +18,7 @@ for base in site.getsitepackages():
 print(":".join(paths))
 PY
 )"
-export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$dir/mpi-libs"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 status=0
 for model in "$dir"/*/; do
@@ -49,6 +50,33 @@ for case in "$dir"/train/*/; do
     continue
   fi
   "$py" "$dir/compare_train.py" "$case" "$name" || status=1
+done
+# Data parallelism on the GPU: the data-parallel trainers (run above as one
+# process) as the one rank of `mpirun -np 1`, each bucket summed by NCCL on
+# the trainer's second stream, overlapped (the default) and in the step's
+# order; both against PyTorch. Skipped where the machine has no mpirun.
+for case in "$dir"/train/*_dp/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  if ! command -v mpirun > /dev/null; then
+    echo "SKIP: gpu nccl :: $name: no mpirun on this machine"
+    continue
+  fi
+  mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
+  for overlap in on off; do
+    rm -rf "$case/saved" "$case/log.jsonl"
+    if ! OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 1 \
+        -x LD_LIBRARY_PATH "$case/prog" --data "$case/data" --log "$case/log.jsonl" \
+        --save-params "$case/saved" --comm-overlap "$overlap" "${flags[@]}" \
+        2> "$case/nccl-$overlap.log"; then
+      echo "FAIL: gpu nccl :: $name (--comm-overlap $overlap): $(tail -c 400 "$case/nccl-$overlap.log")"
+      status=1
+      continue
+    fi
+    grep "data parallelism" "$case/nccl-$overlap.log" | tail -1
+    "$py" "$dir/compare_train.py" "$case" "$name (mpirun -np 1, NCCL, --comm-overlap $overlap)" ||
+      status=1
+  done
 done
 # cuDNN's searched algorithms are kept next to the program (--cudnn-cache):
 # the LeNet trainers' first runs above wrote them; a second run reads them

@@ -512,6 +512,14 @@ def check_zoo_training(trainc, work, check, models=None):
                                   "--optimizer=sgd", "--grad-accum=4"] + loss_flags, data,
                                  run_flags, theirs,
                                  {k: v.detach().numpy() for k, v in net.state_dict().items()})
+                # The data-parallel CUDA trainer in buckets of 4 KiB: as one
+                # process, and (run.sh, where the GPU machine has mpirun) as
+                # the one rank of `mpirun -np 1`, its buckets summed by NCCL.
+                prepare_gpu_case(trainc, "zoo_%s_sgd_dp" % name, path,
+                                 ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
+                                  "--optimizer=sgd", "--data-parallel", "--bucket-size=4KiB"]
+                                 + loss_flags, data, run_flags, theirs,
+                                 {k: v.detach().numpy() for k, v in net.state_dict().items()})
             run = subprocess.run([prog, "--data", data, "--log", log, "--save-params", saved]
                                  + run_flags, capture_output=True, text=True)
             if run.returncode != 0:
@@ -1357,7 +1365,8 @@ def check_data_parallel(trainc, work, check):
     batch 2B (the zoo's SGD, 2 epochs: within 1e-5 of each value, relative;
     the sums differ only in order), also when the
     last global batch leaves a rank without a sample (B = 4: 10 samples are
-    batches of 8 and 2) and with --grad-accum=2; a checkpoint written by
+    batches of 8 and 2), with --grad-accum=2, and with 3 ranks (batches of 6
+    and 4: the third rank is empty in the last); a checkpoint written by
     the two ranks resumes to the uninterrupted run's weights; the sums
     overlapped with the backward give the same bytes as in the step's order
     (--comm-overlap off); a rank killed
@@ -1388,30 +1397,32 @@ def check_data_parallel(trainc, work, check):
                                capture_output=True, text=True)
         return None if build.returncode == 0 else build.stderr.strip()[-400:]
 
-    cases = [("mlp", 2, []), ("mlp", 4, []), ("mlp", 2, ["--grad-accum=2"]), ("gpt", 2, [])]
-    for name, batch, extra in cases:
+    cases = [("mlp", 2, [], 2), ("mlp", 4, [], 2), ("mlp", 2, ["--grad-accum=2"], 2),
+             ("gpt", 2, [], 2), ("mlp", 2, [], 3)]
+    for name, batch, extra, ranks in cases:
         model = os.path.join(work, name + "_train.onnx")
         data = os.path.join(work, "zoo_%s_sgd-data" % name)
         model_flags = ["--class-axis=-1"] if name == "gpt" else []
-        tag = "data parallel zoo %s: 2 ranks at batch %d%s and 1 process at batch %d" % (
-            name, batch, "".join(" " + e for e in extra), 2 * batch)
+        tag = "data parallel zoo %s: %d ranks at batch %d%s and 1 process at batch %d" % (
+            name, ranks, batch, "".join(" " + e for e in extra), ranks * batch)
         if not os.path.exists(model) or not os.path.isdir(data):
             check(False, tag + ": the zoo run did not leave %s and %s" % (model, data))
             continue
         base = os.path.join(work, "dp_%s_%d%s" % (name, batch, "_accum" if extra else ""))
+        one = base + "_one" + ("" if ranks == 2 else "_%d" % (ranks * batch))
         error = (compile_trainer(model, base + "_ranks", batch,
                                  model_flags + extra + ["--data-parallel"]) or
-                 compile_trainer(model, base + "_one", 2 * batch, model_flags + extra))
+                 compile_trainer(model, one, ranks * batch, model_flags + extra))
         if error:
             check(False, tag + ": compile: " + error)
             continue
-        error = (train(base + "_ranks", data, 2, ["--epochs", "2"], base + "_ranks.params") or
-                 train(base + "_one", data, 1, ["--epochs", "2"], base + "_one.params"))
+        error = (train(base + "_ranks", data, ranks, ["--epochs", "2"], base + "_ranks.params") or
+                 train(one, data, 1, ["--epochs", "2"], one + ".params"))
         if error:
             check(False, tag + ": train: " + error)
             continue
-        names = sorted(f for f in os.listdir(base + "_one.params") if f.endswith(".npy"))
-        worst, where = relative_worst(base + "_one.params", base + "_ranks.params", names)
+        names = sorted(f for f in os.listdir(one + ".params") if f.endswith(".npy"))
+        worst, where = relative_worst(one + ".params", base + "_ranks.params", names)
         check(bool(names) and worst <= 1e-5,
               "%s train 2 epochs to the same %d tensors within 1e-5 (worst %.2g at %s)"
               % (tag, len(names), worst, where))
