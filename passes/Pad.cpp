@@ -22,6 +22,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -29,6 +30,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace trainc {
 #define GEN_PASS_DEF_PAD
@@ -265,7 +267,25 @@ bool padConvolution(Operation *op, int64_t m, Report &report) {
 // What is known to be zero
 //===----------------------------------------------------------------------===//
 
-bool zeroTail(Value v, int64_t axis, int64_t from, int depth = 0);
+/// The answers of one zeroTail question's search, by (value, axis, from):
+/// a value reached along several paths (the two operands of a residual
+/// add lead back to the same earlier values) is looked at once, so the
+/// search is linear in the graph, not exponential in its depth.
+using ZeroMemo = llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, bool>;
+
+/// How far back a search goes (ops between the value and the pad or
+/// product it comes from); farther is not known zero. Bounds the recursion.
+constexpr int kMaxZeroDepth = 512;
+
+bool zeroTailAt(Value v, int64_t axis, int64_t from, int depth, ZeroMemo &memo);
+bool zeroTailUncached(Value v, int64_t axis, int64_t from, int depth, ZeroMemo &memo);
+
+/// Whether `v`'s elements at index `from` and after along `axis` are known
+/// to be zero.
+bool zeroTail(Value v, int64_t axis, int64_t from) {
+  ZeroMemo memo;
+  return zeroTailAt(v, axis, from, 0, memo);
+}
 
 /// Whether `v` is a constant whose elements are all zero.
 bool isZeroSplat(Value v) {
@@ -298,9 +318,10 @@ bool keepsZero(Operation *op) {
 
 /// Whether every element of `v` along `axis` (`v`'s own axis) is finite:
 /// a known zero, a broadcast value (not padded) or a comparison.
-bool finiteTail(Value v, int64_t rank, int64_t axis, int64_t from, int depth) {
+bool finiteTail(Value v, int64_t rank, int64_t axis, int64_t from, int depth,
+                ZeroMemo &memo) {
   int64_t a = operandAxis(v, rank, axis);
-  if (a < 0 || zeroTail(v, a, from, depth + 1))
+  if (a < 0 || zeroTailAt(v, a, from, depth + 1, memo))
     return true;
   Operation *def = v.getDefiningOp();
   if (def && isa<tc::EqualOp, tc::LessOp, tc::LessEqualOp, tc::GreaterOp, tc::GreaterEqualOp,
@@ -312,10 +333,23 @@ bool finiteTail(Value v, int64_t rank, int64_t axis, int64_t from, int depth) {
   return false;
 }
 
-bool zeroTail(Value v, int64_t axis, int64_t from, int depth) {
+bool zeroTailAt(Value v, int64_t axis, int64_t from, int depth, ZeroMemo &memo) {
   RankedTensorType t = tensorType(v);
-  if (!t || depth > 32 || axis < 0 || axis >= t.getRank() || from >= t.getDimSize(axis))
+  if (!t || depth > kMaxZeroDepth || axis < 0 || axis >= t.getRank() || from >= t.getDimSize(axis))
     return false;
+  auto key = std::make_tuple(v, axis, from);
+  if (auto known = memo.find(key); known != memo.end())
+    return known->second;
+  // Unknown until answered (a cycle cannot occur in a block, but a value
+  // reached again while it is being answered counts as not known zero).
+  memo[key] = false;
+  bool zero = zeroTailUncached(v, axis, from, depth, memo);
+  memo[key] = zero;
+  return zero;
+}
+
+bool zeroTailUncached(Value v, int64_t axis, int64_t from, int depth, ZeroMemo &memo) {
+  RankedTensorType t = tensorType(v);
   Operation *def = v.getDefiningOp();
   if (!def)
     return false;
@@ -326,55 +360,55 @@ bool zeroTail(Value v, int64_t axis, int64_t from, int depth) {
         pads[axis] != 0)
       return false;
     int64_t in = tensorType(pad.getInput()).getDimSize(axis);
-    return from >= in || zeroTail(pad.getInput(), axis, from, depth + 1);
+    return from >= in || zeroTailAt(pad.getInput(), axis, from, depth + 1, memo);
   }
   if (auto slice = asCrop(v))
-    return zeroTail(slice.getInput(), axis, from, depth + 1);
+    return zeroTailAt(slice.getInput(), axis, from, depth + 1, memo);
   if (auto matmul = dyn_cast<tc::MatMulOp>(def)) {
     RankedTensorType lt = tensorType(matmul.getLhs()), rt = tensorType(matmul.getRhs());
     if (lt.getRank() < 2 || rt.getRank() < 2)
       return false;
     if (axis == rank - 1)
-      return zeroTail(matmul.getRhs(), matmul.getTransB() ? rt.getRank() - 2 : rt.getRank() - 1,
-                      from, depth + 1);
+      return zeroTailAt(matmul.getRhs(), matmul.getTransB() ? rt.getRank() - 2 : rt.getRank() - 1,
+                      from, depth + 1, memo);
     if (axis == rank - 2)
-      return zeroTail(matmul.getLhs(), matmul.getTransA() ? lt.getRank() - 1 : lt.getRank() - 2,
-                      from, depth + 1);
+      return zeroTailAt(matmul.getLhs(), matmul.getTransA() ? lt.getRank() - 1 : lt.getRank() - 2,
+                      from, depth + 1, memo);
     return false;
   }
   if (auto gemm = dyn_cast<tc::GemmOp>(def)) {
     Value c = gemm.getC();
     bool cZero = !c || (operandAxis(c, 2, axis) >= 0 &&
-                        zeroTail(c, operandAxis(c, 2, axis), from, depth + 1));
+                        zeroTailAt(c, operandAxis(c, 2, axis), from, depth + 1, memo));
     if (axis == 1)
-      return cZero && zeroTail(gemm.getB(), gemm.getTransB() ? 0 : 1, from, depth + 1);
-    return cZero && zeroTail(gemm.getA(), gemm.getTransA() ? 1 : 0, from, depth + 1);
+      return cZero && zeroTailAt(gemm.getB(), gemm.getTransB() ? 0 : 1, from, depth + 1, memo);
+    return cZero && zeroTailAt(gemm.getA(), gemm.getTransA() ? 1 : 0, from, depth + 1, memo);
   }
   if (auto conv = dyn_cast<tc::ConvOp>(def)) {
     if (conv.getGroup() != 1 || axis != channelAxis(def, rank))
       return false;
-    return zeroTail(conv.getWeight(), 0, from, depth + 1) &&
-           (!conv.getBias() || zeroTail(conv.getBias(), 0, from, depth + 1));
+    return zeroTailAt(conv.getWeight(), 0, from, depth + 1, memo) &&
+           (!conv.getBias() || zeroTailAt(conv.getBias(), 0, from, depth + 1, memo));
   }
   if (auto data = dyn_cast<tc::ConvBackwardDataOp>(def)) {
     int64_t ch = channelAxis(def, rank);
     return data.getGroup() == 1 && axis == ch &&
-           zeroTail(data.getWeight(), ch == 1 ? 1 : rank - 1, from, depth + 1);
+           zeroTailAt(data.getWeight(), ch == 1 ? 1 : rank - 1, from, depth + 1, memo);
   }
   if (auto filter = dyn_cast<tc::ConvBackwardFilterOp>(def)) {
     if (filter.getGroup() != 1)
       return false;
     int64_t ch = channelAxis(def, rank);
     if (axis == 0)
-      return zeroTail(filter.getResultGrad(), ch, from, depth + 1);
-    return axis == (ch == 1 ? 1 : rank - 1) && zeroTail(filter.getInput(), ch, from, depth + 1);
+      return zeroTailAt(filter.getResultGrad(), ch, from, depth + 1, memo);
+    return axis == (ch == 1 ? 1 : rank - 1) && zeroTailAt(filter.getInput(), ch, from, depth + 1, memo);
   }
   if (isa<tc::MaxPoolOp, tc::AvgPoolOp, tc::GlobalAvgPoolOp, tc::AvgPoolBackwardOp>(def))
-    return axis == channelAxis(def, rank) && zeroTail(def->getOperand(0), axis, from, depth + 1);
+    return axis == channelAxis(def, rank) && zeroTailAt(def->getOperand(0), axis, from, depth + 1, memo);
   if (isa<tc::MaxPoolBackwardOp>(def))
-    return axis == channelAxis(def, rank) && zeroTail(def->getOperand(1), axis, from, depth + 1);
+    return axis == channelAxis(def, rank) && zeroTailAt(def->getOperand(1), axis, from, depth + 1, memo);
   if (auto transpose = dyn_cast<tc::TransposeOp>(def))
-    return zeroTail(transpose.getInput(), transpose.getPerm()[axis], from, depth + 1);
+    return zeroTailAt(transpose.getInput(), transpose.getPerm()[axis], from, depth + 1, memo);
   if (isa<tc::ReduceSumOp, tc::ReduceMeanOp, tc::ReduceMaxOp>(def)) {
     auto axes = def->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
     bool keep = def->getAttrOfType<BoolAttr>("keepdims").getValue();
@@ -386,20 +420,20 @@ bool zeroTail(Value v, int64_t axis, int64_t from, int depth) {
       for (int64_t a : axes)
         if (a <= in)
           ++in;
-    return !llvm::is_contained(axes, in) && zeroTail(def->getOperand(0), in, from, depth + 1);
+    return !llvm::is_contained(axes, in) && zeroTailAt(def->getOperand(0), in, from, depth + 1, memo);
   }
   // A pointwise operand is zero there when it is padded with zeros along
   // the axis or is a zero constant (which broadcasts).
   auto zero = [&](Value operand) {
     int64_t a = operandAxis(operand, rank, axis);
-    return a >= 0 ? zeroTail(operand, a, from, depth + 1) : isZeroSplat(operand);
+    return a >= 0 ? zeroTailAt(operand, a, from, depth + 1, memo) : isZeroSplat(operand);
   };
   if (isa<tc::WhereOp>(def))
     return zero(def->getOperand(1)) && zero(def->getOperand(2));
   if (isa<tc::MulOp>(def))
     // 0 * finite = 0.
-    return (zero(def->getOperand(0)) && finiteTail(def->getOperand(1), rank, axis, from, depth)) ||
-           (zero(def->getOperand(1)) && finiteTail(def->getOperand(0), rank, axis, from, depth));
+    return (zero(def->getOperand(0)) && finiteTail(def->getOperand(1), rank, axis, from, depth, memo)) ||
+           (zero(def->getOperand(1)) && finiteTail(def->getOperand(0), rank, axis, from, depth, memo));
   if (def->hasTrait<tc::OpTrait::Pointwise>() && keepsZero(def))
     return llvm::all_of(def->getOperands(), zero);
   return false;
