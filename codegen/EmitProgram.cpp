@@ -206,6 +206,7 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   names.clear();
   hyperIndex.clear();
   pendingSums.clear();
+  startedBuckets.clear();
   inPlace.clear();
   body.clear();
   inputs.clear();

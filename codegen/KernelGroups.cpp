@@ -10,6 +10,7 @@
 #include "codegen/IndexKernels.h"
 #include "codegen/ProgramEmitter.h"
 #include "codegen/ScalarExpr.h"
+#include "passes/Liveness.h" // kBucketMemberAlignment
 
 #include <cctype>
 
@@ -293,16 +294,19 @@ LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
   for (Value v : op.getValues())
     if (!cast<ShapedType>(v.getType()).getElementType().isF32())
       return op.emitError("codegen averages f32 gradients over the ranks; got ") << v.getType();
-  // The bucket's extent: its members in order, without overlap.
+  // The bucket's extent: its members in order, side by side (at most the
+  // plan's alignment between them), so the one sum covers nothing else.
   auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
   int64_t end = 0;
   for (auto [k, r] : llvm::enumerate(op.getResults())) {
     int64_t at = offsets[k];
-    if (at < 0 || (k > 0 && at < end) || at % 4)
+    if (at < 0 || at % 4 || (k > 0 && (at < end || at - end >= kBucketMemberAlignment)))
       return op.emitError("codegen needs the bucket's results side by side in the plan "
                           "(trainc-plan)");
     end = at + countOf(r) * 4;
   }
+  if (!startedBuckets.insert(op.getBucket()).second)
+    return op.emitError("bucket ") << op.getBucket() << " is summed twice in one step";
   int64_t count = (end - offsets[0]) / 4;
 
   std::string scale = ptr(op.getScale());
@@ -334,8 +338,17 @@ LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
           " floats in one buffer, summed over the ranks while the step goes on\n";
   call("ctx.allReduceStart(" + std::to_string(op.getBucket()) + ", " + ptr(op.getResult(0)) +
        ", " + std::to_string(count) + ")");
-  for (Value r : op.getResults())
+  bool read = false;
+  for (Value r : op.getResults()) {
     pendingSums[r] = op.getBucket();
+    read |= !r.use_empty();
+  }
+  if (!read) {
+    // Nothing reads the bucket, so the plan may reuse its bytes at once.
+    call("ctx.allReduceWait(" + std::to_string(op.getBucket()) + ")");
+    for (Value r : op.getResults())
+      pendingSums.erase(r);
+  }
   return success();
 }
 

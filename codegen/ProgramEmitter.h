@@ -199,6 +199,8 @@ private:
   /// Results of buckets whose sum over the ranks was started and not yet
   /// waited for, with their bucket.
   llvm::DenseMap<Value, int64_t> pendingSums;
+  /// The buckets started in the current function.
+  std::set<int64_t> startedBuckets;
   std::string body;
   /// Updates of the current run (emitUpdate), weight casts of the current
   /// run (emitWeightCast).

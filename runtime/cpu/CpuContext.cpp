@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -140,6 +141,10 @@ public:
                   (overlap == CommOverlap::Auto && spareCores());
     if (ranks && ranks->size() > 1 && wanted && ranks->sumsFromAnyThread())
       background = std::make_unique<BackgroundSums>(ranks);
+    else if (ranks && ranks->size() > 1 && overlap == CommOverlap::On && ranks->rank() == 0)
+      std::fprintf(stderr, "note: --comm-overlap on: this MPI library does not allow sums "
+                           "from a second thread (MPI_THREAD_SERIALIZED); the sums run in "
+                           "the step's order\n");
     return Status();
   }
   bool overlapsSums() const override { return background != nullptr; }

@@ -135,6 +135,8 @@ CudaContext::~CudaContext() {
   // whose stream faulted must still release what it can.
   if (computeStream)
     (void)cudaStreamSynchronize(computeStream);
+  if (sumStream)
+    (void)cudaStreamSynchronize(sumStream);
   for (cudaGraphExec_t graph : graphs)
     (void)cudaGraphExecDestroy(graph);
   plans.clear(); // Plans hold library descriptors: destroy before handles.
@@ -152,10 +154,8 @@ CudaContext::~CudaContext() {
     (void)cudaStreamSynchronize(uploadStream);
     (void)cudaStreamDestroy(uploadStream);
   }
-  if (sumStream) {
-    (void)cudaStreamSynchronize(sumStream);
+  if (sumStream)
     (void)cudaStreamDestroy(sumStream);
-  }
   for (auto [fork, join] : bucketEvents) {
     (void)cudaEventDestroy(fork);
     (void)cudaEventDestroy(join);
@@ -311,6 +311,9 @@ Status CudaContext::synchronize() {
                                    cudaMemcpyDeviceToHost, computeStream));
   TRAINC_CUDA_CALL(cudaStreamSynchronize(computeStream));
   TRAINC_CUDA_CALL(cudaStreamSynchronize(uploadStream));
+  // A bucket started by a step that failed before its wait.
+  if (sumStream)
+    TRAINC_CUDA_CALL(cudaStreamSynchronize(sumStream));
   for (void *ptr : retired)
     TRAINC_CUDA_CALL(cudaFree(ptr));
   retired.clear();

@@ -43,8 +43,11 @@ rm -rf "$out/precision-work"
 # image has NCCL in its wheels, not Open MPI); run.sh puts them last on the
 # library path.
 mkdir -p "$out/mpi-libs"
-ldd "$out/train/zoo_mlp_sgd_dp/prog" 2>/dev/null | awk '/libmpi|libopen-|libhwloc|libevent/ {print $3}' |
-  while read -r lib; do cp -L "$lib" "$out/mpi-libs/"; done
+if [ -x "$out/train/zoo_mlp_sgd_dp/prog" ]; then
+  { ldd "$out/train/zoo_mlp_sgd_dp/prog" || true; } |
+    awk '/libmpi|libopen-|libhwloc|libevent/ && $3 ~ /^\// {print $3}' |
+    while read -r lib; do cp -L "$lib" "$out/mpi-libs/"; done
+fi
 # Packed with xz (the trainers shrink to a third), so that OUTDIR stays under
 # the 64 MiB a device run may carry; run.sh unpacks them.
 for part in train precision; do
