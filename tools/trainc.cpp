@@ -264,6 +264,8 @@ std::string shapeText(mlir::RankedTensorType type);
 /// What a planned module needs on the device, by kind.
 struct MemoryTotals {
   int64_t params = 0, state = 0, arena = 0, constants = 0, workspace = 0;
+  /// Of `workspace`: the CUDA trainer's cuDNN algorithm search scratch.
+  int64_t searchWorkspace = 0;
   /// Of `state`: the gradient accumulators (--grad-accum).
   int64_t accumulators = 0;
   mlir::func::FuncOp largest; // the function with the largest arena
@@ -293,12 +295,20 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
       int64_t cols = y.getNumElements() / (y.getDimSize(0) * channels);
       t.workspace = std::max(t.workspace, rows * cols * 4);
     }
+    if (target == "cuda" &&
+        mlir::isa<trainc::tc::ConvOp, trainc::tc::ConvBackwardDataOp,
+                  trainc::tc::ConvBackwardFilterOp>(op))
+      // The CUDA trainer times cuDNN's algorithms with this much scratch
+      // (runtime/cuda/KernelUtils.cuh kSearchWorkspace), which stays
+      // allocated (trainer --cudnn-benchmark, on by default).
+      t.searchWorkspace = int64_t(256) << 20;
     if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
       if (bytes.getInt() > t.arena || !t.largest) {
         t.arena = std::max(t.arena, bytes.getInt());
         t.largest = mlir::dyn_cast<mlir::func::FuncOp>(op);
       }
   });
+  t.workspace = std::max(t.workspace, t.searchWorkspace);
   return t;
 }
 
@@ -375,7 +385,8 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
       });
     }
   row("constants", constants);
-  row("workspace", workspace);
+  row("workspace", workspace,
+      totals.searchWorkspace > 0 ? "  cuDNN's algorithm search (trainer --cudnn-benchmark)" : "");
   row("total", totals.total());
 }
 
