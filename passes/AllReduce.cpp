@@ -17,6 +17,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
+
 namespace trainc {
 #define GEN_PASS_DEF_ALLREDUCE
 #include "passes/Passes.h.inc"
@@ -37,9 +39,10 @@ struct AllReducePass : trainc::impl::AllReduceBase<AllReducePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (bucketBytes < 1) {
-      module.emitError("the allreduce phase needs a bucket size of at least 1 byte, got ")
-          << static_cast<int64_t>(bucketBytes);
+    if (bucketBytes < 1 || firstBucketBytes < 1) {
+      module.emitError("the allreduce phase needs bucket sizes of at least 1 byte, got ")
+          << static_cast<int64_t>(bucketBytes) << " and a first bucket of "
+          << static_cast<int64_t>(firstBucketBytes);
       return signalPassFailure();
     }
     auto step = module.lookupSymbol<func::FuncOp>("train_step");
@@ -90,13 +93,15 @@ struct AllReducePass : trainc::impl::AllReduceBase<AllReducePass> {
     };
     llvm::stable_sort(values, [&](Value a, Value b) { return at(a) < at(b); });
 
-    // Buckets in that order, each at most bucketBytes (a larger gradient is
-    // a bucket of its own).
+    // Buckets in that order, each at most bucketBytes, the first at most
+    // firstBucketBytes (a larger gradient is a bucket of its own).
     SmallVector<SmallVector<Value>> buckets;
     int64_t filled = 0;
     for (Value v : values) {
       int64_t bytes = bytesOf(v);
-      if (buckets.empty() || (filled > 0 && filled + bytes > bucketBytes)) {
+      int64_t cap = buckets.size() == 1 ? std::min<int64_t>(bucketBytes, firstBucketBytes)
+                                        : static_cast<int64_t>(bucketBytes);
+      if (buckets.empty() || (filled > 0 && filled + bytes > cap)) {
         buckets.emplace_back();
         filled = 0;
       }

@@ -223,7 +223,9 @@ def AllReduce : Pass<"trainc-allreduce", "mlir::ModuleOp"> {
     group communicates) into buckets, in the order the
     backward completes them (the position of the op that produces each),
     a bucket closing before the value that would take it past
-    `bucket-bytes` (a larger gradient is a bucket of its own). Each bucket
+    `bucket-bytes` (a larger gradient is a bucket of its own), the first
+    bucket already past `first-bucket-bytes` (1 MiB, as PyTorch DDP's first
+    bucket, so that the first sum starts early in the backward). Each bucket
     becomes one `tc.all_reduce` placed right after the op that completes its
     last value, so the runtime can average it over the ranks while the rest
     of the backward runs; the step returns the averages. The loss stays
@@ -254,7 +256,10 @@ def AllReduce : Pass<"trainc-allreduce", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
-           "the largest bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">
+           "the largest bucket in bytes (default 25 MiB, PyTorch DDP's bucket_cap_mb)">,
+    Option<"firstBucketBytes", "first-bucket-bytes", "int64_t", /*default=*/"1048576",
+           "the largest first bucket in bytes, if less than bucket-bytes (default 1 MiB, "
+           "as PyTorch DDP: the first sum starts early in the backward)">
   ];
 }
 

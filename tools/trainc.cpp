@@ -164,7 +164,8 @@ cl::opt<bool> dataParallel(
 cl::opt<std::string> bucketSize(
     "bucket-size",
     cl::desc("With --data-parallel: the largest bucket of gradients combined at once "
-             "(bytes, or with a unit: 25MiB, the default, as PyTorch DDP)"),
+             "(bytes, or with a unit: 25MiB, the default, as PyTorch DDP); the first "
+             "bucket is at most 1 MiB, as DDP's"),
     cl::value_desc("SIZE"), cl::init(""), cl::cat(category));
 cl::opt<std::string> deviceMemory(
     "device-memory",

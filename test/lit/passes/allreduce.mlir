@@ -1,10 +1,12 @@
 // RUN: trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-allreduce="bucket-bytes=4000" --canonicalize --cse | FileCheck %s
 // RUN: trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-allreduce --canonicalize --cse | FileCheck %s --check-prefix=ONE
+// RUN: trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-allreduce="bucket-bytes=8000 first-bucket-bytes=3380" --canonicalize --cse | FileCheck %s --check-prefix=FIRST
 // RUN: trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff="freeze=^w1|^b1" --trainc-allreduce --canonicalize --cse | FileCheck %s --check-prefix=FROZEN
 // RUN: trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-grad-accum="micro-batches=2" --trainc-allreduce --canonicalize --cse | FileCheck %s --check-prefix=ACCUM
 // RUN: trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --canonicalize --cse | FileCheck %s --check-prefix=OFF
 // RUN: not trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff="freeze=." --trainc-allreduce 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-allreduce="bucket-bytes=0" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-allreduce="first-bucket-bytes=0" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not trainc-opt %s --trainc-loss="loss=cross-entropy" --trainc-autodiff --trainc-optimizer --trainc-allreduce 2>&1 | FileCheck %s --check-prefix=ORDER
 
 // Linear(20 -> 84) -> ReLU -> Linear(84 -> 10). The backward completes the
@@ -35,6 +37,15 @@
 // ONE-NEXT: return %{{.*}}, %[[B]]#2, %[[B]]#3, %[[B]]#0, %[[B]]#1 :
 // ONE-NOT: tc.all_reduce
 
+// A smaller first bucket (PyTorch DDP's is 1 MiB): with buckets of 8000
+// bytes and a first of 3380, w2's gradient (3360) is the first bucket alone,
+// right after the op that makes it, and b2, w1 and b1 (7096) the second.
+// FIRST-LABEL: func.func @train_step(
+// FIRST-SAME: tc.data_parallel = 2 : i64
+// FIRST: %[[DW2:.*]] = tc.gemm {{.*}} -> tensor<10x84xf32>
+// FIRST-NEXT: tc.all_reduce %[[DW2]] scale %{{.*}} {bucket = 0 : i64}
+// FIRST: tc.all_reduce %{{.*}}, %{{.*}}, %{{.*}} scale %{{.*}} {bucket = 1 : i64} : (tensor<10xf32>, tensor<84x20xf32>, tensor<84xf32>)
+
 // Frozen parameters have no gradient and are in no bucket.
 // FROZEN-LABEL: func.func @train_step(
 // FROZEN: tc.all_reduce %{{.*}}, %{{.*}} scale %{{.*}} {bucket = 0 : i64} : (tensor<10x84xf32>, tensor<10xf32>), tensor<f32>
@@ -56,7 +67,7 @@
 // OFF-NOT: data_parallel
 
 // NOGRAD: error: data parallelism: @train_step returns no gradient (every parameter frozen?)
-// BAD: error: the allreduce phase needs a bucket size of at least 1 byte, got 0
+// BAD: error: the allreduce phase needs bucket sizes of at least 1 byte, got
 // ORDER: error: the allreduce phase runs before the optimizer phase
 tc.param @w1 trainable : tensor<84x20xf32>
 tc.param @b1 trainable : tensor<84xf32>
