@@ -228,13 +228,6 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
-  // A bucket nothing reads is still waited for before the step ends.
-  std::set<int64_t> unread;
-  for (auto &[value, bucket] : pendingSums)
-    unread.insert(bucket);
-  for (int64_t bucket : unread)
-    call("ctx.allReduceWait(" + std::to_string(bucket) + ")");
-  pendingSums.clear();
   return Emitted{body,   inputs,         outputs,        states,      hypers,
                  inputRoles, arena.getInt(), generatedCalls, libraryCalls};
 }

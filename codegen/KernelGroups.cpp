@@ -338,35 +338,30 @@ LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
           " floats in one buffer, summed over the ranks while the step goes on\n";
   call("ctx.allReduceStart(" + std::to_string(op.getBucket()) + ", " + ptr(op.getResult(0)) +
        ", " + std::to_string(count) + ")");
-  bool read = false;
-  for (Value r : op.getResults()) {
+  for (Value r : op.getResults())
     pendingSums[r] = op.getBucket();
-    read |= !r.use_empty();
-  }
-  if (!read) {
-    // Nothing reads the bucket, so the plan may reuse its bytes at once.
-    call("ctx.allReduceWait(" + std::to_string(op.getBucket()) + ")");
-    for (Value r : op.getResults())
-      pendingSums.erase(r);
-  }
+  // Nothing reads the bucket: the plan may reuse its bytes at once.
+  if (llvm::all_of(op.getResults(), [](Value r) { return r.use_empty(); }))
+    waitForBucket(op.getBucket());
   return success();
 }
 
 /// Before `op` reads a result of a bucket still being summed: the wait.
 void ProgramEmitter::waitForSums(Operation *op) {
-  for (Value operand : op->getOperands()) {
-    auto it = pendingSums.find(operand);
-    if (it == pendingSums.end())
-      continue;
-    int64_t bucket = it->second;
-    call("ctx.allReduceWait(" + std::to_string(bucket) + ")");
-    SmallVector<Value> members;
-    for (auto &[value, of] : pendingSums)
-      if (of == bucket)
-        members.push_back(value);
-    for (Value member : members)
-      pendingSums.erase(member);
-  }
+  for (Value operand : op->getOperands())
+    if (auto it = pendingSums.find(operand); it != pendingSums.end())
+      waitForBucket(it->second);
+}
+
+/// The wait for bucket `bucket`; its results are no longer pending.
+void ProgramEmitter::waitForBucket(int64_t bucket) {
+  call("ctx.allReduceWait(" + std::to_string(bucket) + ")");
+  SmallVector<Value> members;
+  for (auto &[value, of] : pendingSums)
+    if (of == bucket)
+      members.push_back(value);
+  for (Value member : members)
+    pendingSums.erase(member);
 }
 
 namespace {

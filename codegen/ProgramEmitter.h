@@ -121,6 +121,7 @@ private:
   LogicalResult emitNonfiniteProbe(tc::NonfiniteProbeOp op);
   LogicalResult emitAllReduce(tc::AllReduceOp op);
   void waitForSums(Operation *op);
+  void waitForBucket(int64_t bucket);
   /// Gradient accumulation: runs of tc.accumulate_grad with the same
   /// weight and keep become one multi-tensor kernel.
   LogicalResult emitAccumulate(Operation *op);

@@ -3,8 +3,9 @@
 // Open MPI (Debian's) under mpirun: MPI_Init_thread when the trainer
 // starts, sums with MPI_Allreduce in place. The level asked for is
 // MPI_THREAD_SERIALIZED: the CPU target sums a bucket on a thread of its
-// own while the step goes on, and no two threads are ever in MPI at once. Built into its own library, trainc_rt_mpi,
-// which only data-parallel programs link (with libmpi).
+// own while the step goes on, and no two threads are ever in MPI at once.
+// Built into its own library, trainc_rt_mpi, which only data-parallel
+// programs link (with libmpi).
 //
 //===----------------------------------------------------------------------===//
 

@@ -387,7 +387,6 @@ static std::string cudnnCachePath(const TrainOptions &options) {
   return std::string(self, static_cast<size_t>(length)) + ".cudnn-cache";
 }
 
-/// The processes mpirun started (its environment), or 0 outside mpirun.
 static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
                            Communicator *ranks, double &waitedForSums,
                            bool &overlappedSums);

@@ -132,7 +132,7 @@ public:
   /// kernels' threads and the machine has a core per rank to spare: the
   /// summing thread (which Open MPI keeps busy while it waits) then takes
   /// none of their time. Under mpirun's default binding (a core per rank)
-  /// it would; on two cores with two ranks the step was 0.82x as fast with
+  /// it would; on two cores with two ranks the step was 0.67x as fast with
   /// it (bench/data_parallel.py).
   Status useCommunicator(Communicator *communicator, CommOverlap overlap) override {
     background.reset();

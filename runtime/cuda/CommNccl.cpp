@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <cstdlib>
 #include <string>
 
 namespace trainc::rt {

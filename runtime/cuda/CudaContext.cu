@@ -9,7 +9,6 @@
 #include "CudaContext.h"
 #include "trainc_rt/launch.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
