@@ -23,6 +23,14 @@ namespace trainc::frontend {
 struct ImportOptions {
   /// Binds a symbolic first (batch) dimension of every graph input.
   std::optional<int64_t> batchSize;
+  /// Whether `batchSize` is the user's (--batch-size) rather than a default
+  /// for symbolic axes: only the user's is checked against a fixed batch.
+  bool batchSizeGiven = true;
+  /// The model is imported for a training program, whose trainer fills
+  /// every data input with one batch of rows: each input's first axis must
+  /// then be the batch (otherwise, only a --batch-size that binds no symbolic
+  /// axis is refused).
+  bool everyInputBatched = false;
 };
 
 /// Reads an ONNX model (binary protobuf or ONNX text format) and imports it as

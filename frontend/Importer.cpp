@@ -83,6 +83,9 @@ private:
   }
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   LogicalResult checkOutputType(const onnx::ValueInfoProto &info, Type type);
+  LogicalResult checkBatchAxes(const onnx::GraphProto &graph,
+                               llvm::ArrayRef<std::string> inputNames,
+                               llvm::ArrayRef<Type> inputTypes);
   void removeDeadCode(func::FuncOp func);
   void finishParams(ModuleOp module, func::FuncOp func,
                     llvm::ArrayRef<std::string> paramNames, unsigned firstParam);
@@ -433,6 +436,71 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
   return RankedTensorType::get(dims, toMlirType(&context, *dtype));
 }
 
+/// Whether a graph input has a symbolic first axis (which --batch-size binds).
+static bool hasSymbolicBatch(const onnx::GraphProto &graph) {
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    const auto &type = info.type();
+    if (type.has_tensor_type() && type.tensor_type().has_shape() &&
+        type.tensor_type().shape().dim_size() > 0 &&
+        !type.tensor_type().shape().dim(0).has_dim_value())
+      return true;
+  }
+  return false;
+}
+
+/// The first axis of a data input is the batch. A --batch-size that binds
+/// no symbolic axis (a model exported without dynamic axes) would size the
+/// trainer's batches by one number and the inputs by another, so it is
+/// refused, naming the input, its fixed size and the two ways out; so is,
+/// for a training program (whose trainer fills every input with one batch
+/// of rows), an input whose first axis is not the batch.
+LogicalResult GraphImporter::checkBatchAxes(const onnx::GraphProto &graph,
+                                            llvm::ArrayRef<std::string> inputNames,
+                                            llvm::ArrayRef<Type> inputTypes) {
+  const bool symbolic = hasSymbolicBatch(graph);
+  std::optional<int64_t> batch;
+  if (symbolic || options.batchSizeGiven)
+    batch = options.batchSize;
+  if (!options.everyInputBatched && (symbolic || !batch))
+    return success();
+  std::string batchInput;
+  for (auto [name, type] : llvm::zip(inputNames, inputTypes)) {
+    auto ranked = cast<RankedTensorType>(type);
+    if (ranked.getRank() == 0) {
+      if (!options.everyInputBatched)
+        continue;
+      error("input '" + name + "' is a scalar; every input of a training program has the "
+            "batch as its first axis");
+      return failure();
+    }
+    int64_t rows = ranked.getDimSize(0);
+    if (!batch) {
+      batch = rows;
+      batchInput = name;
+      continue;
+    }
+    if (rows == *batch) {
+      if (!options.everyInputBatched)
+        return success();
+      continue;
+    }
+    std::string size = llvm::Twine(rows).str();
+    std::string fix = "export it with dynamic_axes={'" + name +
+                      "': {0: 'batch'}} (python/trainc_torch.py does), or ";
+    if (batchInput.empty())
+      error("input '" + name + "' has a fixed batch of " + size +
+            " (its first axis), but --batch-size=" + llvm::Twine(*batch) +
+            " was asked for: " + fix + "compile with --batch-size=" + size);
+    else
+      error("input '" + name + "' has a fixed first axis of " + size + ", but input '" +
+            batchInput + "' has " + llvm::Twine(*batch) +
+            " (the first axis of every input of a training program is the batch): " + fix +
+            "make both the same");
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult GraphImporter::checkOutputType(const onnx::ValueInfoProto &info,
                                              Type type) {
   if (!info.type().has_tensor_type())
@@ -609,10 +677,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
         tc::kInputAttrName, builder.getStringAttr(info.name()))));
   }
+  if (failed(checkBatchAxes(graph, inputNames, argTypes)))
+    return nullptr;
   unsigned firstParam = argTypes.size();
   // The batch size the program is compiled for: the bound symbolic axis, or
   // the static first axis of the first input.
-  if (options.batchSize)
+  if (options.batchSize && hasSymbolicBatch(graph))
     (*module)->setAttr("tc.batch_size", builder.getI64IntegerAttr(*options.batchSize));
   else if (!argTypes.empty() && cast<RankedTensorType>(argTypes[0]).getRank() > 0)
     (*module)->setAttr("tc.batch_size", builder.getI64IntegerAttr(

@@ -228,7 +228,9 @@ mlir::OwningOpRef<mlir::ModuleOp> importFromCommandLine(mlir::MLIRContext &conte
     options.batchSize = batchSize;
   } else if (defaultBatch > 0) {
     options.batchSize = defaultBatch;
+    options.batchSizeGiven = false;
   }
+  options.everyInputBatched = !lossKind.empty();
   return trainc::frontend::importModelFile(inputPath, options, context, errors);
 }
 
@@ -691,6 +693,7 @@ mlir::OwningOpRef<mlir::ModuleOp> importQuietly(mlir::MLIRContext &context, int6
   context.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });
   trainc::frontend::ImportOptions import;
   import.batchSize = batch;
+  import.everyInputBatched = !lossKind.empty();
   std::string ignored;
   raw_string_ostream sink(ignored);
   return trainc::frontend::importModelFile(inputPath, import, context, sink);
@@ -718,7 +721,9 @@ bool batchIsFixed() {
       forward.getFunctionType().print(os);
     return text;
   };
-  return inputShapes(1) == inputShapes(3);
+  // A model whose inputs fix their first axis is refused at any other batch.
+  std::string three = inputShapes(3);
+  return three.empty() || inputShapes(1) == three;
 }
 
 /// The largest batch size whose plan fits in `limit` bytes (0: not even

@@ -89,6 +89,22 @@ Status checkProgram(const Program &program) {
     TRAINC_RETURN_IF_ERROR(checkTensorInfo("input", program.inputs[i]));
   for (int i = 0; i < program.numOutputs; ++i)
     TRAINC_RETURN_IF_ERROR(checkTensorInfo("output", program.outputs[i]));
+  // The trainer fills every data input, label and sample-weight buffer with
+  // one batch of rows: a table whose first axis is not the batch would be
+  // filled past its end.
+  if (const TrainStep *train = program.train) {
+    if (train->numInputs < 0 || (train->numInputs && !train->inputs))
+      return Status::error("program tables are inconsistent");
+    for (int i = 0; i < train->numInputs; ++i) {
+      const TensorInfo &t = train->inputs[i];
+      TRAINC_RETURN_IF_ERROR(checkTensorInfo("step input", t));
+      if (t.role != InputRole::DropoutKey && (t.rank == 0 || t.shape[0] != program.batchSize))
+        return Status::error("step input " + std::string(t.name) + " " + shapeText(t) +
+                             " does not have the program's batch size " +
+                             std::to_string(program.batchSize) +
+                             " as its first axis; recompile the model");
+    }
+  }
   for (int i = 0; i < program.numParams; ++i) {
     const ParamInfo &p = program.params[i];
     TRAINC_RETURN_IF_ERROR(checkTensorInfo("parameter", p.tensor));
