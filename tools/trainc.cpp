@@ -29,7 +29,10 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 
 using namespace llvm;
 
@@ -39,7 +42,11 @@ cl::OptionCategory category("trainc options");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx | model.onnxtxt>"),
                                cl::cat(category));
-cl::opt<std::string> outputPath("o", cl::desc("Write the output to this file (default: stdout)"),
+cl::opt<std::string> outputPath("o",
+                               cl::desc("compile: the program to build; with --emit=source or "
+                                        "mlir, or --compile-to, the text to write (default: "
+                                        "stdout, where the source also needs -o for its "
+                                        "parameters); import: the IR (default: stdout)"),
                                 cl::value_desc("file"), cl::init("-"), cl::cat(category));
 cl::opt<int64_t> batchSize("batch-size",
                            cl::desc("Bind the symbolic batch dimension (axis 0) of the "
@@ -50,8 +57,10 @@ cl::opt<int64_t> elideConstants(
     cl::desc("Print constants and initial values with more than N elements as "
              "'dense_resource<__elided__>' (0 prints everything)"),
     cl::value_desc("N"), cl::init(16), cl::cat(category));
-cl::opt<std::string> target("target", cl::desc("Code generation target: cuda (default) or cpu"),
-                            cl::value_desc("cuda|cpu"), cl::init("cuda"), cl::cat(category));
+cl::opt<std::string> target("target",
+                            cl::desc("Code generation target: auto (default: cuda where a GPU "
+                                     "is visible, else cpu), cuda or cpu"),
+                            cl::value_desc("auto|cuda|cpu"), cl::init("auto"), cl::cat(category));
 cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("CUDA architectures to build for (comma separated)"),
                               cl::value_desc("sm_80,sm_90"), cl::init("sm_80,sm_90"),
@@ -243,21 +252,37 @@ mlir::OpPrintingFlags printingFlags() {
   return flags;
 }
 
-int runImport() {
-  mlir::MLIRContext context;
-  auto module = importFromCommandLine(context);
-  if (!module)
-    return 1;
+/// Writes a text result (IR, source) where -o says: a file, or stdout for
+/// "-". Returns the exit code.
+int writeOutput(function_ref<void(raw_ostream &)> fill) {
   std::error_code ec;
+  if (StringRef folder = sys::path::parent_path(outputPath);
+      outputPath != "-" && !folder.empty())
+    ec = sys::fs::create_directories(folder);
+  if (ec) {
+    errs() << "error: cannot create the folder of '" << outputPath << "': " << ec.message()
+           << "\n";
+    return 1;
+  }
   ToolOutputFile out(outputPath, ec, sys::fs::OF_None);
   if (ec) {
     errs() << "error: cannot write '" << outputPath << "': " << ec.message() << "\n";
     return 1;
   }
-  module->print(out.os(), printingFlags());
-  out.os() << "\n";
+  fill(out.os());
   out.keep();
   return 0;
+}
+
+int runImport() {
+  mlir::MLIRContext context;
+  auto module = importFromCommandLine(context);
+  if (!module)
+    return 1;
+  return writeOutput([&](raw_ostream &os) {
+    module->print(os, printingFlags());
+    os << "\n";
+  });
 }
 
 
@@ -820,7 +845,7 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
 int runCompile() {
   bool cuda = target == "cuda";
   if (!cuda && target != "cpu") {
-    errs() << "error: --target must be cuda or cpu, got '" << target << "'\n";
+    errs() << "error: --target must be auto, cuda or cpu, got '" << target << "'\n";
     return 1;
   }
   if (emitKind != "binary" && emitKind != "source" && emitKind != "mlir") {
@@ -952,6 +977,13 @@ int runCompile() {
     errs() << "error: --optimizer needs --loss\n";
     return 1;
   }
+  if (nesterov && optimizerKind != "sgd") {
+    errs() << "error: --nesterov is Nesterov momentum of --optimizer=sgd; "
+           << (optimizerKind.empty() ? std::string("no --optimizer was given")
+                                     : "this is --optimizer=" + optimizerKind)
+           << "\n";
+    return 1;
+  }
   if ((!freezeRegex.empty() || classAxis != 1) && lossKind.empty()) {
     errs() << "error: --freeze and --class-axis need --loss\n";
     return 1;
@@ -1029,13 +1061,16 @@ int runCompile() {
   if (!deviceMemory.empty() &&
       !checkDeviceMemory(*module, *trainc::parseByteSize(deviceMemory), outs()))
     return 1;
-  if (!compileTo.empty()) {
-    module->print(outs(), printingFlags());
-    outs() << "\n";
-    return 0;
-  }
+  if (!compileTo.empty() || emitKind == "mlir")
+    return writeOutput([&](raw_ostream &os) {
+      module->print(os, printingFlags());
+      os << "\n";
+    });
   if (outputPath == "-") {
-    errs() << "error: compile needs -o PROG\n";
+    errs() << (emitKind == "source"
+                   ? "error: --emit=source needs -o FILE: the source reads the model's "
+                     "parameters from FILE.build/, which -o names\n"
+                   : "error: compile needs -o PROG, the program to build\n");
     return 1;
   }
 
@@ -1063,10 +1098,6 @@ int runCompile() {
   sys::path::append(logPath, stem + ".compile.log");
   if (!writeFile(irPath, [&](raw_ostream &os) { module->print(os, printingFlags()); }))
     return 1;
-  if (emitKind == "mlir") {
-    module->print(outs(), printingFlags());
-    return 0;
-  }
 
   trainc::codegen::EmitOptions emit;
   emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
@@ -1112,10 +1143,8 @@ int runCompile() {
   if (!writeFile(sourcePath, [&](raw_ostream &os) { os << source; }) ||
       !writeFile(blobPath, [&](raw_ostream &os) { os.write(blob.data(), blob.size()); }))
     return 1;
-  if (emitKind == "source") {
-    outs() << source;
-    return 0;
-  }
+  if (emitKind == "source")
+    return writeOutput([&](raw_ostream &os) { os << source; });
   trainc::codegen::BuildOptions build;
   build.target = emit.target;
   build.cudaArchs = archs;
@@ -1127,6 +1156,101 @@ int runCompile() {
 }
 
 } // namespace
+
+/// Why this machine has a GPU for --target=auto, or std::nullopt with the
+/// reason it has none in `why`: the NVIDIA driver lists its GPUs under
+/// /proc/driver/nvidia/gpus (and makes /dev/nvidia0); CUDA_VISIBLE_DEVICES=""
+/// or -1 hides them from CUDA programs.
+std::optional<std::string> visibleGpu(std::string &why) {
+  if (const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      visible && (!*visible || !std::strncmp(visible, "-1", 2))) {
+    why = "CUDA_VISIBLE_DEVICES hides every GPU";
+    return std::nullopt;
+  }
+  std::error_code error;
+  for (const auto &entry :
+       std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", error)) {
+    (void)entry;
+    return std::string("the NVIDIA driver lists a GPU");
+  }
+  if (std::filesystem::exists("/dev/nvidia0", error))
+    return std::string("/dev/nvidia0 exists");
+  why = "no NVIDIA driver or GPU is visible";
+  return std::nullopt;
+}
+
+/// --target=auto: cuda where a GPU is visible, else cpu; compile says which.
+void resolveTarget(bool announce) {
+  if (target != "auto")
+    return;
+  std::string why;
+  std::optional<std::string> gpu = visibleGpu(why);
+  target = gpu ? "cuda" : "cpu";
+  if (announce)
+    errs() << "note: --target=auto: " << (gpu ? *gpu + ", building for CUDA (--target=cpu "
+                                                       "for the CPU)"
+                                              : why + ", building for the CPU "
+                                                      "(--target=cuda to build for a GPU "
+                                                      "elsewhere)")
+           << "\n";
+}
+
+/// Flags of the compiled trainer (./PROG --help), which `trainc compile`
+/// does not take: named as such instead of LLVM's nearest spelling.
+constexpr const char *kTrainerFlags[] = {
+    "data",      "eval-data",  "epochs",      "steps",        "lr",          "momentum",
+    "weight-decay", "beta1",   "beta2",       "eps",          "seed",        "no-shuffle",
+    "workers",   "save-params", "log",        "export",       "checkpoint-dir",
+    "checkpoint-every", "resume", "params",   "lr-schedule",  "warmup-steps", "step-size",
+    "gamma",     "min-lr",     "scale-growth-interval", "cuda-graph", "cudnn-benchmark",
+    "cudnn-cache", "deterministic", "comm-timeout", "comm-overlap", "predict", "run",
+    "out",       "threads",    "info"};
+
+/// Refuses an option that `trainc COMMAND` does not have before LLVM's parser
+/// sees it (it suggests the nearest option by spelling, however far, and
+/// reads "--optimiser" as a group of one-letter options): a trainer flag is
+/// named as one, and only a near miss is suggested. Returns false after
+/// printing the error.
+bool checkOptionNames(const std::string &command, llvm::ArrayRef<const char *> args) {
+  const auto &registered = cl::getRegisteredOptions();
+  for (const char *arg : args.drop_front()) {
+    StringRef text(arg);
+    if (text == "--")
+      break;
+    if (!text.starts_with("-") || text.size() < 2 ||
+        (text.size() > 1 && (isDigit(text[1]) || text[1] == '.')))
+      continue;
+    StringRef name = text.drop_front(text.starts_with("--") ? 2 : 1).split('=').first;
+    if (name.empty() || registered.count(name))
+      continue;
+    std::string spelled = "--" + name.str();
+    if (llvm::is_contained(kTrainerFlags, name)) {
+      errs() << "error: " << spelled << " is a flag of the trainer, not of `trainc " << command
+             << "`: give it to the program that compile builds (./PROG --data DIR "
+             << spelled << " ...; ./PROG --help lists them)\n";
+      return false;
+    }
+    StringRef best;
+    unsigned bestDistance = ~0u;
+    for (const auto &entry : registered) {
+      StringRef key = entry.getKey();
+      cl::Option *option = entry.getValue();
+      if (key.size() < 2 || option->getOptionHiddenFlag() == cl::ReallyHidden)
+        continue;
+      unsigned distance = name.edit_distance(key, true, bestDistance);
+      if (distance < bestDistance) {
+        best = key;
+        bestDistance = distance;
+      }
+    }
+    errs() << "error: `trainc " << command << "` has no option " << spelled;
+    if (!best.empty() && bestDistance <= std::max<size_t>(1, name.size() / 4))
+      errs() << "; did you mean --" << best << "?";
+    errs() << " (trainc " << command << " --help lists them)\n";
+    return false;
+  }
+  return true;
+}
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -1159,6 +1283,8 @@ int main(int argc, char **argv) {
   std::string program = std::string(argv[0]) + " " + command;
   std::vector<const char *> args = {program.c_str()};
   args.insert(args.end(), argv + 2, argv + argc);
+  if (!checkOptionNames(command, args))
+    return 1;
   if (!cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(),
                                    overview, &errs()))
     return 1;
@@ -1173,6 +1299,7 @@ int main(int argc, char **argv) {
     errs() << "error: no model given\n\n" << kUsage;
     return 1;
   }
+  resolveTarget(/*announce=*/command == "compile");
   if (command == "compile")
     return runCompile();
   return command == "import" ? runImport() : runCheck();

@@ -13,11 +13,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace trainc::rt::detail {
 namespace {
@@ -305,6 +308,43 @@ std::string parseErrorText(const CLI::ParseError &e) {
   return what;
 }
 
+/// Edit distance between two flag names (insertions, deletions and
+/// substitutions), for suggesting a near miss.
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// "; did you mean --X?" for an unknown --flag within a quarter of its
+/// length (at least 1) of a real flag's spelling, else nothing.
+std::string nearMiss(const CLI::App &app, const std::string &argument) {
+  if (argument.rfind("--", 0) != 0)
+    return "";
+  std::string name = argument.substr(2, argument.find('=') - 2);
+  std::string best;
+  size_t bestDistance = std::max<size_t>(1, name.size() / 4) + 1;
+  for (const CLI::Option *option : app.get_options())
+    for (const std::string &candidate : option->get_lnames()) {
+      size_t distance = editDistance(name, candidate);
+      if (distance < bestDistance) {
+        best = candidate;
+        bestDistance = distance;
+      }
+    }
+  return best.empty() ? "" : "; did you mean --" + best + "?";
+}
+
 } // namespace
 
 TrainOptions Options::defaultTrainOptions() {
@@ -323,7 +363,7 @@ Status parseArgs(int argc, char **argv, Options &options) {
     return Status::error(!parser.firstError.empty() ? parser.firstError : parseErrorText(e));
   }
   for (const std::string &extra : parser.app.remaining())
-    return Status::error("unknown argument '" + extra + "'");
+    return Status::error("unknown argument '" + extra + "'" + nearMiss(parser.app, extra));
   options.train.dataDir = options.dataDir;
   return Status();
 }

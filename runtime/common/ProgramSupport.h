@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,8 @@ struct TrainOptions {
   /// Trainer.cpp), with its parameters; warmup scales any of them.
   std::string schedule = "constant";
   int64_t warmupSteps = 0, stepSize = 0;
-  double gamma = 0.1, minLr = -1.0;
+  /// NaN and -1: not given (0.1; 0 for cosine, lr / 10 for cyclic).
+  double gamma = std::nan(""), minLr = -1.0;
   uint64_t seed = 0;
   bool shuffle = true;
   /// Threads that copy batches into pinned buffers ahead of the step (0:

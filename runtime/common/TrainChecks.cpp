@@ -5,6 +5,8 @@
 #include "FileIO.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -114,6 +116,65 @@ Status checkExportLayout(const Program &program, uint64_t &largest) {
 /// The outputs a run writes (--export, --log, the checkpoint files) must be
 /// absent or regular files, and --export's folder must exist: checked before
 /// anything is read or trained, so a bad target costs no training.
+namespace {
+
+bool readsHyper(const TrainStep &train, const char *name) {
+  for (int h = 0; h < train.numHypers; ++h)
+    if (train.hypers[h] && std::strcmp(train.hypers[h], name) == 0)
+      return true;
+  return false;
+}
+
+} // namespace
+
+Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
+  const std::string optimizer = train.optimizer ? train.optimizer : "sgd";
+  const std::string compiled = "this trainer was compiled with --optimizer=" + optimizer;
+  struct Flag {
+    const char *name;
+    bool given;
+    const char *hyper;
+    const char *instead;
+  };
+  const bool adam = optimizer != "sgd";
+  const Flag flags[] = {
+      {"--momentum", !std::isnan(options.momentum), "momentum",
+       "Adam's momentum is --beta1"},
+      {"--beta1", !std::isnan(options.beta1), "beta1", "SGD's momentum is --momentum"},
+      {"--beta2", !std::isnan(options.beta2), "beta2", "only Adam and AdamW have beta2"},
+      {"--eps", !std::isnan(options.eps), "eps", "only Adam and AdamW have eps"},
+      {"--weight-decay", !std::isnan(options.weightDecay), "weight_decay", ""},
+  };
+  for (const Flag &f : flags)
+    if (f.given && !readsHyper(train, f.hyper))
+      return Status::error(std::string(f.name) + ": " + compiled + ", which has no " +
+                           f.hyper + (*f.instead ? std::string(" (") + f.instead + ")" : "") +
+                           (adam || std::strcmp(f.hyper, "momentum") == 0
+                                ? ""
+                                : "; compile with --optimizer=adam or adamw to use it"));
+  // A schedule's parameters without that schedule.
+  const std::string &schedule = options.schedule;
+  struct ScheduleFlag {
+    const char *name;
+    bool given;
+    bool read;
+    const char *which;
+  };
+  const ScheduleFlag scheduleFlags[] = {
+      {"--step-size", options.stepSize > 0, schedule == "step" || schedule == "cyclic",
+       "--lr-schedule step or cyclic"},
+      {"--gamma", !std::isnan(options.gamma), schedule == "step", "--lr-schedule step"},
+      {"--min-lr", options.minLr >= 0, schedule == "cosine" || schedule == "cyclic",
+       "--lr-schedule cosine or cyclic"},
+  };
+  for (const ScheduleFlag &f : scheduleFlags)
+    if (f.given && !f.read)
+      return Status::error(std::string(f.name) + " is a parameter of " + f.which +
+                           ", not of --lr-schedule " + schedule + "; add the schedule or drop " +
+                           f.name);
+  return Status();
+}
+
 Status checkOutputTargets(const Program &program, const TrainOptions &options) {
   if (!options.exportPath.empty()) {
     uint64_t largest = 0;

@@ -26,6 +26,13 @@ namespace trainc::rt::detail {
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
                            const std::vector<NpyArray> &arrays, int64_t samples);
 
+/// Every hyperparameter flag given must change something: one the compiled
+/// optimizer does not read (--momentum on an Adam trainer, --beta1 or --eps on
+/// an SGD one) or a schedule's parameter without that schedule (--step-size
+/// without --lr-schedule step or cyclic) is an error naming the flag and what
+/// the program was compiled with.
+Status checkHyperFlags(const TrainStep &train, const TrainOptions &options);
+
 /// The outputs a run writes (--export, --log, the checkpoint files) must be
 /// absent or regular files, and --export's folder must exist: checked before
 /// anything is read or trained, so a bad target costs no training.

@@ -58,7 +58,7 @@ double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
   double minimum = o.minLr >= 0 ? o.minLr : (o.schedule == "cyclic" ? lr / 10 : 0.0);
   int64_t stepSize = o.stepSize > 0 ? o.stepSize : (o.schedule == "cyclic" ? 2000 : 1);
   if (o.schedule == "step") {
-    value = lr * std::pow(o.gamma, static_cast<double>(k / stepSize));
+    value = lr * std::pow(orDefault(o.gamma, 0.1), static_cast<double>(k / stepSize));
   } else if (o.schedule == "cosine") {
     value = minimum + (lr - minimum) * (1 + std::cos(pi * k / total)) / 2;
   } else if (o.schedule == "onecycle") {
@@ -472,6 +472,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   if (options.scaleGrowthInterval > 0 && !dynamicScale)
     return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
                          "(compile with --precision=fp16)");
+  TRAINC_RETURN_IF_ERROR(checkHyperFlags(*train, options));
   if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");

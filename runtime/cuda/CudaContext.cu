@@ -76,6 +76,11 @@ Status checkLaunch(const char *site, const char *kernel) {
 // Creation and teardown
 //===----------------------------------------------------------------------===//
 
+/// What a user of a CUDA trainer on a machine without a GPU does instead.
+constexpr const char *kBuildForCpu =
+    ". This trainer was compiled with --target=cuda; to train on this machine's CPU, "
+    "compile the model again with --target=cpu";
+
 Status
 CudaContext::createContext(std::unique_ptr<::trainc::rt::Context> &context) {
   int count = 0;
@@ -90,10 +95,11 @@ CudaContext::createContext(std::unique_ptr<::trainc::rt::Context> &context) {
              std::to_string(CUDART_VERSION % 1000 / 10) + " or newer?";
     return Status::error(
         std::string("no CUDA device: ") + cudaGetErrorString(error) + " (" +
-        cudaGetErrorName(error) + " from cudaGetDeviceCount)" + hint);
+        cudaGetErrorName(error) + " from cudaGetDeviceCount)" + hint + kBuildForCpu);
   }
   if (count == 0)
-    return Status::error("no CUDA device: the driver reports 0 devices");
+    return Status::error(std::string("no CUDA device: the driver reports 0 devices") +
+                         kBuildForCpu);
 
   // Built before anything is created so that its destructor releases
   // whatever a failing step below already made.
