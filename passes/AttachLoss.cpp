@@ -33,6 +33,10 @@ Value make(OpBuilder &b, Location loc, ValueRange operands,
   return b.create<OpTy>(loc, operands, attrs)->getResult(0);
 }
 
+/// The label that --loss=cross-entropy ignores, as PyTorch's
+/// CrossEntropyLoss() does by default.
+constexpr int64_t kIgnoreIndex = -100;
+
 Value scalarConstant(OpBuilder &b, Location loc, float value) {
   auto type = RankedTensorType::get({}, b.getF32Type());
   return b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(type, value)).getResult();
@@ -264,8 +268,9 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
                               loc);
     Value label = loss.getArgument(at), weights = loss.getArgument(at + 1);
 
-    // Element-wise (or per-position) losses, [N, ...].
-    Value elements;
+    // Element-wise (or per-position) losses, [N, ...], and for
+    // cross-entropy which of them count (1) or are ignored (0).
+    Value elements, counted;
     if (kind == "cross-entropy") {
       // Classes on axis 1, the other axes in order: labels keep their shape.
       Value logits = prediction;
@@ -277,8 +282,19 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
         logits = make<tc::TransposeOp>(b, loc, prediction,
                                        {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
       }
+      // PyTorch's CrossEntropyLoss() ignores label -100 (its default
+      // ignore_index): such a sample or position adds nothing to the loss
+      // and is left out of the mean.
       elements = make<tc::SoftmaxCrossEntropyOp>(
-          b, loc, {logits, label}, {b.getNamedAttr("reduction", b.getStringAttr("none"))});
+          b, loc, {logits, label},
+          {b.getNamedAttr("reduction", b.getStringAttr("none")),
+           b.getNamedAttr("ignore_index", b.getI64IntegerAttr(kIgnoreIndex))});
+      auto ignoreType = RankedTensorType::get({}, cast<RankedTensorType>(labelType).getElementType());
+      Value ignore = b.create<tc::ConstantOp>(
+          loc, DenseElementsAttr::get(ignoreType, APInt(64, kIgnoreIndex, /*isSigned=*/true)));
+      Value ignored = make<tc::EqualOp>(b, loc, {label, ignore});
+      counted = make<tc::CastOp>(b, loc, make<tc::NotOp>(b, loc, ignored),
+                                 {b.getNamedAttr("to", TypeAttr::get(b.getF32Type()))});
     } else if (kind == "mse") {
       Value diff = make<tc::SubOp>(b, loc, {prediction, label});
       elements = make<tc::MulOp>(b, loc, {diff, diff});
@@ -311,6 +327,10 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
                             ? weightSum
                             : make<tc::MulOp>(b, loc, {weightSum,
                                                        scalarConstant(b, loc, perSample)});
+    // sum_i w_i sum_j l_ij / sum_i w_i sum_j [label_ij counts].
+    if (counted)
+      denominator =
+          make<tc::ReduceSumOp>(b, loc, make<tc::MulOp>(b, loc, {counted, w}), {all, drop});
     return make<tc::DivOp>(b, loc, {total, denominator});
   }
 };

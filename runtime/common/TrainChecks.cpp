@@ -64,12 +64,13 @@ Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo>
     values.resize(rows * perSample);
     TRAINC_RETURN_IF_ERROR(array->readRows(first, rows, values.data()));
     for (int64_t k = 0; k < rows * perSample; ++k)
-      if (values[k] < 0 || values[k] >= classes)
+      if ((values[k] < 0 && values[k] != kIgnoredLabel) || values[k] >= classes)
         return Status::error("training label " + std::to_string(values[k]) + " of sample " +
                              std::to_string(first + k / perSample) + " in " + array->path() +
                              " is outside [0, " + std::to_string(classes) +
                              ") (the classes of output " + out.name + " " + shapeText(out) +
-                             ")");
+                             "; " + std::to_string(kIgnoredLabel) +
+                             " marks a sample the loss ignores, as in PyTorch)");
   }
   return Status();
 }

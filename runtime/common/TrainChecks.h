@@ -15,7 +15,12 @@
 
 namespace trainc::rt::detail {
 
-/// Class labels of the training data must lie in [0, classes), checked
+/// The class label that --loss=cross-entropy and evaluation leave out, as
+/// PyTorch's CrossEntropyLoss() does by default (ignore_index).
+constexpr int64_t kIgnoredLabel = -100;
+
+/// Class labels of the training data must lie in [0, classes) or be
+/// kIgnoredLabel, checked
 /// before step 1 (a bad label would otherwise stop the run at its batch). The
 /// ABI carries no class count: the label is the step input before the
 /// sample weights that is not a model input (a model's own loss takes its

@@ -211,10 +211,11 @@ Status openClassLabels(const Program &program, const std::string &dir, EvalSet &
   set.classes = out.shape[1];
   const int64_t *truth = set.truth.data();
   for (int64_t r = 0; r < set.samples; ++r)
-    if (truth[r] < 0 || truth[r] >= set.classes)
+    if ((truth[r] < 0 && truth[r] != kIgnoredLabel) || truth[r] >= set.classes)
       return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
                            std::to_string(r) + " is outside [0, " +
-                           std::to_string(set.classes) + ")");
+                           std::to_string(set.classes) + ") (" +
+                           std::to_string(kIgnoredLabel) + " marks a sample left out)");
   return Status();
 }
 
@@ -248,7 +249,7 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
   }
   std::vector<float> scores(batch * set.classes);
   const int64_t *truth = set.truth.data();
-  int64_t correct = 0;
+  int64_t correct = 0, counted = 0;
   double total = 0;
   for (int64_t first = 0; first < set.samples; first += batch) {
     int64_t count = std::min(batch, set.samples - first);
@@ -258,6 +259,9 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
     for (int64_t r = 0; r < count; ++r) {
       const float *row = scores.data() + r * set.classes;
       int64_t label = truth[first + r];
+      if (label == kIgnoredLabel)
+        continue; // left out of the loss and the accuracy, as PyTorch's loss does
+      ++counted;
       correct += std::max_element(row, row + set.classes) - row == label;
       double maxv = *std::max_element(row, row + set.classes), sum = 0;
       for (int64_t c = 0; c < set.classes; ++c)
@@ -265,8 +269,8 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
       total += std::log(sum) + maxv - row[label];
     }
   }
-  loss = total / set.samples;
-  accuracy = static_cast<double>(correct) / set.samples;
+  loss = counted ? total / counted : std::nan("");
+  accuracy = counted ? static_cast<double>(correct) / counted : std::nan("");
   return Status();
 }
 

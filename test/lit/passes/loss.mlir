@@ -3,17 +3,23 @@
 // RUN: trainc-opt %s --split-input-file --trainc-loss="loss=bce label=target" | FileCheck %s --check-prefix=BCE
 
 // Logits [2, 10]: per-sample cross entropy, weighted by the sample weights,
-// divided by their sum. @forward stays as it was.
+// divided by the weighted count of labels that are not -100 (ignored, as by
+// PyTorch's CrossEntropyLoss()). @forward stays as it was.
 // CE-LABEL: func.func @forward(%arg0: tensor<2x4xf32> {tc.input = "x"}, %arg1: tensor<10x4xf32> {tc.param = @w}) -> (tensor<2x10xf32> {tc.output = "logits"})
 // CE-NOT: softmax_cross_entropy
 // CE-LABEL: func.func @loss(
 // CE-SAME: %arg0: tensor<2x4xf32> {tc.input = "x"}, %[[LABEL:.*]]: tensor<2xi64> {tc.label = "label"}, %[[W:.*]]: tensor<2xf32> {tc.sample_weights}, %arg3: tensor<10x4xf32> {tc.param = @w}) -> (tensor<f32> {tc.output = "loss"}, tensor<2x10xf32> {tc.output = "logits"})
 // CE: %[[LOGITS:.*]] = tc.gemm %arg0, %arg3
-// CE: %[[CE:.*]] = tc.softmax_cross_entropy %[[LOGITS]], %[[LABEL]] {reduction = "none"} : (tensor<2x10xf32>, tensor<2xi64>) -> tensor<2xf32>
+// CE: %[[CE:.*]] = tc.softmax_cross_entropy %[[LOGITS]], %[[LABEL]] {ignore_index = -100 : i64, reduction = "none"} : (tensor<2x10xf32>, tensor<2xi64>) -> tensor<2xf32>
+// CE: %[[IGNORE:.*]] = tc.constant dense<-100> : tensor<i64>
+// CE: %[[IGNORED:.*]] = tc.equal %[[LABEL]], %[[IGNORE]]
+// CE: %[[KEPT:.*]] = tc.not %[[IGNORED]]
+// CE: %[[COUNTED:.*]] = tc.cast %[[KEPT]] {to = f32}
 // CE: %[[WCE:.*]] = tc.mul %[[CE]], %[[W]]
 // CE: %[[SUM:.*]] = tc.reduce_sum %[[WCE]] {axes = array<i64>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
-// CE: %[[WSUM:.*]] = tc.reduce_sum %[[W]] {axes = array<i64>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
-// CE: %[[LOSS:.*]] = tc.div %[[SUM]], %[[WSUM]]
+// CE: %[[WCOUNT:.*]] = tc.mul %[[COUNTED]], %[[W]]
+// CE: %[[COUNT:.*]] = tc.reduce_sum %[[WCOUNT]] {axes = array<i64>, keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+// CE: %[[LOSS:.*]] = tc.div %[[SUM]], %[[COUNT]]
 // CE: return %[[LOSS]], %[[LOGITS]] : tensor<f32>, tensor<2x10xf32>
 //
 // MSE-LABEL: func.func @loss(
