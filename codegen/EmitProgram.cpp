@@ -232,6 +232,54 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
                  inputRoles, arena.getInt(), generatedCalls, libraryCalls};
 }
 
+namespace {
+/// The rows of the table an integer input indexes, and the node that reads it.
+struct IndexLimit {
+  int64_t rows;
+  std::string node;
+};
+} // namespace
+
+/// Integer inputs of `func` that index a table's rows (tc.gather's indices,
+/// as an nn.Embedding's token ids), by input name: the trainer refuses ids
+/// outside [0, rows) before step 1, as PyTorch's nn.Embedding raises on them.
+/// The rows are the parameter's own (before any padding of the table); an
+/// input that indexes two tables gets the smaller.
+static llvm::StringMap<IndexLimit> indexLimits(func::FuncOp func) {
+  llvm::StringMap<IndexLimit> limits;
+  for (BlockArgument arg : func.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kInputAttrName);
+    if (!name)
+      continue;
+    SmallVector<Value> values = {arg};
+    while (!values.empty()) {
+      Value value = values.pop_back_val();
+      for (OpOperand &use : value.getUses()) {
+        Operation *user = use.getOwner();
+        if (isa<tc::ReshapeOp>(user)) {
+          values.push_back(user->getResult(0));
+          continue;
+        }
+        auto gather = dyn_cast<tc::GatherOp>(user);
+        if (!gather || use.getOperandNumber() != 1)
+          continue;
+        Value table = gather.getData();
+        // Through a padding of the table to its parameter.
+        while (Operation *def = table.getDefiningOp()) {
+          if (def->getNumOperands() == 0 || !isa<tc::PadOp>(def))
+            break;
+          table = def->getOperand(0);
+        }
+        int64_t rows = cast<RankedTensorType>(table.getType()).getDimSize(gather.getAxis());
+        IndexLimit &limit = limits[name.getValue()];
+        if (limit.rows == 0 || rows < limit.rows)
+          limit = {rows, nodeName(gather.getLoc())};
+      }
+    }
+  }
+  return limits;
+}
+
 LogicalResult ProgramEmitter::run(raw_ostream &os) {
   auto func = module.lookupSymbol<func::FuncOp>(options.entry);
   if (!func || func.isExternal())
@@ -299,13 +347,19 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
                            "accumulators (no update).\n",
                        accumulateFn->body);
 
-  auto tensorInfo = [](const std::string &name, Type type, const char *role = "Data") {
+  const llvm::StringMap<IndexLimit> limits = indexLimits(func);
+  auto tensorInfo = [&](const std::string &name, Type type, const char *role = nullptr) {
     auto tensor = cast<RankedTensorType>(type);
     std::string s = "{" + cStringLiteral(name) + ", " + dtypeEnum(type) + ", " +
                     std::to_string(tensor.getRank()) + ", {";
     for (int64_t d = 0; d < tensor.getRank(); ++d)
       s += (d ? ", " : "") + std::to_string(tensor.getDimSize(d));
-    return s + "}, trainc::rt::InputRole::" + role + "}";
+    s += "}, trainc::rt::InputRole::" + std::string(role ? role : "Data");
+    if (auto limit = limits.find(name); role && limit != limits.end())
+      s += ", " + std::to_string(limit->second.rows) + ", " + cStringLiteral(limit->second.node);
+    else
+      s += ", 0, nullptr";
+    return s + "}";
   };
   auto table = [&](const char *type, const char *name,
                    const std::vector<std::pair<std::string, Type>> &entries,
@@ -314,7 +368,8 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
       return;
     os << "const trainc::rt::" << type << " " << name << "[] = {\n";
     for (auto [k, entry] : llvm::enumerate(entries))
-      os << "    " << tensorInfo(entry.first, entry.second, k < roles.size() ? roles[k] : "Data")
+      os << "    "
+         << tensorInfo(entry.first, entry.second, k < roles.size() ? roles[k] : nullptr)
          << ",\n";
     os << "};\n";
   };

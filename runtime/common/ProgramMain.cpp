@@ -10,6 +10,7 @@
 #include "Npy.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
+#include "TrainChecks.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/program.h"
 
@@ -472,6 +473,7 @@ Status runPredict(const Program &program, const Options &options) {
   int64_t samples = 0;
   TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, program.inputs,
                                           program.numInputs, arrays, samples));
+  TRAINC_RETURN_IF_ERROR(checkIndexInputs(program.inputs, program.numInputs, arrays, samples));
 
   // Outputs are streamed batch by batch into their files.
   std::error_code error;

@@ -117,6 +117,41 @@ Status checkExportLayout(const Program &program, uint64_t &largest) {
 /// The outputs a run writes (--export, --log, the checkpoint files) must be
 /// absent or regular files, and --export's folder must exist: checked before
 /// anything is read or trained, so a bad target costs no training.
+Status checkIndexInputs(const TensorInfo *infos, int count, const std::vector<NpyArray> &arrays,
+                        int64_t samples) {
+  for (int i = 0; i < count && static_cast<size_t>(i) < arrays.size(); ++i) {
+    const TensorInfo &t = infos[i];
+    if (t.indexLimit <= 0 || (t.dtype != DType::I64 && t.dtype != DType::I32))
+      continue;
+    const int64_t perSample = static_cast<int64_t>(tensorBytes(t, 1) / dtypeSize(t.dtype));
+    if (perSample <= 0)
+      continue;
+    const int64_t chunkRows = std::max<int64_t>(1, (1 << 19) / perSample);
+    std::vector<int64_t> wide;
+    std::vector<int32_t> narrow;
+    for (int64_t first = 0; first < samples; first += chunkRows) {
+      const int64_t rows = std::min(chunkRows, samples - first);
+      wide.resize(rows * perSample);
+      if (t.dtype == DType::I64) {
+        TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, rows, wide.data()));
+      } else {
+        narrow.resize(rows * perSample);
+        TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, rows, narrow.data()));
+        std::copy(narrow.begin(), narrow.end(), wide.begin());
+      }
+      for (int64_t k = 0; k < rows * perSample; ++k)
+        if (wide[k] < 0 || wide[k] >= t.indexLimit)
+          return Status::error(
+              "input " + std::string(t.name) + ": id " + std::to_string(wide[k]) +
+              " of sample " + std::to_string(first + k / perSample) + " (element " +
+              std::to_string(k % perSample) + ") in " + arrays[i].path() + " is outside [0, " +
+              std::to_string(t.indexLimit) + "), the rows of the table that node '" +
+              (t.indexNode ? t.indexNode : "?") + "' reads (PyTorch's nn.Embedding refuses it too)");
+    }
+  }
+  return Status();
+}
+
 namespace {
 
 bool readsHyper(const TrainStep &train, const char *name) {

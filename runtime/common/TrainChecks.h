@@ -31,6 +31,14 @@ constexpr int64_t kIgnoredLabel = -100;
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
                            const std::vector<NpyArray> &arrays, int64_t samples);
 
+/// Integer inputs that index a table (TensorInfo::indexLimit: an embedding's
+/// token ids) must lie in [0, indexLimit), checked over every sample before
+/// anything runs: a negative id is refused as PyTorch's nn.Embedding refuses
+/// it (ONNX's Gather would count it from the end), and an error names the
+/// value, the sample, the file and the node that reads the table.
+Status checkIndexInputs(const TensorInfo *infos, int count, const std::vector<NpyArray> &arrays,
+                        int64_t samples);
+
 /// Every hyperparameter flag given must change something: one the compiled
 /// optimizer does not read (--momentum on an Adam trainer, --beta1 or --eps on
 /// an SGD one) or a schedule's parameter without that schedule (--step-size

@@ -157,6 +157,8 @@ Status openEvalSet(Context &context, const Program &program, const std::string &
                    bool modelLoss, EvalSet &set) {
   TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, program.inputs, program.numInputs, set.arrays,
                                           set.samples));
+  TRAINC_RETURN_IF_ERROR(
+      checkIndexInputs(program.inputs, program.numInputs, set.arrays, set.samples));
   set.modelLoss = modelLoss;
   set.evaluated = set.samples;
   if (modelLoss) {
@@ -567,6 +569,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   }
 
   TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
+  TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
+                                          arrays, samples));
 
   // Device state. The search's kept choices outlive the context's plans.
   std::unique_ptr<AlgoCache> algoCache;

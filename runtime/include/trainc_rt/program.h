@@ -43,6 +43,12 @@ struct TensorInfo {
   int64_t shape[kMaxRank];
   /// Step inputs only (the other tables: Data).
   InputRole role;
+  /// Inputs only: an integer input whose values index the rows of a table
+  /// (an embedding's token ids) may hold values in [0, indexLimit), as
+  /// PyTorch's nn.Embedding allows; `indexNode` names the ONNX node that
+  /// reads the table. 0 and null: no such limit.
+  int64_t indexLimit;
+  const char *indexNode;
 };
 
 struct ParamInfo {
