@@ -101,6 +101,10 @@ LogicalResult checkRuntimeKernel(NodeContext &ctx, RankedTensorType type,
     return ctx.error(llvm::Twine(type.getRank() - 2) + "-D " + what +
                      " is not supported (code generation has 1-D and 2-D " + what +
                      "); input " + shape::format(type.getShape()));
+  if (type.getElementType().isF64())
+    return ctx.error("the model computes in float64 here (" + what +
+                     "); trainc compiles float32 models (export the PyTorch model after "
+                     "model.float(), or convert the initializers and inputs to float32)");
   if (!type.getElementType().isF32()) {
     auto dtype = fromMlirType(type.getElementType());
     return ctx.error("code generation supports float32 " + what + " only, got " +

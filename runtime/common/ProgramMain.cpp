@@ -555,6 +555,29 @@ Status runPredict(const Program &program, const Options &options) {
   return Status();
 }
 
+/// --predict and --run read the data, the parameters and the thread count;
+/// any training flag with them is an error (it would change nothing). A
+/// checkpoint is not read by them: the hint says how its parameters get in.
+Status checkForwardFlags(const Options &options) {
+  if (!options.predict && !options.runOnce)
+    return Status();
+  const char *mode = options.predict ? "--predict" : "--run";
+  static const char *const kUsed[] = {"--predict", "--run",    "--data", "--out",
+                                      "--threads", "--params", "--info", "--help"};
+  for (const std::string &flag : options.given) {
+    if (std::find(std::begin(kUsed), std::end(kUsed), flag) != std::end(kUsed))
+      continue;
+    if (flag == "--checkpoint-dir" || flag == "--resume")
+      return Status::error(std::string(mode) + " does not read checkpoints (it would predict "
+                           "with the model's initial weights): give it the trained parameters "
+                           "with --params DIR, the folder a training run's --save-params "
+                           "wrote");
+    return Status::error(flag + " is a training flag; " + mode +
+                         " reads only --data, --out, --params and --threads");
+  }
+  return Status();
+}
+
 int run(int argc, char **argv, const Program &program) {
   const char *argv0 = argc > 0 && argv[0] ? argv[0] : "program";
   Options options;
@@ -570,6 +593,10 @@ int run(int argc, char **argv, const Program &program) {
   }
   if (options.predict && options.runOnce) {
     std::fprintf(stderr, "%s: error: --predict and --run exclude each other\n", argv0);
+    return 1;
+  }
+  if (Status used = checkForwardFlags(options); !used.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0, used.message().c_str());
     return 1;
   }
   bool training = !options.predict && !options.runOnce && !options.dataDir.empty();

@@ -364,6 +364,9 @@ Status parseArgs(int argc, char **argv, Options &options) {
   }
   for (const std::string &extra : parser.app.remaining())
     return Status::error("unknown argument '" + extra + "'" + nearMiss(parser.app, extra));
+  for (const CLI::Option *option : parser.app.get_options())
+    if (option->count() > 0 && !option->get_lnames().empty())
+      options.given.push_back("--" + option->get_lnames().front());
   options.train.dataDir = options.dataDir;
   return Status();
 }

@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace trainc::rt::detail {
 
@@ -26,6 +27,8 @@ struct Options {
   std::string outDir;
   int threads = 0; // 0: keep the default (OMP_NUM_THREADS or all cores).
   TrainOptions train = defaultTrainOptions();
+  /// The flags given on the command line ("--epochs", ...), in flag order.
+  std::vector<std::string> given;
 
   static TrainOptions defaultTrainOptions();
 };
