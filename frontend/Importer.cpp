@@ -83,6 +83,7 @@ private:
   }
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   LogicalResult checkOutputType(const onnx::ValueInfoProto &info, Type type);
+  void warnIfEvalExport(const onnx::GraphProto &graph);
   LogicalResult checkBatchAxes(const onnx::GraphProto &graph,
                                llvm::ArrayRef<std::string> inputNames,
                                llvm::ArrayRef<Type> inputTypes);
@@ -436,6 +437,30 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
   return RankedTensorType::get(dims, toMlirType(&context, *dtype));
 }
 
+/// A model about to be trained that PyTorch exported in eval mode with
+/// constant folding (torch.onnx.export's defaults) has had its BatchNorm
+/// layers folded into the convolutions before them (the folded weights are
+/// initializers named "onnx::Conv_N") and its Dropout layers removed:
+/// training it trains another network, without a word. The folded names and
+/// the absence of any BatchNormalization node give it away; the warning says
+/// how to export for training.
+void GraphImporter::warnIfEvalExport(const onnx::GraphProto &graph) {
+  for (const onnx::NodeProto &node : graph.node())
+    if (node.op_type() == "BatchNormalization")
+      return;
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    if (!llvm::StringRef(init.name()).starts_with("onnx::Conv_"))
+      continue;
+    errs << "warning: " << modelName << ": initializer '" << init.name()
+         << "' is a convolution weight folded by an eval-mode export "
+            "(torch.onnx.export's defaults fold each BatchNorm into the convolution before it "
+            "and drop Dropout): training this file trains another network than the PyTorch "
+            "model; export it with python/trainc_torch.py, or with torch.onnx.export(..., "
+            "training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)\n";
+    return;
+  }
+}
+
 /// Whether a graph input has a symbolic first axis (which --batch-size binds).
 static bool hasSymbolicBatch(const onnx::GraphProto &graph) {
   for (const onnx::ValueInfoProto &info : graph.input()) {
@@ -782,6 +807,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   removeDeadCode(func);
   if (failed(markPaddingRows(*meta, func, paramNames, firstParam)))
     return nullptr;
+  if (options.everyInputBatched && !meta->trainable)
+    warnIfEvalExport(graph);
   finishParams(*module, func, paramNames, firstParam);
   if (failed(mlir::verify(*module))) {
     for (const std::string &message : nodeErrors)
