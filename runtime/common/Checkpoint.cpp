@@ -175,8 +175,14 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
   // Steps per epoch: one per group of `accum` batches, the last group short.
   const int64_t batches = expect.batchesPerEpoch, total = expect.totalSteps;
   const int64_t perEpoch = (batches + accum - 1) / accum;
-  TRAINC_RETURN_IF_ERROR(integer("step", point.step, 0, total,
-                                 "this run has " + std::to_string(total) + " steps"));
+  TRAINC_RETURN_IF_ERROR(integer("step", point.step, 0, std::numeric_limits<int64_t>::max(),
+                                 "a step count"));
+  if (point.step > total)
+    return Status::error("the checkpoint " + path + " is at step " +
+                         std::to_string(point.step) + ", already past the " +
+                         std::to_string(total) + " steps this run asks for (--steps or " +
+                         "--epochs): to go on training, ask for more than " +
+                         std::to_string(point.step) + " steps");
   TRAINC_RETURN_IF_ERROR(integer("batch", point.batch, 0, batches,
                                  "the data has " + std::to_string(batches) +
                                      " batches per epoch"));
