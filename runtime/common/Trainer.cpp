@@ -21,8 +21,10 @@
 #include "trainc_rt/launch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,6 +80,36 @@ double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
     value *= std::min(1.0, static_cast<double>(k + 1) / o.warmupSteps);
   return value;
 }
+
+/// SIGINT or SIGTERM received while training (0: none). The first ends the
+/// run after the step in flight, with a checkpoint where --checkpoint-dir
+/// asks for them; a second ends the process at once.
+std::atomic<int> stopSignal{0};
+
+void onStopSignal(int signal) {
+  if (stopSignal.exchange(signal) != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+}
+
+/// SIGINT and SIGTERM handled as above while a single-process run trains
+/// (ranks of a data-parallel run stop as before: they must stop at one step).
+struct StopOnSignals {
+  struct sigaction oldInt {}, oldTerm {};
+  StopOnSignals() {
+    stopSignal = 0;
+    struct sigaction action {};
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &oldInt);
+    sigaction(SIGTERM, &action, &oldTerm);
+  }
+  ~StopOnSignals() {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+  }
+};
 
 /// Hyperparameter values for one step, by name.
 struct Hyper {
@@ -409,8 +441,10 @@ Status runTraining(const Program &program, const TrainOptions &options) {
                          "each would train alone and write the same files");
   double waited = -1;
   bool overlapped = false;
-  if (train->dataParallelBuckets == 0 || launched == 0)
+  if (train->dataParallelBuckets == 0 || launched == 0) {
+    StopOnSignals stop;
     return trainOnRanks(program, options, nullptr, waited, overlapped);
+  }
   if (!train->createCommunicator)
     return Status::error(std::string("this data-parallel trainer's target (") +
                          (program.target ? program.target : "?") +
@@ -1126,8 +1160,10 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
         continue;
       ++step;
       bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
+      const int stopping = ranks ? 0 : stopSignal.load();
       if (!options.checkpointDir.empty() &&
-          (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)) {
+          (stopping ||
+           (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd))) {
         // The log holds every step the checkpoint covers. Every rank drains
         // (its loss sums pair with rank 0's); rank 0 writes.
         TRAINC_RETURN_IF_ERROR(drain());
@@ -1135,6 +1171,17 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
           TRAINC_RETURN_IF_ERROR(log.sync());
           TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
         }
+      }
+      if (stopping) {
+        TRAINC_RETURN_IF_ERROR(drain());
+        TRAINC_RETURN_IF_ERROR(log.sync());
+        return Status::error(
+            std::string("stopped by ") + (stopping == SIGINT ? "SIGINT" : "SIGTERM") +
+            " after step " + std::to_string(step) + " of " + std::to_string(totalSteps) +
+            (options.checkpointDir.empty()
+                 ? "; nothing to resume from (--checkpoint-dir DIR keeps the run)"
+                 : "; the checkpoint in " + options.checkpointDir +
+                       " continues it (--resume)"));
       }
     }
     TRAINC_RETURN_IF_ERROR(drain());
