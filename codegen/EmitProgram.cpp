@@ -543,7 +543,11 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << (exporting ? "&kExport" : "nullptr") << ",\n"
      << "    \"" << programFingerprint(module, options) << "\",\n"
      << "    " << forwardFn->generated << ", " << forwardFn->library
-     << "}; // kernels per forward pass: generated, library calls\n"
+     << ", // kernels per forward pass: generated, library calls\n"
+     << "    "
+     << (options.modelFingerprint.empty() ? std::string("nullptr")
+                                          : cStringLiteral(options.modelFingerprint))
+     << "}; // the model as imported (checkpoints of it resume here)\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
      << "  trainc::rt::prepareProcess(argc, argv);\n"

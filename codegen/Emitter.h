@@ -37,6 +37,9 @@ struct EmitOptions {
   std::string exportSegmentsPath;
   uint64_t exportSegmentsBytes = 0;
   std::vector<ExportPiece> exportPieces;
+  /// The model as imported, before any phase (modelFingerprint): empty
+  /// leaves Program::modelFingerprint null.
+  std::string modelFingerprint;
 };
 
 /// Emits the program of a planned module (`trainc-plan` has run): one source
@@ -53,6 +56,14 @@ mlir::LogicalResult emitProgram(mlir::ModuleOp module, const EmitOptions &option
 /// parameter values, of locations and of file paths. The program carries it
 /// (Program::fingerprint) and checkpoints record it.
 std::string programFingerprint(mlir::ModuleOp module, const EmitOptions &options);
+
+/// 16 hex digits identifying the model as imported (run it before any phase):
+/// its graph, parameter names, shapes, dtypes and trainability, independent
+/// of initial values, locations and paths. Speed flags (--remat, --fuse,
+/// --layout, --pad-to, --precision), the target and thread counts leave it
+/// as it is, so a checkpoint resumes in any program built from the same
+/// model.
+std::string modelFingerprint(mlir::ModuleOp module);
 
 } // namespace trainc::codegen
 

@@ -21,9 +21,13 @@
 
 using namespace mlir;
 
-std::string trainc::codegen::programFingerprint(ModuleOp module, const EmitOptions &options) {
+namespace {
+
+/// The module as printed without initial values, the producer and locations,
+/// then `tail`, hashed.
+std::string hashOf(ModuleOp module, llvm::StringRef tail) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-  for (auto param : copy->getOps<tc::ParamOp>())
+  for (auto param : copy->getOps<trainc::tc::ParamOp>())
     param.removeInitialValueAttr();
   (*copy)->removeAttr("tc.producer");
   std::string text;
@@ -31,10 +35,22 @@ std::string trainc::codegen::programFingerprint(ModuleOp module, const EmitOptio
   // Default flags: no locations, nothing elided (constants are part of the
   // program; parameters have no value left to print).
   copy->print(os, OpPrintingFlags());
-  os << "\ntarget=" << (options.target == Target::Cuda ? "cuda" : "cpu")
-     << "\nentry=" << options.entry << "\n";
+  os << tail;
   std::string hex;
   llvm::raw_string_ostream hs(hex);
   hs << llvm::format_hex_no_prefix(llvm::xxh3_64bits(llvm::StringRef(text)), 16);
   return hex;
+}
+
+} // namespace
+
+std::string trainc::codegen::programFingerprint(ModuleOp module, const EmitOptions &options) {
+  return hashOf(module, (llvm::Twine("\ntarget=") +
+                         (options.target == Target::Cuda ? "cuda" : "cpu") + "\nentry=" +
+                         options.entry + "\n")
+                            .str());
+}
+
+std::string trainc::codegen::modelFingerprint(ModuleOp module) {
+  return hashOf(module, "\nmodel as imported\n");
 }

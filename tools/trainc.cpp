@@ -1036,6 +1036,8 @@ int runCompile() {
   auto module = importFromCommandLine(context);
   if (!module || !checkFileNames(*module, !lossKind.empty()) || !checkNoFloat64(*module))
     return 1;
+  // Checkpoints name the model as imported, before any speed phase.
+  const std::string importedFingerprint = trainc::codegen::modelFingerprint(*module);
   mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
     printDiagnostic(errs(), diag);
     return mlir::success();
@@ -1103,6 +1105,7 @@ int runCompile() {
   emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
   emit.modelName = sys::path::filename(inputPath).str();
   emit.entry = entryName;
+  emit.modelFingerprint = importedFingerprint;
   SmallString<256> absoluteBlob(blobPath);
   sys::fs::make_absolute(absoluteBlob);
   emit.paramBlobPath = absoluteBlob.str().str();

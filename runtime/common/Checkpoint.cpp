@@ -130,7 +130,18 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
                          optimizer + ", batch size " + std::to_string(batchSize) +
                          "; this program: optimizer " + expect.optimizer + ", batch size " +
                          std::to_string(expect.batchSize) + ")");
-  if (expect.fingerprint) {
+  // The model, as imported: speed flags, the target and thread counts do not
+  // change it, so any program built from the model resumes its checkpoints.
+  // Older checkpoints name only the whole program.
+  if (auto model = manifest.find("model_fingerprint");
+      model != manifest.end() && expect.modelFingerprint) {
+    if (model->second != expect.modelFingerprint && !expect.otherModel)
+      return Status::error("the checkpoint " + path + " is of another model: its model "
+                           "fingerprint is " + model->second + ", this program's is " +
+                           expect.modelFingerprint + " (the graph as imported differs; "
+                           "--resume-other-model resumes it anyway where every tensor "
+                           "matches)");
+  } else if (expect.fingerprint && !expect.otherModel) {
     auto it = manifest.find("fingerprint");
     std::string theirs = it == manifest.end() ? "none" : it->second;
     if (theirs != expect.fingerprint)

@@ -43,8 +43,14 @@ Status writeCheckpoint(const std::string &dir, const std::vector<CheckpointTenso
 struct ResumeExpectation {
   std::string optimizer;
   int64_t batchSize = 0;
-  /// Null: the program has no fingerprint (nothing to compare).
+  /// The model's fingerprint as imported (Program::modelFingerprint); a
+  /// checkpoint that has none (written before it was recorded) is compared
+  /// by `fingerprint`, the whole program's. Null: nothing to compare.
+  const char *modelFingerprint = nullptr;
   const char *fingerprint = nullptr;
+  /// --resume-other-model: the user changed the model on purpose; the
+  /// tensors must still match one by one.
+  bool otherModel = false;
   int64_t batchesPerEpoch = 0, totalSteps = 0;
   /// Batches per optimizer step (gradient accumulation; 1 without). A
   /// checkpoint without the field was written with 1.

@@ -228,6 +228,9 @@ void define(Parser &parser, Options &options) {
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
   parser.flag("--resume", t.resume, "continue from the checkpoint in --checkpoint-dir");
+  parser.flag("--resume-other-model", t.resumeOtherModel,
+              "with --resume: accept a checkpoint of a changed model (every tensor must "
+              "still match by name, dtype and shape)");
   parser.integer("--grad-accum", t.gradAccum, 1, 1000000, "K",
                  "batches per optimizer step (a program compiled with --grad-accum; its K "
                  "by default): the step's gradient is the group's mean, a short last group "

@@ -69,6 +69,8 @@ struct TrainOptions {
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   bool resume = false;
+  /// --resume-other-model: resume a checkpoint of a changed model.
+  bool resumeOtherModel = false;
   /// Gradient accumulation: micro-batches (of the compiled batch size) per
   /// optimizer step (0: the program's default, TrainStep::gradAccum).
   int64_t gradAccum = 0;

@@ -841,6 +841,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     expect.optimizer = optimizer;
     expect.batchSize = batch;
     expect.fingerprint = program.fingerprint;
+    expect.modelFingerprint = program.modelFingerprint;
+    expect.otherModel = options.resumeOtherModel;
     expect.batchesPerEpoch = batchesPerEpoch;
     expect.gradAccum = accum;
     expect.totalSteps = totalSteps;
@@ -886,6 +888,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
         {"rng", epochRng}};
     if (program.fingerprint)
       manifest["fingerprint"] = program.fingerprint;
+    if (program.modelFingerprint)
+      manifest["model_fingerprint"] = program.modelFingerprint;
     // The loss scaler, readable without the tensors (which hold it too).
     for (int i = 0; i < train->numStates && train->lossScale; ++i) {
       std::string name = train->states[i].name;

@@ -204,12 +204,17 @@ struct Program {
   const ExportInfo *exportInfo;
   /// A hash of what the compiler built (the final IR of every function with
   /// parameter names, shapes and dtypes, the optimizer, the batch size and the
-  /// precision), as 16 hex digits: a checkpoint records it and --resume
-  /// refuses one written by another program.
+  /// precision), as 16 hex digits: --info shows it, and cuDNN's kept
+  /// algorithm choices are keyed by it (checkpoints: modelFingerprint).
   const char *fingerprint;
   /// Kernels one forward pass launches (as TrainStep's).
   int generatedKernels;
   int libraryCalls;
+  /// A hash of the model as imported, before any phase (16 hex digits), or
+  /// null: a checkpoint records it, and --resume accepts a checkpoint of the
+  /// same model from any program built from it (other speed flags, target or
+  /// thread count), since the tensors it holds are checked one by one.
+  const char *modelFingerprint;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,
