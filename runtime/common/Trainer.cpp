@@ -38,6 +38,10 @@
 
 #include <unistd.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace trainc::rt::detail {
 namespace {
 
@@ -140,6 +144,48 @@ struct Hyper {
     return std::nan("");
   }
 };
+
+/// The run's effective settings in one line, printed before step 1: the
+/// optimizer and the hyperparameters it reads, the schedule, the batch, the
+/// precision, where it runs, and the data's size.
+std::string settingsLine(const Program &program, const TrainOptions &options, const Hyper &hyper,
+                         int ranks, int64_t accum, int64_t samples, int64_t batchesPerEpoch,
+                         int64_t totalSteps) {
+  const TrainStep &train = *program.train;
+  const std::string optimizer = train.optimizer ? train.optimizer : "sgd";
+  char text[1024];
+  std::string line = "training: " + optimizer;
+  std::snprintf(text, sizeof(text), ", lr %g (%s schedule", hyper.lr, options.schedule.c_str());
+  line += text;
+  if (options.warmupSteps > 0)
+    line += ", " + std::to_string(options.warmupSteps) + " warmup steps";
+  line += ")";
+  if (optimizer == "sgd")
+    std::snprintf(text, sizeof(text), ", momentum %g, weight decay %g", hyper.momentum,
+                  hyper.weightDecay);
+  else
+    std::snprintf(text, sizeof(text), ", betas %g/%g, eps %g, weight decay %g", hyper.beta1,
+                  hyper.beta2, hyper.eps, hyper.weightDecay);
+  line += text;
+  if (train.clipGradNorm > 0) {
+    std::snprintf(text, sizeof(text), ", gradient norm clipped to %g", hyper.maxGradNorm);
+    line += text;
+  }
+  line += "; batch " + std::to_string(program.batchSize);
+  if (ranks > 1)
+    line += " on each of " + std::to_string(ranks) + " ranks";
+  if (accum > 1)
+    line += ", " + std::to_string(accum) + " batches per step";
+  line += ", precision " + std::string(train.precision ? train.precision : "fp32") + "; " +
+          (program.target ? program.target : "?");
+#ifdef _OPENMP
+  if (program.target && std::string(program.target) == "cpu")
+    line += " (" + std::to_string(omp_get_max_threads()) + " threads)";
+#endif
+  line += "; " + std::to_string(samples) + " samples, " + std::to_string(batchesPerEpoch) +
+          " batches per epoch, " + std::to_string(totalSteps) + " steps";
+  return line;
+}
 
 /// Where one step's inputs and hyperparameters lie in a step slot: one
 /// block, so that a single upload carries everything a step reads.
@@ -761,6 +807,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                          std::to_string(kMaxTrainSteps) + " steps a run can have");
   const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * stepsPerEpoch;
   int64_t step = 0, startEpoch = 1, startBatch = 0;
+  if (chatty)
+    std::fprintf(stderr, "%s\n",
+                 settingsLine(program, options, hyper, ranksCount, accum, samples,
+                              batchesPerEpoch, totalSteps)
+                     .c_str());
 
   // Every tensor a checkpoint holds (the parameters but constants, then the
   // optimizer state), by name, dtype and shape, with the device buffer it is
