@@ -1198,6 +1198,91 @@ void resolveTarget(bool announce) {
            << "\n";
 }
 
+/// One group of options in `trainc COMMAND --help`.
+struct HelpGroup {
+  const char *title;
+  std::vector<const char *> options;
+};
+
+/// The options of each command, grouped by what they are about.
+std::vector<HelpGroup> helpGroups(StringRef command) {
+  if (command == "import")
+    return {{"Model", {"batch-size"}},
+            {"Output", {"o", "elide-constants", "print-debuginfo"}}};
+  if (command == "check")
+    return {{"Model", {"batch-size", "target"}},
+            {"Training (--training)",
+             {"training", "loss", "label", "class-axis", "freeze", "optimizer"}}};
+  return {{"Model and loss",
+           {"batch-size", "loss", "label", "class-axis", "freeze", "entry"}},
+          {"Training", {"optimizer", "nesterov", "clip-grad-norm", "grad-accum"}},
+          {"Speed",
+           {"target", "cuda-arch", "precision", "loss-scale", "fuse", "layout", "pad-to"}},
+          {"Memory", {"remat", "memory-budget", "report-memory", "device-memory"}},
+          {"Parallel", {"data-parallel", "bucket-size"}},
+          {"Output",
+           {"o", "emit", "compile-to", "dump-ir", "elide-constants", "print-debuginfo"}}};
+}
+
+/// `trainc COMMAND --help`: the command's own options first, grouped, with
+/// examples; MLIR's options (every phase of compile and check) under one
+/// heading at the end.
+void printCommandHelp(StringRef command) {
+  const auto &registered = cl::getRegisteredOptions();
+  size_t width = 0;
+  for (const auto &entry : registered)
+    if (!entry.getValue()->getOptionHiddenFlag())
+      width = std::max(width, entry.getValue()->getOptionWidth());
+  outs() << "USAGE: trainc " << command << " [options] <model.onnx | model.onnxtxt>\n";
+  if (command == "compile")
+    outs() << "\nEXAMPLES:\n"
+              "  trainc compile model.onnx --batch-size=32 --loss=cross-entropy "
+              "--optimizer=adamw -o trainer\n"
+              "  trainc compile model.onnx --batch-size=64 --loss=cross-entropy "
+              "--optimizer=sgd --precision=bf16 --remat=auto --report-memory -o trainer\n";
+  else if (command == "check")
+    outs() << "\nEXAMPLES:\n  trainc check model.onnx\n"
+              "  trainc check model.onnx --training --loss=cross-entropy\n";
+  else
+    outs() << "\nEXAMPLES:\n  trainc import model.onnx --batch-size=8\n";
+  std::vector<HelpGroup> groups = helpGroups(command);
+  for (const HelpGroup &group : groups) {
+    outs() << "\n" << group.title << " options:\n";
+    for (const char *name : group.options)
+      if (cl::Option *option = registered.lookup(name))
+        option->printOptionInfo(width);
+  }
+  if (command == "import")
+    return;
+  if (command == "compile") {
+    // An option of trainc's that no group names still shows.
+    std::vector<cl::Option *> others;
+    for (const auto &entry : registered) {
+      cl::Option *option = entry.getValue();
+      bool grouped = llvm::any_of(groups, [&](const HelpGroup &g) {
+        return llvm::is_contained(g.options, entry.getKey());
+      });
+      if (!grouped && llvm::is_contained(option->Categories, &category) &&
+          entry.getKey() != "training")
+        others.push_back(option);
+    }
+    if (!others.empty()) {
+      outs() << "\nOther options:\n";
+      for (cl::Option *option : others)
+        option->printOptionInfo(width);
+    }
+  }
+  outs() << "\nMLIR options (every phase of " << command << "):\n";
+  std::vector<cl::Option *> mlir;
+  for (const auto &entry : registered)
+    if (entry.getKey().starts_with("mlir-") &&
+        entry.getValue()->getOptionHiddenFlag() == cl::NotHidden)
+      mlir.push_back(entry.getValue());
+  llvm::sort(mlir, [](cl::Option *a, cl::Option *b) { return a->ArgStr < b->ArgStr; });
+  for (cl::Option *option : mlir)
+    option->printOptionInfo(width);
+}
+
 /// Flags of the compiled trainer (./PROG --help), which `trainc compile`
 /// does not take: named as such instead of LLVM's nearest spelling.
 constexpr const char *kTrainerFlags[] = {
@@ -1274,6 +1359,13 @@ int main(int argc, char **argv) {
   // MLIR's pass-manager, timing, printing and context options apply to every
   // phase (--mlir-print-ir-after-all, --mlir-timing, ...); --help lists them.
   trainc::registerPipelineCLOptions();
+  static const std::string compileToHelp = [] {
+    std::string text = "Stop after this phase and write the IR (stdout, or -o FILE): import";
+    for (const std::string &phase : trainc::pipelinePhases())
+      text += ", " + phase;
+    return text;
+  }();
+  compileTo.setDescription(compileToHelp);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   static cl::OptionCategory mlirCategory("MLIR options (every phase of compile and check)");
@@ -1286,6 +1378,11 @@ int main(int argc, char **argv) {
   std::string program = std::string(argv[0]) + " " + command;
   std::vector<const char *> args = {program.c_str()};
   args.insert(args.end(), argv + 2, argv + argc);
+  for (const char *arg : args)
+    if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-help") || !std::strcmp(arg, "-h")) {
+      printCommandHelp(command);
+      return 0;
+    }
   if (!checkOptionNames(command, args))
     return 1;
   if (!cl::ParseCommandLineOptions(static_cast<int>(args.size()), args.data(),

@@ -130,17 +130,31 @@ struct Parser {
 
 std::string description(const char *argv0, const Program &program) {
   std::string p = argv0;
-  char model[512];
-  std::snprintf(model, sizeof(model), "Model '%s', compiled by trainc for %s, batch size %lld.",
+  char model[768];
+  const TrainStep *train = program.train;
+  std::snprintf(model, sizeof(model),
+                "Model '%s', compiled by trainc for %s, batch size %lld, %s%s%s.\n\n"
+                "Examples:\n"
+                "  %s --data train/ --eval-data val/ --epochs 10 --lr %s --checkpoint-dir ckpt/\n"
+                "  %s --predict --params trained/ --data val/ --out predictions/\n",
                 program.modelName ? program.modelName : "?", program.target ? program.target : "?",
-                static_cast<long long>(program.batchSize));
+                static_cast<long long>(program.batchSize),
+                train ? "a trainer with optimizer " : "a prediction program",
+                train ? (train->optimizer ? train->optimizer : "sgd") : "",
+                train ? (std::string(", precision ") +
+                         (train->precision ? train->precision : "fp32")).c_str()
+                      : "",
+                argv0,
+                train && train->optimizer && std::string(train->optimizer) != "sgd" ? "1e-3"
+                                                                                   : "0.01",
+                argv0);
   return "usage: " + p +
          " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
          "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
          "          [--clip-grad-norm X]\n"
          "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
          "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
-         "          [--resume]] [--params DIR]\n"
+         "          [--resume [--resume-other-model]]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
          "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
