@@ -8,6 +8,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
+#include <cstdlib>
+
 using namespace trainc::codegen;
 
 bool trainc::codegen::ncclAvailable() { return llvm::StringRef(TRAINC_NCCL_LIBRARY) != ""; }
@@ -39,6 +41,12 @@ void addMpiLibraries(std::vector<std::string> &cmd) {
 std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &options) {
   std::string include = std::string("-I") + TRAINC_RUNTIME_INCLUDE_DIR;
   std::string libDir = std::string("-L") + TRAINC_RUNTIME_LIB_DIR;
+  // scripts/asan.sh: CPU programs built with AddressSanitizer against a
+  // runtime built with it (TRAINC_ASAN_RUNTIME_DIR, its build/lib).
+  const char *asanRuntime = std::getenv("TRAINC_ASAN_RUNTIME_DIR");
+  const bool asan = options.target == Target::Cpu && asanRuntime && *asanRuntime;
+  if (asan)
+    libDir = std::string("-L") + asanRuntime;
   if (options.target == Target::Cpu) {
     // -fvect-cost-model=dynamic: -O2's own model vectorizes no loop whose
     // trip count needs a scalar remainder, which is nearly every element
@@ -48,6 +56,8 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
     std::vector<std::string> cmd = {
         "g++", "-std=c++17", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno", "-fopenmp",
         "-Wall", "-Wextra", include, options.sourcePath, "-o", options.outputPath, libDir};
+    if (asan)
+      cmd.insert(cmd.begin() + 1, {"-fsanitize=address", "-fno-omit-frame-pointer"});
     if (options.mpi) {
       cmd.push_back("-ltrainc_rt_mpi");
       addMpiLibraries(cmd);

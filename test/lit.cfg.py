@@ -19,7 +19,8 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%src_root", config.trainc_src_root))
 config.substitutions.append(("%trainc_bin", os.path.join(config.trainc_tools_dir, "trainc")))
 
-llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
+# scripts/asan.sh builds the tests' CPU programs with AddressSanitizer.
+llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "TRAINC_ASAN_RUNTIME_DIR", "ASAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.trainc_tools_dir, config.llvm_tools_dir]

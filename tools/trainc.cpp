@@ -790,6 +790,53 @@ int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
   return good;
 }
 
+/// Speed flags that do not pay on this target say so, once each, with the
+/// reason: fp16 on the CPU (its 16-bit operands are widened to f32 for the
+/// f32 kernels: conversions and loss scaling on top of the fp32 step), NHWC
+/// on the CPU (its convolution, pooling and norm kernels are NCHW's: the
+/// layout adds transposes), and --remat=auto where it saves under 5% of the
+/// planned memory (measured by planning the step without it). With
+/// --report-memory the saving is reported whatever it is.
+void noteSlowSpeedFlags(mlir::ModuleOp module, const trainc::PipelineOptions &pipeline,
+                        bool report) {
+  if (target == "cpu" && precisionMode == "fp16")
+    errs() << "note: --precision=fp16 on the CPU target is slower than fp32: the CPU has no "
+              "fp16 kernels here, so every 16-bit operand is widened to f32 for the f32 "
+              "kernel, and loss scaling comes on top (bf16 runs on oneDNN's bf16 kernels "
+              "where the CPU has AVX-512); use it to check fp16 numerics before a GPU run\n";
+  if (target == "cpu" && layoutMode == "nhwc")
+    errs() << "note: --layout=nhwc on the CPU target adds transposes: its convolution, "
+              "pooling and normalization kernels are NCHW's (channels-last pays on CUDA "
+              "with bf16/fp16, where tensor cores want it)\n";
+  if (pipeline.remat != "auto" || !compileTo.empty() || lossKind.empty())
+    return;
+  auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>("tc.batch_size");
+  if (!batchAttr)
+    return;
+  trainc::PipelineOptions without = pipeline;
+  without.remat = "none";
+  without.memoryBudget = 0;
+  without.stopAfter.clear();
+  without.dumpDir.clear();
+  without.passManagerCLOptions = false;
+  std::optional<MemoryTotals> plain = plannedTotals(batchAttr.getInt(), without);
+  if (!plain)
+    return;
+  const int64_t before = plain->total(), after = memoryTotals(module).total();
+  const double saved = before > 0 ? 100.0 * (before - after) / before : 0.0;
+  const std::string change = formatv("{0} bytes planned without it, {1} with it ({2}{3:F1}%)",
+                                     before, after, after > before ? "+" : "-",
+                                     std::abs(saved))
+                                .str();
+  if (report)
+    outs() << "remat: " << change << "\n";
+  if (saved < 5.0)
+    errs() << "note: --remat=auto: " << change << ": "
+           << (saved < 0 ? "it costs memory here" : "it saves under 5% here")
+           << ", and the recomputation costs time; it pays where activations dominate "
+              "(large batches, deep networks)\n";
+}
+
 /// --device-memory: what fits, and whether the chosen batch does.
 bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
   int64_t needed = memoryTotals(module).total();
@@ -1047,6 +1094,7 @@ int runCompile() {
     return 1;
   if (reportMemory)
     printMemoryReport(*module, outs());
+  noteSlowSpeedFlags(*module, pipeline, reportMemory);
   // The remat phase meets the budget on the step's live bytes before
   // fusion; the placed arena is what the program allocates.
   if (auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");
