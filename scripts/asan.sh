@@ -13,7 +13,7 @@ if [ ! -f build-asan/build.ninja ]; then
     -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir \
     -DCMAKE_CXX_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
 fi
-cmake --build build-asan -j "${JOBS:-2}" --target trainc_rt_cpu
+cmake --build build-asan -j "${JOBS:-2}" --target trainc_rt_cpu trainc_rt_mpi
 # OpenMP's and oneDNN's own allocations are not ours to check for leaks.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:${ASAN_OPTIONS:-}"
 export TRAINC_ASAN_RUNTIME_DIR="$PWD/build-asan/lib"
