@@ -166,7 +166,8 @@ void printInfo(const Program &program) {
   if (program.fingerprint)
     std::printf("fingerprint: %s\n", program.fingerprint);
   else
-    std::printf("fingerprint: none\n");
+    std::printf("fingerprint: none (--resume cannot check that a checkpoint was "
+                "written by this program)\n");
   if (program.modelFingerprint)
     std::printf("model fingerprint: %s (checkpoints of this model resume here, whatever "
                 "speed flags built them)\n",
