@@ -56,12 +56,12 @@ BATCH = 16
 RTOL = 1.6e-2  # bf16's 8-bit mantissa, the tolerance PyTorch's own tests use
 
 
-
 def warnings_in(stderr):
     """What a compile said besides notes (information: a speed flag that does
     not pay on the target, the target --target=auto chose)."""
     return "\n".join(line for line in stderr.splitlines()
                      if line.strip() and not line.startswith("note: "))
+
 
 def norm_error(got, want):
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)

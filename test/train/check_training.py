@@ -56,12 +56,12 @@ OPTIMIZERS = {
 }
 
 
-
 def warnings_in(stderr):
     """What a compile said besides notes (information: a speed flag that does
     not pay on the target, the target --target=auto chose)."""
     return "\n".join(line for line in stderr.splitlines()
                      if line.strip() and not line.startswith("note: "))
+
 
 def torch_mlp(initializers, names):
     """The ONNX MLP as torch modules with the ONNX initial weights."""

@@ -50,12 +50,12 @@ ONE_TO_ONE = {
 DTYPES = {"float32": "f32", "int64": "i64"}
 
 
-
 def warnings_in(stderr):
     """What a compile said besides notes (information: a speed flag that does
     not pay on the target, the target --target=auto chose)."""
     return "\n".join(line for line in stderr.splitlines()
                      if line.strip() and not line.startswith("note: "))
+
 
 def forward_results(ir):
     m = re.search(r"func\.func @forward\((.*?)\) -> \((.*?)\) \{", ir)
