@@ -559,6 +559,9 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
                          "(compile with --precision=fp16)");
   TRAINC_RETURN_IF_ERROR(checkHyperFlags(*train, options));
+  if (options.resumeOtherModel && !options.resume)
+    return Status::error("--resume-other-model says how --resume reads a checkpoint; give "
+                         "--resume too (with --checkpoint-dir)");
   if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
     return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
                          "clipping; compile with trainc compile --clip-grad-norm=X");
