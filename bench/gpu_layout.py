@@ -116,10 +116,29 @@ def trainer_ms(prog, data, steps, graph, cpu):
         if done.returncode != 0:
             raise RuntimeError("%s: %s" % (os.path.basename(prog), done.stderr[-600:]))
         return seconds, done.stderr
+    # The first run searches cuDNN's algorithms and keeps them next to the
+    # program (prog.cudnn-cache); the timed runs both read them, so that the
+    # search does not land in one of the two and skew the difference.
+    run(2)
     short, _ = run(3)
     long, log = run(3 + steps)
     notes = [line for line in log.splitlines() if line.startswith("note:")]
     return 1000.0 * (long - short) / steps, notes
+
+
+def kernel_profile(prog, data, csv_path):
+    """Nsight Compute's per-kernel summary of two steps (no CUDA graph, the
+    cuDNN choices read from the cache): the GPU time of every kernel."""
+    cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
+           "--print-summary", "per-kernel", prog, "--data", data, "--steps", "2", "--lr", "0.01",
+           "--momentum", "0.9", "--cuda-graph", "off"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+        with open(csv_path, "w") as f:
+            f.write(done.stdout)
+        print("  ncu profile of %s: %s" % (os.path.basename(prog), csv_path))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print("FAIL: ncu %s: %s" % (os.path.basename(prog), e))
 
 
 def torch_ms(name, batch, pixels, steps, channels_last, compiled, cpu):
@@ -183,6 +202,9 @@ def run(args):
     for c in meta["cases"]:
         groups.setdefault((c["model"], c["batch"]), []).append(c)
     for (model, batch), cases in groups.items():
+        cases = [c for c in cases if not args.cases or c["case"] in args.cases.split(",")]
+        if not cases:
+            continue
         data = os.path.join(work, "data_b%d" % batch)
         if not os.path.isdir(data):
             make_data(data, batch, pixels, batch)
@@ -197,6 +219,8 @@ def run(args):
                         print("  %s: %s" % (key, note))
                 except RuntimeError as e:
                     print("FAIL: %s: %s" % (key, e))
+            if args.ncu:
+                kernel_profile(prog, data, os.path.join(args.ncu, c["case"] + ".csv"))
         peers = [("torch eager nchw", False, False), ("torch eager channels_last", True, False)]
         if not args.no_compile:
             peers.append(("torch.compile channels_last", True, True))
@@ -229,6 +253,11 @@ def main():
     r.add_argument("outdir")
     r.add_argument("--steps", type=int, default=30)
     r.add_argument("--no-compile", action="store_true")
+    r.add_argument("--cases", default="", help="only these cases (comma-separated, such as "
+                   "resnet18_b32_nhwc)")
+    r.add_argument("--ncu", default="", metavar="DIR",
+                   help="also write each trainer's per-kernel GPU times (Nsight Compute) to "
+                   "DIR/CASE.csv")
     args = parser.parse_args()
     prepare(args) if args.mode == "prepare" else run(args)
 

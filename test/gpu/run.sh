@@ -20,11 +20,21 @@ PY
 )"
 export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:$dir/mpi-libs"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+# Each program runs under a time limit (GPU_CASE_TIMEOUT seconds, 180 by
+# default), so that one that hangs is reported and the rest still run.
+limit() { timeout -k 5 "${GPU_CASE_TIMEOUT:-180}" "$@"; }
+# Which CUDA libraries the programs load, from where (a missing one is the
+# first thing to know when nothing runs).
+for prog in "$dir"/*/prog_cuda; do
+  [ -x "$prog" ] || continue
+  { ldd "$prog" || true; } | awk '/cu|nccl|not found/ {print "ldd:", $1, $3}'
+  break
+done
 status=0
 for model in "$dir"/*/; do
   name="$(basename "$model")"
   [ -x "$model/prog_cuda" ] || continue
-  if ! "$model/prog_cuda" --predict --data "$model/data" --out "$model/cuda" 2> "$model/cuda.log"; then
+  if ! limit "$model/prog_cuda" --predict --data "$model/data" --out "$model/cuda" 2> "$model/cuda.log"; then
     echo "FAIL: gpu :: $name: $(tail -c 400 "$model/cuda.log")"
     status=1
     continue
@@ -43,7 +53,7 @@ for case in "$dir"/train/*/; do
   name="$(basename "$case")"
   mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
   rm -rf "$case/saved" "$case/log.jsonl"
-  if ! "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
+  if ! limit "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
       "${flags[@]}" 2> "$case/train.log"; then
     echo "FAIL: gpu train :: $name: $(tail -c 400 "$case/train.log")"
     status=1
@@ -65,7 +75,7 @@ for case in "$dir"/train/*_dp/; do
   mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
   for overlap in on off; do
     rm -rf "$case/saved" "$case/log.jsonl"
-    if ! OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 1 \
+    if ! limit env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 1 \
         -x LD_LIBRARY_PATH "$case/prog" --data "$case/data" --log "$case/log.jsonl" \
         --save-params "$case/saved" --comm-overlap "$overlap" "${flags[@]}" \
         2> "$case/nccl-$overlap.log"; then
@@ -91,7 +101,7 @@ for case in "$dir"/train/zoo_lenet_sgd*/; do
   fi
   mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
   rm -rf "$case/saved" "$case/log.jsonl"
-  if ! "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
+  if ! limit "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
       "${flags[@]}" 2> "$case/train2.log" || grep -q cudnn-cache "$case/train2.log"; then
     echo "FAIL: gpu cudnn-cache :: $name (second run): $(tail -c 400 "$case/train2.log")"
     status=1
@@ -105,7 +115,7 @@ for case in "$dir"/precision/*/; do
   [ -x "$case/prog" ] || continue
   name="$(basename "$case")"
   rm -rf "$case/out"
-  if ! "$case/prog" --run --data "$case/data" --out "$case/out" 2> "$case/run.log"; then
+  if ! limit "$case/prog" --run --data "$case/data" --out "$case/out" 2> "$case/run.log"; then
     echo "FAIL: gpu bf16 :: $name: $(tail -c 400 "$case/run.log")"
     status=1
     continue
@@ -122,7 +132,7 @@ for case in "$dir"/precision/scaler/*/; do
     sub="${run%%:*}"
     rm -rf "$case/$sub"
     mkdir -p "$case/$sub"
-    if ! "$case/prog" --data "$case/data" --no-shuffle --steps "${run##*:}" \
+    if ! limit "$case/prog" --data "$case/data" --no-shuffle --steps "${run##*:}" \
         --checkpoint-dir "$case/$sub/ckpt" --log "$case/$sub/log" "${flags[@]}" \
         2> "$case/$sub/train.log"; then
       echo "FAIL: gpu fp16 scaler :: $name ($sub): $(tail -c 400 "$case/$sub/train.log")"
