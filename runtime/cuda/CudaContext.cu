@@ -149,6 +149,7 @@ CudaContext::~CudaContext() {
     (void)cudaFree(ptr);
   (void)cudaFree(userScratch.ptr);
   (void)cudaFree(libraryScratch.ptr);
+  (void)cudaFree(reductionScratch.ptr);
   (void)cudaFree(deviceErrorRecord);
   (void)cudaFreeHost(hostErrorRecord);
   if (cudnnHandle)
@@ -513,6 +514,12 @@ Status CudaContext::workspace(void **ptr, size_t bytes) {
 Status CudaContext::libraryWorkspace(void **ptr, size_t bytes) {
   TRAINC_RETURN_IF_ERROR(grow(libraryScratch, bytes, "library workspace"));
   *ptr = libraryScratch.ptr;
+  return Status();
+}
+
+Status CudaContext::reductionWorkspace(void **ptr, size_t bytes) {
+  TRAINC_RETURN_IF_ERROR(grow(reductionScratch, bytes, "reduction workspace"));
+  *ptr = reductionScratch.ptr;
   return Status();
 }
 

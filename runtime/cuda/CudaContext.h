@@ -171,6 +171,11 @@ public:
   /// across library calls. Valid until the next libraryWorkspace() call;
   /// stream order makes reuse by the next kernel safe.
   Status libraryWorkspace(void **ptr, size_t bytes);
+  /// Scratch for the partial sums of the runtime's own reduction kernels
+  /// (batch norm), apart from libraryWorkspace() so that they can run on
+  /// f32 copies held there (the 16-bit entry points). Valid until the next
+  /// reductionWorkspace() call.
+  Status reductionWorkspace(void **ptr, size_t bytes);
 
   /// The plan cached under `key`, or null.
   CachedPlan *findPlan(const PlanKey &key) const;
@@ -214,8 +219,9 @@ private:
   DeviceErrorRecord *hostErrorRecord = nullptr;
   Scratch userScratch;
   Scratch libraryScratch;
+  Scratch reductionScratch;
   std::vector<void *> retired;
-  /// Counts the moves of userScratch and libraryScratch (memoryEpoch).
+  /// Counts the moves of the three scratch buffers (memoryEpoch).
   uint64_t scratchEpoch = 0;
   bool searchAlgorithms = false, deterministicAlgorithms = false;
   ::trainc::rt::AlgoCache *algorithmCache = nullptr;

@@ -90,6 +90,51 @@ const Perf *pickPerf(const Perf *results, int returned, bool half, bool determin
   return nullptr;
 }
 
+/// Within this factor of the fastest algorithm a search found, a
+/// deterministic one is taken instead (reproducible gradients nearly free).
+inline constexpr float kDeterministicSlack = 1.1f;
+
+/// The choice among a search's results (cudnnFind*, timed): the fastest
+/// usable algorithm (status success, within the workspace limit, in a math
+/// type of convMathOrder, only deterministic ones with `deterministicOnly`),
+/// or the fastest deterministic one when it is within kDeterministicSlack of
+/// that. For f32 data the first math type of convMathOrder (plain FMA, no
+/// TF32) is chosen from whenever it offers any algorithm; 16-bit data takes
+/// the fastest over every math type. The heuristic's order (pickPerf) is a
+/// preference, not a time: taking its first deterministic entry can cost a
+/// factor of several on a gradient (cuDNN's grouped direct kernels), which a
+/// search sees.
+template <typename Perf>
+const Perf *pickTimedPerf(const Perf *results, int returned, bool half, bool deterministicOnly) {
+  std::vector<cudnnMathType_t> order = convMathOrder(half);
+  auto usable = [&](const Perf &r, cudnnMathType_t math) {
+    return r.status == CUDNN_STATUS_SUCCESS && r.time >= 0.0f &&
+           r.memory <= kMaxConvWorkspace &&
+           (!deterministicOnly || r.determinism == CUDNN_DETERMINISTIC) &&
+           (half ? std::find(order.begin(), order.end(), r.mathType) != order.end()
+                 : r.mathType == math);
+  };
+  for (cudnnMathType_t math : order) {
+    const Perf *fastest = nullptr, *deterministic = nullptr;
+    for (int i = 0; i < returned; ++i) {
+      if (!usable(results[i], math))
+        continue;
+      if (!fastest || results[i].time < fastest->time)
+        fastest = &results[i];
+      if (results[i].determinism == CUDNN_DETERMINISTIC &&
+          (!deterministic || results[i].time < deterministic->time))
+        deterministic = &results[i];
+    }
+    if (deterministic && deterministic->time <= fastest->time * kDeterministicSlack)
+      return deterministic;
+    if (fastest)
+      return fastest;
+    if (half)
+      break; // every math type was looked at already
+  }
+  return pickPerf(results, returned, half, deterministicOnly);
+}
+
 /// Takes algorithm `algo` in math `math` for a convolution plan (forward or
 /// a gradient: `planAlgo` is its algorithm field) when `math` is one
 /// convMathOrder allows and cuDNN sizes the workspace (`sizeOf(algo,
@@ -118,7 +163,7 @@ bool adoptAlgorithm(Plan &plan, Algo &planAlgo, Algo algo, cudnnMathType_t math,
 /// the plan's `cacheKey`) when cuDNN still takes it; else the search,
 /// `find(results, &returned, scratch)` (cudnnFind*Ex on the call's own
 /// tensors, with kSearchWorkspace of scratch; it writes the call's output,
-/// which the call then overwrites), and pickPerf's choice among the
+/// which the call then overwrites), and pickTimedPerf's choice among the
 /// results, fastest first, which is kept for later runs. Any failure keeps
 /// the heuristic's choice.
 template <typename Perf, int Count, typename Plan, typename Algo, typename SizeOf,
@@ -140,7 +185,7 @@ void searchAlgorithmOnce(CudaContext &ctx, Plan &plan, Algo &planAlgo, bool half
   int returned = 0;
   if (find(results, &returned, scratch) != CUDNN_STATUS_SUCCESS)
     return;
-  const Perf *chosen = pickPerf(results, returned, half, ctx.deterministicConvolutions());
+  const Perf *chosen = pickTimedPerf(results, returned, half, ctx.deterministicConvolutions());
   if (chosen && adoptAlgorithm(plan, planAlgo, chosen->algo, chosen->mathType, half, sizeOf) &&
       cache)
     cache->insert(plan.cacheKey, {int(chosen->algo), int(chosen->mathType)});

@@ -149,140 +149,50 @@ __global__ void layerNormBackwardColumnsKernel(int64_t rows, int64_t cols, const
   }
 }
 
-/// Mean and biased variance of channel `ch` of x [n, c, spatial] over the
-/// samples `mask` keeps, by the whole block, in double and two passes. Every
-/// thread gets the result; `count` is the number of values averaged.
-struct ChannelStats {
-  double mean, var;
-  int64_t count;
-};
-
-__device__ ChannelStats channelStats(int64_t n, int64_t c, int64_t spatial,
-                                     int64_t ch, const float *x,
-                                     const float *mask, double *shared) {
-  const int64_t total = n * spatial;
-  double sum = 0.0, kept = 0.0;
-  for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
-    int64_t b = i / spatial;
-    if (mask && mask[b] == 0.0f)
-      continue;
-    sum += x[(b * c + ch) * spatial + i % spatial];
-    kept += 1.0;
-  }
-  sum = blockSum(sum, shared);
-  kept = blockSum(kept, shared);
-  ChannelStats s{0.0, 0.0, int64_t(kept)};
-  if (s.count == 0)
-    return s;
-  s.mean = sum / kept;
-  double squares = 0.0;
-  for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
-    int64_t b = i / spatial;
-    if (mask && mask[b] == 0.0f)
-      continue;
-    double d = x[(b * c + ch) * spatial + i % spatial] - s.mean;
-    squares += d * d;
-  }
-  s.var = blockSum(squares, shared) / kept;
-  return s;
-}
-
-/// One block per channel: batch statistics, the normalized output and the
-/// running statistics. Fewer than two values is recorded as a device error.
-__global__ void batchNormTrainingKernel(
-    int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
-    const float *bias, const float *runningMean, const float *runningVar,
-    const float *mask, float epsilon, float momentum, float *y,
-    float *newMean, float *newVar, DeviceErrorRecord *errors) {
-  __shared__ double shared[kWarpSize];
-  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
-    if (s.count < 2) {
-      if (threadIdx.x == 0)
-        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
-      continue;
-    }
-    const double rstd = rsqrt(s.var + double(epsilon));
-    const float a = float(double(scale[ch]) * rstd);
-    const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
-    for (int64_t i = threadIdx.x; i < n * spatial; i += blockDim.x) {
-      int64_t at = ((i / spatial) * c + ch) * spatial + i % spatial;
-      y[at] = x[at] * a + b;
-    }
-    if (threadIdx.x == 0) {
-      double unbiased = s.var * double(s.count) / double(s.count - 1);
-      newMean[ch] = float(double(momentum) * runningMean[ch] +
-                          (1.0 - double(momentum)) * s.mean);
-      newVar[ch] = float(double(momentum) * runningVar[ch] +
-                         (1.0 - double(momentum)) * unbiased);
-    }
-  }
-}
-
-/// One block per channel: dscale = sum dy xhat, dbias = sum dy,
-/// dx = scale rstd (dy - dbias / M - xhat dscale / M), 0 where masked.
-__global__ void batchNormBackwardKernel(int64_t n, int64_t c, int64_t spatial,
-                                        const float *x, const float *scale,
-                                        const float *dy, const float *mask,
-                                        float epsilon, float *dx, float *dscale,
-                                        float *dbias,
-                                        DeviceErrorRecord *errors) {
-  __shared__ double shared[kWarpSize];
-  const int64_t total = n * spatial;
-  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
-    ChannelStats s = channelStats(n, c, spatial, ch, x, mask, shared);
-    if (s.count < 2) {
-      if (threadIdx.x == 0)
-        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
-      continue;
-    }
-    const double rstd = rsqrt(s.var + double(epsilon));
-    double sumDy = 0.0, sumDyXhat = 0.0;
-    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
-      int64_t b = i / spatial;
-      if (mask && mask[b] == 0.0f)
-        continue;
-      int64_t at = (b * c + ch) * spatial + i % spatial;
-      sumDy += dy[at];
-      sumDyXhat += dy[at] * ((x[at] - s.mean) * rstd);
-    }
-    sumDy = blockSum(sumDy, shared);
-    sumDyXhat = blockSum(sumDyXhat, shared);
-    if (threadIdx.x == 0) {
-      dscale[ch] = float(sumDyXhat);
-      dbias[ch] = float(sumDy);
-    }
-    const double meanDy = sumDy / double(s.count);
-    const double meanDyXhat = sumDyXhat / double(s.count);
-    const double a = double(scale[ch]) * rstd;
-    for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
-      int64_t b = i / spatial;
-      int64_t at = (b * c + ch) * spatial + i % spatial;
-      if (mask && mask[b] == 0.0f) {
-        dx[at] = 0.0f;
-        continue;
-      }
-      double xhat = (x[at] - s.mean) * rstd;
-      dx[at] = float(a * (dy[at] - meanDy - xhat * meanDyXhat));
-    }
-  }
-}
-
 /// Past this many columns a row gets a whole block.
 constexpr int64_t kWarpRowLimit = 1024;
 
 //===----------------------------------------------------------------------===//
-// Channels-last batch norm: x [n * spatial rows, c]
+// Batch norm in training: per-channel sums split over the rows
 //===----------------------------------------------------------------------===//
 //
-// The kernels above give a channel one block, which reads a channels-last
-// channel at stride c. These give a block a tile of 32 channels: its 32 x 8
-// threads walk 8 rows at a time and read 32 consecutive values per row
-// (coalesced), each thread summing its channel over every 8th row, then the
-// 8 partial sums of a channel are added in shared memory (double, two
-// passes, the same statistics as above in another order).
+// A channel's n * spatial values are split into chunks of rows. One block
+// sums one chunk of one channel (NCHW: 256 threads along the rows of a plane)
+// or of a tile of 32 channels (channels-last: 32 x 8 threads, 32 consecutive
+// values per row, coalesced), in double; a per-channel kernel adds the chunks
+// in order; an element-wise kernel writes y (or dx). A channel of a large
+// activation so gets hundreds of blocks, not one. The split depends on the
+// shape alone, so the sums, and the results, are the same on every run and
+// every GPU.
+//
+// The statistics are shifted sums: d = x - x[row 0] of the channel, sum d and
+// sum d^2, which keeps the variance exact in double unless the mean is many
+// orders of magnitude above the spread.
+
+/// A chunk's two sums of one channel and the number of kept values.
+struct ChannelPartial {
+  double first, second, count;
+};
+
+/// Per-channel results of the statistics: mean, 1 / sqrt(var + eps), kept
+/// values (0 marks a channel with too few).
+struct ChannelMoments {
+  double mean, rstd, count;
+};
 
 constexpr int kTileChannels = 32, kTileRows = 8;
+constexpr int kPlaneThreads = 256;
+/// Rows per chunk (2 per thread of a plane block, 32 per thread of a tile
+/// block), longer where that would make more than kMaxChunks chunks.
+constexpr int64_t kPlaneChunkRows = 2 * kPlaneThreads, kTileChunkRows = 32 * kTileRows;
+constexpr int64_t kMaxChunks = 512;
+
+/// Where (row r of n * spatial, channel ch) lies in x [n, c, spatial] or
+/// channels-last x [n * spatial, c].
+template <bool Last>
+__device__ __forceinline__ int64_t bnAt(int64_t r, int64_t ch, int64_t c, int64_t spatial) {
+  return Last ? r * c + ch : ((r / spatial) * c + ch) * spatial + r % spatial;
+}
 
 /// The sum of `value` over the tile's rows (threadIdx.y) for this thread's
 /// channel; every thread of the column gets it. Starts and ends with a
@@ -299,123 +209,212 @@ __device__ __forceinline__ double tileColumnSum(double value,
   return total;
 }
 
-/// Mean and biased variance of channel `ch` of channels-last x over the
-/// samples `mask` keeps; `active` is false for a tile column past c (it
-/// reads nothing but takes part in the barriers).
-__device__ ChannelStats tileChannelStats(int64_t n, int64_t c, int64_t spatial, int64_t ch,
-                                         bool active, const float *x, const float *mask,
-                                         double (*shared)[kTileChannels]) {
-  const int64_t rows = n * spatial;
-  double sum = 0.0, kept = 0.0;
-  for (int64_t r = threadIdx.y; active && r < rows; r += kTileRows) {
-    if (mask && mask[r / spatial] == 0.0f)
-      continue;
-    sum += x[r * c + ch];
-    kept += 1.0;
-  }
-  sum = tileColumnSum(sum, shared);
-  kept = tileColumnSum(kept, shared);
-  ChannelStats s{0.0, 0.0, int64_t(kept)};
-  if (s.count > 0)
-    s.mean = sum / kept;
-  double squares = 0.0;
-  for (int64_t r = threadIdx.y; active && s.count > 0 && r < rows; r += kTileRows) {
-    if (mask && mask[r / spatial] == 0.0f)
-      continue;
-    double d = x[r * c + ch] - s.mean;
-    squares += d * d;
-  }
-  squares = tileColumnSum(squares, shared);
-  if (s.count > 0)
-    s.var = squares / kept;
-  return s;
+/// The chunk split of `rows` rows: the chunk length and the chunk count.
+struct ChunkSplit {
+  int64_t rows, chunks;
+};
+
+inline ChunkSplit chunkSplit(int64_t rows, bool last) {
+  int64_t length = last ? kTileChunkRows : kPlaneChunkRows;
+  if ((rows + length - 1) / length > kMaxChunks)
+    length = (rows + kMaxChunks - 1) / kMaxChunks;
+  return {length, (rows + length - 1) / length};
 }
 
-__global__ void batchNormTrainingLastKernel(
-    int64_t n, int64_t c, int64_t spatial, const float *x, const float *scale,
-    const float *bias, const float *runningMean, const float *runningVar,
-    const float *mask, float epsilon, float momentum, float *y, float *newMean,
-    float *newVar, DeviceErrorRecord *errors) {
-  __shared__ double shared[kTileRows][kTileChannels];
+/// Partial sums of each (chunk, channel): the shifted moments of x
+/// (moments == nullptr), or sum dy and sum dy (x - mean) given the moments.
+/// Grid: (chunks, channel blocks); masked samples are left out.
+template <bool Last>
+__global__ void batchNormPartialKernel(int64_t n, int64_t c, int64_t spatial, int64_t chunkRows,
+                                       const float *x, const float *dy,
+                                       const ChannelMoments *moments, const float *mask,
+                                       ChannelPartial *partials) {
+  __shared__ double tile[kTileRows][kTileChannels];
+  __shared__ double warps[kWarpSize];
   const int64_t rows = n * spatial;
-  for (int64_t first = int64_t(blockIdx.x) * kTileChannels; first < c;
-       first += int64_t(gridDim.x) * kTileChannels) {
-    const int64_t ch = first + threadIdx.x;
+  const int64_t begin = int64_t(blockIdx.x) * chunkRows;
+  const int64_t end = begin + chunkRows < rows ? begin + chunkRows : rows;
+  const int64_t blocksOfChannels = Last ? (c + kTileChannels - 1) / kTileChannels : c;
+  for (int64_t cb = blockIdx.y; cb < blocksOfChannels; cb += gridDim.y) {
+    const int64_t ch = Last ? cb * kTileChannels + threadIdx.x : cb;
     const bool active = ch < c;
-    ChannelStats s = tileChannelStats(n, c, spatial, ch, active, x, mask, shared);
-    if (!active)
-      continue; // no barrier follows in this tile
-    if (s.count < 2) {
-      if (threadIdx.y == 0)
-        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
-      continue;
-    }
-    const double rstd = rsqrt(s.var + double(epsilon));
-    const float a = float(double(scale[ch]) * rstd);
-    const float b = float(double(bias[ch]) - s.mean * double(scale[ch]) * rstd);
-    for (int64_t r = threadIdx.y; r < rows; r += kTileRows)
-      y[r * c + ch] = x[r * c + ch] * a + b;
-    if (threadIdx.y == 0) {
-      double unbiased = s.var * double(s.count) / double(s.count - 1);
-      newMean[ch] = float(double(momentum) * runningMean[ch] + (1.0 - double(momentum)) * s.mean);
-      newVar[ch] = float(double(momentum) * runningVar[ch] + (1.0 - double(momentum)) * unbiased);
-    }
-  }
-}
-
-__global__ void batchNormBackwardLastKernel(int64_t n, int64_t c, int64_t spatial,
-                                            const float *x, const float *scale,
-                                            const float *dy, const float *mask,
-                                            float epsilon, float *dx, float *dscale,
-                                            float *dbias, DeviceErrorRecord *errors) {
-  __shared__ double shared[kTileRows][kTileChannels];
-  const int64_t rows = n * spatial;
-  for (int64_t first = int64_t(blockIdx.x) * kTileChannels; first < c;
-       first += int64_t(gridDim.x) * kTileChannels) {
-    const int64_t ch = first + threadIdx.x;
-    const bool active = ch < c;
-    ChannelStats s = tileChannelStats(n, c, spatial, ch, active, x, mask, shared);
-    const bool valid = active && s.count >= 2;
-    const double rstd = valid ? rsqrt(s.var + double(epsilon)) : 0.0;
-    double sumDy = 0.0, sumDyXhat = 0.0;
-    for (int64_t r = threadIdx.y; valid && r < rows; r += kTileRows) {
-      if (mask && mask[r / spatial] == 0.0f)
-        continue;
-      const int64_t at = r * c + ch;
-      sumDy += dy[at];
-      sumDyXhat += dy[at] * ((x[at] - s.mean) * rstd);
-    }
-    sumDy = tileColumnSum(sumDy, shared);
-    sumDyXhat = tileColumnSum(sumDyXhat, shared);
-    if (!active)
-      continue;
-    if (!valid) {
-      if (threadIdx.y == 0)
-        recordDeviceError(errors, DeviceErrorCode::BatchNormCount, s.count, 2, ch);
-      continue;
-    }
-    if (threadIdx.y == 0) {
-      dscale[ch] = float(sumDyXhat);
-      dbias[ch] = float(sumDy);
-    }
-    const double meanDy = sumDy / double(s.count);
-    const double meanDyXhat = sumDyXhat / double(s.count);
-    const double a = double(scale[ch]) * rstd;
-    for (int64_t r = threadIdx.y; r < rows; r += kTileRows) {
-      const int64_t at = r * c + ch;
-      if (mask && mask[r / spatial] == 0.0f) {
-        dx[at] = 0.0f;
-        continue;
+    const int64_t lane = Last ? threadIdx.y : threadIdx.x;
+    const int64_t stride = Last ? kTileRows : kPlaneThreads;
+    double first = 0.0, second = 0.0, count = 0.0;
+    if (active) {
+      const double shift = moments ? moments[ch].mean : double(x[bnAt<Last>(0, ch, c, spatial)]);
+      for (int64_t r = begin + lane; r < end; r += stride) {
+        if (mask && mask[r / spatial] == 0.0f)
+          continue;
+        const int64_t at = bnAt<Last>(r, ch, c, spatial);
+        const double d = double(x[at]) - shift;
+        if (dy) {
+          first += dy[at];
+          second += double(dy[at]) * d;
+        } else {
+          first += d;
+          second += d * d;
+        }
+        count += 1.0;
       }
-      double xhat = (x[at] - s.mean) * rstd;
-      dx[at] = float(a * (dy[at] - meanDy - xhat * meanDyXhat));
     }
+    if (Last) {
+      first = tileColumnSum(first, tile);
+      second = tileColumnSum(second, tile);
+      count = tileColumnSum(count, tile);
+    } else {
+      first = blockSum(first, warps);
+      second = blockSum(second, warps);
+      count = blockSum(count, warps);
+    }
+    if (active && lane == 0)
+      partials[int64_t(blockIdx.x) * c + ch] = {first, second, count};
   }
 }
 
-/// The grid of the channels-last kernels: a tile of channels per block.
-unsigned tileGrid(CudaContext &ctx, int64_t c) {
-  return gridFor(ctx, (c + kTileChannels - 1) / kTileChannels, 1);
+/// One thread per channel: adds the chunks' shifted moments into the mean and
+/// 1 / sqrt(var + eps) (a channel with fewer than two kept values is a device
+/// error); for the forward pass (`scale` given) also y's per-channel factor
+/// and offset and the running statistics.
+__global__ void batchNormMomentsKernel(int64_t c, int64_t spatial, int64_t chunks,
+                                       bool last, const float *x,
+                                       const ChannelPartial *partials, float epsilon,
+                                       ChannelMoments *moments, const float *scale,
+                                       const float *bias, const float *runningMean,
+                                       const float *runningVar, float momentum,
+                                       double *factor, double *offset, float *newMean,
+                                       float *newVar, DeviceErrorRecord *errors) {
+  for (int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; ch < c;
+       ch += int64_t(gridDim.x) * blockDim.x) {
+    double first = 0.0, second = 0.0, count = 0.0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      const ChannelPartial &p = partials[k * c + ch];
+      first += p.first;
+      second += p.second;
+      count += p.count;
+    }
+    const double shift = double(x[last ? ch : ch * spatial]);
+    if (count < 2.0) {
+      recordDeviceError(errors, DeviceErrorCode::BatchNormCount, int64_t(count), 2, ch);
+      moments[ch] = {0.0, 0.0, 0.0};
+      if (scale) {
+        factor[ch] = 0.0;
+        offset[ch] = 0.0;
+      }
+      continue;
+    }
+    const double meanShifted = first / count;
+    const double var = fmax(second / count - meanShifted * meanShifted, 0.0);
+    const double mean = shift + meanShifted;
+    const double rstd = rsqrt(var + double(epsilon));
+    moments[ch] = {mean, rstd, count};
+    if (!scale)
+      continue;
+    factor[ch] = double(scale[ch]) * rstd;
+    offset[ch] = double(bias[ch]) - mean * double(scale[ch]) * rstd;
+    const double unbiased = var * count / (count - 1.0);
+    newMean[ch] = float(double(momentum) * runningMean[ch] + (1.0 - double(momentum)) * mean);
+    newVar[ch] = float(double(momentum) * runningVar[ch] + (1.0 - double(momentum)) * unbiased);
+  }
+}
+
+/// The channel of flat element i of [n, c, spatial] (or [n * spatial, c]).
+__device__ __forceinline__ int64_t bnChannel(int64_t i, int64_t c, int64_t spatial, bool last) {
+  return last ? i % c : (i / spatial) % c;
+}
+
+/// y = x * factor[ch] + offset[ch], every element (masked samples too).
+__global__ void batchNormApplyKernel(int64_t c, int64_t spatial, int64_t total, bool last,
+                                     const float *x, const double *factor,
+                                     const double *offset, float *y) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = bnChannel(i, c, spatial, last);
+    y[i] = float(double(x[i]) * factor[ch] + offset[ch]);
+  }
+}
+
+/// One thread per channel: dscale = sum dy xhat, dbias = sum dy from the
+/// chunks' sums, and into `means` the two means dx needs.
+__global__ void batchNormGradSumsKernel(int64_t c, int64_t chunks,
+                                        const ChannelPartial *partials,
+                                        const ChannelMoments *moments, float *dscale,
+                                        float *dbias, double *meanDy, double *meanDyXhat) {
+  for (int64_t ch = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; ch < c;
+       ch += int64_t(gridDim.x) * blockDim.x) {
+    double sumDy = 0.0, sumDyCentred = 0.0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      sumDy += partials[k * c + ch].first;
+      sumDyCentred += partials[k * c + ch].second;
+    }
+    const ChannelMoments m = moments[ch];
+    const double sumDyXhat = sumDyCentred * m.rstd;
+    dscale[ch] = float(sumDyXhat);
+    dbias[ch] = float(sumDy);
+    meanDy[ch] = m.count > 0.0 ? sumDy / m.count : 0.0;
+    meanDyXhat[ch] = m.count > 0.0 ? sumDyXhat / m.count : 0.0;
+  }
+}
+
+/// dx = scale rstd (dy - mean dy - xhat mean(dy xhat)), 0 where masked (and
+/// in a channel with too few values, already a device error).
+__global__ void batchNormGradApplyKernel(int64_t c, int64_t spatial, int64_t total, bool last,
+                                         const float *x, const float *scale, const float *dy,
+                                         const float *mask, const ChannelMoments *moments,
+                                         const double *meanDy, const double *meanDyXhat,
+                                         float *dx) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ch = bnChannel(i, c, spatial, last);
+    const int64_t sample = i / (c * spatial); // both layouts
+    const ChannelMoments m = moments[ch];
+    if ((mask && mask[sample] == 0.0f) || m.count == 0.0) {
+      dx[i] = 0.0f;
+      continue;
+    }
+    const double xhat = (double(x[i]) - m.mean) * m.rstd;
+    dx[i] = float(double(scale[ch]) * m.rstd * (double(dy[i]) - meanDy[ch] - xhat * meanDyXhat[ch]));
+  }
+}
+
+/// The per-step workspace of the batch norm kernels: the partial sums, the
+/// moments and two per-channel double arrays, carved from the context's
+/// reduction workspace (the 16-bit entry points hold their f32 copies of x
+/// and y in the library workspace meanwhile).
+struct BatchNormScratch {
+  ChannelPartial *partials;
+  ChannelMoments *moments;
+  double *first, *second;
+};
+
+Status batchNormScratch(CudaContext &ctx, int64_t c, int64_t chunks, BatchNormScratch &s) {
+  auto align = [](size_t bytes) { return (bytes + 255) & ~size_t(255); };
+  const size_t partialBytes = align(sizeof(ChannelPartial) * size_t(chunks) * size_t(c));
+  const size_t momentBytes = align(sizeof(ChannelMoments) * size_t(c));
+  const size_t arrayBytes = align(sizeof(double) * size_t(c));
+  char *base = nullptr;
+  TRAINC_RETURN_IF_ERROR(ctx.reductionWorkspace(reinterpret_cast<void **>(&base),
+                                                partialBytes + momentBytes + 2 * arrayBytes));
+  s.partials = reinterpret_cast<ChannelPartial *>(base);
+  s.moments = reinterpret_cast<ChannelMoments *>(base + partialBytes);
+  s.first = reinterpret_cast<double *>(base + partialBytes + momentBytes);
+  s.second = reinterpret_cast<double *>(base + partialBytes + momentBytes + arrayBytes);
+  return Status();
+}
+
+/// Launches batchNormPartialKernel over every (chunk, channel block).
+void launchPartials(CudaContext &ctx, bool last, int64_t n, int64_t c, int64_t spatial,
+                    const ChunkSplit &split, const float *x, const float *dy,
+                    const ChannelMoments *moments, const float *mask,
+                    ChannelPartial *partials) {
+  const int64_t blocksOfChannels = last ? (c + kTileChannels - 1) / kTileChannels : c;
+  dim3 grid(unsigned(split.chunks), unsigned(blocksOfChannels < 65535 ? blocksOfChannels : 65535));
+  if (last)
+    batchNormPartialKernel<true><<<grid, dim3(kTileChannels, kTileRows), 0, ctx.stream()>>>(
+        n, c, spatial, split.rows, x, dy, moments, mask, partials);
+  else
+    batchNormPartialKernel<false><<<grid, kPlaneThreads, 0, ctx.stream()>>>(
+        n, c, spatial, split.rows, x, dy, moments, mask, partials);
 }
 
 } // namespace
@@ -466,18 +465,21 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                {"y", y},
                {"newMean", newMean},
                {"newVar", newVar}}));
-  if (channelsLast) {
-    batchNormTrainingLastKernel<<<tileGrid(ctx, c), dim3(kTileChannels, kTileRows), 0,
-                                  ctx.stream()>>>(n, c, spatial, x, scale, bias, runningMean,
-                                                  runningVar, mask, epsilon, momentum, y,
-                                                  newMean, newVar, ctx.deviceErrors());
-    TRAINC_CHECK_LAUNCH("batchNormTrainingLastKernel");
-    return Status();
-  }
-  batchNormTrainingKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
-      n, c, spatial, x, scale, bias, runningMean, runningVar, mask, epsilon,
-      momentum, y, newMean, newVar, ctx.deviceErrors());
-  TRAINC_CHECK_LAUNCH("batchNormTrainingKernel");
+  const ChunkSplit split = chunkSplit(n * spatial, channelsLast);
+  BatchNormScratch scratch;
+  TRAINC_RETURN_IF_ERROR(batchNormScratch(ctx, c, split.chunks, scratch));
+  launchPartials(ctx, channelsLast, n, c, spatial, split, x, nullptr, nullptr, mask,
+                 scratch.partials);
+  TRAINC_CHECK_LAUNCH("batchNormPartialKernel");
+  batchNormMomentsKernel<<<gridFor(ctx, c, kBlockSize), kBlockSize, 0, ctx.stream()>>>(
+      c, spatial, split.chunks, channelsLast, x, scratch.partials, epsilon, scratch.moments,
+      scale, bias, runningMean, runningVar, momentum, scratch.first, scratch.second, newMean,
+      newVar, ctx.deviceErrors());
+  TRAINC_CHECK_LAUNCH("batchNormMomentsKernel");
+  const int64_t total = n * c * spatial; // checked above
+  batchNormApplyKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0, ctx.stream()>>>(
+      c, spatial, total, channelsLast, x, scratch.first, scratch.second, y);
+  TRAINC_CHECK_LAUNCH("batchNormApplyKernel");
   return Status();
 }
 
@@ -496,17 +498,32 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                                                              {"dx", dx},
                                                              {"dscale", dscale},
                                                              {"dbias", dbias}}));
-  if (channelsLast) {
-    batchNormBackwardLastKernel<<<tileGrid(ctx, c), dim3(kTileChannels, kTileRows), 0,
-                                  ctx.stream()>>>(n, c, spatial, x, scale, dy, mask, epsilon,
-                                                  dx, dscale, dbias, ctx.deviceErrors());
-    TRAINC_CHECK_LAUNCH("batchNormBackwardLastKernel");
-    return Status();
-  }
-  batchNormBackwardKernel<<<gridFor(ctx, c, 1), kBlockSize, 0, ctx.stream()>>>(
-      n, c, spatial, x, scale, dy, mask, epsilon, dx, dscale, dbias,
+  // The moments of x again (not kept from the forward pass), then the two
+  // sums of the gradient, then dx.
+  const ChunkSplit split = chunkSplit(n * spatial, channelsLast);
+  BatchNormScratch scratch;
+  TRAINC_RETURN_IF_ERROR(batchNormScratch(ctx, c, split.chunks, scratch));
+  launchPartials(ctx, channelsLast, n, c, spatial, split, x, nullptr, nullptr, mask,
+                 scratch.partials);
+  TRAINC_CHECK_LAUNCH("batchNormPartialKernel");
+  const unsigned channelGrid = gridFor(ctx, c, kBlockSize);
+  batchNormMomentsKernel<<<channelGrid, kBlockSize, 0, ctx.stream()>>>(
+      c, spatial, split.chunks, channelsLast, x, scratch.partials, epsilon, scratch.moments,
+      nullptr, nullptr, nullptr, nullptr, 0.0f, nullptr, nullptr, nullptr, nullptr,
       ctx.deviceErrors());
-  TRAINC_CHECK_LAUNCH("batchNormBackwardKernel");
+  TRAINC_CHECK_LAUNCH("batchNormMomentsKernel");
+  launchPartials(ctx, channelsLast, n, c, spatial, split, x, dy, scratch.moments, mask,
+                 scratch.partials);
+  TRAINC_CHECK_LAUNCH("batchNormPartialKernel");
+  batchNormGradSumsKernel<<<channelGrid, kBlockSize, 0, ctx.stream()>>>(
+      c, split.chunks, scratch.partials, scratch.moments, dscale, dbias, scratch.first,
+      scratch.second);
+  TRAINC_CHECK_LAUNCH("batchNormGradSumsKernel");
+  const int64_t total = n * c * spatial; // checked above
+  batchNormGradApplyKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0, ctx.stream()>>>(
+      c, spatial, total, channelsLast, x, scale, dy, mask, scratch.moments, scratch.first,
+      scratch.second, dx);
+  TRAINC_CHECK_LAUNCH("batchNormGradApplyKernel");
   return Status();
 }
 

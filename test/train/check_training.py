@@ -874,6 +874,13 @@ def check_fold_bias_training(trainc, work, check, data, x, y):
             loss.backward()
             optimizer.step()
             theirs.append(float(loss))
+    # The CUDA trainers (batch norm's statistics split over chunks of rows;
+    # the last batch of 2 samples masked), channels-first and channels-last.
+    state = {k: v.detach().numpy() for k, v in net.state_dict().items()}
+    run_flags = ["--epochs", str(EPOCHS), "--no-shuffle", "--lr", "0.1", "--momentum", "0.9",
+                 "--weight-decay", "0.05"]
+    for case, layout in (("conv_bn", []), ("conv_bn_nhwc", ["--layout=nhwc"])):
+        prepare_gpu_case(trainc, case, path, flags[1:] + layout, data, run_flags, theirs, state)
     err = max(abs(a - b) for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else float("nan")
     check(len(ours) == len(theirs) and np.allclose(ours, theirs, rtol=1e-4, atol=1e-5),
           "conv+bn sgd (momentum, weight decay): loss of each of %d steps matches PyTorch "
