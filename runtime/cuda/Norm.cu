@@ -417,6 +417,17 @@ void launchPartials(CudaContext &ctx, bool last, int64_t n, int64_t c, int64_t s
         n, c, spatial, split.rows, x, dy, moments, mask, partials);
 }
 
+/// Splits x [n, c, spatial]'s rows into chunks, takes the scratch for them
+/// and sums each chunk's shifted moments of x into it; errors name `site`.
+Status momentPartials(CudaContext &ctx, const char *site, bool last, int64_t n, int64_t c,
+                      int64_t spatial, const float *x, const float *mask, ChunkSplit &split,
+                      BatchNormScratch &scratch) {
+  split = chunkSplit(n * spatial, last);
+  TRAINC_RETURN_IF_ERROR(batchNormScratch(ctx, c, split.chunks, scratch));
+  launchPartials(ctx, last, n, c, spatial, split, x, nullptr, nullptr, mask, scratch.partials);
+  return checkLaunch(site, "batchNormPartialKernel");
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -465,12 +476,10 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                {"y", y},
                {"newMean", newMean},
                {"newVar", newVar}}));
-  const ChunkSplit split = chunkSplit(n * spatial, channelsLast);
-  BatchNormScratch scratch;
-  TRAINC_RETURN_IF_ERROR(batchNormScratch(ctx, c, split.chunks, scratch));
-  launchPartials(ctx, channelsLast, n, c, spatial, split, x, nullptr, nullptr, mask,
-                 scratch.partials);
-  TRAINC_CHECK_LAUNCH("batchNormPartialKernel");
+  ChunkSplit split{};
+  BatchNormScratch scratch{};
+  TRAINC_RETURN_IF_ERROR(momentPartials(ctx, kernel, channelsLast, n, c, spatial, x, mask,
+                                        split, scratch));
   batchNormMomentsKernel<<<gridFor(ctx, c, kBlockSize), kBlockSize, 0, ctx.stream()>>>(
       c, spatial, split.chunks, channelsLast, x, scratch.partials, epsilon, scratch.moments,
       scale, bias, runningMean, runningVar, momentum, scratch.first, scratch.second, newMean,
@@ -500,12 +509,10 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                                                              {"dbias", dbias}}));
   // The moments of x again (not kept from the forward pass), then the two
   // sums of the gradient, then dx.
-  const ChunkSplit split = chunkSplit(n * spatial, channelsLast);
-  BatchNormScratch scratch;
-  TRAINC_RETURN_IF_ERROR(batchNormScratch(ctx, c, split.chunks, scratch));
-  launchPartials(ctx, channelsLast, n, c, spatial, split, x, nullptr, nullptr, mask,
-                 scratch.partials);
-  TRAINC_CHECK_LAUNCH("batchNormPartialKernel");
+  ChunkSplit split{};
+  BatchNormScratch scratch{};
+  TRAINC_RETURN_IF_ERROR(momentPartials(ctx, kernel, channelsLast, n, c, spatial, x, mask,
+                                        split, scratch));
   const unsigned channelGrid = gridFor(ctx, c, kBlockSize);
   batchNormMomentsKernel<<<channelGrid, kBlockSize, 0, ctx.stream()>>>(
       c, spatial, split.chunks, channelsLast, x, scratch.partials, epsilon, scratch.moments,
