@@ -89,12 +89,26 @@ double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
 /// run after the step in flight, with a checkpoint where --checkpoint-dir
 /// asks for them; a second ends the process at once.
 std::atomic<int> stopSignal{0};
+/// When the first arrived (CLOCK_MONOTONIC, ns).
+std::atomic<int64_t> stopSignalNs{0};
+/// A signal within this long of the first is the same request delivered
+/// twice, not a second one: timeout(1) and `kill -INT -- -PGID` signal the
+/// process and then its process group, which arrive apart on a busy machine.
+constexpr int64_t kRepeatedSignalNs = 1000000000;
 
 void onStopSignal(int signal) {
-  if (stopSignal.exchange(signal) != 0) {
-    std::signal(signal, SIG_DFL);
-    std::raise(signal);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now); // async-signal-safe
+  const int64_t ns = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec + 1; // never 0
+  int64_t first = 0;
+  if (stopSignalNs.compare_exchange_strong(first, ns)) {
+    stopSignal.store(signal);
+    return;
   }
+  if (ns - first < kRepeatedSignalNs)
+    return;
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
 }
 
 /// SIGINT and SIGTERM handled as above while a single-process run trains
@@ -103,6 +117,7 @@ struct StopOnSignals {
   struct sigaction oldInt {}, oldTerm {};
   StopOnSignals() {
     stopSignal = 0;
+    stopSignalNs = 0;
     struct sigaction action {};
     action.sa_handler = onStopSignal;
     sigemptyset(&action.sa_mask);
