@@ -30,6 +30,8 @@ def Tc_Dialect : Dialect {
   // Inherent attributes live in the attribute dictionary, so that the importer
   // can build any op generically from an attribute list.
   let usePropertiesForAttributes = 0;
+  // Its attributes (TcAttrs.td) print as #tc.<mnemonic><...>.
+  let useDefaultAttributePrinterParser = 1;
   // Checks the `tc.param`, `tc.input` and `tc.output` function attributes.
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;

@@ -1,21 +1,57 @@
 //===- TcDialect.cpp - the tc dialect -------------------------------------===//
 
 #include "ir/TcDialect.h"
+#include "ir/TcAttrs.h"
 #include "ir/TcOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace trainc::tc;
 
 #include "ir/TcOpsDialect.cpp.inc"
+#include "ir/TcEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "ir/TcAttrs.cpp.inc"
 
 void TcDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "ir/TcOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ir/TcAttrs.cpp.inc"
+      >();
+}
+
+Location trainc::tc::phaseLoc(const std::string &name, Location from, StepPhase phase) {
+  MLIRContext *ctx = from.getContext();
+  Location marked = FusedLoc::get(ctx, {from}, StepPhaseAttr::get(ctx, phase));
+  return NameLoc::get(StringAttr::get(ctx, name), marked);
+}
+
+namespace {
+std::optional<StepPhase> markOf(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto mark = dyn_cast_or_null<StepPhaseAttr>(fused.getMetadata()))
+      return mark.getValue();
+  return std::nullopt;
+}
+} // namespace
+
+std::optional<StepPhase> trainc::tc::markedPhase(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return markOf(name.getChildLoc());
+  if (std::optional<StepPhase> mark = markOf(loc))
+    return mark;
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::optional<StepPhase> mark = markedPhase(inner))
+        return mark;
+  return std::nullopt;
 }
 
 LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region,

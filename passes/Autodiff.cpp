@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/TcAttrs.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 
@@ -111,14 +112,16 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
         it->second = b.create<tc::AddOp>(loc, ValueRange{it->second, g})->getResult(0);
     };
     auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
-    Location seedLoc = NameLoc::get(b.getStringAttr("backward of the loss"));
+    Location seedLoc =
+        tc::phaseLoc("backward of the loss", b.getUnknownLoc(), tc::StepPhase::Backward);
     if (Attribute scaling = module->getAttr(tc::kLossScaleAttrName)) {
       // GradScaler's scale(loss).backward(): d (scale * loss) = scale.
       if (!one.getElementType().isF32())
         return step.emitError("loss scaling needs an f32 loss, got ") << lossValue.getType();
       if (auto fixed = dyn_cast<FloatAttr>(scaling)) {
         grads[lossValue] =
-            b.create<tc::ConstantOp>(NameLoc::get(b.getStringAttr("backward of the loss (scaled)")),
+            b.create<tc::ConstantOp>(tc::phaseLoc("backward of the loss (scaled)",
+                                                  b.getUnknownLoc(), tc::StepPhase::Backward),
                                      DenseElementsAttr::get(one, static_cast<float>(
                                                                      fixed.getValueAsDouble())))
                 .getResult();
@@ -164,14 +167,14 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
           accumulate(operand, g, op->getLoc());
       // The ops of the rule (and the sums of gradients) say whose gradient
       // they compute: a kernel reads 'backward of /fc1/Gemm', not the
-      // forward node's name alone.
+      // forward node's name alone. The location is marked as the
+      // backward's (#tc.phase), which no node name can imitate.
       std::string node = nodeName(op->getLoc());
-      if (!node.empty()) {
-        Location gradLoc = NameLoc::get(b.getStringAttr("backward of " + node), op->getLoc());
-        for (Operation *o = mark ? mark->getNextNode() : &body.front(); o && o != ret.getOperation();
-             o = o->getNextNode())
-          o->setLoc(gradLoc);
-      }
+      Location gradLoc = tc::phaseLoc(node.empty() ? "backward" : "backward of " + node,
+                                      op->getLoc(), tc::StepPhase::Backward);
+      for (Operation *o = mark ? mark->getNextNode() : &body.front(); o && o != ret.getOperation();
+           o = o->getNextNode())
+        o->setLoc(gradLoc);
     }
 
     // Return the loss, then one gradient per differentiated parameter.

@@ -2,6 +2,7 @@
 
 #include "passes/Liveness.h"
 
+#include "ir/TcAttrs.h"
 #include "ir/TcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,14 +108,7 @@ StringRef trainc::bufferKindName(BufferKind kind) {
   return "";
 }
 
-bool trainc::isBackwardLoc(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue().starts_with("backward of ") ||
-           name.getName().getValue().starts_with("recompute of ");
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    return llvm::any_of(fused.getLocations(), [](Location l) { return isBackwardLoc(l); });
-  return false;
-}
+bool trainc::isBackwardLoc(Location loc) { return tc::markedPhase(loc).has_value(); }
 
 BufferLiveness::BufferLiveness(Operation *op) {
   auto func = cast<func::FuncOp>(op);

@@ -57,7 +57,8 @@ constexpr int64_t kBucketMemberAlignment = 256;
 
 /// Whether `loc` is the location autodiff gives the ops of the backward
 /// ("backward of <node>"), the one remat gives what it recomputes there
-/// ("recompute of <node>"), or a fused location that holds one.
+/// ("recompute of <node>"), or a fused location that holds one: marked
+/// #tc.phase (tc::markedPhase), whatever the names say.
 bool isBackwardLoc(mlir::Location loc);
 
 struct BufferLife {

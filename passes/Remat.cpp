@@ -36,10 +36,11 @@
 // stored; what pointwise readers read fuses into them). Clones carry
 // `tc.recomputed = k` (the k-th clone of an op: CSE folds a clone neither
 // back into the forward's op nor into another clone) and the location
-// "recompute of <node>".
+// "recompute of <node>", marked #tc.phase<recompute>.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/TcAttrs.h"
 #include "ir/TcOps.h"
 #include "passes/Liveness.h"
 #include "passes/Passes.h"
@@ -306,11 +307,10 @@ std::vector<Value> chooseRecomputed(func::FuncOp func, Operation *begin,
 }
 
 Location recomputeLoc(Location loc) {
-  MLIRContext *ctx = loc.getContext();
   if (auto name = dyn_cast<NameLoc>(loc))
-    return NameLoc::get(StringAttr::get(ctx, "recompute of " + name.getName().getValue()),
-                        name.getChildLoc());
-  return NameLoc::get(StringAttr::get(ctx, "recompute"), loc);
+    return tc::phaseLoc("recompute of " + name.getName().str(), name.getChildLoc(),
+                        tc::StepPhase::Recompute);
+  return tc::phaseLoc("recompute", loc, tc::StepPhase::Recompute);
 }
 
 /// A recomputed op is cloned again for a reader more than this many ops

@@ -467,6 +467,8 @@ def check_zoo_training(trainc, work, check, models=None):
                                         "--pad-to=%s and unpadded" % multiple, 1e-6,
                                         conditioned=name == "resnet18")
             if opt_name == "sgd" and name in ("mlp", "gpt"):
+                check_node_names_inert(trainc, check, tag, path, prog, data, flags,
+                                       compile_flags)
                 # K = 4 micro-batches of B / 4 against batches of B: the
                 # groups cover the same samples (the last, of 2, is 2 batches).
                 quarter = [f if not f.startswith("--batch-size") else
@@ -640,6 +642,52 @@ def check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_
     trainer and --fuse=none agree within 1e-6 of each value."""
     check_variant_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags,
                             ["--fuse=none"], "fused and --fuse=none", 1e-6)
+
+
+def check_node_names_inert(trainc, check, tag, path, prog, data, flags, compile_flags):
+    """Autodiff and remat mark what they create (#tc.phase in the location);
+    names mark nothing. The model with every ONNX node renamed 'backward of
+    <node>' or 'recompute of <node>' (alternately) compiles with
+    --remat=auto --pad-to=8 to the same memory plan as the original (the
+    --report-memory figures: where the backward begins, what is saved,
+    what remat recomputes; a name taken for a mark moves them) and trains 3
+    steps to the same parameters, bit for bit."""
+    model = onnx.load(path)
+    for i, node in enumerate(model.graph.node):
+        node.name = ("backward of " if i % 2 == 0 else "recompute of ") + (node.name or str(i))
+    renamed = prog + "_renamed.onnx"
+    onnx.save(model, renamed)
+    saved, plans = {}, {}
+    for which, model_path in (("original", path), ("renamed", renamed)):
+        other = "%s_names_%s" % (prog, which)
+        build = subprocess.run([trainc, "compile", model_path, "--target=cpu", "-o", other,
+                                "--remat=auto", "--pad-to=8", "--report-memory"]
+                               + compile_flags, capture_output=True, text=True)
+        # The report without the node names it quotes.
+        plans[which] = re.sub(r"'[^'\n]*'", "''", build.stdout + build.stderr)
+        if build.returncode != 0:
+            check(False, "%s (%s nodes) compiles with --remat=auto --pad-to=8: %s"
+                  % (tag, which, build.stderr.strip()[:300]))
+            return
+        saved[which] = other + ".3steps"
+        run = subprocess.run([other, "--data", data, "--steps", "3", "--no-shuffle",
+                              "--save-params", saved[which]] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s (%s nodes) trains 3 steps: %s"
+                  % (tag, which, run.stderr.strip()[:300]))
+            return
+    names = sorted(f for f in os.listdir(saved["original"]) if f.endswith(".npy"))
+    differ = [f[:-4] for f in names
+              if not np.array_equal(np.load(os.path.join(saved["original"], f)),
+                                    np.load(os.path.join(saved["renamed"], f)))]
+    check("remat:" in plans["original"] and plans["original"] == plans["renamed"],
+          "%s: every node renamed 'backward of ...'/'recompute of ...' compiles with "
+          "--remat=auto --pad-to=8 to the same memory plan and remat choices" % tag)
+    check(names and not differ,
+          "%s: every node renamed 'backward of ...'/'recompute of ...' trains 3 steps with "
+          "--remat=auto --pad-to=8 to the same %d parameters, bit for bit%s"
+          % (tag, len(names), " (differ: %s)" % ", ".join(differ[:4]) if differ else ""))
 
 
 def check_remat_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags):

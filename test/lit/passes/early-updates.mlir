@@ -8,10 +8,10 @@
 // for the backward's last read of w1 (the gradient of x), after its own
 // gradient. Updates that follow the same op keep their order.
 // CHECK-LABEL: func.func @train_step
-// CHECK: %[[G2:.*]] = tc.mul %arg0, %arg0 {{.*}}loc("backward of b")
+// CHECK: %[[G2:.*]] = tc.mul %arg0, %arg0 {{.*}}loc("backward of b"(fused<#tc.phase<backward>>["b"]))
 // CHECK-NEXT: tc.sgd_update %arg2, %[[G2]]
-// CHECK-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]] {{.*}}loc("backward of a")
-// CHECK-NEXT: tc.mul %[[G1]], %arg1 {{.*}}loc("backward of x")
+// CHECK-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]] {{.*}}loc("backward of a"(fused<#tc.phase<backward>>["a"]))
+// CHECK-NEXT: tc.mul %[[G1]], %arg1 {{.*}}loc("backward of x"(fused<#tc.phase<backward>>["x"]))
 // CHECK-NEXT: tc.sgd_update %arg1, %[[G1]]
 // CHECK-NEXT: return
 //
@@ -22,7 +22,7 @@
 // CLIP-NEXT: tc.sgd_update %arg2
 //
 // Without the option the updates run together at the end.
-// LATE: tc.mul %{{.*}}, %arg1 {{.*}}loc("backward of x")
+// LATE: tc.mul %{{.*}}, %arg1 {{.*}}loc("backward of x"(fused<#tc.phase<backward>>["x"]))
 // LATE-NEXT: tc.sgd_update %arg1
 // LATE-NEXT: tc.sgd_update %arg2
 tc.param @w1 trainable : tensor<3xf32>
@@ -34,8 +34,8 @@ func.func @train_step(%x: tensor<3xf32> {tc.input = "x"}, %w1: tensor<3xf32> {tc
   %p = tc.mul %x, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("a")
   %q = tc.mul %p, %w2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("b")
   %l = tc.reduce_sum %q {axes = array<i64>, keepdims = false} : (tensor<3xf32>) -> tensor<f32> loc("loss")
-  %g2 = tc.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of b")
-  %g1 = tc.add %x, %g2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of a")
-  %dx = tc.mul %g1, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of x")
+  %g2 = tc.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of b"(fused<#tc.phase<backward>>["b"]))
+  %g1 = tc.add %x, %g2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of a"(fused<#tc.phase<backward>>["a"]))
+  %dx = tc.mul %g1, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of x"(fused<#tc.phase<backward>>["x"]))
   return %l, %g1, %g2, %dx : tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
 }

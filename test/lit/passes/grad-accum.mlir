@@ -14,9 +14,9 @@
 // CHECK-SAME: %[[A2:arg6]]: tensor<3xf32> {tc.state = "grad_accum.w2"}
 // CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.grad = @w1, tc.output = "grad.w1"}, tensor<3xf32> {tc.grad = @w2, tc.output = "grad.w2"}, tensor<3xf32> {tc.output = "grad_accum.w1", tc.state_update = "grad_accum.w1"}, tensor<3xf32> {tc.output = "grad_accum.w2", tc.state_update = "grad_accum.w2"})
 // CHECK-SAME: tc.grad_accum = 4
-// CHECK: %[[G2:.*]] = tc.mul %arg0, %arg0 {{.*}}loc("backward of b")
-// CHECK-NEXT: %[[T2:.*]] = tc.accumulate_grad %[[A2]], %[[G2]], %[[W]], %[[K]] {{.*}}loc("gradient accumulation of w2"("backward of b"))
-// CHECK-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]] {{.*}}loc("backward of a")
+// CHECK: %[[G2:.*]] = tc.mul %arg0, %arg0 {{.*}}loc("backward of b"(fused<#tc.phase<backward>>["b"]))
+// CHECK-NEXT: %[[T2:.*]] = tc.accumulate_grad %[[A2]], %[[G2]], %[[W]], %[[K]] {{.*}}loc("gradient accumulation of w2"("backward of b"(fused<#tc.phase<backward>>["b"])))
+// CHECK-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]] {{.*}}loc("backward of a"(fused<#tc.phase<backward>>["a"]))
 // CHECK-NEXT: %[[T1:.*]] = tc.accumulate_grad %[[A1]], %[[G1]], %[[W]], %[[K]]
 // CHECK: return %{{.*}}, %[[T1]], %[[T2]], %[[T1]], %[[T2]] :
 // CHECK-LABEL: func.func @accumulate_step(
@@ -49,9 +49,9 @@ func.func @train_step(%x: tensor<3xf32> {tc.input = "x"}, %w1: tensor<3xf32> {tc
   %p = tc.mul %x, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %q = tc.mul %p, %w2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %l = tc.reduce_sum %q {axes = array<i64>, keepdims = false} : (tensor<3xf32>) -> tensor<f32>
-  %g2 = tc.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of b")
-  %g1 = tc.add %x, %g2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of a")
-  %dx = tc.mul %g1, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of x")
+  %g2 = tc.mul %x, %x : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of b"(fused<#tc.phase<backward>>["b"]))
+  %g1 = tc.add %x, %g2 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of a"(fused<#tc.phase<backward>>["a"]))
+  %dx = tc.mul %g1, %w1 : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("backward of x"(fused<#tc.phase<backward>>["x"]))
   return %l, %g1, %g2 : tensor<f32>, tensor<3xf32>, tensor<3xf32>
 }
 

@@ -13,8 +13,8 @@
 // CHECK-NEXT: tc.reduce_sum %[[H]]
 // CHECK-NEXT: tc.mul %arg2, %arg2
 // CHECK-NEXT: tc.reduce_sum
-// CHECK-NEXT: %[[H2:.*]] = tc.matmul %arg0, %arg1 {tc.recomputed = 0 : i64} {{.*}}loc("recompute of fc")
-// CHECK-NEXT: tc.matmul %[[H2]], %arg3 {trans_a = true} {{.*}}loc("backward of fc")
+// CHECK-NEXT: %[[H2:.*]] = tc.matmul %arg0, %arg1 {tc.recomputed = 0 : i64} {{.*}}loc("recompute of fc"(fused<#tc.phase<recompute>>
+// CHECK-NEXT: tc.matmul %[[H2]], %arg3 {trans_a = true} {{.*}}loc("backward of fc"(fused<#tc.phase<backward>>["fc"]))
 // AUTO: recomputed_ops = 0 : i64
 // AUTO-NOT: tc.recomputed
 // expected-error @+1 {{--memory-budget=20000 bytes cannot be met: the smallest peak of live bytes rematerialization reaches is 32776 bytes}}
@@ -22,8 +22,8 @@ func.func @train_step(%x: tensor<64x16xf32>, %w: tensor<16x64xf32>, %big: tensor
     -> (tensor<f32>, tensor<f32>, tensor<64x4xf32>) {
   %h = tc.matmul %x, %w : (tensor<64x16xf32>, tensor<16x64xf32>) -> tensor<64x64xf32> loc("fc")
   %l = tc.reduce_sum %h {axes = array<i64: 0, 1>, keepdims = false} : (tensor<64x64xf32>) -> tensor<f32> loc("loss")
-  %t = tc.mul %big, %big : (tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<128x64xf32> loc("backward of loss")
-  %s = tc.reduce_sum %t {axes = array<i64: 0, 1>, keepdims = false} : (tensor<128x64xf32>) -> tensor<f32> loc("backward of loss")
-  %dw = tc.matmul %h, %dy {trans_a = true} : (tensor<64x64xf32>, tensor<64x4xf32>) -> tensor<64x4xf32> loc("backward of fc")
+  %t = tc.mul %big, %big : (tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<128x64xf32> loc("backward of loss"(fused<#tc.phase<backward>>["loss"]))
+  %s = tc.reduce_sum %t {axes = array<i64: 0, 1>, keepdims = false} : (tensor<128x64xf32>) -> tensor<f32> loc("backward of loss"(fused<#tc.phase<backward>>["loss"]))
+  %dw = tc.matmul %h, %dy {trans_a = true} : (tensor<64x64xf32>, tensor<64x4xf32>) -> tensor<64x4xf32> loc("backward of fc"(fused<#tc.phase<backward>>["fc"]))
   return %l, %s, %dw : tensor<f32>, tensor<f32>, tensor<64x4xf32>
 }
