@@ -212,6 +212,14 @@ std::vector<std::string> trainc::pipelinePhases() {
   return names;
 }
 
+std::vector<std::string> trainc::trainingPhases() {
+  std::vector<std::string> names;
+  for (const Phase &p : phases())
+    if (p.training)
+      names.push_back(p.name);
+  return names;
+}
+
 void trainc::registerPipelineCLOptions() {
   registerCanonicalizerPass();
   registerCSEPass();

@@ -19,13 +19,15 @@ namespace trainc {
 /// factor, is finite in f32 too) to FLT_MAX; none for anything else.
 std::optional<float> parseFixedLossScale(llvm::StringRef text);
 
-/// Names of the phases after import, in order (DESIGN.md "Phases").
 /// A byte count as flags take it: an integer, or a number with a unit
 /// (KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: of 1000; B),
 /// e.g. 2GiB or 1.5GB. None when malformed, not positive or beyond 2^62.
 std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
+/// Names of the phases after import, in order (DESIGN.md "Phases").
 std::vector<std::string> pipelinePhases();
+/// Those of them that belong to a training build only (they need --loss).
+std::vector<std::string> trainingPhases();
 
 struct PipelineOptions {
   /// The loss to attach (cross-entropy, mse, bce, output); empty: prediction

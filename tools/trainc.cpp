@@ -1017,8 +1017,8 @@ int runCompile() {
     errs() << "\n";
     return 1;
   }
-  if ((compileTo == "loss" || compileTo == "mixed-precision" || compileTo == "autodiff" || compileTo == "remat" ||
-       compileTo == "grad-accum" || compileTo == "optimizer") &&
+  std::vector<std::string> training = trainc::trainingPhases();
+  if (std::find(training.begin(), training.end(), compileTo) != training.end() &&
       lossKind.empty()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
     return 1;
