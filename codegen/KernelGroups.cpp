@@ -10,7 +10,7 @@
 #include "codegen/IndexKernels.h"
 #include "codegen/ProgramEmitter.h"
 #include "codegen/ScalarExpr.h"
-#include "passes/Liveness.h" // kBucketMemberAlignment
+#include "runtime/include/trainc_rt/defaults.h"
 
 #include <cctype>
 
@@ -300,7 +300,7 @@ LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
   int64_t end = 0;
   for (auto [k, r] : llvm::enumerate(op.getResults())) {
     int64_t at = offsets[k];
-    if (at < 0 || at % 4 || (k > 0 && (at < end || at - end >= kBucketMemberAlignment)))
+    if (at < 0 || at % 4 || (k > 0 && (at < end || at - end >= trainc::rt::kBucketMemberAlignment)))
       return op.emitError("codegen needs the bucket's results side by side in the plan "
                           "(trainc-plan)");
     end = at + countOf(r) * 4;

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TcAttrs.h"
+#include "runtime/include/trainc_rt/defaults.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 
@@ -131,7 +132,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
             index, one,
             b.getDictionaryAttr(
                 {b.getNamedAttr(tc::kStateAttrName, b.getStringAttr(tc::kLossScaleStateName)),
-                 b.getNamedAttr(tc::kStateInitAttrName, b.getF32FloatAttr(65536.0f))}),
+                 b.getNamedAttr(tc::kStateInitAttrName, b.getF32FloatAttr(rt::kInitialLossScale))}),
             step.getLoc());
         grads[lossValue] = step.getArgument(index);
       }

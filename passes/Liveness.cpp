@@ -3,6 +3,7 @@
 #include "passes/Liveness.h"
 
 #include "ir/TcAttrs.h"
+#include "runtime/include/trainc_rt/defaults.h"
 #include "ir/TcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -136,8 +137,8 @@ BufferLiveness::BufferLiveness(Operation *op) {
         members[result] = {bucket, bytes};
         if (result != first)
           root[result] = first;
-        bytes += (tensorBytes(result.getType()) + kBucketMemberAlignment - 1) /
-                 kBucketMemberAlignment * kBucketMemberAlignment;
+        bytes += (tensorBytes(result.getType()) + rt::kBucketMemberAlignment - 1) /
+                 rt::kBucketMemberAlignment * rt::kBucketMemberAlignment;
       }
       owner[first] = bucket;
       lives.push_back({first, bytes, index, index});

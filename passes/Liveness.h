@@ -50,10 +50,6 @@ llvm::StringRef bufferKindName(BufferKind kind);
 /// The bytes of a ranked tensor type's buffer (i1 is stored as one byte).
 int64_t tensorBytes(mlir::Type type);
 
-/// The results of one tc.all_reduce (a data-parallel bucket) share one
-/// buffer, each member at an offset aligned to this many bytes, so that the
-/// bucket is a single collective over contiguous memory.
-constexpr int64_t kBucketMemberAlignment = 256;
 
 /// Whether `loc` is the location autodiff gives the ops of the backward
 /// ("backward of <node>"), the one remat gives what it recomputes there

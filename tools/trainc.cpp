@@ -13,6 +13,7 @@
 #include "ir/TcOps.h"
 #include "passes/Liveness.h"
 #include "passes/Pipeline.h"
+#include "runtime/include/trainc_rt/defaults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -326,10 +327,9 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
     if (target == "cuda" &&
         mlir::isa<trainc::tc::ConvOp, trainc::tc::ConvBackwardDataOp,
                   trainc::tc::ConvBackwardFilterOp>(op))
-      // The CUDA trainer times cuDNN's algorithms with this much scratch
-      // (runtime/cuda/KernelUtils.cuh kSearchWorkspace), which stays
-      // allocated (trainer --cudnn-benchmark, on by default).
-      t.searchWorkspace = int64_t(256) << 20;
+      // The CUDA trainer times cuDNN's algorithms with this much scratch,
+      // which stays allocated (trainer --cudnn-benchmark, on by default).
+      t.searchWorkspace = trainc::rt::kCudnnSearchWorkspaceBytes;
     if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
       if (bytes.getInt() > t.arena || !t.largest) {
         t.arena = std::max(t.arena, bytes.getInt());

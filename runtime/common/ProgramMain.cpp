@@ -11,6 +11,7 @@
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
 #include "TrainChecks.h"
+#include "trainc_rt/defaults.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/program.h"
 
@@ -180,10 +181,11 @@ void printInfo(const Program &program) {
   if (train->clipGradNorm > 0)
     std::printf(", gradient norm clipped at %g", train->clipGradNorm);
   if (train->lossScale && std::string(train->lossScale) == "dynamic")
-    std::printf(", dynamic loss scaling (scale 65536 at the start, x0.5 and the step skipped "
-                "on inf/NaN gradients, x2 after --scale-growth-interval good steps, 2000; the "
+    std::printf(", dynamic loss scaling (scale %g at the start, x0.5 and the step skipped "
+                "on inf/NaN gradients, x2 after --scale-growth-interval good steps, %lld; the "
                 "scale, the good-step count and the skipped steps are optimizer state, in "
-                "checkpoints)");
+                "checkpoints)",
+                double(kInitialLossScale), static_cast<long long>(kScaleGrowthInterval));
   else if (train->lossScale)
     std::printf(", loss scale %s (fixed; steps with inf/NaN gradients skipped)",
                 train->lossScale);

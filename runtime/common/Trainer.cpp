@@ -18,6 +18,7 @@
 #include "ProgramSupport.h"
 #include "TrainChecks.h"
 #include "TrainLog.h"
+#include "trainc_rt/defaults.h"
 #include "trainc_rt/launch.h"
 
 #include <algorithm>
@@ -568,7 +569,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
               orDefault(options.eps, 1e-8),
               orDefault(options.clipGradNorm, train->clipGradNorm),
               options.scaleGrowthInterval > 0 ? static_cast<double>(options.scaleGrowthInterval)
-                                              : 2000.0};
+                                              : double(kScaleGrowthInterval)};
   const bool dynamicScale = train->lossScale && std::string(train->lossScale) == "dynamic";
   if (options.scaleGrowthInterval > 0 && !dynamicScale)
     return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "

@@ -12,6 +12,7 @@
 #include "CudaContext.h"
 #include "common/AlgoCache.h"
 
+#include "trainc_rt/defaults.h"
 #include "trainc_rt/kernels.h"
 #include "trainc_rt/program.h"
 
@@ -66,9 +67,10 @@ inline std::vector<cudnnMathType_t> convMathOrder(bool half) {
 }
 
 /// Algorithms needing more cuDNN workspace than this are skipped.
-inline constexpr size_t kMaxConvWorkspace = size_t(512) << 20;
+inline constexpr size_t kMaxConvWorkspace = size_t(::trainc::rt::kCudnnMaxWorkspaceBytes);
 /// The workspace the algorithm search (--cudnn-benchmark) offers cuDNN.
-inline constexpr size_t kSearchWorkspace = size_t(256) << 20;
+/// The compiler's --report-memory counts it (trainc_rt/defaults.h).
+inline constexpr size_t kSearchWorkspace = size_t(::trainc::rt::kCudnnSearchWorkspaceBytes);
 
 /// The first usable entry of cuDNN's results (the heuristic's in its order
 /// of preference, a search's fastest first): status success within the
