@@ -8,13 +8,17 @@
 # test/train/check_precision.py --gpu-prepare (the data-parallel trainers
 # among them, with Open MPI's libraries). OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
+# ResNet-18's prediction program holds its 47 MB of weights: it goes to
+# OUTDIR.resnet18 (with its own run.sh), so that each folder stays under the
+# 64 MiB one device call carries; run.sh OUTDIR.resnet18 checks it there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:?usage: prepare.sh OUTDIR}"
-mkdir -p "$out"
+mkdir -p "$out" "$out.resnet18"
 [ -f build/zoo/zoo.json ] || /usr/bin/python3 test/zoo/make_zoo.py build/zoo
 for model in mlp lenet resnet18 gpt; do
   dir="$out/$model"
+  [ "$model" = resnet18 ] && dir="$out.resnet18/$model"
   mkdir -p "$dir/data" "$dir/ref"
   for f in build/zoo/${model}_input_*.npy; do
     cp "$f" "$dir/data/$(basename "$f" | sed "s/^${model}_input_//")"
@@ -77,7 +81,8 @@ done
 /usr/bin/python3 bench/gpu_layout.py prepare "$out" | tail -1
 cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py \
   test/gpu/compare_scaler.py test/pylib/loss_scaling.py "$out/"
-du -sh "$out"
+cp test/gpu/run.sh test/gpu/compare.py "$out.resnet18/"
+du -sh "$out" "$out.resnet18"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "prepare: the GPU check is prepared, but CPU comparisons failed on this machine: ${failed[*]}"
 fi
