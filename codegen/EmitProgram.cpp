@@ -36,17 +36,6 @@ using namespace mlir;
 using namespace trainc;
 using namespace trainc::codegen;
 
-/// The ops of `func` that run channels-last (the layout phase's), for the
-/// program's --info.
-static int channelsLastOps(func::FuncOp func) {
-  int count = 0;
-  func.walk([&](Operation *op) {
-    auto flag = op->getAttrOfType<BoolAttr>("channels_last");
-    count += flag && flag.getValue();
-  });
-  return count;
-}
-
 std::string ProgramEmitter::opComment(Operation *op) {
   if (auto fused = dyn_cast<tc::FusedOp>(op)) {
     // The group and the ONNX nodes it computes, each once.
@@ -112,17 +101,17 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
     // them, not the names.
     StringAttr input =
         func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kInputAttrName);
-    const char *role = "Data";
+    rt::InputRole role = rt::InputRole::Data;
     if (!input && (input = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                               tc::kLabelAttrName)))
-      role = "Label";
+      role = rt::InputRole::Label;
     if (!input && func.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName)) {
       input = StringAttr::get(func.getContext(), tc::kSampleWeightsInputName);
-      role = "SampleWeights";
+      role = rt::InputRole::SampleWeights;
     }
     if (!input && func.getArgAttr(arg.getArgNumber(), tc::kDropoutKeyAttrName)) {
       input = StringAttr::get(func.getContext(), tc::kDropoutKeyInputName);
-      role = "DropoutKey";
+      role = rt::InputRole::DropoutKey;
     }
     if (input) {
       std::string name = "in" + std::to_string(inputs.size());
@@ -135,33 +124,34 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       names[arg] = name;
       continue;
     }
-    if (auto hyper = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kHyperAttrName)) {
-      size_t index = llvm::find(hypers, hyper.getValue().str()) - hypers.begin();
+    if (std::optional<tc::Hyper> hyper = tc::argHyper(func, arg.getArgNumber())) {
+      std::string hyperName = tc::stringifyHyper(*hyper).str();
+      size_t index = llvm::find(hypers, *hyper) - hypers.begin();
       if (!sharedTables)
-        hypers.push_back(hyper.getValue().str());
+        hypers.push_back(*hyper);
       else if (index == hypers.size())
-        return func.emitError("hyperparameter '") << hyper.getValue()
-                                                  << "' is not one of @train_step's";
+        return func.emitError("hyperparameter '") << hyperName << "' is not one of @train_step's";
       std::string name = "h" + std::to_string(index);
       hyperIndex[arg] = index;
       body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
-              std::to_string(index) + "]); " +
-              commentLine("hyperparameter '" + hyper.getValue().str() + "'");
+              std::to_string(index) + "]); " + commentLine("hyperparameter '" + hyperName + "'");
       names[arg] = name;
       continue;
     }
-    if (auto state = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName)) {
-      size_t index = llvm::find_if(states, [&](const auto &e) {
-                       return e.first == state.getValue();
-                     }) - states.begin();
+    if (std::optional<tc::StateRole> role = tc::argStateRole(func, arg.getArgNumber())) {
+      auto state = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName);
+      auto init = func.getArgAttrOfType<FloatAttr>(arg.getArgNumber(), tc::kStateInitAttrName);
+      StateEntry entry{state.getValue().str(), type, *role,
+                       init ? init.getValueAsDouble() : 0.0};
+      size_t index = llvm::find(states, entry) - states.begin();
       if (!sharedTables)
-        states.emplace_back(state.getValue().str(), type);
-      else if (index == states.size() || states[index].second != type)
+        states.push_back(entry);
+      else if (index == states.size())
         return func.emitError("state '") << state.getValue() << "' is not one of @train_step's";
       std::string name = "s" + std::to_string(index);
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " + cType(type) +
               " *>(args.states[" + std::to_string(index) + "]); " +
-              commentLine("state '" + state.getValue().str() + "' " + shapeText(shapeOf(arg)));
+              commentLine("state '" + entry.name + "' " + shapeText(shapeOf(arg)));
       names[arg] = name;
       continue;
     }
@@ -200,7 +190,7 @@ LogicalResult ProgramEmitter::declareParams() {
 
 FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp func, bool train,
                                                                  const Emitted *tables) {
-  auto arena = func->getAttrOfType<IntegerAttr>("tc.arena_bytes");
+  auto arena = func->getAttrOfType<IntegerAttr>(tc::kArenaBytesAttrName);
   if (!arena)
     return func.emitError("codegen needs a planned function (run trainc-plan)");
   names.clear();
@@ -232,20 +222,12 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
                  inputRoles, arena.getInt(), generatedCalls, libraryCalls};
 }
 
-namespace {
-/// The rows of the table an integer input indexes, and the node that reads it.
-struct IndexLimit {
-  int64_t rows;
-  std::string node;
-};
-} // namespace
-
 /// Integer inputs of `func` that index a table's rows (tc.gather's indices,
 /// as an nn.Embedding's token ids), by input name: the trainer refuses ids
 /// outside [0, rows) before step 1, as PyTorch's nn.Embedding raises on them.
 /// The rows are the parameter's own (before any padding of the table); an
 /// input that indexes two tables gets the smaller.
-static llvm::StringMap<IndexLimit> indexLimits(func::FuncOp func) {
+llvm::StringMap<ProgramEmitter::IndexLimit> ProgramEmitter::indexLimits(func::FuncOp func) {
   llvm::StringMap<IndexLimit> limits;
   for (BlockArgument arg : func.getArguments()) {
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kInputAttrName);
@@ -313,7 +295,7 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
   arenaBytes = forwardFn->arena;
 
   int64_t batch = 1;
-  if (auto attr = module->getAttrOfType<IntegerAttr>("tc.batch_size"))
+  if (auto attr = module->getAttrOfType<IntegerAttr>(tc::kBatchSizeAttrName))
     batch = attr.getInt();
   else if (!inputs.empty() && !cast<RankedTensorType>(inputs[0].second).getShape().empty())
     batch = cast<RankedTensorType>(inputs[0].second).getDimSize(0);
@@ -347,212 +329,9 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
                            "accumulators (no update).\n",
                        accumulateFn->body);
 
-  const llvm::StringMap<IndexLimit> limits = indexLimits(func);
-  auto tensorInfo = [&](const std::string &name, Type type, const char *role = nullptr) {
-    auto tensor = cast<RankedTensorType>(type);
-    std::string s = "{" + cStringLiteral(name) + ", " + dtypeEnum(type) + ", " +
-                    std::to_string(tensor.getRank()) + ", {";
-    for (int64_t d = 0; d < tensor.getRank(); ++d)
-      s += (d ? ", " : "") + std::to_string(tensor.getDimSize(d));
-    s += "}, trainc::rt::InputRole::" + std::string(role ? role : "Data");
-    if (auto limit = limits.find(name); role && limit != limits.end())
-      s += ", " + std::to_string(limit->second.rows) + ", " + cStringLiteral(limit->second.node);
-    else
-      s += ", 0, nullptr";
-    return s + "}";
-  };
-  auto table = [&](const char *type, const char *name,
-                   const std::vector<std::pair<std::string, Type>> &entries,
-                   const std::vector<const char *> &roles = {}) {
-    if (entries.empty())
-      return;
-    os << "const trainc::rt::" << type << " " << name << "[] = {\n";
-    for (auto [k, entry] : llvm::enumerate(entries))
-      os << "    "
-         << tensorInfo(entry.first, entry.second, k < roles.size() ? roles[k] : nullptr)
-         << ",\n";
-    os << "};\n";
-  };
-  table("TensorInfo", "kInputs", inputs, forwardFn->roles);
-  table("TensorInfo", "kOutputs", outputs);
-  if (trainFn) {
-    table("TensorInfo", "kTrainInputs", trainFn->inputs, trainFn->roles);
-    table("TensorInfo", "kStates", trainFn->states);
-    os << "const char *const kHypers[] = {";
-    for (const std::string &h : trainFn->hypers)
-      os << cStringLiteral(h) << ", ";
-    os << "};\n";
-    // States that do not start at 0 (the loss scale): one initial value each.
-    std::string stateInit;
-    bool anyInit = false;
-    for (const auto &entry : trainFn->states) {
-      double value = 0;
-      for (BlockArgument arg : step.getArguments())
-        if (auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName))
-          if (name.getValue() == entry.first)
-            if (auto init = step.getArgAttrOfType<FloatAttr>(arg.getArgNumber(),
-                                                             tc::kStateInitAttrName))
-              value = init.getValueAsDouble();
-      anyInit |= value != 0;
-      stateInit += llvm::formatv("{0}, ", llvm::format("%.9g", value)).str();
-    }
-    if (anyInit)
-      os << "const float kStateInit[] = {" << stateInit << "};\n";
-    std::string lossScale = "nullptr";
-    if (Attribute scaling = module->getAttr(tc::kLossScaleAttrName)) {
-      if (auto fixed = dyn_cast<FloatAttr>(scaling))
-        lossScale = cStringLiteral(llvm::formatv("{0}", llvm::format("%.9g", fixed.getValueAsDouble())).str());
-      else
-        lossScale = cStringLiteral("dynamic");
-    }
-    auto optimizer = step->getAttrOfType<StringAttr>(tc::kOptimizerAttrName);
-    auto accumAttr = step->getAttrOfType<IntegerAttr>("tc.grad_accum");
-    int64_t gradAccum = accumulateFn && accumAttr ? accumAttr.getInt() : 1;
-    auto clip = step->getAttrOfType<FloatAttr>("tc.clip_grad_norm");
-    auto precision = module->getAttrOfType<StringAttr>(tc::kPrecisionAttrName);
-    if (!hostReadHypers.empty()) {
-      os << "const int kHostReadHypers[] = {";
-      for (size_t index : hostReadHypers)
-        os << index << (index == *hostReadHypers.rbegin() ? "" : ", ");
-      os << "};\n";
-    }
-    // The pad phase's record (ONNX node names: escaped).
-    int64_t padTo = 0;
-    std::string padding = "nullptr";
-    uint64_t paddingBytes = 0;
-    if (auto multiple = module->getAttrOfType<IntegerAttr>("tc.pad_to")) {
-      padTo = multiple.getInt();
-      std::string lines;
-      if (auto list = module->getAttrOfType<ArrayAttr>("tc.padding"))
-        for (Attribute line : list)
-          lines += cast<StringAttr>(line).getValue().str() + "\n";
-      padding = cStringLiteral(lines);
-      if (auto bytes = step->getAttrOfType<IntegerAttr>("tc.padding_copy_bytes"))
-        paddingBytes = static_cast<uint64_t>(bytes.getInt());
-    }
-    auto bucketsAttr = step->getAttrOfType<IntegerAttr>("tc.data_parallel");
-    int64_t buckets = bucketsAttr ? bucketsAttr.getInt() : 0;
-    os << "const trainc::rt::TrainStep kTrain = {\n"
-       << "    " << cStringLiteral(optimizer ? optimizer.getValue() : "sgd") << ",\n"
-       << "    " << llvm::format("%.17g", clip ? clip.getValueAsDouble() : 0.0) << ",\n"
-       << "    " << trainFn->inputs.size() << ", kTrainInputs,\n"
-       << "    " << trainFn->hypers.size() << ", kHypers,\n"
-       << "    " << trainFn->states.size() << ", "
-       << (trainFn->states.empty() ? "nullptr" : "kStates") << ",\n"
-       << "    " << std::max(trainFn->arena, accumulateFn ? accumulateFn->arena : 0)
-       << ", trainStep,\n"
-       << "    " << trainFn->generated << ", " << trainFn->library
-       << ", // kernels per step: generated, library calls\n"
-       << "    " << cStringLiteral(precision ? precision.getValue() : "fp32") << ",\n"
-       << "    " << (anyInit ? "kStateInit" : "nullptr") << ", " << lossScale << ",\n"
-       << "    " << (accumulateFn ? "accumulateStep" : "nullptr") << ", " << gradAccum
-       << ", // gradient accumulation: micro-batch step, default micro-batches\n"
-       << "    " << (accumulateFn ? accumulateFn->generated : 0) << ", "
-       << (accumulateFn ? accumulateFn->library : 0) << ",\n"
-       << "    " << channelsLastOps(step) << ", // channels-last library calls per step\n"
-       << "    " << hostReadHypers.size() << ", "
-       << (hostReadHypers.empty() ? "nullptr" : "kHostReadHypers")
-       << ", // hyperparameters read on the host\n"
-       << "    " << padTo << ", " << padding << ", " << paddingBytes
-       << ", // --pad-to: multiple, what was padded, bytes its copies write per step\n"
-       << "    " << buckets << ", "
-       << (!buckets                   ? "nullptr"
-           : !cuda                    ? "trainc::rt::createMpiCommunicator"
-           : codegen::ncclAvailable() ? "trainc::rt::createNcclCommunicator"
-                                      : "nullptr")
-       << " // --data-parallel: buckets of gradients per step, communicator\n"
-       << "};\n";
-  }
-  if (!params.empty()) {
-    os << "const trainc::rt::ParamInfo kParams[] = {\n";
-    for (const ParamEntry &p : params)
-      os << "    {" << tensorInfo(p.name, p.type) << ", " << p.offset << ", " << p.bytes
-         << ", " << (p.trainable ? "true" : "false") << ", "
-         << (p.constant ? "true" : "false") << "},\n";
-    os << "};\n";
-  }
-  bool exporting = trainFn && !options.exportSegmentsPath.empty();
-  if (exporting) {
-    // The export interleaves the segments with the parameters' trained bytes:
-    // each model parameter once, with the size the model gives its data.
-    std::vector<bool> placed(params.size(), false);
-    uint64_t segmentSum = 0;
-    os << "// --export: segment bytes, then the parameter (index, bytes), in file order.\n"
-       << "const trainc::rt::ExportPiece kExportPieces[] = {\n";
-    for (const EmitOptions::ExportPiece &piece : options.exportPieces) {
-      segmentSum += piece.segmentBytes;
-      if (piece.param.empty()) {
-        os << "    {" << piece.segmentBytes << ", -1, 0},\n";
-        continue;
-      }
-      auto it = paramIndex.find(piece.param);
-      if (it == paramIndex.end() || placed[it->second])
-        return module.emitError("the export names parameter '")
-               << piece.param << "' " << (it == paramIndex.end() ? "unknown" : "twice");
-      const ParamEntry &p = params[it->second];
-      if (p.bytes != piece.paramBytes)
-        return module.emitError("parameter '")
-               << p.name << "' has " << piece.paramBytes << " bytes of data in the model but "
-               << p.bytes << " in the program";
-      placed[it->second] = true;
-      os << "    {" << piece.segmentBytes << ", " << it->second << ", " << p.bytes << "}, "
-         << commentLine(p.name);
-    }
-    os << "};\n";
-    for (size_t i = 0; i < params.size(); ++i)
-      if (!params[i].constant && !placed[i])
-        return module.emitError("parameter '") << params[i].name << "' is not in the export";
-    if (options.exportPieces.empty() || !options.exportPieces.back().param.empty() ||
-        segmentSum != options.exportSegmentsBytes)
-      return module.emitError("the export's pieces do not cover its segments");
-  }
-  // The blob's path goes into an assembler string inside a C++ string.
-  auto incbin = [](const std::string &path) {
-    return cStringLiteral(".incbin " + asmStringLiteral(path) + "\n");
-  };
-  os << "\n} // namespace\n\n"
-     << "// Initial values of parameters and constants: " << blob.size() << " bytes.\n"
-     << "__asm__(\".section .rodata\\n\"\n"
-     << "        \".balign 64\\n\"\n"
-     << "        \"trainc_param_blob:\\n\"\n"
-     << "        " << incbin(options.paramBlobPath) << "\n"
-     << "        \".previous\\n\");\n"
-     << "extern \"C\" const unsigned char trainc_param_blob[];\n\n";
-  if (exporting)
-    os << "// The ONNX model --export writes, between its parameters: "
-       << options.exportSegmentsBytes << " bytes.\n"
-       << "__asm__(\".section .rodata\\n\"\n"
-       << "        \".balign 64\\n\"\n"
-       << "        \"trainc_export_segments:\\n\"\n"
-       << "        " << incbin(options.exportSegmentsPath) << "\n"
-       << "        \".previous\\n\");\n"
-       << "extern \"C\" const unsigned char trainc_export_segments[];\n\n";
-  os << "namespace {\n";
-  if (exporting)
-    os << "const trainc::rt::ExportInfo kExport = {trainc_export_segments, "
-       << options.exportSegmentsBytes << ", " << options.exportPieces.size()
-       << ", kExportPieces};\n";
-  os << "const trainc::rt::Program kProgram = {\n"
-     << "    " << cStringLiteral(options.modelName) << ", " << cStringLiteral(cuda ? "cuda" : "cpu")
-     << ", " << batch << ",\n"
-     << "    " << inputs.size() << ", " << (inputs.empty() ? "nullptr" : "kInputs") << ", "
-     << outputs.size() << ", " << (outputs.empty() ? "nullptr" : "kOutputs") << ",\n"
-     << "    " << params.size() << ", " << (params.empty() ? "nullptr" : "kParams")
-     << ", trainc_param_blob, " << blob.size() << ",\n"
-     << "    " << arenaBytes << ", forward, " << (trainFn ? "&kTrain" : "nullptr") << ", "
-     << (exporting ? "&kExport" : "nullptr") << ",\n"
-     << "    \"" << programFingerprint(module, options) << "\",\n"
-     << "    " << forwardFn->generated << ", " << forwardFn->library
-     << ", // kernels per forward pass: generated, library calls\n"
-     << "    "
-     << (options.modelFingerprint.empty() ? std::string("nullptr")
-                                          : cStringLiteral(options.modelFingerprint))
-     << "}; // the model as imported (checkpoints of it resume here)\n"
-     << "} // namespace\n\n"
-     << "int main(int argc, char **argv) {\n"
-     << "  trainc::rt::prepareProcess(argc, argv);\n"
-     << "  return trainc::rt::programMain(argc, argv, kProgram);\n}\n";
-  return success();
+  Functions fns{func, step, &*forwardFn, trainFn ? &*trainFn : nullptr,
+                accumulateFn ? &*accumulateFn : nullptr, batch};
+  return emitTables(os, fns);
 }
 
 //===----------------------------------------------------------------------===//
@@ -590,7 +369,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
              << cast<ShapedType>(operand.getType()).getElementType() << " yet";
 
   // Results: arena pointers, or the pointer of the aliased operand (views).
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(tc::kOffsetsAttrName);
   if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
     return op->emitError("codegen needs planned offsets (run trainc-plan)");
   body += commentLine(opComment(op), "  ");
@@ -667,7 +446,7 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
       dst = "static_cast<" + t + " *>(args.params[" +
             std::to_string(paramIndex.lookup(p.getValue())) + "])";
     } else if (auto st = func.getResultAttrOfType<StringAttr>(k, tc::kStateUpdateAttrName)) {
-      auto it = llvm::find_if(states, [&](const auto &e) { return e.first == st.getValue(); });
+      auto it = llvm::find_if(states, [&](const auto &e) { return e.name == st.getValue(); });
       if (it == states.end())
         return op.emitError("no state argument named ") << st;
       dst = "static_cast<" + t + " *>(args.states[" + std::to_string(it - states.begin()) + "])";

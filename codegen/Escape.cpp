@@ -80,3 +80,17 @@ std::string trainc::codegen::asmStringLiteral(llvm::StringRef text) {
   }
   return out + "\"";
 }
+
+std::string trainc::codegen::designated(llvm::ArrayRef<Field> fields, bool block) {
+  std::string out = "{";
+  for (const Field &field : fields) {
+    if (block)
+      out += "\n    ";
+    else if (out.size() > 1)
+      out += " ";
+    out += "." + field.name.str() + " = " + field.value + ",";
+  }
+  if (!block && !fields.empty())
+    out.pop_back();
+  return out + (block ? "\n}" : "}");
+}

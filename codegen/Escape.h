@@ -11,7 +11,10 @@
 #ifndef TRAINC_CODEGEN_ESCAPE_H
 #define TRAINC_CODEGEN_ESCAPE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
 
 #include <string>
 
@@ -37,6 +40,20 @@ std::string cStringLiteral(llvm::StringRef text);
 /// directives such as `.incbin "PATH"`: backslash and quote escaped, bytes
 /// outside printable ASCII as octal escapes.
 std::string asmStringLiteral(llvm::StringRef text);
+
+/// One field of a designated initializer: its name and its value as C++.
+struct Field {
+  llvm::StringRef name;
+  std::string value;
+  Field(llvm::StringRef name, std::string value) : name(name), value(std::move(value)) {}
+  Field(llvm::StringRef name, int64_t value) : name(name), value(std::to_string(value)) {}
+};
+
+/// A C++20 designated initializer, `{.a = 1, .b = x}`: generated code names
+/// every field of a runtime struct it fills, so a field moved or renamed in
+/// the runtime's header is a compile error there, not a shifted value.
+/// With `block`, one field a line.
+std::string designated(llvm::ArrayRef<Field> fields, bool block = false);
 
 } // namespace trainc::codegen
 

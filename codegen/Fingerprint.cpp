@@ -29,7 +29,7 @@ std::string hashOf(ModuleOp module, llvm::StringRef tail) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   for (auto param : copy->getOps<trainc::tc::ParamOp>())
     param.removeInitialValueAttr();
-  (*copy)->removeAttr("tc.producer");
+  (*copy)->removeAttr(trainc::tc::kProducerAttrName);
   std::string text;
   llvm::raw_string_ostream os(text);
   // Default flags: no locations, nothing elided (constants are part of the

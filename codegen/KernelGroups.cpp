@@ -25,7 +25,7 @@ static bool sameUpdateKind(Operation *a, Operation *b, unsigned tensors) {
   if (a->getName() != b->getName() || a->getNumOperands() != b->getNumOperands())
     return false;
   for (NamedAttribute attr : a->getAttrs())
-    if (attr.getName() != "tc.offsets" && b->getAttr(attr.getName()) != attr.getValue())
+    if (attr.getName() != tc::kOffsetsAttrName && b->getAttr(attr.getName()) != attr.getValue())
       return false;
   for (unsigned k = tensors; k < a->getNumOperands(); ++k)
     if (a->getOperand(k) != b->getOperand(k))
@@ -296,7 +296,7 @@ LogicalResult ProgramEmitter::emitAllReduce(tc::AllReduceOp op) {
       return op.emitError("codegen averages f32 gradients over the ranks; got ") << v.getType();
   // The bucket's extent: its members in order, side by side (at most the
   // plan's alignment between them), so the one sum covers nothing else.
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(tc::kOffsetsAttrName);
   int64_t end = 0;
   for (auto [k, r] : llvm::enumerate(op.getResults())) {
     int64_t at = offsets[k];
@@ -636,10 +636,14 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *he
   if (!cpu)
     if (std::optional<LibraryEpilogue> e = libraryEpilogue(fused, head)) {
       call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + ptr(fused.getResult(0)) +
-           gemm.outputTail() + ", trainc::rt::GemmEpilogue{" +
-           (e->addend ? ptr(outside(e->addend)) : "nullptr") + ", " +
-           (e->bias ? ptr(outside(e->bias)) : "nullptr") + ", trainc::rt::GemmActivation::" +
-           (e->relu ? "Relu" : "None") + ", nullptr, nullptr})");
+           gemm.outputTail() + ", trainc::rt::GemmEpilogue" +
+           designated({{"addend", e->addend ? ptr(outside(e->addend)) : "nullptr"},
+                       {"bias", e->bias ? ptr(outside(e->bias)) : "nullptr"},
+                       {"activation", std::string("trainc::rt::GemmActivation::") +
+                                          (e->relu ? "Relu" : "None")},
+                       {"range", "nullptr"},
+                       {"env", "nullptr"}}) +
+           ")");
       return success();
     }
   SmallVector<Operation *> ops;

@@ -248,7 +248,7 @@ LogicalResult ProgramEmitter::emitMatMul(tc::MatMulOp op) {
 }
 
 bool ProgramEmitter::gemmAccumulates(Operation *op) {
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>("tc.offsets");
+  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(tc::kOffsetsAttrName);
   return offsets && offsets.size() == 1 && offsets[0] < 0 && tc::accumulatingGemmUser(op);
 }
 
@@ -288,9 +288,12 @@ ProgramEmitter::GemmDims ProgramEmitter::gemmDims(tc::GemmOp op, Value a, Value 
 std::string ProgramEmitter::gemmEpilogueArg(Value c, Value result, StringRef activation,
                                             StringRef range, StringRef env) {
   bool whole = c && shapeOf(c) == shapeOf(result);
-  return "trainc::rt::GemmEpilogue{" + std::string(c && whole ? ptr(c) : "nullptr") + ", " +
-         (c && !whole ? ptr(c) : "nullptr") + ", trainc::rt::GemmActivation::" +
-         activation.str() + ", " + range.str() + ", " + env.str() + "}";
+  return "trainc::rt::GemmEpilogue" +
+         designated({{"addend", c && whole ? ptr(c) : "nullptr"},
+                     {"bias", c && !whole ? ptr(c) : "nullptr"},
+                     {"activation", "trainc::rt::GemmActivation::" + activation.str()},
+                     {"range", range.str()},
+                     {"env", env.str()}});
 }
 
 LogicalResult ProgramEmitter::emitGemm(tc::GemmOp op) {
@@ -331,9 +334,6 @@ static SmallVector<int64_t> nchw(ArrayRef<int64_t> s, bool channelsLast) {
 }
 
 /// The descriptors' last field, `channelsLast`, written only when set.
-static const char *layoutField(bool channelsLast) {
-  return channelsLast ? ", /*channelsLast=*/true" : "";
-}
 
 static bool channelsLast(Operation *op) {
   auto flag = op->getAttrOfType<BoolAttr>("channels_last");
@@ -347,11 +347,13 @@ static std::string convDesc(Operation *op, ArrayRef<int64_t> xs, ArrayRef<int64_
                             ArrayRef<int64_t> d, int64_t group) {
   bool last = channelsLast(op);
   SmallVector<int64_t> x = nchw(xs, last), w = nchw(ws, last), y = nchw(ys, last);
-  return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-                       "{11}, {12}, {13}, {14}, {15}, {16}, {17}{18}}",
-                       x[0], x[1], x[2], x[3], w[0], w[2], w[3], s[0], s[1], p[0], p[1], p[2],
-                       p[3], d[0], d[1], group, y[2], y[3], layoutField(last))
-      .str();
+  return designated({{"n", x[0]},        {"c", x[1]},         {"h", x[2]},
+                     {"w", x[3]},        {"m", w[0]},         {"kh", w[2]},
+                     {"kw", w[3]},       {"strideH", s[0]},   {"strideW", s[1]},
+                     {"padTop", p[0]},   {"padLeft", p[1]},   {"padBottom", p[2]},
+                     {"padRight", p[3]}, {"dilationH", d[0]}, {"dilationW", d[1]},
+                     {"groups", group},  {"outH", y[2]},      {"outW", y[3]},
+                     {"channelsLast", last ? "true" : "false"}});
 }
 
 /// Emits `{ const DescType d = desc; TRAINC_RETURN_IF_ERROR(call); }`.
@@ -418,12 +420,12 @@ LogicalResult ProgramEmitter::emitPool(Operation *op) {
   SmallVector<int64_t> d = {1, 1};
   if (auto dil = attr("dilations"))
     d.assign(dil.asArrayRef().begin(), dil.asArrayRef().end());
-  std::string desc =
-      llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, "
-                    "{13}, {14}, {15}{16}}",
-                    x[0], x[1], x[2], x[3], k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], d[0],
-                    d[1], y[2], y[3], layoutField(last))
-          .str();
+  std::string desc = designated(
+      {{"n", x[0]},         {"c", x[1]},        {"h", x[2]},         {"w", x[3]},
+       {"kh", k[0]},        {"kw", k[1]},       {"strideH", s[0]},   {"strideW", s[1]},
+       {"padTop", p[0]},    {"padLeft", p[1]},  {"padBottom", p[2]}, {"padRight", p[3]},
+       {"dilationH", d[0]}, {"dilationW", d[1]}, {"outH", y[2]},     {"outW", y[3]},
+       {"channelsLast", last ? "true" : "false"}});
   std::string statement;
   auto flag = [&](StringRef name) {
     return op->getAttrOfType<BoolAttr>(name) && op->getAttrOfType<BoolAttr>(name).getValue()

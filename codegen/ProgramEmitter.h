@@ -14,7 +14,9 @@
 #include "codegen/Emitter.h"
 #include "codegen/KernelWriter.h"
 
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
+#include "runtime/include/trainc_rt/abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -182,12 +184,23 @@ private:
   std::vector<char> &blob;
   std::vector<ParamEntry> params;
   llvm::StringMap<unsigned> paramIndex;
+  /// An optimizer state argument: its name, type, role and initial value.
+  struct StateEntry {
+    std::string name;
+    Type type;
+    tc::StateRole role;
+    double init = 0;
+    bool operator==(const StateEntry &other) const {
+      return name == other.name && type == other.type && role == other.role;
+    }
+  };
   /// Per emitted function: its inputs, outputs (forward), hyperparameters and
   /// optimizer state (training step), value names and body.
-  std::vector<std::pair<std::string, Type>> inputs, outputs, states;
-  /// The InputRole enumerator of each input.
-  std::vector<const char *> inputRoles;
-  std::vector<std::string> hypers;
+  std::vector<std::pair<std::string, Type>> inputs, outputs;
+  std::vector<StateEntry> states;
+  /// The role of each input.
+  std::vector<rt::InputRole> inputRoles;
+  std::vector<tc::Hyper> hypers;
   bool trainRole = false;
   llvm::DenseMap<Value, std::string> names;
   /// Each hyperparameter argument's index in TrainArgs::hypers.
@@ -217,15 +230,42 @@ private:
   /// What one emitted function contributes to the program.
   struct Emitted {
     std::string body;
-    std::vector<std::pair<std::string, Type>> inputs, outputs, states;
-    std::vector<std::string> hypers;
-    std::vector<const char *> roles;
+    std::vector<std::pair<std::string, Type>> inputs, outputs;
+    std::vector<StateEntry> states;
+    std::vector<tc::Hyper> hypers;
+    std::vector<rt::InputRole> roles;
     int64_t arena = 0;
     int generated = 0, library = 0;
   };
   LogicalResult declareParams();
   FailureOr<Emitted> emitFunction(mlir::func::FuncOp func, bool train,
                                   const Emitted *tables = nullptr);
+
+  /// The program description after the step functions (ProgramTables.cpp).
+  struct Functions {
+    mlir::func::FuncOp forwardFunc, stepFunc;
+    const Emitted *forward, *train, *accumulate;
+    int64_t batch;
+  };
+  /// The rows of the table an integer input indexes, and the node that
+  /// reads it (indexLimits).
+  struct IndexLimit {
+    int64_t rows;
+    std::string node;
+  };
+  static llvm::StringMap<IndexLimit> indexLimits(mlir::func::FuncOp func);
+  LogicalResult emitTables(raw_ostream &os, const Functions &fns);
+  static std::string tensorInfo(const std::string &name, Type type,
+                                std::optional<rt::InputRole> role,
+                                const llvm::StringMap<IndexLimit> &limits);
+  static void emitTensorTable(raw_ostream &os, const char *name,
+                              const std::vector<std::pair<std::string, Type>> &entries,
+                              const std::vector<rt::InputRole> &roles,
+                              const llvm::StringMap<IndexLimit> &limits);
+  LogicalResult emitTrainStepTable(raw_ostream &os, mlir::func::FuncOp step,
+                                   const Emitted &train, const Emitted *accumulate);
+  void emitParamTable(raw_ostream &os);
+  LogicalResult emitExportTable(raw_ostream &os);
 };
 
 } // namespace trainc::codegen

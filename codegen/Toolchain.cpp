@@ -54,7 +54,7 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
     // vectorize (nothing reads errno). -lmvec: the vector math behind
     // trainc_expf and its kin (generated.h).
     std::vector<std::string> cmd = {
-        "g++", "-std=c++17", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno", "-fopenmp",
+        "g++", "-std=c++20", "-O2", "-fvect-cost-model=dynamic", "-fno-math-errno", "-fopenmp",
         "-Wall", "-Wextra", include, options.sourcePath, "-o", options.outputPath, libDir};
     if (asan)
       cmd.insert(cmd.begin() + 1, {"-fsanitize=address", "-fno-omit-frame-pointer"});
@@ -67,7 +67,7 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
     return cmd;
   }
   std::vector<std::string> cmd = {std::string(TRAINC_CUDA_ROOT) + "/bin/nvcc",
-                                  "-std=c++17", "-O2", "-x", "cu"};
+                                  "-std=c++20", "-O2", "-x", "cu"};
   for (const std::string &arch : options.cudaArchs) {
     std::string number = llvm::StringRef(arch).drop_front(3).str(); // "sm_90" -> "90"
     cmd.push_back("--generate-code=arch=compute_" + number + ",code=" + arch);

@@ -642,9 +642,9 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
 
   Location fileLoc = FileLineColLoc::get(&context, modelName, 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  (*module)->setAttr("tc.opset", builder.getI64IntegerAttr(*opset));
+  (*module)->setAttr(tc::kOpsetAttrName, builder.getI64IntegerAttr(*opset));
   if (!model.producer_name().empty())
-    (*module)->setAttr("tc.producer", builder.getStringAttr(model.producer_name()));
+    (*module)->setAttr(tc::kProducerAttrName, builder.getStringAttr(model.producer_name()));
   builder.setInsertionPointToStart(module->getBody());
 
   // Initializers: float ones are parameters, the rest constants. With
@@ -708,9 +708,9 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   // The batch size the program is compiled for: the bound symbolic axis, or
   // the static first axis of the first input.
   if (options.batchSize && hasSymbolicBatch(graph))
-    (*module)->setAttr("tc.batch_size", builder.getI64IntegerAttr(*options.batchSize));
+    (*module)->setAttr(tc::kBatchSizeAttrName, builder.getI64IntegerAttr(*options.batchSize));
   else if (!argTypes.empty() && cast<RankedTensorType>(argTypes[0]).getRank() > 0)
-    (*module)->setAttr("tc.batch_size", builder.getI64IntegerAttr(
+    (*module)->setAttr(tc::kBatchSizeAttrName, builder.getI64IntegerAttr(
                                            cast<RankedTensorType>(argTypes[0]).getDimSize(0)));
   for (const std::string &name : paramNames) {
     auto param = module->lookupSymbol<tc::ParamOp>(name);

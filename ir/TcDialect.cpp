@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -64,9 +65,22 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
                              << "' must name the model input with a string";
     return success();
   }
-  if (attr.getName() == kHyperAttrName || attr.getName() == kStateAttrName) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << attr.getName().getValue() << "' must be a name";
+  if (attr.getName() == kHyperAttrName) {
+    if (!isa<HyperAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue()
+                             << "' must be a hyperparameter such as #tc.hyper<lr>";
+    return success();
+  }
+  if (attr.getName() == kStateAttrName || attr.getName() == kStateRoleAttrName) {
+    bool name = attr.getName() == kStateAttrName;
+    if (name ? !isa<StringAttr>(attr.getValue()) : !isa<StateRoleAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue() << "' must be "
+                             << (name ? "the state's name" : "a role such as #tc.state_role<exp_avg>");
+    auto function = dyn_cast<FunctionOpInterface>(op);
+    if (function && !function.getArgAttr(argIndex, name ? kStateRoleAttrName : kStateAttrName))
+      return op->emitError() << "argument " << argIndex << " has '" << attr.getName().getValue()
+                             << "' without '"
+                             << (name ? kStateRoleAttrName : kStateAttrName).data() << "'";
     return success();
   }
   if (attr.getName() == kStateInitAttrName) {

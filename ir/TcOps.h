@@ -52,13 +52,16 @@ inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights
 /// kDropoutKeyInputName.
 inline constexpr llvm::StringLiteral kDropoutKeyAttrName = "tc.dropout_key";
 inline constexpr llvm::StringLiteral kDropoutKeyInputName = "dropout_key";
-/// The training step's ABI, as the optimizer phase writes it: an argument's
-/// `tc.hyper` names a runtime hyperparameter, `tc.state` an optimizer state
-/// tensor; a result's `tc.grad` / `tc.update` name the parameter it is the
-/// gradient / next value of, `tc.state_update` the state; `tc.optimizer` on
-/// the function names the optimizer.
+/// The training step's ABI (ir/StepAbi.h writes and reads these): an
+/// argument's `tc.hyper` (#tc.hyper<...>) is a runtime hyperparameter, its
+/// `tc.state` (a name) and `tc.state_role` (#tc.state_role<...>) an
+/// optimizer state tensor; a result's `tc.grad` / `tc.update` name the
+/// parameter it is the gradient / next value of, `tc.state_update` the
+/// state; `tc.optimizer` (#tc.optimizer<...>) on the function is the
+/// optimizer.
 inline constexpr llvm::StringLiteral kHyperAttrName = "tc.hyper";
 inline constexpr llvm::StringLiteral kStateAttrName = "tc.state";
+inline constexpr llvm::StringLiteral kStateRoleAttrName = "tc.state_role";
 inline constexpr llvm::StringLiteral kGradAttrName = "tc.grad";
 inline constexpr llvm::StringLiteral kUpdateAttrName = "tc.update";
 inline constexpr llvm::StringLiteral kStateUpdateAttrName = "tc.state_update";
@@ -68,8 +71,8 @@ inline constexpr llvm::StringLiteral kSampleWeightsInputName = "sample_weights";
 /// Argument attribute (unit) of a parameter whose only use trainc-fold-bias-bn
 /// removed: autodiff gives it the gradient 0 (its exact value).
 inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
-/// Module attribute: the mixed precision of @loss ("bf16", "fp16"); absent
-/// for fp32.
+/// Module attribute: the mixed precision of @loss (#tc.precision<bf16>,
+/// #tc.precision<fp16>); absent for fp32.
 inline constexpr llvm::StringLiteral kPrecisionAttrName = "tc.precision";
 /// Module attribute: the loss scaling of an fp16 training step, "dynamic"
 /// (GradScaler's) or a fixed scale (a float); absent without loss scaling.
@@ -79,11 +82,31 @@ inline constexpr llvm::StringLiteral kLossScaleAttrName = "tc.loss_scale";
 /// Argument attribute of a `tc.state` scalar that does not start at 0: its
 /// initial value (a float), e.g. the dynamic loss scale's 65536.
 inline constexpr llvm::StringLiteral kStateInitAttrName = "tc.state_init";
-/// The names of the loss scaler's state tensors (f32 scalars): the scale,
-/// the good steps since it last changed, and the steps skipped so far.
-inline constexpr llvm::StringLiteral kLossScaleStateName = "loss_scale";
-inline constexpr llvm::StringLiteral kGrowthTrackerStateName = "loss_scale.growth_tracker";
-inline constexpr llvm::StringLiteral kSkippedStepsStateName = "loss_scale.skipped_steps";
+
+/// What later phases record, for codegen, the trainer's tables and reports.
+/// Module: the batch size the import fixed (i64); --pad-to's multiple (i64)
+/// and what it padded (an array of lines).
+inline constexpr llvm::StringLiteral kBatchSizeAttrName = "tc.batch_size";
+inline constexpr llvm::StringLiteral kPadToAttrName = "tc.pad_to";
+inline constexpr llvm::StringLiteral kPaddingAttrName = "tc.padding";
+/// @train_step: the bytes the pad phase's copies write per step (i64), the
+/// compiled --clip-grad-norm (f64), --grad-accum's micro-batches (i64), the
+/// data-parallel buckets (i64) and remat's record (a dictionary).
+inline constexpr llvm::StringLiteral kPaddingCopyBytesAttrName = "tc.padding_copy_bytes";
+inline constexpr llvm::StringLiteral kClipGradNormAttrName = "tc.clip_grad_norm";
+inline constexpr llvm::StringLiteral kGradAccumAttrName = "tc.grad_accum";
+inline constexpr llvm::StringLiteral kDataParallelAttrName = "tc.data_parallel";
+inline constexpr llvm::StringLiteral kRematAttrName = "tc.remat";
+/// An op remat cloned (i64: how many ops its cluster had).
+inline constexpr llvm::StringLiteral kRecomputedAttrName = "tc.recomputed";
+/// The memory plan: an op's result offsets in the arena (i64 array), a
+/// function's arena bytes (i64).
+inline constexpr llvm::StringLiteral kOffsetsAttrName = "tc.offsets";
+inline constexpr llvm::StringLiteral kArenaBytesAttrName = "tc.arena_bytes";
+/// Module: the ONNX model's default-domain opset (i64).
+inline constexpr llvm::StringLiteral kOpsetAttrName = "tc.opset";
+/// Module: the ONNX model's producer_name, which the fingerprint leaves out.
+inline constexpr llvm::StringLiteral kProducerAttrName = "tc.producer";
 
 } // namespace trainc::tc
 

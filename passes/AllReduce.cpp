@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 
@@ -46,7 +47,7 @@ struct AllReducePass : trainc::impl::AllReduceBase<AllReducePass> {
       return signalPassFailure();
     }
     auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!step || step->hasAttr("tc.data_parallel"))
+    if (!step || step->hasAttr(tc::kDataParallelAttrName))
       return;
     if (step->hasAttr(tc::kOptimizerAttrName)) {
       step.emitError("the allreduce phase runs before the optimizer phase (@train_step "
@@ -110,14 +111,7 @@ struct AllReducePass : trainc::impl::AllReduceBase<AllReducePass> {
     }
 
     Builder b(&getContext());
-    auto scalar = RankedTensorType::get({}, b.getF32Type());
-    unsigned scaleIndex = step.getNumArguments();
-    (void)step.insertArgument(
-        scaleIndex, scalar,
-        b.getDictionaryAttr(
-            b.getNamedAttr(tc::kHyperAttrName, b.getStringAttr("data_parallel.scale"))),
-        step.getLoc());
-    Value scale = step.getArgument(scaleIndex);
+    Value scale = tc::getOrAddHyper(step, tc::Hyper::DataParallelScale);
 
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
       // Right after the op that completes the bucket's last value.
@@ -138,7 +132,7 @@ struct AllReducePass : trainc::impl::AllReduceBase<AllReducePass> {
           if (use.get() == local)
             use.set(mean);
     }
-    step->setAttr("tc.data_parallel", b.getI64IntegerAttr(static_cast<int64_t>(buckets.size())));
+    step->setAttr(tc::kDataParallelAttrName, b.getI64IntegerAttr(static_cast<int64_t>(buckets.size())));
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "ir/TcAttrs.h"
 #include "runtime/include/trainc_rt/defaults.h"
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 
@@ -127,14 +128,8 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
                                                                      fixed.getValueAsDouble())))
                 .getResult();
       } else {
-        unsigned index = step.getNumArguments();
-        (void)step.insertArgument(
-            index, one,
-            b.getDictionaryAttr(
-                {b.getNamedAttr(tc::kStateAttrName, b.getStringAttr(tc::kLossScaleStateName)),
-                 b.getNamedAttr(tc::kStateInitAttrName, b.getF32FloatAttr(rt::kInitialLossScale))}),
-            step.getLoc());
-        grads[lossValue] = step.getArgument(index);
+        grads[lossValue] = tc::addState(step, one, tc::StateRole::LossScale, {},
+                                        static_cast<float>(rt::kInitialLossScale));
       }
     } else {
       grads[lossValue] =

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 
@@ -23,16 +24,6 @@ using namespace mlir;
 using namespace trainc;
 
 namespace {
-
-/// Appends an argument of `step` with the one attribute `kind` = `name`.
-BlockArgument appendArgument(func::FuncOp step, Type type, StringRef kind, StringRef name) {
-  Builder b(step.getContext());
-  unsigned index = step.getNumArguments();
-  (void)step.insertArgument(index, type,
-                            b.getDictionaryAttr(b.getNamedAttr(kind, b.getStringAttr(name))),
-                            step.getLoc());
-  return step.getArgument(index);
-}
 
 struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
   using GradAccumBase::GradAccumBase;
@@ -53,8 +44,8 @@ struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
     }
     Builder b(&getContext());
     auto scalar = RankedTensorType::get({}, b.getF32Type());
-    Value weight = appendArgument(step, scalar, tc::kHyperAttrName, "grad_accum.weight");
-    Value keep = appendArgument(step, scalar, tc::kHyperAttrName, "grad_accum.keep");
+    Value weight = tc::getOrAddHyper(step, tc::Hyper::GradAccumWeight);
+    Value keep = tc::getOrAddHyper(step, tc::Hyper::GradAccumKeep);
 
     // One accumulator per gradient the step returns, folded in just after
     // the op that completes the gradient (its buffer is then free for the
@@ -72,8 +63,8 @@ struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
             << param.getValue() << " is " << grad.getType();
         return signalPassFailure();
       }
-      std::string name = ("grad_accum." + param.getValue()).str();
-      Value acc = appendArgument(step, type, tc::kStateAttrName, name);
+      std::string name = tc::stateName(tc::StateRole::GradAccum, param.getValue());
+      Value acc = tc::addState(step, type, tc::StateRole::GradAccum, param.getValue());
       OpBuilder at(ret);
       if (Operation *def = grad.getDefiningOp())
         at.setInsertionPointAfter(def);
@@ -88,14 +79,14 @@ struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
       step.emitError("gradient accumulation: @train_step returns no gradient");
       return signalPassFailure();
     }
-    step->setAttr("tc.grad_accum", b.getI64IntegerAttr(microBatches));
+    step->setAttr(tc::kGradAccumAttrName, b.getI64IntegerAttr(microBatches));
 
     // @accumulate_step: the same function, whose accumulated gradients are
     // the accumulator states' next values instead of the optimizer's input.
     OpBuilder top(module.getBody(), std::next(Block::iterator(step)));
     auto accumulate = cast<func::FuncOp>(top.clone(*step));
     accumulate.setSymName("accumulate_step");
-    accumulate->removeAttr("tc.grad_accum");
+    accumulate->removeAttr(tc::kGradAccumAttrName);
     for (const auto &[k, name] : accumulated)
       accumulate.setResultAttrs(k, stateUpdate(name));
 

@@ -29,6 +29,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
@@ -110,7 +111,8 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
     if (!fn)
       return;
     OpBuilder b(module.getContext());
-    module->setAttr(tc::kPrecisionAttrName, b.getStringAttr(precision));
+    module->setAttr(tc::kPrecisionAttrName,
+                    tc::PrecisionAttr::get(module.getContext(), *tc::symbolizePrecision(precision)));
     if (!legalizeStep && failed(recordLossScale(module, b)))
       return signalPassFailure();
     low = precision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());

@@ -1,5 +1,6 @@
 //===- Optimizer.cpp - the optimizer phase: fused parameter updates -------===//
 
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
 
@@ -25,6 +26,9 @@ Value f32Scalar(OpBuilder &b, Location loc, float value) {
 struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   using OptimizerBase::OptimizerBase;
 
+  /// --optimizer, parsed.
+  tc::Optimizer optimizer = tc::Optimizer::Sgd;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto step = module.lookupSymbol<func::FuncOp>("train_step");
@@ -34,16 +38,18 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       module.emitError("--clip-grad-norm must be positive, got ") << clipGradNorm;
       return signalPassFailure();
     }
-    if (kind != "sgd" && kind != "adam" && kind != "adamw") {
+    std::optional<tc::Optimizer> parsed = tc::symbolizeOptimizer(kind);
+    if (!parsed) {
       module.emitError("--optimizer must be sgd, adam or adamw, got '") << kind << "'";
       return signalPassFailure();
     }
+    optimizer = *parsed;
     if (step->hasAttr(tc::kOptimizerAttrName))
       return; // already rewritten
     rewrite(step);
     if (earlyUpdates)
       scheduleUpdates(step);
-    step->setAttr(tc::kOptimizerAttrName, StringAttr::get(&getContext(), kind));
+    step->setAttr(tc::kOptimizerAttrName, tc::OptimizerAttr::get(&getContext(), optimizer));
   }
 
   /// Moves each update up to just after the last op it must follow: the
@@ -102,39 +108,14 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     }
   }
 
-  /// The hyperparameter argument `name` of `step`, added on first use. The
+  /// The hyperparameter argument `which` of `step`, added on first use. The
   /// argument itself is the record (no map in the pass: a pass instance runs
   /// on many modules, and a Value kept from one run would belong to another
   /// module's function).
-  Value hyper(func::FuncOp step, OpBuilder &b, StringRef name) {
-    for (BlockArgument arg : step.getArguments())
-      if (auto attr = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kHyperAttrName))
-        if (attr.getValue() == name)
-          return arg;
-    auto type = RankedTensorType::get({}, b.getF32Type());
-    unsigned index = step.getNumArguments();
-    (void)step.insertArgument(index, type,
-                              b.getDictionaryAttr(b.getNamedAttr(tc::kHyperAttrName, b.getStringAttr(name))),
-                              step.getLoc());
-    return step.getArgument(index);
-  }
+  static Value hyper(func::FuncOp step, tc::Hyper which) { return tc::getOrAddHyper(step, which); }
 
-  Value state(func::FuncOp step, OpBuilder &b, Type type, const std::string &name) {
-    unsigned index = step.getNumArguments();
-    (void)step.insertArgument(index, type,
-                              b.getDictionaryAttr(b.getNamedAttr(tc::kStateAttrName, b.getStringAttr(name))),
-                              step.getLoc());
-    return step.getArgument(index);
-  }
-
-  /// The state argument `name` that an earlier phase added (autodiff's
-  /// loss scale), or null.
-  static Value existingState(func::FuncOp step, StringRef name) {
-    for (BlockArgument arg : step.getArguments())
-      if (auto attr = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), tc::kStateAttrName))
-        if (attr.getValue() == name)
-          return arg;
-    return nullptr;
+  static Value state(func::FuncOp step, Type type, tc::StateRole role, StringRef param = {}) {
+    return tc::addState(step, type, role, param);
   }
 
   /// What the loss scaler of an fp16 step decides on the device (see
@@ -154,7 +135,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (auto fixed = dyn_cast<FloatAttr>(scaling))
       s.scale = f32Scalar(b, loc, static_cast<float>(fixed.getValueAsDouble()));
     else
-      s.scale = existingState(step, tc::kLossScaleStateName);
+      s.scale = tc::findState(step, tc::StateRole::LossScale);
     s.unscale = b.create<tc::ReciprocalOp>(loc, s.scale)->getResult(0);
     SmallVector<Value> probed;
     for (unsigned i = 1; i < grads.size(); ++i)
@@ -196,7 +177,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     Attribute scaling = module->getAttr(tc::kLossScaleAttrName);
     std::optional<Scaler> scaler;
     if (scaling) {
-      if (isa<StringAttr>(scaling) && !existingState(step, tc::kLossScaleStateName)) {
+      if (isa<StringAttr>(scaling) && !tc::findState(step, tc::StateRole::LossScale)) {
         step.emitError("dynamic loss scaling: @train_step has no loss_scale state (run "
                        "trainc-autodiff on a module with tc.loss_scale)");
         return;
@@ -217,7 +198,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (clipGradNorm > 0) {
       gradScale = clipCoefficient(step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc),
                                   measured);
-      step->setAttr("tc.clip_grad_norm", b.getF64FloatAttr(clipGradNorm));
+      step->setAttr(tc::kClipGradNormAttrName, b.getF64FloatAttr(clipGradNorm));
     }
     // Adam's step count on the device: a skipped step does not advance it.
     Value stepSize, bc2Sqrt;
@@ -234,15 +215,15 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       // The step is good exactly when the updates do not skip: the same
       // test (an infinite 1 / scale, below 2^-126, skips too and counts).
       scaler->ok = isFinite(b, scaleLoc, gradScale);
-      if (kind != "sgd") {
+      if (optimizer != tc::Optimizer::Sgd) {
         Location countLoc = NameLoc::get(b.getStringAttr("adam step count"), loc);
         auto scalar = RankedTensorType::get({}, b.getF32Type());
-        Value t = state(step, b, scalar, "adam.step");
+        Value t = state(step, scalar, tc::StateRole::AdamStep);
         Value t1 = where(b, countLoc, scaler->ok,
                          b.create<tc::AddOp>(countLoc, ValueRange{t, f32Scalar(b, countLoc, 1.0f)})
                              ->getResult(0),
                          t);
-        keepState(t1, "adam.step");
+        keepState(t1, tc::stateName(tc::StateRole::AdamStep));
         // In f64 from 1 - beta (the trainer's one_minus_beta1/2, computed in
         // double): 1 - beta^t from an f32 beta would be 1.3e-5 off for beta2
         // = 0.999 at t = 1. Rounded to f32 once, as the trainer's step_size
@@ -260,16 +241,16 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         Value one = b.create<tc::ConstantOp>(countLoc, DenseElementsAttr::get(scalar64, 1.0))
                         .getResult();
         Value t64 = widen(t1);
-        auto correction = [&](StringRef oneMinusBeta) {
-          Value beta = b.create<tc::SubOp>(countLoc, ValueRange{one, widen(hyper(step, b, oneMinusBeta))})
+        auto correction = [&](tc::Hyper oneMinusBeta) {
+          Value beta = b.create<tc::SubOp>(countLoc, ValueRange{one, widen(hyper(step, oneMinusBeta))})
                            ->getResult(0);
           Value power = b.create<tc::PowOp>(countLoc, ValueRange{beta, t64})->getResult(0);
           return b.create<tc::SubOp>(countLoc, ValueRange{one, power})->getResult(0);
         };
-        stepSize = narrow(b.create<tc::DivOp>(countLoc, ValueRange{widen(hyper(step, b, "lr")),
-                                                                   correction("one_minus_beta1")})
+        stepSize = narrow(b.create<tc::DivOp>(countLoc, ValueRange{widen(hyper(step, tc::Hyper::Lr)),
+                                                                   correction(tc::Hyper::OneMinusBeta1)})
                               ->getResult(0));
-        bc2Sqrt = narrow(b.create<tc::SqrtOp>(countLoc, correction("one_minus_beta2"))->getResult(0));
+        bc2Sqrt = narrow(b.create<tc::SqrtOp>(countLoc, correction(tc::Hyper::OneMinusBeta2))->getResult(0));
       }
       updateScale(step, b, scaleLoc, scaling, *scaler, keepState);
     }
@@ -294,11 +275,11 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       std::string name = symbol.getValue().str();
       // The update kernel is named after the parameter it writes.
       Location updateLoc = NameLoc::get(b.getStringAttr("update of " + name), loc);
-      Value lr = hyper(step, b, "lr"), wd = hyper(step, b, "weight_decay");
+      Value lr = hyper(step, tc::Hyper::Lr), wd = hyper(step, tc::Hyper::WeightDecay);
       Value updated;
-      if (kind == "sgd") {
-        Value momentum = hyper(step, b, "momentum");
-        Value buffer = state(step, b, p.getType(), "momentum." + name);
+      if (optimizer == tc::Optimizer::Sgd) {
+        Value momentum = hyper(step, tc::Hyper::Momentum);
+        Value buffer = state(step, p.getType(), tc::StateRole::Momentum, name);
         SmallVector<Value> operands = {p, g, buffer, lr, momentum, wd};
         if (gradScale)
           operands.push_back(gradScale);
@@ -309,31 +290,31 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
           flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
         auto update = b.create<tc::SgdUpdateOp>(updateLoc, operands, flags);
         updated = update.getNewParam();
-        keepState(update.getNewMomentumBuffer(), "momentum." + name);
+        keepState(update.getNewMomentumBuffer(), tc::stateName(tc::StateRole::Momentum, name));
       } else {
-        Value beta1 = hyper(step, b, "beta1"), beta2 = hyper(step, b, "beta2");
-        Value oneMinusBeta1 = hyper(step, b, "one_minus_beta1");
-        Value oneMinusBeta2 = hyper(step, b, "one_minus_beta2");
-        Value eps = hyper(step, b, "eps");
+        Value beta1 = hyper(step, tc::Hyper::Beta1), beta2 = hyper(step, tc::Hyper::Beta2);
+        Value oneMinusBeta1 = hyper(step, tc::Hyper::OneMinusBeta1);
+        Value oneMinusBeta2 = hyper(step, tc::Hyper::OneMinusBeta2);
+        Value eps = hyper(step, tc::Hyper::Eps);
         if (!scaler) {
-          stepSize = hyper(step, b, "step_size");
-          bc2Sqrt = hyper(step, b, "bias_correction2_sqrt");
+          stepSize = hyper(step, tc::Hyper::StepSize);
+          bc2Sqrt = hyper(step, tc::Hyper::BiasCorrection2Sqrt);
         }
-        Value m = state(step, b, p.getType(), "exp_avg." + name);
-        Value v = state(step, b, p.getType(), "exp_avg_sq." + name);
+        Value m = state(step, p.getType(), tc::StateRole::ExpAvg, name);
+        Value v = state(step, p.getType(), tc::StateRole::ExpAvgSq, name);
         SmallVector<Value> operands = {p,  g,     m,  v,        lr,     beta1,  beta2,
                                        oneMinusBeta1, oneMinusBeta2, eps, wd, stepSize, bc2Sqrt};
         if (gradScale)
           operands.push_back(gradScale);
         SmallVector<NamedAttribute> flags;
-        if (kind == "adamw")
+        if (optimizer == tc::Optimizer::AdamW)
           flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
         if (scaler)
           flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
         auto update = b.create<tc::AdamUpdateOp>(updateLoc, operands, flags);
         updated = update.getNewParam();
-        keepState(update.getNewExpAvg(), "exp_avg." + name);
-        keepState(update.getNewExpAvgSq(), "exp_avg_sq." + name);
+        keepState(update.getNewExpAvg(), tc::stateName(tc::StateRole::ExpAvg, name));
+        keepState(update.getNewExpAvgSq(), tc::stateName(tc::StateRole::ExpAvgSq, name));
       }
       results.push_back(updated);
       attrs.push_back(b.getDictionaryAttr(
@@ -361,22 +342,22 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     auto mul = [&](Value x, float k) {
       return b.create<tc::MulOp>(loc, ValueRange{x, f32Scalar(b, loc, k)})->getResult(0);
     };
-    Value skipped = state(step, b, scalar, tc::kSkippedStepsStateName.str());
+    Value skipped = state(step, scalar, tc::StateRole::LossScaleSkippedSteps);
     keepState(where(b, loc, s.ok, skipped, add(skipped, f32Scalar(b, loc, 1.0f))),
-              tc::kSkippedStepsStateName.str());
+              tc::stateName(tc::StateRole::LossScaleSkippedSteps));
     if (!isa<StringAttr>(scaling))
       return; // a fixed scale
-    Value count = state(step, b, scalar, tc::kGrowthTrackerStateName.str());
+    Value count = state(step, scalar, tc::StateRole::LossScaleGrowthTracker);
     Value next = add(count, f32Scalar(b, loc, 1.0f));
-    Value due = b.create<tc::GreaterEqualOp>(loc, ValueRange{next, hyper(step, b, "scale_growth_interval")})
+    Value due = b.create<tc::GreaterEqualOp>(loc, ValueRange{next, hyper(step, tc::Hyper::ScaleGrowthInterval)})
                     ->getResult(0);
     Value doubled = mul(s.scale, 2.0f);
     Value grown = where(b, loc, due, where(b, loc, isFinite(b, loc, doubled), doubled, s.scale),
                         s.scale);
-    keepState(where(b, loc, s.ok, grown, mul(s.scale, 0.5f)), tc::kLossScaleStateName.str());
+    keepState(where(b, loc, s.ok, grown, mul(s.scale, 0.5f)), tc::stateName(tc::StateRole::LossScale));
     keepState(where(b, loc, s.ok, where(b, loc, due, f32Scalar(b, loc, 0.0f), next),
                     f32Scalar(b, loc, 0.0f)),
-              tc::kGrowthTrackerStateName.str());
+              tc::stateName(tc::StateRole::LossScaleGrowthTracker));
   }
 
   /// torch.nn.utils.clip_grad_norm_: the factor every gradient is scaled by,
@@ -398,7 +379,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       return nullptr;
     Value norm = b.create<tc::SqrtOp>(loc, total)->getResult(0);
     Value denominator = b.create<tc::AddOp>(loc, ValueRange{norm, f32Scalar(b, loc, 1e-6f)})->getResult(0);
-    Value ratio = b.create<tc::DivOp>(loc, ValueRange{hyper(step, b, "max_grad_norm"), denominator})
+    Value ratio = b.create<tc::DivOp>(loc, ValueRange{hyper(step, tc::Hyper::MaxGradNorm), denominator})
                       ->getResult(0);
     return b.create<tc::MinOp>(loc, ValueRange{ratio, f32Scalar(b, loc, 1.0f)})->getResult(0);
   }

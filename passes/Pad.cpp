@@ -656,7 +656,7 @@ struct PadPass : trainc::impl::PadBase<PadPass> {
         changed |= padConvolution(op, multiple, report);
     }
     Builder b(&getContext());
-    module->setAttr("tc.pad_to", b.getI64IntegerAttr(multiple));
+    module->setAttr(tc::kPadToAttrName, b.getI64IntegerAttr(multiple));
     if (!changed)
       return;
 
@@ -675,12 +675,12 @@ struct PadPass : trainc::impl::PadBase<PadPass> {
       (void)applyPatternsAndFoldGreedily(func, frozen, config);
       int64_t added = copyBytes(func) - before[func.getName().str()];
       if (added > 0)
-        func->setAttr("tc.padding_copy_bytes", b.getI64IntegerAttr(added));
+        func->setAttr(tc::kPaddingCopyBytesAttrName, b.getI64IntegerAttr(added));
     }
     SmallVector<Attribute> lines;
     for (const std::string &line : report.lines)
       lines.push_back(b.getStringAttr(line));
-    module->setAttr("tc.padding", b.getArrayAttr(lines));
+    module->setAttr(tc::kPaddingAttrName, b.getArrayAttr(lines));
   }
 };
 

@@ -94,9 +94,9 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
         std::optional<unsigned> buffer = liveness.bufferOf(result);
         offsets.push_back(buffer ? best[*buffer] : -1);
       }
-      op.setAttr("tc.offsets", builder.getDenseI64ArrayAttr(offsets));
+      op.setAttr(tc::kOffsetsAttrName, builder.getDenseI64ArrayAttr(offsets));
     }
-    func->setAttr("tc.arena_bytes", builder.getI64IntegerAttr(alignUp(arena)));
+    func->setAttr(tc::kArenaBytesAttrName, builder.getI64IntegerAttr(alignUp(arena)));
   }
 
   /// Places the buffers in `order` at the lowest aligned offset that does

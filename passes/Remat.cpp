@@ -407,7 +407,7 @@ int64_t recompute(func::FuncOp func, Operation *begin, llvm::ArrayRef<Value> cho
       c.clone->setLoc(recomputeLoc(def->getLoc()));
       // The attribute's value tells the clones of one op apart, so CSE
       // folds neither into the forward's op nor into each other.
-      c.clone->setAttr("tc.recomputed", builder.getI64IntegerAttr(clusters[def].size() > 1
+      c.clone->setAttr(tc::kRecomputedAttrName, builder.getI64IntegerAttr(clusters[def].size() > 1
                                                                     ? &c - clusters[def].data()
                                                                     : 0));
       ++count;
@@ -539,10 +539,10 @@ struct RematPass : trainc::impl::RematBase<RematPass> {
     Builder b(module.getContext());
     int64_t contractionsRecomputed = 0;
     step.walk([&](Operation *op) {
-      if (op->hasAttr("tc.recomputed") && recomputeKind(op) == Recompute::Contraction)
+      if (op->hasAttr(tc::kRecomputedAttrName) && recomputeKind(op) == Recompute::Contraction)
         ++contractionsRecomputed;
     });
-    step->setAttr("tc.remat",
+    step->setAttr(tc::kRematAttrName,
                   b.getDictionaryAttr({
                       b.getNamedAttr("recomputed_ops", b.getI64IntegerAttr(cloned)),
                       b.getNamedAttr("recomputed_contractions",

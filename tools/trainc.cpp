@@ -10,6 +10,7 @@
 #include "codegen/Toolchain.h"
 #include "frontend/Frontend.h"
 #include "ir/TcDialect.h"
+#include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Liveness.h"
 #include "passes/Pipeline.h"
@@ -305,9 +306,9 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
   MemoryTotals t;
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
     for (mlir::BlockArgument arg : step.getArguments())
-      if (auto name = step.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "tc.state")) {
+      if (auto role = trainc::tc::argStateRole(step, arg.getArgNumber())) {
         t.state += trainc::tensorBytes(arg.getType());
-        if (name.getValue().starts_with("grad_accum."))
+        if (*role == trainc::tc::StateRole::GradAccum)
           t.accumulators += trainc::tensorBytes(arg.getType());
       }
   module.walk([&](mlir::Operation *op) {
@@ -330,7 +331,7 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
       // The CUDA trainer times cuDNN's algorithms with this much scratch,
       // which stays allocated (trainer --cudnn-benchmark, on by default).
       t.searchWorkspace = trainc::rt::kCudnnSearchWorkspaceBytes;
-    if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes"))
+    if (auto bytes = op->getAttrOfType<mlir::IntegerAttr>(trainc::tc::kArenaBytesAttrName))
       if (bytes.getInt() > t.arena || !t.largest) {
         t.arena = std::max(t.arena, bytes.getInt());
         t.largest = mlir::dyn_cast<mlir::func::FuncOp>(op);
@@ -391,7 +392,7 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
     }
   }
   if (auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step"))
-    if (auto remat = step->getAttrOfType<mlir::DictionaryAttr>("tc.remat")) {
+    if (auto remat = step->getAttrOfType<mlir::DictionaryAttr>(trainc::tc::kRematAttrName)) {
       auto get = [&](StringRef key) {
         auto value = remat.getAs<mlir::IntegerAttr>(key);
         return value ? value.getInt() : int64_t(0);
@@ -403,7 +404,7 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
          << mib(get("saved_after")) << ", peak of live bytes " << mib(get("peak_before"))
          << " -> " << mib(get("peak_after")) << "\n";
       step.walk([&](mlir::Operation *op) {
-        if (!op->hasAttr("tc.recomputed"))
+        if (!op->hasAttr(trainc::tc::kRecomputedAttrName))
           return;
         auto name = mlir::dyn_cast<mlir::NameLoc>(op->getLoc());
         os << "    recomputed " << op->getName().getStringRef() << " "
@@ -810,7 +811,7 @@ void noteSlowSpeedFlags(mlir::ModuleOp module, const trainc::PipelineOptions &pi
               "with bf16/fp16, where tensor cores want it)\n";
   if (pipeline.remat != "auto" || !compileTo.empty() || lossKind.empty())
     return;
-  auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>("tc.batch_size");
+  auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>(trainc::tc::kBatchSizeAttrName);
   if (!batchAttr)
     return;
   trainc::PipelineOptions without = pipeline;
@@ -843,7 +844,7 @@ void noteSlowSpeedFlags(mlir::ModuleOp module, const trainc::PipelineOptions &pi
 /// --device-memory: what fits, and whether the chosen batch does.
 bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
   int64_t needed = memoryTotals(module).total();
-  auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>("tc.batch_size");
+  auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>(trainc::tc::kBatchSizeAttrName);
   trainc::PipelineOptions options = pipelineFromCommandLine();
   options.stopAfter.clear();
   options.dumpDir.clear();
@@ -1102,7 +1103,7 @@ int runCompile() {
   // fusion; the placed arena is what the program allocates.
   if (auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");
       step && pipeline.memoryBudget > 0)
-    if (auto arena = step->getAttrOfType<mlir::IntegerAttr>("tc.arena_bytes");
+    if (auto arena = step->getAttrOfType<mlir::IntegerAttr>(trainc::tc::kArenaBytesAttrName);
         arena && arena.getInt() > pipeline.memoryBudget) {
       errs() << "error: --memory-budget=" << memoryBudget << ": the training step's arena is "
              << arena.getInt() << " bytes, more than the " << pipeline.memoryBudget

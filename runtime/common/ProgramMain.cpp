@@ -176,19 +176,19 @@ void printInfo(const Program &program) {
   const TrainStep *train = program.train;
   if (!train)
     return;
-  std::printf("training step: optimizer %s, precision %s", train->optimizer ? train->optimizer : "?",
-              train->precision ? train->precision : "fp32");
+  std::printf("training step: optimizer %s, precision %s", name(train->optimizer),
+              name(train->precision));
   if (train->clipGradNorm > 0)
     std::printf(", gradient norm clipped at %g", train->clipGradNorm);
-  if (train->lossScale && std::string(train->lossScale) == "dynamic")
+  if (train->lossScaling == LossScaling::Dynamic)
     std::printf(", dynamic loss scaling (scale %g at the start, x0.5 and the step skipped "
                 "on inf/NaN gradients, x2 after --scale-growth-interval good steps, %lld; the "
                 "scale, the good-step count and the skipped steps are optimizer state, in "
                 "checkpoints)",
                 double(kInitialLossScale), static_cast<long long>(kScaleGrowthInterval));
-  else if (train->lossScale)
-    std::printf(", loss scale %s (fixed; steps with inf/NaN gradients skipped)",
-                train->lossScale);
+  else if (train->lossScaling == LossScaling::Fixed)
+    std::printf(", loss scale %.9g (fixed; steps with inf/NaN gradients skipped)",
+                train->fixedLossScale);
   std::printf("\n  step inputs:\n");
   for (int i = 0; i < train->numInputs; ++i) {
     std::string name = train->inputs[i].name;
@@ -199,10 +199,10 @@ void printInfo(const Program &program) {
   }
   std::printf("  hyperparameters:");
   for (int i = 0; i < train->numHypers; ++i)
-    std::printf(" %s", train->hypers[i]);
+    std::printf(" %s", name(train->hypers[i]));
   uint64_t stateBytes = 0;
   for (int i = 0; i < train->numStates; ++i)
-    stateBytes += tensorBytes(train->states[i]);
+    stateBytes += tensorBytes(train->states[i].tensor);
   std::printf("\n  optimizer state: %d tensors, %llu bytes\n", train->numStates,
               static_cast<unsigned long long>(stateBytes));
   std::printf("  arena: %llu bytes\n", static_cast<unsigned long long>(train->arenaBytes));

@@ -140,13 +140,9 @@ std::string description(const char *argv0, const Program &program) {
                 program.modelName ? program.modelName : "?", program.target ? program.target : "?",
                 static_cast<long long>(program.batchSize),
                 train ? "a trainer with optimizer " : "a prediction program",
-                train ? (train->optimizer ? train->optimizer : "sgd") : "",
-                train ? (std::string(", precision ") +
-                         (train->precision ? train->precision : "fp32")).c_str()
-                      : "",
-                argv0,
-                train && train->optimizer && std::string(train->optimizer) != "sgd" ? "1e-3"
-                                                                                   : "0.01",
+                train ? name(train->optimizer) : "",
+                train ? (std::string(", precision ") + name(train->precision)).c_str() : "",
+                argv0, train && isAdam(train->optimizer) ? "1e-3" : "0.01",
                 argv0);
   return "usage: " + p +
          " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"

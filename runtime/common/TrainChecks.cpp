@@ -154,9 +154,9 @@ Status checkIndexInputs(const TensorInfo *infos, int count, const std::vector<Np
 
 namespace {
 
-bool readsHyper(const TrainStep &train, const char *name) {
+bool readsHyper(const TrainStep &train, Hyper hyper) {
   for (int h = 0; h < train.numHypers; ++h)
-    if (train.hypers[h] && std::strcmp(train.hypers[h], name) == 0)
+    if (train.hypers[h] == hyper)
       return true;
   return false;
 }
@@ -164,28 +164,29 @@ bool readsHyper(const TrainStep &train, const char *name) {
 } // namespace
 
 Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
-  const std::string optimizer = train.optimizer ? train.optimizer : "sgd";
-  const std::string compiled = "this trainer was compiled with --optimizer=" + optimizer;
+  const std::string compiled =
+      std::string("this trainer was compiled with --optimizer=") + name(train.optimizer);
   struct Flag {
     const char *name;
     bool given;
-    const char *hyper;
+    Hyper hyper;
     const char *instead;
   };
-  const bool adam = optimizer != "sgd";
+  const bool adam = isAdam(train.optimizer);
   const Flag flags[] = {
-      {"--momentum", !std::isnan(options.momentum), "momentum",
+      {"--momentum", !std::isnan(options.momentum), Hyper::Momentum,
        "Adam's momentum is --beta1"},
-      {"--beta1", !std::isnan(options.beta1), "beta1", "SGD's momentum is --momentum"},
-      {"--beta2", !std::isnan(options.beta2), "beta2", "only Adam and AdamW have beta2"},
-      {"--eps", !std::isnan(options.eps), "eps", "only Adam and AdamW have eps"},
-      {"--weight-decay", !std::isnan(options.weightDecay), "weight_decay", ""},
+      {"--beta1", !std::isnan(options.beta1), Hyper::Beta1, "SGD's momentum is --momentum"},
+      {"--beta2", !std::isnan(options.beta2), Hyper::Beta2, "only Adam and AdamW have beta2"},
+      {"--eps", !std::isnan(options.eps), Hyper::Eps, "only Adam and AdamW have eps"},
+      {"--weight-decay", !std::isnan(options.weightDecay), Hyper::WeightDecay, ""},
   };
   for (const Flag &f : flags)
     if (f.given && !readsHyper(train, f.hyper))
       return Status::error(std::string(f.name) + ": " + compiled + ", which has no " +
-                           f.hyper + (*f.instead ? std::string(" (") + f.instead + ")" : "") +
-                           (adam || std::strcmp(f.hyper, "momentum") == 0
+                           name(f.hyper) +
+                           (*f.instead ? std::string(" (") + f.instead + ")" : "") +
+                           (adam || f.hyper == Hyper::Momentum
                                 ? ""
                                 : "; compile with --optimizer=adam or adamw to use it"));
   // A schedule's parameters without that schedule.

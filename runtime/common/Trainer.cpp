@@ -131,32 +131,37 @@ struct StopOnSignals {
   }
 };
 
-/// Hyperparameter values for one step, by name.
-struct Hyper {
+/// The run's hyperparameters (its flags, the schedule's current lr).
+struct Hyperparameters {
   double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval;
-  double value(const std::string &name, int64_t step) const {
-    if (name == "lr") return lr;
-    if (name == "scale_growth_interval") return scaleGrowthInterval;
-    if (name == "momentum") return momentum;
-    if (name == "weight_decay") return weightDecay;
-    if (name == "beta1") return beta1;
-    if (name == "beta2") return beta2;
-    if (name == "eps") return eps;
-    if (name == "max_grad_norm") return maxGradNorm;
+
+  /// The value of `which` at (1-based) optimizer step `step`. Every derived
+  /// constant is computed here, once, in double and rounded to float32 only
+  /// as a whole (PyTorch's Python floats: 1 - beta2 from float32 beta2 is
+  /// 1.3e-5 off).
+  double value(Hyper which, int64_t step) const {
+    const double t = static_cast<double>(step);
+    switch (which) {
+    case Hyper::Lr: return lr;
+    case Hyper::Momentum: return momentum;
+    case Hyper::WeightDecay: return weightDecay;
+    case Hyper::Beta1: return beta1;
+    case Hyper::Beta2: return beta2;
+    case Hyper::Eps: return eps;
+    case Hyper::MaxGradNorm: return maxGradNorm;
+    case Hyper::ScaleGrowthInterval: return scaleGrowthInterval;
     // Gradient accumulation: a group of one batch (the loop sets both per
     // batch).
-    if (name == "grad_accum.weight") return 1.0;
-    if (name == "grad_accum.keep") return 0.0;
+    case Hyper::GradAccumWeight: return 1.0;
+    case Hyper::GradAccumKeep: return 0.0;
     // Data parallelism: the rank's share of the global batch's sample
-    // weight (all of it in a single process).
-    if (name == "data_parallel.scale") return 1.0;
-    // Adam's step constants in double, rounded to float32 only as a whole
-    // (PyTorch's Python floats): 1 - beta2 from float32 beta2 is 1.3e-5 off.
-    if (name == "one_minus_beta1") return 1.0 - beta1;
-    if (name == "one_minus_beta2") return 1.0 - beta2;
-    if (name == "step_size") return lr / (1.0 - std::pow(beta1, static_cast<double>(step)));
-    if (name == "bias_correction2_sqrt")
-      return std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step)));
+    // weight (all of it in a single process; the loop sets it per batch).
+    case Hyper::DataParallelScale: return 1.0;
+    case Hyper::OneMinusBeta1: return 1.0 - beta1;
+    case Hyper::OneMinusBeta2: return 1.0 - beta2;
+    case Hyper::StepSize: return lr / (1.0 - std::pow(beta1, t));
+    case Hyper::BiasCorrection2Sqrt: return std::sqrt(1.0 - std::pow(beta2, t));
+    }
     return std::nan("");
   }
 };
@@ -164,19 +169,19 @@ struct Hyper {
 /// The run's effective settings in one line, printed before step 1: the
 /// optimizer and the hyperparameters it reads, the schedule, the batch, the
 /// precision, where it runs, and the data's size.
-std::string settingsLine(const Program &program, const TrainOptions &options, const Hyper &hyper,
+std::string settingsLine(const Program &program, const TrainOptions &options,
+                         const Hyperparameters &hyper,
                          int ranks, int64_t accum, int64_t samples, int64_t batchesPerEpoch,
                          int64_t totalSteps) {
   const TrainStep &train = *program.train;
-  const std::string optimizer = train.optimizer ? train.optimizer : "sgd";
   char text[1024];
-  std::string line = "training: " + optimizer;
+  std::string line = std::string("training: ") + name(train.optimizer);
   std::snprintf(text, sizeof(text), ", lr %g (%s schedule", hyper.lr, options.schedule.c_str());
   line += text;
   if (options.warmupSteps > 0)
     line += ", " + std::to_string(options.warmupSteps) + " warmup steps";
   line += ")";
-  if (optimizer == "sgd")
+  if (!isAdam(train.optimizer))
     std::snprintf(text, sizeof(text), ", momentum %g, weight decay %g", hyper.momentum,
                   hyper.weightDecay);
   else
@@ -192,7 +197,7 @@ std::string settingsLine(const Program &program, const TrainOptions &options, co
     line += " on each of " + std::to_string(ranks) + " ranks";
   if (accum > 1)
     line += ", " + std::to_string(accum) + " batches per step";
-  line += ", precision " + std::string(train.precision ? train.precision : "fp32") + "; " +
+  line += ", precision " + std::string(name(train.precision)) + "; " +
           (program.target ? program.target : "?");
 #ifdef _OPENMP
   if (program.target && std::string(program.target) == "cpu")
@@ -559,18 +564,18 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   if (options.epochs <= 0 && options.steps <= 0)
     return Status::error("training needs --epochs N or --steps N");
   const int64_t batch = program.batchSize;
-  std::string optimizer = train->optimizer ? train->optimizer : "sgd";
-  bool adam = optimizer != "sgd";
-  const double baseLr = orDefault(options.lr, adam ? 1e-3 : 1e-2);
-  Hyper hyper{baseLr,
+  const std::string optimizer = name(train->optimizer);
+  const double baseLr = orDefault(options.lr, isAdam(train->optimizer) ? 1e-3 : 1e-2);
+  Hyperparameters hyper{baseLr,
               orDefault(options.momentum, 0.0),
-              orDefault(options.weightDecay, optimizer == "adamw" ? 1e-2 : 0.0),
+              orDefault(options.weightDecay, train->optimizer == Optimizer::AdamW ? 1e-2 : 0.0),
               orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
               orDefault(options.eps, 1e-8),
               orDefault(options.clipGradNorm, train->clipGradNorm),
               options.scaleGrowthInterval > 0 ? static_cast<double>(options.scaleGrowthInterval)
                                               : double(kScaleGrowthInterval)};
-  const bool dynamicScale = train->lossScale && std::string(train->lossScale) == "dynamic";
+  const bool dynamicScale = train->lossScaling == LossScaling::Dynamic;
+  const bool lossScaled = train->lossScaling != LossScaling::None;
   if (options.scaleGrowthInterval > 0 && !dynamicScale)
     return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
                          "(compile with --precision=fp16)");
@@ -591,11 +596,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                          "trainc compile --grad-accum=K to accumulate gradients");
   int weightHyper = -1, keepHyper = -1, shareHyper = -1;
   for (int h = 0; h < train->numHypers; ++h) {
-    if (std::string(train->hypers[h]) == "data_parallel.scale")
+    if (train->hypers[h] == Hyper::DataParallelScale)
       shareHyper = h;
-    if (std::string(train->hypers[h]) == "grad_accum.weight")
+    if (train->hypers[h] == Hyper::GradAccumWeight)
       weightHyper = h;
-    if (std::string(train->hypers[h]) == "grad_accum.keep")
+    if (train->hypers[h] == Hyper::GradAccumKeep)
       keepHyper = h;
   }
   if (train->accumulate && (weightHyper < 0 || keepHyper < 0))
@@ -696,39 +701,34 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   // are read back with each step's loss.
   int scaleState = -1, skippedState = -1;
   for (int i = 0; i < train->numStates; ++i) {
-    uint64_t bytes = tensorBytes(train->states[i]);
+    const StateInfo &state = train->states[i];
+    uint64_t bytes = tensorBytes(state.tensor);
     states.emplace_back(nullptr, DeviceFree{context.get()});
     TRAINC_RETURN_IF_ERROR(allocateDevice(*context, bytes, states.back()));
     TRAINC_RETURN_IF_ERROR(context->fill(states.back().get(), 0, bytes));
-    float init = train->stateInit ? train->stateInit[i] : 0.0f;
-    if (init != 0.0f) {
-      if (train->states[i].dtype != DType::F32)
-        return Status::error(std::string("state ") + train->states[i].name +
+    if (state.init != 0.0f) {
+      if (state.tensor.dtype != DType::F32)
+        return Status::error(std::string("state ") + state.tensor.name +
                              " has an initial value but is not f32");
-      std::vector<float> value(bytes / 4, init);
+      std::vector<float> value(bytes / 4, state.init);
       TRAINC_RETURN_IF_ERROR(context->copyToDevice(states.back().get(), value.data(), bytes));
     }
     statePtrs.push_back(states.back().get());
-    std::string name = train->states[i].name;
-    bool scalarF32 = train->states[i].dtype == DType::F32 && bytes == 4;
-    if (train->lossScale && scalarF32 && name == "loss_scale")
+    bool scalarF32 = state.tensor.dtype == DType::F32 && bytes == 4;
+    if (lossScaled && scalarF32 && state.role == StateRole::LossScale)
       scaleState = i;
-    if (train->lossScale && scalarF32 && name == "loss_scale.skipped_steps")
+    if (lossScaled && scalarF32 && state.role == StateRole::LossScaleSkippedSteps)
       skippedState = i;
   }
-  if (train->lossScale && skippedState < 0)
+  if (lossScaled && skippedState < 0)
     return Status::error("the loss-scaled step has no loss_scale.skipped_steps state");
-  // The scale a fixed-scale step runs with (the compiler writes it as a
-  // decimal number; anything else is a damaged program).
-  double fixedScale = 0.0;
-  if (train->lossScale && scaleState < 0) {
-    char *end = nullptr;
-    fixedScale = std::strtod(train->lossScale, &end);
-    if (end == train->lossScale || *end != '\0' || !(fixedScale > 0) ||
-        !std::isfinite(fixedScale))
-      return Status::error(std::string("the training step's fixed loss scale '") +
-                           train->lossScale + "' is not a positive finite number");
-  }
+  if (dynamicScale && scaleState < 0)
+    return Status::error("the dynamically loss-scaled step has no loss_scale state");
+  // The scale a fixed-scale step runs with.
+  const double fixedScale = train->fixedLossScale;
+  if (train->lossScaling == LossScaling::Fixed && !(fixedScale > 0 && std::isfinite(fixedScale)))
+    return Status::error("the training step's fixed loss scale " + std::to_string(fixedScale) +
+                         " is not a positive finite number");
   DevicePtr arena(nullptr, DeviceFree{context.get()});
   // Forward (evaluation) and training step never run at once: one arena.
   const uint64_t arenaBytes = std::max(program.arenaBytes, train->arenaBytes);
@@ -853,9 +853,9 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   // The gradient accumulators are not saved: a checkpoint follows a group's
   // last batch, and the next group's first batch overwrites them.
   for (int i = 0; i < train->numStates; ++i)
-    if (std::string(train->states[i].name).rfind("grad_accum.", 0) != 0)
-      addCheckpointTensor(std::string("state/") + train->states[i].name, train->states[i],
-                          statePtrs[i]);
+    if (train->states[i].role != StateRole::GradAccum)
+      addCheckpointTensor(std::string("state/") + train->states[i].tensor.name,
+                          train->states[i].tensor, statePtrs[i]);
   auto deviceTensors = [&](std::vector<CheckpointTensor> &out) -> Status {
     out = checkpointSpecs;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -889,7 +889,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   // read back ran with, and the skipped steps before it.
   double hostScale = fixedScale, hostSkipped = 0;
   auto readScaler = [&]() -> Status {
-    if (!train->lossScale)
+    if (!lossScaled)
       return Status();
     float value = 0;
     if (scaleState >= 0) {
@@ -946,7 +946,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
         {"format", "trainc checkpoint 1"},
         {"model", program.modelName ? program.modelName : ""},
         {"optimizer", optimizer},
-        {"precision", program.train->precision ? program.train->precision : "fp32"},
+        {"precision", name(program.train->precision)},
         {"batch_size", std::to_string(batch)},
         {"step", std::to_string(step)},
         {"epoch", std::to_string(epoch)},
@@ -961,10 +961,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     if (program.modelFingerprint)
       manifest["model_fingerprint"] = program.modelFingerprint;
     // The loss scaler, readable without the tensors (which hold it too).
-    for (int i = 0; i < train->numStates && train->lossScale; ++i) {
-      std::string name = train->states[i].name;
-      if (name.rfind("loss_scale", 0) != 0 || tensorBytes(train->states[i]) != 4)
+    for (int i = 0; i < train->numStates && lossScaled; ++i) {
+      const StateInfo &state = train->states[i];
+      if (!isLossScalerState(state.role) || tensorBytes(state.tensor) != 4)
         continue;
+      const std::string name = state.tensor.name;
       float value = 0;
       TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[i], 4));
       char text[32];
@@ -991,7 +992,9 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   }
   for (int h = 0; h < train->numHypers; ++h)
     if (std::isnan(hyper.value(train->hypers[h], 1)))
-      return Status::error(std::string("unknown hyperparameter ") + train->hypers[h]);
+      return Status::error("the program reads hyperparameter " +
+                           std::to_string(static_cast<int>(train->hypers[h])) +
+                           ", which this trainer does not know");
 
   // Batches issued to the device whose loss the host has not read yet
   // (with gradient accumulation, each batch of a group; `last` is the one
@@ -1043,7 +1046,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     // nothing but the scaler; its loss may be inf or NaN itself.
     bool skipped = false;
     const double ranWith = hostScale;
-    if (train->lossScale) {
+    if (lossScaled) {
       skipped = record[2] > hostSkipped;
       hostSkipped = record[2];
       if (scaleState >= 0)
@@ -1068,11 +1071,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       lineWeight += p.count;
     }
     TRAINC_RETURN_IF_ERROR(log.step(p.step, p.epoch, loss, p.lr,
-                                    train->lossScale ? &ranWith : nullptr, skipped));
+                                    lossScaled ? &ranWith : nullptr, skipped));
     if (chatty && since(lastLine) >= 2.0) {
       double seconds = since(start), perStep = seconds / (p.step - firstStep);
       char scaling[96] = "";
-      if (train->lossScale)
+      if (lossScaled)
         std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)", hostScale,
                       static_cast<long long>(skippedSinceLine));
       std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
@@ -1265,7 +1268,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                    static_cast<long long>(epoch), static_cast<long long>(step),
                    static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
                    seconds > 0 ? launched * globalBatch / seconds : 0.0);
-    if (chatty && train->lossScale)
+    if (chatty && lossScaled)
       std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
                            "in all\n",
                    static_cast<long long>(epoch), hostScale,

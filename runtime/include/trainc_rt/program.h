@@ -9,6 +9,7 @@
 #ifndef TRAINC_RT_PROGRAM_H
 #define TRAINC_RT_PROGRAM_H
 
+#include "trainc_rt/abi.h"
 #include "trainc_rt/status.h"
 
 #include <cstddef>
@@ -30,18 +31,13 @@ int64_t firstNonFinite(DType type, const void *data, int64_t count);
 
 inline constexpr int kMaxRank = 8;
 
-/// What a step input is: read from the data folder (a model input or the
-/// label), or set by the trainer (the per-sample weights of a padded last
-/// batch, the dropout key [seed, step]). The runtime decides by the role,
-/// never by the name.
-enum class InputRole : int32_t { Data = 0, Label, SampleWeights, DropoutKey };
-
 struct TensorInfo {
   const char *name;
   DType dtype;
   int rank;
   int64_t shape[kMaxRank];
-  /// Step inputs only (the other tables: Data).
+  /// Step inputs only (the other tables: Data). The runtime decides what
+  /// fills an input by its role (abi.h), never by its name.
   InputRole role;
   /// Inputs only: an integer input whose values index the rows of a table
   /// (an embedding's token ids) may hold values in [0, indexLimit), as
@@ -60,6 +56,16 @@ struct ParamInfo {
   /// A constant of the computation (not a model parameter): uploaded like a
   /// parameter, never trained or exported.
   bool constant;
+};
+
+/// An optimizer state tensor of the training step.
+struct StateInfo {
+  /// Its name (that of its checkpoint entry), shape and dtype.
+  TensorInfo tensor;
+  StateRole role;
+  /// Its value before the first step (every element): 0 but for the
+  /// dynamic loss scale, which starts at kInitialLossScale.
+  float init;
 };
 
 class Context;
@@ -88,26 +94,28 @@ struct TrainArgs {
   char *arena;
   /// Host copies of the hyperparameters (as `hypers`), for what a library
   /// call takes on the host: a GEMM that accumulates a gradient takes
-  /// grad_accum.weight and grad_accum.keep as its alpha and beta.
+  /// GradAccumWeight and GradAccumKeep as its alpha and beta.
   const float *const *hostHypers;
 };
 
+/// The training step. Generated code fills it with designated initializers
+/// (C++20), so every field is named where it is set and a field moved here
+/// is a compile error there, not a silently shifted value.
 struct TrainStep {
-  /// "sgd", "adam" or "adamw".
-  const char *optimizer;
-  /// The compiled --clip-grad-norm, the default of the max_grad_norm
+  Optimizer optimizer;
+  /// The compiled --clip-grad-norm, the default of the MaxGradNorm
   /// hyperparameter; 0 when the step does not clip.
   double clipGradNorm;
   /// Inputs of the step: the model inputs, then the label and the per-sample
   /// weights, by name.
   int numInputs;
   const TensorInfo *inputs;
-  /// Names of the hyperparameters, in TrainArgs::hypers order.
+  /// The hyperparameters, in TrainArgs::hypers order.
   int numHypers;
-  const char *const *hypers;
-  /// Optimizer state tensors, zero at the first step.
+  const Hyper *hypers;
+  /// Optimizer state tensors, each at its StateInfo::init at the first step.
   int numStates;
-  const TensorInfo *states;
+  const StateInfo *states;
   uint64_t arenaBytes;
   Status (*step)(Context &context, const TrainArgs &args);
   /// Kernels one step launches: generated (kernel groups, data movement,
@@ -115,23 +123,21 @@ struct TrainStep {
   /// normalization, reductions, losses).
   int generatedKernels;
   int libraryCalls;
-  /// "fp32", "bf16" or "fp16": the mixed precision the step computes in
-  /// (trainc compile --precision; parameters and optimizer state are f32).
-  const char *precision;
-  /// The initial value of each state tensor (every element), or null when
-  /// all start at 0. The loss scale starts at its initial scale.
-  const float *stateInit;
-  /// Loss scaling (fp16): "dynamic", a fixed scale as text, or null. The
-  /// scaler keeps its state in the f32 scalar states "loss_scale",
-  /// "loss_scale.growth_tracker" (dynamic) and "loss_scale.skipped_steps",
-  /// and a dynamic one reads the hyperparameter "scale_growth_interval".
-  const char *lossScale;
+  /// The mixed precision the step computes in (trainc compile --precision;
+  /// parameters and optimizer state are f32).
+  Precision precision;
+  /// Loss scaling (fp16). The scaler keeps its state in the f32 scalar
+  /// states of roles LossScale, LossScaleGrowthTracker (dynamic) and
+  /// LossScaleSkippedSteps, and a dynamic one reads the hyperparameter
+  /// ScaleGrowthInterval. A fixed scale is `fixedLossScale`.
+  LossScaling lossScaling;
+  double fixedLossScale;
   /// Gradient accumulation (trainc compile --grad-accum): the step run on
   /// every micro-batch of a group but the last (forward, backward, each
-  /// gradient folded into its f32 state "grad_accum.<param>", no update),
-  /// or null. Both steps read the hyperparameters "grad_accum.weight" (the
-  /// micro-batch's real samples over the group's) and "grad_accum.keep" (0
-  /// on a group's first micro-batch, else 1); `step` then updates from the
+  /// gradient folded into its f32 state of role GradAccum, no update),
+  /// or null. Both steps read the hyperparameters GradAccumWeight (the
+  /// micro-batch's real samples over the group's) and GradAccumKeep (0 on a
+  /// group's first micro-batch, else 1); `step` then updates from the
   /// accumulated gradients. The functions serve any number of micro-batches.
   Status (*accumulate)(Context &context, const TrainArgs &args);
   /// The default micro-batches per optimizer step (1 without accumulate).

@@ -17,7 +17,7 @@
 // hyperparameter, and the step returns the averages in its own order. The
 // loss is not reduced.
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME: %[[SCALE:arg[0-9]+]]: tensor<f32> {tc.hyper = "data_parallel.scale"}
+// CHECK-SAME: %[[SCALE:arg[0-9]+]]: tensor<f32> {tc.hyper = #tc.hyper<data_parallel.scale>}
 // CHECK-SAME: tc.data_parallel = 3 : i64
 // CHECK: %[[LOSS:.*]] = tc.div
 // CHECK: %[[DW2:.*]] = tc.gemm %{{.*}}, %{{.*}} {trans_a = true} : (tensor<4x10xf32>, tensor<4x84xf32>) -> tensor<10x84xf32>

@@ -11,7 +11,7 @@
 // min(max_grad_norm / (norm + 1e-6), 1) scaling each, and the compiled norm
 // kept on the function.
 // CLIP-LABEL: func.func @train_step(
-// CLIP-SAME: %[[MAX:[^:]*]]: tensor<f32> {tc.hyper = "max_grad_norm"}
+// CLIP-SAME: %[[MAX:[^:]*]]: tensor<f32> {tc.hyper = #tc.hyper<max_grad_norm>}
 // CLIP-SAME: attributes {tc.clip_grad_norm = 2.500000e+00 : f64
 // CLIP: %[[SQ1:.*]] = tc.mul %[[G1:[0-9a-z]+]], %[[G1]]
 // CLIP-NEXT: %[[S1:.*]] = tc.reduce_sum %[[SQ1]]

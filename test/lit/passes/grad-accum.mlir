@@ -8,10 +8,10 @@
 // updates, @train_step hands them on as the gradients and returns them as
 // state updates too (the sums are then written in place).
 // CHECK-LABEL: func.func @train_step(
-// CHECK-SAME: %[[W:arg3]]: tensor<f32> {tc.hyper = "grad_accum.weight"}
-// CHECK-SAME: %[[K:arg4]]: tensor<f32> {tc.hyper = "grad_accum.keep"}
-// CHECK-SAME: %[[A1:arg5]]: tensor<3xf32> {tc.state = "grad_accum.w1"}
-// CHECK-SAME: %[[A2:arg6]]: tensor<3xf32> {tc.state = "grad_accum.w2"}
+// CHECK-SAME: %[[W:arg3]]: tensor<f32> {tc.hyper = #tc.hyper<grad_accum.weight>}
+// CHECK-SAME: %[[K:arg4]]: tensor<f32> {tc.hyper = #tc.hyper<grad_accum.keep>}
+// CHECK-SAME: %[[A1:arg5]]: tensor<3xf32> {tc.state = "grad_accum.w1", tc.state_role = #tc.state_role<grad_accum>}
+// CHECK-SAME: %[[A2:arg6]]: tensor<3xf32> {tc.state = "grad_accum.w2", tc.state_role = #tc.state_role<grad_accum>}
 // CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.grad = @w1, tc.output = "grad.w1"}, tensor<3xf32> {tc.grad = @w2, tc.output = "grad.w2"}, tensor<3xf32> {tc.output = "grad_accum.w1", tc.state_update = "grad_accum.w1"}, tensor<3xf32> {tc.output = "grad_accum.w2", tc.state_update = "grad_accum.w2"})
 // CHECK-SAME: tc.grad_accum = 4
 // CHECK: %[[G2:.*]] = tc.mul %arg0, %arg0 {{.*}}loc("backward of b"(fused<#tc.phase<backward>>["b"]))
@@ -20,7 +20,7 @@
 // CHECK-NEXT: %[[T1:.*]] = tc.accumulate_grad %[[A1]], %[[G1]], %[[W]], %[[K]]
 // CHECK: return %{{.*}}, %[[T1]], %[[T2]], %[[T1]], %[[T2]] :
 // CHECK-LABEL: func.func @accumulate_step(
-// CHECK-SAME: {tc.state = "grad_accum.w2"}
+// CHECK-SAME: {tc.state = "grad_accum.w2", tc.state_role = #tc.state_role<grad_accum>}
 // CHECK-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.output = "grad_accum.w1", tc.state_update = "grad_accum.w1"}, tensor<3xf32> {tc.output = "grad_accum.w2", tc.state_update = "grad_accum.w2"})
 // CHECK-NOT: tc.grad_accum
 // CHECK: tc.accumulate_grad
@@ -34,7 +34,7 @@
 // SGD: tc.sgd_update %{{.*}}, %[[T2]]
 // SGD: return {{.*}} : tensor<f32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
 // SGD-LABEL: func.func @accumulate_step(
-// SGD-NOT: tc.hyper = "lr"
+// SGD-NOT: tc.hyper = #tc.hyper<lr>
 // SGD-NOT: tc.sgd_update
 // SGD: return
 //

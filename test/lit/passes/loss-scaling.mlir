@@ -12,18 +12,18 @@
 // Dynamic: the scale is optimizer state that starts at 65536 and seeds the
 // backward (d (scale * loss) = scale; the cross-entropy mean divides it by
 // the batch); the loss the step returns is not scaled.
-// DYN: module attributes {tc.loss_scale = "dynamic", tc.precision = "fp16"}
+// DYN: module attributes {tc.loss_scale = "dynamic", tc.precision = #tc.precision<fp16>}
 // DYN-LABEL: func.func @train_step(
-// DYN-SAME: %[[S:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale", tc.state_init = 6.553600e+04 : f32}
-// DYN-SAME: %[[T:arg[0-9]+]]: tensor<f32> {tc.state = "adam.step"}
-// DYN-SAME: %[[LR:arg[0-9]+]]: tensor<f32> {tc.hyper = "lr"}, %[[OMB1:arg[0-9]+]]: tensor<f32> {tc.hyper = "one_minus_beta1"}, %[[OMB2:arg[0-9]+]]: tensor<f32> {tc.hyper = "one_minus_beta2"}
-// DYN-SAME: %[[K:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale.skipped_steps"}
-// DYN-SAME: %[[C:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale.growth_tracker"}
-// DYN-SAME: %[[I:arg[0-9]+]]: tensor<f32> {tc.hyper = "scale_growth_interval"}
+// DYN-SAME: %[[S:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale", tc.state_init = 6.553600e+04 : f32, tc.state_role = #tc.state_role<loss_scale>}
+// DYN-SAME: %[[T:arg[0-9]+]]: tensor<f32> {tc.state = "adam.step", tc.state_role = #tc.state_role<adam.step>}
+// DYN-SAME: %[[LR:arg[0-9]+]]: tensor<f32> {tc.hyper = #tc.hyper<lr>}, %[[OMB1:arg[0-9]+]]: tensor<f32> {tc.hyper = #tc.hyper<one_minus_beta1>}, %[[OMB2:arg[0-9]+]]: tensor<f32> {tc.hyper = #tc.hyper<one_minus_beta2>}
+// DYN-SAME: %[[K:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale.skipped_steps", tc.state_role = #tc.state_role<loss_scale.skipped_steps>}
+// DYN-SAME: %[[C:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale.growth_tracker", tc.state_role = #tc.state_role<loss_scale.growth_tracker>}
+// DYN-SAME: %[[I:arg[0-9]+]]: tensor<f32> {tc.hyper = #tc.hyper<scale_growth_interval>}
 //   Adam's step constants come from the device's step count, not the host.
 // DYN-NOT: step_size
 // DYN-NOT: bias_correction2_sqrt
-// DYN-SAME: {tc.optimizer = "adam"}
+// DYN-SAME: {tc.optimizer = #tc.optimizer<adam>}
 // DYN: %[[LOSS:.*]] = tc.softmax_cross_entropy
 // DYN: %[[SEED:.*]] = tc.div %[[S]], %{{.*}}
 //   The gradients are unscaled by 1 / scale; one probe reads every
@@ -62,11 +62,11 @@
 //
 // A fixed scale: a constant seed, no scale or good-step state, the skipped
 // steps still counted; the clipping measures the unscaled gradients.
-// FIXED: module attributes {tc.loss_scale = 1.024000e+03 : f32, tc.precision = "fp16"}
+// FIXED: module attributes {tc.loss_scale = 1.024000e+03 : f32, tc.precision = #tc.precision<fp16>}
 // FIXED-LABEL: func.func @train_step(
 // FIXED-NOT: tc.state = "loss_scale"
 // FIXED-NOT: growth_tracker
-// FIXED-SAME: {tc.state = "loss_scale.skipped_steps"}
+// FIXED-SAME: {tc.state = "loss_scale.skipped_steps", tc.state_role = #tc.state_role<loss_scale.skipped_steps>}
 // FIXED: %[[C:.*]] = tc.constant dense<1.024000e+03>
 // FIXED: tc.div %[[C]], %{{.*}}
 // FIXED: %[[INV:.*]] = tc.reciprocal %[[C]]
@@ -83,7 +83,7 @@
 // NONE-NOT: tc.loss_scale =
 // NONE-LABEL: func.func @train_step(
 // NONE-NOT: tc.state = "loss_scale
-// NONE-SAME: {tc.hyper = "step_size"}
+// NONE-SAME: {tc.hyper = #tc.hyper<step_size>}
 // NONE-NOT: skip_nonfinite
 //
 // BF16: error: loss scaling is for fp16 (bf16 has f32's exponent range and needs none)

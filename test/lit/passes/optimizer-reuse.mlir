@@ -11,12 +11,12 @@
 // CHECK-LABEL: module @first
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
-// CHECK-SAME: %[[LR:arg2]]: tensor<f32> {tc.hyper = "lr"}, %[[WD:arg3]]: tensor<f32> {tc.hyper = "weight_decay"}, %[[M:arg4]]: tensor<f32> {tc.hyper = "momentum"}, %[[B:arg5]]: tensor<3xf32> {tc.state = "momentum.w"}
+// CHECK-SAME: %[[LR:arg2]]: tensor<f32> {tc.hyper = #tc.hyper<lr>}, %[[WD:arg3]]: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>}, %[[M:arg4]]: tensor<f32> {tc.hyper = #tc.hyper<momentum>}, %[[B:arg5]]: tensor<3xf32> {tc.state = "momentum.w", tc.state_role = #tc.state_role<momentum>}
 // CHECK: tc.sgd_update %[[P]], %{{[^,]*}}, %[[B]], %[[LR]], %[[M]], %[[WD]] :
 // CHECK-LABEL: module @second
 // CHECK: func.func @train_step(
 // CHECK-SAME: %[[P2:arg1]]: tensor<4xf32> {tc.param = @u}
-// CHECK-SAME: %[[LR2:arg2]]: tensor<f32> {tc.hyper = "lr"}, %[[WD2:arg3]]: tensor<f32> {tc.hyper = "weight_decay"}, %[[M2:arg4]]: tensor<f32> {tc.hyper = "momentum"}, %[[B2:arg5]]: tensor<4xf32> {tc.state = "momentum.u"}
+// CHECK-SAME: %[[LR2:arg2]]: tensor<f32> {tc.hyper = #tc.hyper<lr>}, %[[WD2:arg3]]: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>}, %[[M2:arg4]]: tensor<f32> {tc.hyper = #tc.hyper<momentum>}, %[[B2:arg5]]: tensor<4xf32> {tc.state = "momentum.u", tc.state_role = #tc.state_role<momentum>}
 // CHECK: tc.sgd_update %[[P2]], %{{[^,]*}}, %[[B2]], %[[LR2]], %[[M2]], %[[WD2]] :
 module @first {
   tc.param @w trainable : tensor<3xf32>

@@ -10,9 +10,9 @@
 // hyperparameters are runtime scalars.
 // SGD-LABEL: func.func @train_step(
 // SGD-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
-// SGD-SAME: %[[LR:.*]]: tensor<f32> {tc.hyper = "lr"}, %[[WD:.*]]: tensor<f32> {tc.hyper = "weight_decay"}, %[[M:.*]]: tensor<f32> {tc.hyper = "momentum"}, %[[B:.*]]: tensor<3xf32> {tc.state = "momentum.w"}
+// SGD-SAME: %[[LR:.*]]: tensor<f32> {tc.hyper = #tc.hyper<lr>}, %[[WD:.*]]: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>}, %[[M:.*]]: tensor<f32> {tc.hyper = #tc.hyper<momentum>}, %[[B:.*]]: tensor<3xf32> {tc.state = "momentum.w", tc.state_role = #tc.state_role<momentum>}
 // SGD-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.output = "param.w", tc.update = @w}, tensor<3xf32> {tc.output = "momentum.w", tc.state_update = "momentum.w"})
-// SGD-SAME: tc.optimizer = "sgd"
+// SGD-SAME: tc.optimizer = #tc.optimizer<sgd>
 // SGD: %[[NP:[^,]*]], %[[NB:[^ ]*]] = tc.sgd_update %[[P]], %[[GRAD:[^,]*]], %[[B]], %[[LR]], %[[M]], %[[WD]] :
 // SGD-NOT: nesterov
 // SGD: return %{{.*}}, %[[NP]], %[[NB]]
@@ -24,15 +24,15 @@
 //   square root of the second bias correction as hyperparameters.
 // ADAMW-LABEL: func.func @train_step(
 // ADAMW-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
-// ADAMW-SAME: {tc.hyper = "beta1"}
-// ADAMW-SAME: {tc.hyper = "beta2"}
-// ADAMW-SAME: {tc.hyper = "one_minus_beta1"}
-// ADAMW-SAME: {tc.hyper = "one_minus_beta2"}
-// ADAMW-SAME: {tc.hyper = "eps"}
-// ADAMW-SAME: {tc.hyper = "step_size"}
-// ADAMW-SAME: {tc.hyper = "bias_correction2_sqrt"}
-// ADAMW-SAME: %[[M:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg.w"}
-// ADAMW-SAME: %[[V:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg_sq.w"}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<beta1>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<beta2>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<one_minus_beta1>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<one_minus_beta2>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<eps>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<step_size>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<bias_correction2_sqrt>}
+// ADAMW-SAME: %[[M:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg.w", tc.state_role = #tc.state_role<exp_avg>}
+// ADAMW-SAME: %[[V:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg_sq.w", tc.state_role = #tc.state_role<exp_avg_sq>}
 // ADAMW: %[[NP:[^,]*]], %[[NM:[^,]*]], %[[NV:[^ ]*]] = tc.adam_update %[[P]], %{{[^,]*}}, %[[M]], %[[V]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}} {decoupled}
 // ADAMW: return %{{.*}}, %[[NP]], %[[NM]], %[[NV]]
 //   Adam: L2 weight decay in the gradient (no decoupled flag).

@@ -99,8 +99,8 @@ func.func @dropouts(%x: tensor<2x64xf32>, %k: tensor<2xi64>) -> (tensor<2x64xf32
 // CHECK: tc.sgd_update {{.*}} {tc.offsets = array<i64: -1, -1>}
 tc.param @w trainable : tensor<64xf32>
 func.func @update_in_place(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32> {tc.input = "g"},
-                           %b: tensor<64xf32> {tc.state = "momentum.w"}, %lr: tensor<f32> {tc.hyper = "lr"},
-                           %m: tensor<f32> {tc.hyper = "momentum"}, %wd: tensor<f32> {tc.hyper = "weight_decay"})
+                           %b: tensor<64xf32> {tc.state = "momentum.w", tc.state_role = #tc.state_role<momentum>}, %lr: tensor<f32> {tc.hyper = #tc.hyper<lr>},
+                           %m: tensor<f32> {tc.hyper = #tc.hyper<momentum>}, %wd: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>})
     -> (tensor<64xf32> {tc.update = @w}, tensor<64xf32> {tc.state_update = "momentum.w"}) {
   %p, %nb = tc.sgd_update %w, %g, %b, %lr, %m, %wd
       : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>)
@@ -116,8 +116,8 @@ func.func @update_in_place(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32
 tc.param @w trainable : tensor<64xf32>
 tc.param @u trainable : tensor<64xf32>
 func.func @update_needs_buffers(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32> {tc.input = "g"},
-                                %b: tensor<64xf32> {tc.state = "momentum.w"}, %lr: tensor<f32> {tc.hyper = "lr"},
-                                %m: tensor<f32> {tc.hyper = "momentum"}, %wd: tensor<f32> {tc.hyper = "weight_decay"})
+                                %b: tensor<64xf32> {tc.state = "momentum.w", tc.state_role = #tc.state_role<momentum>}, %lr: tensor<f32> {tc.hyper = #tc.hyper<lr>},
+                                %m: tensor<f32> {tc.hyper = #tc.hyper<momentum>}, %wd: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>})
     -> (tensor<64xf32> {tc.update = @u}, tensor<64xf32> {tc.state_update = "momentum.w"}, tensor<64xf32>) {
   %p, %nb = tc.sgd_update %w, %g, %b, %lr, %m, %wd
       : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>)
@@ -133,8 +133,8 @@ func.func @update_needs_buffers(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<6
 // CHECK: tc.sgd_update {{.*}} {tc.offsets = array<i64: {{[0-9]+}}, -1>}
 tc.param @w trainable : tensor<64xf32>
 func.func @update_view_read_later(%w: tensor<64xf32> {tc.param = @w}, %g: tensor<64xf32> {tc.input = "g"},
-                                  %b: tensor<64xf32> {tc.state = "momentum.w"}, %lr: tensor<f32> {tc.hyper = "lr"},
-                                  %m: tensor<f32> {tc.hyper = "momentum"}, %wd: tensor<f32> {tc.hyper = "weight_decay"})
+                                  %b: tensor<64xf32> {tc.state = "momentum.w", tc.state_role = #tc.state_role<momentum>}, %lr: tensor<f32> {tc.hyper = #tc.hyper<lr>},
+                                  %m: tensor<f32> {tc.hyper = #tc.hyper<momentum>}, %wd: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>})
     -> (tensor<64xf32> {tc.update = @w}, tensor<64xf32> {tc.state_update = "momentum.w"}, tensor<8x8xf32>) {
   %view = tc.reshape %w {shape = array<i64: 8, 8>} : (tensor<64xf32>) -> tensor<8x8xf32>
   %p, %nb = tc.sgd_update %w, %g, %b, %lr, %m, %wd

@@ -10,7 +10,7 @@ import sys
 
 def fingerprint(path):
     text = open(path).read()
-    found = re.findall(r'^    "([0-9a-f]{16})",$', text, re.M)
+    found = re.findall(r'^    \.fingerprint = "([0-9a-f]{16})",$', text, re.M)
     if len(found) != 1:
         sys.exit(f"{path}: expected one fingerprint line, found {len(found)}")
     return found[0]

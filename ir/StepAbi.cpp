@@ -1,0 +1,82 @@
+//===- StepAbi.cpp - the training step's arguments, typed -----------------===//
+
+#include "ir/StepAbi.h"
+#include "ir/TcOps.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace trainc::tc {
+
+std::string stateName(StateRole role, llvm::StringRef param) {
+  std::string name = stringifyStateRole(role).str();
+  if (!param.empty())
+    name += "." + param.str();
+  return name;
+}
+
+std::optional<Hyper> argHyper(func::FuncOp func, unsigned index) {
+  if (auto attr = func.getArgAttrOfType<HyperAttr>(index, kHyperAttrName))
+    return attr.getValue();
+  return std::nullopt;
+}
+
+std::optional<StateRole> argStateRole(func::FuncOp func, unsigned index) {
+  if (auto attr = func.getArgAttrOfType<StateRoleAttr>(index, kStateRoleAttrName))
+    return attr.getValue();
+  return std::nullopt;
+}
+
+BlockArgument findHyper(func::FuncOp func, Hyper hyper) {
+  for (BlockArgument arg : func.getArguments())
+    if (argHyper(func, arg.getArgNumber()) == hyper)
+      return arg;
+  return nullptr;
+}
+
+BlockArgument findState(func::FuncOp func, StateRole role) {
+  for (BlockArgument arg : func.getArguments())
+    if (argStateRole(func, arg.getArgNumber()) == role)
+      return arg;
+  return nullptr;
+}
+
+BlockArgument getOrAddHyper(func::FuncOp func, Hyper hyper) {
+  if (BlockArgument arg = findHyper(func, hyper))
+    return arg;
+  Builder b(func.getContext());
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(
+      index, RankedTensorType::get({}, b.getF32Type()),
+      b.getDictionaryAttr(b.getNamedAttr(kHyperAttrName, HyperAttr::get(b.getContext(), hyper))),
+      func.getLoc());
+  return func.getArgument(index);
+}
+
+BlockArgument addState(func::FuncOp func, Type type, StateRole role, llvm::StringRef param,
+                       std::optional<float> init) {
+  Builder b(func.getContext());
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr(kStateAttrName, b.getStringAttr(stateName(role, param))),
+      b.getNamedAttr(kStateRoleAttrName, StateRoleAttr::get(b.getContext(), role))};
+  if (init)
+    attrs.push_back(b.getNamedAttr(kStateInitAttrName, b.getF32FloatAttr(*init)));
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(index, type, b.getDictionaryAttr(attrs), func.getLoc());
+  return func.getArgument(index);
+}
+
+std::optional<Optimizer> stepOptimizer(func::FuncOp step) {
+  if (auto attr = step->getAttrOfType<OptimizerAttr>(kOptimizerAttrName))
+    return attr.getValue();
+  return std::nullopt;
+}
+
+Precision modulePrecision(ModuleOp module) {
+  if (auto attr = module->getAttrOfType<PrecisionAttr>(kPrecisionAttrName))
+    return attr.getValue();
+  return Precision::Fp32;
+}
+
+} // namespace trainc::tc

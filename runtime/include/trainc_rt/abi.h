@@ -1,0 +1,141 @@
+//===- abi.h - the training step's typed contract ---------------*- C++ -*-===//
+//
+// What the compiler and the trainer agree on about a training step, as
+// enums: the hyperparameters a step reads, the roles of its inputs and of
+// its optimizer state, the optimizer, the precision and the loss scaling.
+// The generated program's tables hold these values (program.h); nothing in
+// the runtime finds a hyperparameter, a state or an input by its name.
+//
+// The compiler's IR carries the same enums as tc attributes
+// (ir/TcAttrs.td: #tc.hyper<lr>, #tc.state_role<exp_avg>, ...): the values
+// and the names below must match those, case by case, and
+// test/unit/AbiTest.cpp checks that they do. Plain C++, no MLIR.
+//
+// Each list is an X-macro (X(Enumerator, "name")): the enum, its names and
+// the spelling generated code uses come from the one list.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_ABI_H
+#define TRAINC_RT_ABI_H
+
+#include <cstdint>
+
+namespace trainc::rt {
+
+/// The f32 scalars a training step reads (TrainArgs::hypers), in the order
+/// the step lists them (TrainStep::hypers). The trainer sets each from its
+/// flags and the schedule before every step (Trainer.cpp hyperValue).
+#define TRAINC_RT_HYPERS(X)                                                    \
+  X(Lr, "lr")                                                                  \
+  X(Momentum, "momentum")                                                      \
+  X(WeightDecay, "weight_decay")                                               \
+  X(Beta1, "beta1")                                                            \
+  X(Beta2, "beta2")                                                            \
+  X(Eps, "eps")                                                                \
+  X(MaxGradNorm, "max_grad_norm")                                              \
+  X(ScaleGrowthInterval, "scale_growth_interval")                              \
+  /* Gradient accumulation: the micro-batch's real samples over the group's,   \
+     and 0 on a group's first micro-batch (else 1). */                         \
+  X(GradAccumWeight, "grad_accum.weight")                                      \
+  X(GradAccumKeep, "grad_accum.keep")                                          \
+  /* Data parallelism: the rank's share of the global batch's sample weight. */\
+  X(DataParallelScale, "data_parallel.scale")                                  \
+  /* Adam's constants, derived on the host in double (hyperValue). */          \
+  X(OneMinusBeta1, "one_minus_beta1")                                          \
+  X(OneMinusBeta2, "one_minus_beta2")                                          \
+  X(StepSize, "step_size")                                                     \
+  X(BiasCorrection2Sqrt, "bias_correction2_sqrt")
+
+/// What an optimizer state tensor is (TrainStep::states). The state's name
+/// (its name in checkpoints) is the role's name, a dot and the parameter's
+/// name for per-parameter state ("exp_avg.fc1.weight"), or the role's name
+/// alone for the step's scalars ("loss_scale").
+#define TRAINC_RT_STATE_ROLES(X)                                               \
+  X(Momentum, "momentum")                                                      \
+  X(ExpAvg, "exp_avg")                                                         \
+  X(ExpAvgSq, "exp_avg_sq")                                                    \
+  /* Adam's step count on the device (fp16 loss scaling: skipped steps do not  \
+     count). */                                                                \
+  X(AdamStep, "adam.step")                                                     \
+  X(GradAccum, "grad_accum")                                                   \
+  X(LossScale, "loss_scale")                                                   \
+  X(LossScaleGrowthTracker, "loss_scale.growth_tracker")                       \
+  X(LossScaleSkippedSteps, "loss_scale.skipped_steps")
+
+/// The optimizer a step's update implements (trainc compile --optimizer).
+#define TRAINC_RT_OPTIMIZERS(X)                                                \
+  X(Sgd, "sgd")                                                                \
+  X(Adam, "adam")                                                              \
+  X(AdamW, "adamw")
+
+/// The mixed precision a step computes in (trainc compile --precision).
+#define TRAINC_RT_PRECISIONS(X)                                                \
+  X(Fp32, "fp32")                                                              \
+  X(Bf16, "bf16")                                                              \
+  X(Fp16, "fp16")
+
+/// fp16 loss scaling: none, a fixed scale (TrainStep::fixedLossScale) or
+/// GradScaler's dynamic scale.
+#define TRAINC_RT_LOSS_SCALINGS(X)                                             \
+  X(None, "none")                                                              \
+  X(Fixed, "fixed")                                                            \
+  X(Dynamic, "dynamic")
+
+/// What a step input is: read from the data folder (a model input or the
+/// label), or set by the trainer (the per-sample weights of a padded last
+/// batch, the dropout key [seed, step]).
+#define TRAINC_RT_INPUT_ROLES(X)                                               \
+  X(Data, "data")                                                              \
+  X(Label, "label")                                                            \
+  X(SampleWeights, "sample_weights")                                           \
+  X(DropoutKey, "dropout_key")
+
+#define TRAINC_RT_ENUMERATOR(e, name) e,
+#define TRAINC_RT_NAME(e, name) name,
+#define TRAINC_RT_SPELLING(e, name) #e,
+#define TRAINC_RT_COUNT(e, name) +1
+
+/// Declares `enum class Type`, `kNum<Type>s` and, for its values, `name(v)`
+/// (the name in IR, checkpoints and messages) and `spelling(v)` (the
+/// enumerator, as generated code writes it).
+#define TRAINC_RT_DECLARE_ENUM(Type, LIST)                                     \
+  enum class Type : int32_t { LIST(TRAINC_RT_ENUMERATOR) };                    \
+  inline constexpr int kNum##Type##s = 0 LIST(TRAINC_RT_COUNT);                \
+  constexpr const char *name(Type value) {                                     \
+    const char *const names[] = {LIST(TRAINC_RT_NAME)};                        \
+    const int i = static_cast<int>(value);                                     \
+    return i >= 0 && i < kNum##Type##s ? names[i] : "?";                       \
+  }                                                                            \
+  constexpr const char *spelling(Type value) {                                 \
+    const char *const spellings[] = {LIST(TRAINC_RT_SPELLING)};                \
+    const int i = static_cast<int>(value);                                     \
+    return i >= 0 && i < kNum##Type##s ? spellings[i] : "?";                   \
+  }
+
+TRAINC_RT_DECLARE_ENUM(Hyper, TRAINC_RT_HYPERS)
+TRAINC_RT_DECLARE_ENUM(StateRole, TRAINC_RT_STATE_ROLES)
+TRAINC_RT_DECLARE_ENUM(Optimizer, TRAINC_RT_OPTIMIZERS)
+TRAINC_RT_DECLARE_ENUM(Precision, TRAINC_RT_PRECISIONS)
+TRAINC_RT_DECLARE_ENUM(LossScaling, TRAINC_RT_LOSS_SCALINGS)
+TRAINC_RT_DECLARE_ENUM(InputRole, TRAINC_RT_INPUT_ROLES)
+
+#undef TRAINC_RT_DECLARE_ENUM
+#undef TRAINC_RT_COUNT
+#undef TRAINC_RT_SPELLING
+#undef TRAINC_RT_NAME
+#undef TRAINC_RT_ENUMERATOR
+
+/// Whether `optimizer` is one of Adam's (reads betas and eps).
+constexpr bool isAdam(Optimizer optimizer) { return optimizer != Optimizer::Sgd; }
+
+/// Whether a state of `role` is the fp16 loss scaler's (a checkpoint's
+/// manifest shows these beside the tensors).
+constexpr bool isLossScalerState(StateRole role) {
+  return role == StateRole::LossScale || role == StateRole::LossScaleGrowthTracker ||
+         role == StateRole::LossScaleSkippedSteps;
+}
+
+} // namespace trainc::rt
+
+#endif // TRAINC_RT_ABI_H
