@@ -282,27 +282,28 @@ void define(Parser &parser, Options &options) {
           "", "auto|on|off"));
   parser.flag("--deterministic", t.deterministic,
               "deterministic convolution algorithms only (the CPU target's always are)");
-  app.add_option("--lr-schedule", t.schedule,
-                 "per-step learning rate: constant, step, cosine, onecycle or cyclic")
+  app.add_option_function<std::string>(
+         "--lr-schedule",
+         [&t](const std::string &k) { t.schedule.kind = *parseSchedule(k); },
+         "per-step learning rate: constant, step, cosine, onecycle or cyclic")
       ->type_name("KIND")
       ->check(CLI::Validator(
           [&parser](std::string &k) {
-            if (k == "constant" || k == "step" || k == "cosine" || k == "onecycle" ||
-                k == "cyclic")
+            if (parseSchedule(k))
               return std::string();
             return parser.error("--lr-schedule must be constant, step, cosine, onecycle or "
                                 "cyclic, got '" + k + "'");
           },
           "", "schedule"));
-  parser.integer("--warmup-steps", t.warmupSteps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+  parser.integer("--warmup-steps", t.schedule.warmupSteps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "scale the schedule by min(1, (step + 1) / N)");
-  parser.integer("--step-size", t.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+  parser.integer("--step-size", t.schedule.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "step: steps per decay; cyclic: steps up (2000)");
-  parser.number("--gamma", t.gamma, "G", "step: the decay factor (0.1)");
+  parser.number("--gamma", t.schedule.gamma, "G", "step: the decay factor (0.1)");
   parser.integer("--scale-growth-interval", t.scaleGrowthInterval, 1, 1u << 24, "N",
                  "fp16 dynamic loss scaling: double the scale after N good steps in a row "
                  "(2000)");
-  parser.number("--min-lr", t.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
+  parser.number("--min-lr", t.schedule.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
 }
 
 /// CLI11's own errors (a missing value, a value for a flag, a repeated

@@ -9,6 +9,7 @@
 #define TRAINC_RT_COMMON_PROGRAMSUPPORT_H
 
 #include "Npy.h"
+#include "Schedule.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/program.h"
 
@@ -79,12 +80,8 @@ struct TrainOptions {
   /// The max_grad_norm of a step compiled with --clip-grad-norm (NaN: the
   /// compiled value).
   double clipGradNorm;
-  /// Learning-rate schedule: constant, step, cosine, onecycle or cyclic (see
-  /// Trainer.cpp), with its parameters; warmup scales any of them.
-  std::string schedule = "constant";
-  int64_t warmupSteps = 0, stepSize = 0;
-  /// NaN and -1: not given (0.1; 0 for cosine, lr / 10 for cyclic).
-  double gamma = std::nan(""), minLr = -1.0;
+  /// The learning-rate schedule with its parameters (Schedule.h).
+  LrSchedule schedule;
   uint64_t seed = 0;
   bool shuffle = true;
   /// Threads that copy batches into pinned buffers ahead of the step (0:

@@ -189,27 +189,7 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
                            (adam || f.hyper == Hyper::Momentum
                                 ? ""
                                 : "; compile with --optimizer=adam or adamw to use it"));
-  // A schedule's parameters without that schedule.
-  const std::string &schedule = options.schedule;
-  struct ScheduleFlag {
-    const char *name;
-    bool given;
-    bool read;
-    const char *which;
-  };
-  const ScheduleFlag scheduleFlags[] = {
-      {"--step-size", options.stepSize > 0, schedule == "step" || schedule == "cyclic",
-       "--lr-schedule step or cyclic"},
-      {"--gamma", !std::isnan(options.gamma), schedule == "step", "--lr-schedule step"},
-      {"--min-lr", options.minLr >= 0, schedule == "cosine" || schedule == "cyclic",
-       "--lr-schedule cosine or cyclic"},
-  };
-  for (const ScheduleFlag &f : scheduleFlags)
-    if (f.given && !f.read)
-      return Status::error(std::string(f.name) + " is a parameter of " + f.which +
-                           ", not of --lr-schedule " + schedule + "; add the schedule or drop " +
-                           f.name);
-  return Status();
+  return checkScheduleFlags(options.schedule);
 }
 
 Status checkOutputTargets(const Program &program, const TrainOptions &options) {

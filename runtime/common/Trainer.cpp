@@ -48,44 +48,6 @@ namespace {
 
 double orDefault(double value, double fallback) { return std::isnan(value) ? fallback : value; }
 
-/// The learning rate of step `k` (0-based) of `total`, as PyTorch's
-/// schedulers give it when stepped once per training step:
-/// - constant: lr;
-/// - step (StepLR): lr * gamma^floor(k / stepSize);
-/// - cosine (CosineAnnealingLR, T_max = total): min + (lr - min)(1 + cos(pi k / total)) / 2;
-/// - onecycle (OneCycleLR, cosine, pct_start 0.3, div_factor 25,
-///   final_div_factor 1e4; the learning rate only, momentum is not cycled):
-///   lr is the peak;
-/// - cyclic (CyclicLR, triangular, step_size_up = stepSize): from min (default
-///   lr / 10) up to lr and back, every 2 stepSize steps (momentum not cycled).
-/// Warmup multiplies any of them by min(1, (k + 1) / warmupSteps).
-double scheduledLr(const TrainOptions &o, double lr, int64_t k, int64_t total) {
-  const double pi = 3.14159265358979323846;
-  double value = lr;
-  double minimum = o.minLr >= 0 ? o.minLr : (o.schedule == "cyclic" ? lr / 10 : 0.0);
-  int64_t stepSize = o.stepSize > 0 ? o.stepSize : (o.schedule == "cyclic" ? 2000 : 1);
-  if (o.schedule == "step") {
-    value = lr * std::pow(orDefault(o.gamma, 0.1), static_cast<double>(k / stepSize));
-  } else if (o.schedule == "cosine") {
-    value = minimum + (lr - minimum) * (1 + std::cos(pi * k / total)) / 2;
-  } else if (o.schedule == "onecycle") {
-    double initial = lr / 25.0, final = initial / 1e4;
-    double upEnd = 0.3 * total - 1, downEnd = total - 1.0;
-    auto anneal = [&](double from, double to, double pct) {
-      return to + (from - to) / 2.0 * (1 + std::cos(pi * pct));
-    };
-    value = k <= upEnd ? anneal(initial, lr, k / upEnd)
-                       : anneal(lr, final, (k - upEnd) / (downEnd - upEnd));
-  } else if (o.schedule == "cyclic") {
-    double cycle = std::floor(1 + k / (2.0 * stepSize));
-    double x = std::fabs(static_cast<double>(k) / stepSize - 2 * cycle + 1);
-    value = minimum + (lr - minimum) * std::max(0.0, 1 - x);
-  }
-  if (o.warmupSteps > 0)
-    value *= std::min(1.0, static_cast<double>(k + 1) / o.warmupSteps);
-  return value;
-}
-
 /// SIGINT or SIGTERM received while training (0: none). The first ends the
 /// run after the step in flight, with a checkpoint where --checkpoint-dir
 /// asks for them; a second ends the process at once.
@@ -176,10 +138,11 @@ std::string settingsLine(const Program &program, const TrainOptions &options,
   const TrainStep &train = *program.train;
   char text[1024];
   std::string line = std::string("training: ") + name(train.optimizer);
-  std::snprintf(text, sizeof(text), ", lr %g (%s schedule", hyper.lr, options.schedule.c_str());
+  std::snprintf(text, sizeof(text), ", lr %g (%s schedule", hyper.lr,
+                scheduleName(options.schedule.kind));
   line += text;
-  if (options.warmupSteps > 0)
-    line += ", " + std::to_string(options.warmupSteps) + " warmup steps";
+  if (options.schedule.warmupSteps > 0)
+    line += ", " + std::to_string(options.schedule.warmupSteps) + " warmup steps";
   line += ")";
   if (!isAdam(train.optimizer))
     std::snprintf(text, sizeof(text), ", momentum %g, weight decay %g", hyper.momentum,
@@ -1192,7 +1155,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                                                       static_cast<uint64_t>(rank)));
         key[1] = step * accum + (b - groupFirst) + 1;
       }
-      hyper.lr = scheduledLr(options, baseLr, step, totalSteps);
+      hyper.lr = scheduledLr(options.schedule, baseLr, step, totalSteps);
       for (int k = 0; k < train->numHypers; ++k)
         *reinterpret_cast<float *>(slot + layout.hypers[k]) =
             static_cast<float>(hyper.value(train->hypers[k], step + 1));
