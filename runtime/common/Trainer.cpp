@@ -13,6 +13,7 @@
 #include "AlgoCache.h"
 #include "BatchLoader.h"
 #include "Checkpoint.h"
+#include "TrainCheckpoints.h"
 #include "FileIO.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
@@ -795,59 +796,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                               batchesPerEpoch, totalSteps)
                      .c_str());
 
-  // Every tensor a checkpoint holds (the parameters but constants, then the
-  // optimizer state), by name, dtype and shape, with the device buffer it is
-  // saved from and restored to.
-  struct CheckpointSlot {
-    void *buffer;
-    uint64_t bytes;
-  };
-  std::vector<CheckpointTensor> checkpointSpecs;
-  std::vector<CheckpointSlot> checkpointSlots;
-  auto addCheckpointTensor = [&](const std::string &name, const TensorInfo &t, void *buffer) {
-    checkpointSpecs.push_back(
-        {name, t.dtype, std::vector<int64_t>(t.shape, t.shape + t.rank), {}});
-    checkpointSlots.push_back({buffer, tensorBytes(t)});
-  };
-  for (int i = 0; i < program.numParams; ++i)
-    if (!program.params[i].constant)
-      addCheckpointTensor(std::string("param/") + program.params[i].tensor.name,
-                          program.params[i].tensor, paramPtrs[i]);
-  // The gradient accumulators are not saved: a checkpoint follows a group's
-  // last batch, and the next group's first batch overwrites them.
-  for (int i = 0; i < train->numStates; ++i)
-    if (train->states[i].role != StateRole::GradAccum)
-      addCheckpointTensor(std::string("state/") + train->states[i].tensor.name,
-                          train->states[i].tensor, statePtrs[i]);
-  auto deviceTensors = [&](std::vector<CheckpointTensor> &out) -> Status {
-    out = checkpointSpecs;
-    for (size_t i = 0; i < out.size(); ++i) {
-      out[i].bytes.resize(checkpointSlots[i].bytes);
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(out[i].bytes.data(), checkpointSlots[i].buffer,
-                                                 checkpointSlots[i].bytes));
-    }
-    return Status();
-  };
+  TrainCheckpoints checkpoints(*context, program, paramPtrs, statePtrs);
   // Checkpoints: a folder we can write, checked before the first step (by
   // rank 0, which writes them).
-  if (!options.checkpointDir.empty() && rank == 0) {
-    std::error_code error;
-    std::filesystem::create_directories(options.checkpointDir, error);
-    if (error)
-      return Status::error("cannot write checkpoints to " + options.checkpointDir + ": " +
-                           error.message());
-    // A temporary file next to the checkpoint, as writing one makes (never
-    // an open() of an existing name, which could block on a FIFO), removed
-    // again.
-    AtomicFile probe;
-    Status writable = probe.open(options.checkpointDir + "/checkpoint.probe", "checkpoint");
-    if (!writable.ok())
-      return Status::error("cannot write checkpoints to " + options.checkpointDir + " (" +
-                           writable.message() + ")");
-    probe.abandon();
-    // What writes cut short by a kill left behind (model-sized files).
-    TRAINC_RETURN_IF_ERROR(removeStaleTemporaries(options.checkpointDir));
-  }
+  if (!options.checkpointDir.empty() && rank == 0)
+    TRAINC_RETURN_IF_ERROR(TrainCheckpoints::prepareFolder(options.checkpointDir));
   // The loss scaler as the host last saw it: the scale the next step to be
   // read back ran with, and the skipped steps before it.
   double hostScale = fixedScale, hostSkipped = 0;
@@ -868,8 +821,6 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   if (options.resume) {
     if (options.checkpointDir.empty())
       return Status::error("--resume needs --checkpoint-dir");
-    // The reader checks every tensor against the file and fills its bytes.
-    std::vector<CheckpointTensor> tensors = checkpointSpecs;
     ResumeExpectation expect;
     expect.optimizer = optimizer;
     expect.batchSize = batch;
@@ -883,17 +834,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     expect.samples = samples;
     expect.shuffle = options.shuffle;
     ResumePoint point;
-    TRAINC_RETURN_IF_ERROR(readCheckpoint(options.checkpointDir, expect, tensors, point));
+    TRAINC_RETURN_IF_ERROR(checkpoints.restore(options.checkpointDir, expect, point));
     step = point.step;
     startEpoch = point.epoch;
     startBatch = point.batch;
     epochRng = point.rng;
-    for (size_t i = 0; i < tensors.size(); ++i)
-      TRAINC_RETURN_IF_ERROR(context->copyToDevice(checkpointSlots[i].buffer,
-                                                   tensors[i].bytes.data(),
-                                                   checkpointSlots[i].bytes));
-    // `tensors` holds the host bytes until the copies are done.
-    TRAINC_RETURN_IF_ERROR(context->synchronize());
     std::istringstream state(epochRng);
     state >> rng; // checked by readCheckpoint
     TRAINC_RETURN_IF_ERROR(readScaler());
@@ -902,41 +847,21 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                    options.checkpointDir.c_str(), static_cast<long long>(step),
                    static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
   }
-  auto checkpoint = [&](int64_t epoch, int64_t nextBatch) -> Status {
-    std::vector<CheckpointTensor> tensors;
-    TRAINC_RETURN_IF_ERROR(deviceTensors(tensors));
-    std::map<std::string, std::string> manifest = {
-        {"format", "trainc checkpoint 1"},
-        {"model", program.modelName ? program.modelName : ""},
-        {"optimizer", optimizer},
-        {"precision", name(program.train->precision)},
-        {"batch_size", std::to_string(batch)},
-        {"step", std::to_string(step)},
-        {"epoch", std::to_string(epoch)},
-        {"batch", std::to_string(nextBatch)},
-        {"grad_accum", std::to_string(accum)},
-        {"seed", std::to_string(options.seed)},
-        {"samples", std::to_string(samples)},
-        {"shuffle", options.shuffle ? "true" : "false"},
-        {"rng", epochRng}};
-    if (program.fingerprint)
-      manifest["fingerprint"] = program.fingerprint;
-    if (program.modelFingerprint)
-      manifest["model_fingerprint"] = program.modelFingerprint;
-    // The loss scaler, readable without the tensors (which hold it too).
-    for (int i = 0; i < train->numStates && lossScaled; ++i) {
-      const StateInfo &state = train->states[i];
-      if (!isLossScalerState(state.role) || tensorBytes(state.tensor) != 4)
-        continue;
-      const std::string name = state.tensor.name;
-      float value = 0;
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[i], 4));
-      char text[32];
-      std::snprintf(text, sizeof(text), "%.9g", value);
-      manifest[name] = text;
-    }
-    return writeCheckpoint(options.checkpointDir, tensors, manifest);
-  };
+  // The manifest's fields that hold for the whole run.
+  std::map<std::string, std::string> runManifest = {
+      {"format", "trainc checkpoint 1"},
+      {"model", program.modelName ? program.modelName : ""},
+      {"optimizer", optimizer},
+      {"precision", name(program.train->precision)},
+      {"batch_size", std::to_string(batch)},
+      {"grad_accum", std::to_string(accum)},
+      {"seed", std::to_string(options.seed)},
+      {"samples", std::to_string(samples)},
+      {"shuffle", options.shuffle ? "true" : "false"}};
+  if (program.fingerprint)
+    runManifest["fingerprint"] = program.fingerprint;
+  if (program.modelFingerprint)
+    runManifest["model_fingerprint"] = program.modelFingerprint;
   // A resumed run continues the log of the run it resumes, cut back to what
   // the checkpoint covers.
   TrainLog log;
@@ -1209,7 +1134,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
         TRAINC_RETURN_IF_ERROR(drain());
         if (rank == 0) {
           TRAINC_RETURN_IF_ERROR(log.sync());
-          TRAINC_RETURN_IF_ERROR(checkpoint(epoch, b + 1));
+          TRAINC_RETURN_IF_ERROR(checkpoints.save(options.checkpointDir, runManifest,
+                                                  {step, epoch, b + 1, epochRng}));
         }
       }
       if (stopping) {

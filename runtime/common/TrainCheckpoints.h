@@ -1,0 +1,66 @@
+//===- TrainCheckpoints.h - a run's checkpoints on the device ---*- C++ -*-===//
+//
+// Internal to the runtime: what a training run saves and restores. The
+// tensors are the parameters (but constants) and the optimizer state (but
+// the gradient accumulators: a checkpoint follows a group's last batch, and
+// the next group's first batch overwrites them), each with the device
+// buffer it is saved from and restored to; the file format is Checkpoint.h's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_COMMON_TRAINCHECKPOINTS_H
+#define TRAINC_RT_COMMON_TRAINCHECKPOINTS_H
+
+#include "Checkpoint.h"
+#include "trainc_rt/device.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace trainc::rt::detail {
+
+/// Where a run stands when it saves: the optimizer steps done, the epoch and
+/// the next batch in it, the RNG state before the epoch's shuffle.
+struct CheckpointPosition {
+  int64_t step, epoch, nextBatch;
+  std::string rng;
+};
+
+class TrainCheckpoints {
+public:
+  TrainCheckpoints(Context &context, const Program &program, const std::vector<void *> &params,
+                   const std::vector<void *> &states);
+
+  /// Creates `dir` if needed and checks that a checkpoint can be written
+  /// there (a temporary file, as writing one makes, removed again); removes
+  /// what writes cut short by a kill left behind.
+  static Status prepareFolder(const std::string &dir);
+
+  /// Restores the checkpoint in `dir` into the device buffers, after
+  /// readCheckpoint checked it against `expect`.
+  Status restore(const std::string &dir, const ResumeExpectation &expect, ResumePoint &point);
+
+  /// Writes the device buffers to `dir` with the manifest `run` (what does
+  /// not change during the run) and `at`, and the loss scaler's values.
+  Status save(const std::string &dir, const std::map<std::string, std::string> &run,
+              const CheckpointPosition &at);
+
+private:
+  struct Slot {
+    void *buffer;
+    uint64_t bytes;
+    /// A state index for the loss scaler's scalars, else -1.
+    int lossScalerState;
+  };
+  void add(const std::string &name, const TensorInfo &tensor, void *buffer, int scalerState);
+
+  Context &context;
+  const Program &program;
+  std::vector<CheckpointTensor> specs;
+  std::vector<Slot> slots;
+};
+
+} // namespace trainc::rt::detail
+
+#endif // TRAINC_RT_COMMON_TRAINCHECKPOINTS_H
