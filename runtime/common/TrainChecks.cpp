@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -19,6 +20,70 @@ namespace trainc::rt::detail {
 /// ignore_index, so those are not checked), int64, and its class count is that of the first output, f32
 /// scores with one more axis than the label: axis 1 (--class-axis=1) or the
 /// last axis (--class-axis=-1), as evaluation reads them.
+Status openTrainingData(const Program &program, const std::string &dir, TrainingData &data) {
+  const TrainStep *train = program.train;
+  for (int i = 0; i < train->numInputs; ++i) {
+    InputRole role = train->inputs[i].role;
+    if (role == InputRole::SampleWeights) {
+      data.weightsIndex = i;
+    } else if (role == InputRole::DropoutKey) {
+      data.keyIndex = i;
+    } else {
+      data.fileInputs.push_back(train->inputs[i]);
+      data.fileIndex.push_back(i);
+    }
+  }
+  data.dropLast = data.weightsIndex < 0;
+  const std::vector<TensorInfo> &fileInputs = data.fileInputs;
+  std::vector<NpyArray> &arrays = data.arrays;
+  int64_t &samples = data.samples;
+  TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, fileInputs.data(),
+                                          static_cast<int>(fileInputs.size()), arrays, samples));
+  if (samples <= 0)
+    return Status::error("no training samples in " + dir);
+  if (data.dropLast && samples < program.batchSize)
+    return Status::error(
+        dir + " holds " + std::to_string(samples) +
+        " samples, fewer than one batch of " + std::to_string(program.batchSize) +
+        ": the model computes its own loss, so every batch must be full (compile with a "
+        "smaller --batch-size)");
+  if (data.dropLast && samples % program.batchSize != 0)
+    std::fprintf(stderr,
+                 "note: the model computes its own loss (a mean inside the model), so the "
+                 "last %lld of every epoch's %lld samples (fewer than a batch of %lld) are "
+                 "not trained, as with PyTorch's drop_last=True\n",
+                 static_cast<long long>(samples % program.batchSize),
+                 static_cast<long long>(samples), static_cast<long long>(program.batchSize));
+  // NaN in float data would poison every parameter: refuse it before step
+  // 1. The files are read in chunks of rows, never whole (a data set may be
+  // larger than memory).
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const DType type = fileInputs[i].dtype;
+    if (type != DType::F32 && type != DType::F64 && type != DType::F16)
+      continue;
+    const uint64_t rowBytes = tensorBytes(fileInputs[i], 1);
+    const int64_t rowElements = static_cast<int64_t>(rowBytes / dtypeSize(type));
+    if (rowBytes == 0)
+      continue;
+    const int64_t chunkRows = static_cast<int64_t>(std::max<uint64_t>(1, (4u << 20) / rowBytes));
+    std::vector<unsigned char> chunk(std::min(chunkRows, samples) * rowBytes);
+    for (int64_t first = 0; first < samples; first += chunkRows) {
+      const int64_t rows = std::min(chunkRows, samples - first);
+      TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, rows, chunk.data()));
+      int64_t bad = firstNonFinite(type, chunk.data(), rows * rowElements);
+      if (bad >= 0)
+        return Status::error("input " + std::string(fileInputs[i].name) + ": sample " +
+                             std::to_string(first + bad / rowElements) +
+                             " holds NaN or infinity");
+    }
+  }
+
+  TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
+  TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
+                                          arrays, samples));
+  return Status();
+}
+
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
                            const std::vector<NpyArray> &arrays, int64_t samples) {
   const TrainStep &train = *program.train;

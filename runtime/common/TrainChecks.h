@@ -19,6 +19,30 @@ namespace trainc::rt::detail {
 /// PyTorch's CrossEntropyLoss() does by default (ignore_index).
 constexpr int64_t kIgnoredLabel = -100;
 
+/// The training data: the step's inputs that come from files (all but the
+/// per-sample weights and the dropout key, which the trainer sets), opened,
+/// with their sample count.
+struct TrainingData {
+  std::vector<TensorInfo> fileInputs;
+  /// Of each file input among the step's inputs.
+  std::vector<int> fileIndex;
+  /// The trainer's inputs among the step's (-1: none).
+  int weightsIndex = -1, keyIndex = -1;
+  /// Without per-sample weights the model computes its own loss
+  /// (--loss=output), a mean over the batch inside the model: a short batch
+  /// padded with repeated rows would count those rows, so it is not
+  /// trained, as PyTorch's DataLoader(drop_last=True) does.
+  bool dropLast = false;
+  std::vector<NpyArray> arrays;
+  int64_t samples = 0;
+};
+
+/// Opens the training data in `dir` and checks it all before step 1: enough
+/// samples, no NaN or infinity in float inputs (read in chunks of rows,
+/// never whole: a data set may be larger than memory), labels and token ids
+/// in range (checkTrainingLabels, checkIndexInputs).
+Status openTrainingData(const Program &program, const std::string &dir, TrainingData &data);
+
 /// Class labels of the training data must lie in [0, classes) or be
 /// kIgnoredLabel, checked
 /// before step 1 (a bad label would otherwise stop the run at its batch). The

@@ -571,74 +571,15 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     return Status::error("the program's accumulate step lacks its hyperparameters "
                          "grad_accum.weight and grad_accum.keep");
 
-  // The step's inputs come from files, except the per-sample weights and
-  // the dropout key [seed, step], which the trainer sets.
-  std::vector<TensorInfo> fileInputs;
-  std::vector<int> fileIndex; // of each file input among the step's inputs
-  int weightsIndex = -1, keyIndex = -1;
-  for (int i = 0; i < train->numInputs; ++i) {
-    InputRole role = train->inputs[i].role;
-    if (role == InputRole::SampleWeights) {
-      weightsIndex = i;
-    } else if (role == InputRole::DropoutKey) {
-      keyIndex = i;
-    } else {
-      fileInputs.push_back(train->inputs[i]);
-      fileIndex.push_back(i);
-    }
-  }
-  // Without per-sample weights the model computes its own loss
-  // (--loss=output), a mean over the batch inside the model: a short batch
-  // padded with repeated rows would count those rows, so it is not trained,
-  // as PyTorch's DataLoader(drop_last=True) does.
-  const bool dropLast = weightsIndex < 0;
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
-  std::vector<NpyArray> arrays;
-  int64_t samples = 0;
-  TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, fileInputs.data(),
-                                          static_cast<int>(fileInputs.size()), arrays, samples));
-  if (samples <= 0)
-    return Status::error("no training samples in " + options.dataDir);
-  if (dropLast && samples < program.batchSize)
-    return Status::error(
-        options.dataDir + " holds " + std::to_string(samples) +
-        " samples, fewer than one batch of " + std::to_string(program.batchSize) +
-        ": the model computes its own loss, so every batch must be full (compile with a "
-        "smaller --batch-size)");
-  if (dropLast && samples % program.batchSize != 0)
-    std::fprintf(stderr,
-                 "note: the model computes its own loss (a mean inside the model), so the "
-                 "last %lld of every epoch's %lld samples (fewer than a batch of %lld) are "
-                 "not trained, as with PyTorch's drop_last=True\n",
-                 static_cast<long long>(samples % program.batchSize),
-                 static_cast<long long>(samples), static_cast<long long>(program.batchSize));
-  // NaN in float data would poison every parameter: refuse it before step
-  // 1. The files are read in chunks of rows, never whole (a data set may be
-  // larger than memory).
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    const DType type = fileInputs[i].dtype;
-    if (type != DType::F32 && type != DType::F64 && type != DType::F16)
-      continue;
-    const uint64_t rowBytes = tensorBytes(fileInputs[i], 1);
-    const int64_t rowElements = static_cast<int64_t>(rowBytes / dtypeSize(type));
-    if (rowBytes == 0)
-      continue;
-    const int64_t chunkRows = static_cast<int64_t>(std::max<uint64_t>(1, (4u << 20) / rowBytes));
-    std::vector<unsigned char> chunk(std::min(chunkRows, samples) * rowBytes);
-    for (int64_t first = 0; first < samples; first += chunkRows) {
-      const int64_t rows = std::min(chunkRows, samples - first);
-      TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, rows, chunk.data()));
-      int64_t bad = firstNonFinite(type, chunk.data(), rows * rowElements);
-      if (bad >= 0)
-        return Status::error("input " + std::string(fileInputs[i].name) + ": sample " +
-                             std::to_string(first + bad / rowElements) +
-                             " holds NaN or infinity");
-    }
-  }
-
-  TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
-  TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
-                                          arrays, samples));
+  TrainingData data;
+  TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, data));
+  const std::vector<TensorInfo> &fileInputs = data.fileInputs;
+  const std::vector<int> &fileIndex = data.fileIndex;
+  std::vector<NpyArray> &arrays = data.arrays;
+  const int64_t samples = data.samples;
+  const int weightsIndex = data.weightsIndex, keyIndex = data.keyIndex;
+  const bool dropLast = data.dropLast;
 
   // Device state. The search's kept choices outlive the context's plans.
   std::unique_ptr<AlgoCache> algoCache;
