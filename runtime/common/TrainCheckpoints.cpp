@@ -3,6 +3,8 @@
 #include "TrainCheckpoints.h"
 
 #include "FileIO.h"
+#include "Npy.h"
+#include "TrainChecks.h"
 #include "ProgramSupport.h"
 
 #include <cstdio>
@@ -87,6 +89,54 @@ Status TrainCheckpoints::save(const std::string &dir,
     }
   }
   return writeCheckpoint(dir, tensors, manifest);
+}
+
+Status exportTrainedModel(Context &context, const Program &program,
+                          const std::vector<void *> &params, const std::string &path) {
+  const ExportInfo *info = program.exportInfo;
+  uint64_t largest = 0;
+  TRAINC_RETURN_IF_ERROR(checkExportLayout(program, largest));
+  AtomicFile file;
+  TRAINC_RETURN_IF_ERROR(file.open(path, "--export"));
+  std::vector<char> host(largest);
+  const unsigned char *segment = info->segments;
+  for (int k = 0; k < info->numPieces; ++k) {
+    const ExportPiece &piece = info->pieces[k];
+    TRAINC_RETURN_IF_ERROR(file.write(segment, piece.segmentBytes));
+    segment += piece.segmentBytes;
+    if (piece.param < 0)
+      continue;
+    TRAINC_RETURN_IF_ERROR(context.copyToHost(host.data(), params[piece.param],
+                                               piece.paramBytes));
+    TRAINC_RETURN_IF_ERROR(file.write(host.data(), piece.paramBytes));
+  }
+  TRAINC_RETURN_IF_ERROR(file.commit());
+  std::fprintf(stderr, "exported the trained model to %s\n", path.c_str());
+  return Status();
+}
+
+Status saveTrainedParams(Context &context, const Program &program,
+                         const std::vector<void *> &params, const std::string &dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error)
+    return Status::error("cannot create " + dir + ": " + error.message());
+  for (int i = 0; i < program.numParams; ++i) {
+    const ParamInfo &p = program.params[i];
+    if (p.constant)
+      continue; // names checked with the targets, before step 1
+    std::vector<char> host(p.bytes);
+    TRAINC_RETURN_IF_ERROR(context.copyToHost(host.data(), params[i], p.bytes));
+    NpyWriter writer;
+    TRAINC_RETURN_IF_ERROR(writer.open(dir + "/" + p.tensor.name + ".npy",
+                                       p.tensor.dtype,
+                                       std::vector<int64_t>(p.tensor.shape,
+                                                            p.tensor.shape + p.tensor.rank),
+                                       "--save-params"));
+    TRAINC_RETURN_IF_ERROR(writer.append(host.data(), host.size()));
+    TRAINC_RETURN_IF_ERROR(writer.close());
+  }
+  return Status();
 }
 
 } // namespace trainc::rt::detail

@@ -1,6 +1,7 @@
-//===- TrainCheckpoints.h - a run's checkpoints on the device ---*- C++ -*-===//
+//===- TrainCheckpoints.h - what a run writes from the device --*- C++ -*-===//
 //
-// Internal to the runtime: what a training run saves and restores. The
+// Internal to the runtime: what a training run saves and restores, and the
+// trained model it writes at its end (--export, --save-params). The
 // tensors are the parameters (but constants) and the optimizer state (but
 // the gradient accumulators: a checkpoint follows a group's last batch, and
 // the next group's first batch overwrites them), each with the device
@@ -60,6 +61,21 @@ private:
   std::vector<CheckpointTensor> specs;
   std::vector<Slot> slots;
 };
+
+/// The inference model with the trained parameters (--export): the
+/// segments of the model interleaved with each parameter's trained bytes,
+/// copied from the device one parameter at a time (the parameters are
+/// stored once, not in a template too). The layout is checked whole
+/// (checkExportLayout, as before step 1), and the file is an AtomicFile
+/// (temporary file, fsync, rename), so a reader never sees half a model and
+/// a failed write leaves the previous file.
+Status exportTrainedModel(Context &context, const Program &program,
+                          const std::vector<void *> &params, const std::string &path);
+
+/// The trained parameters, one DIR/<name>.npy each (--save-params; the
+/// names were checked with the output targets, before step 1).
+Status saveTrainedParams(Context &context, const Program &program,
+                         const std::vector<void *> &params, const std::string &dir);
 
 } // namespace trainc::rt::detail
 

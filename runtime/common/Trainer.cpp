@@ -1132,13 +1132,6 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                 static_cast<unsigned long long>(written));
   }
 
-  // The inference model with the trained parameters: the segments of the
-  // model interleaved with each parameter's trained bytes, copied from the
-  // device one parameter at a time (the parameters are stored once, not in
-  // a template too). The layout was checked whole before step 1 (and is
-  // again here, for the size of the largest parameter), and the file is an AtomicFile (temporary file, fsync, rename), so a
-  // reader never sees half a model and a failed write leaves the previous
-  // file.
   if (algoCache) {
     // Not fatal: the next run searches again.
     Status saved = algoCache->save(algoCachePath);
@@ -1146,50 +1139,10 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       std::fprintf(stderr, "note: %s\n", saved.message().c_str());
   }
 
-  if (!options.exportPath.empty()) {
-    const ExportInfo *info = program.exportInfo;
-    uint64_t largest = 0;
-    TRAINC_RETURN_IF_ERROR(checkExportLayout(program, largest));
-    AtomicFile file;
-    TRAINC_RETURN_IF_ERROR(file.open(options.exportPath, "--export"));
-    std::vector<char> host(largest);
-    const unsigned char *segment = info->segments;
-    for (int k = 0; k < info->numPieces; ++k) {
-      const ExportPiece &piece = info->pieces[k];
-      TRAINC_RETURN_IF_ERROR(file.write(segment, piece.segmentBytes));
-      segment += piece.segmentBytes;
-      if (piece.param < 0)
-        continue;
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(host.data(), paramPtrs[piece.param],
-                                                 piece.paramBytes));
-      TRAINC_RETURN_IF_ERROR(file.write(host.data(), piece.paramBytes));
-    }
-    TRAINC_RETURN_IF_ERROR(file.commit());
-    std::fprintf(stderr, "exported the trained model to %s\n", options.exportPath.c_str());
-  }
-
-  // The trained parameters, one .npy each.
-  if (!options.saveDir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.saveDir, error);
-    if (error)
-      return Status::error("cannot create " + options.saveDir + ": " + error.message());
-    for (int i = 0; i < program.numParams; ++i) {
-      const ParamInfo &p = program.params[i];
-      if (p.constant)
-        continue; // names checked with the targets, before step 1
-      std::vector<char> host(p.bytes);
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(host.data(), paramPtrs[i], p.bytes));
-      NpyWriter writer;
-      TRAINC_RETURN_IF_ERROR(writer.open(options.saveDir + "/" + p.tensor.name + ".npy",
-                                         p.tensor.dtype,
-                                         std::vector<int64_t>(p.tensor.shape,
-                                                              p.tensor.shape + p.tensor.rank),
-                                         "--save-params"));
-      TRAINC_RETURN_IF_ERROR(writer.append(host.data(), host.size()));
-      TRAINC_RETURN_IF_ERROR(writer.close());
-    }
-  }
+  if (!options.exportPath.empty())
+    TRAINC_RETURN_IF_ERROR(exportTrainedModel(*context, program, paramPtrs, options.exportPath));
+  if (!options.saveDir.empty())
+    TRAINC_RETURN_IF_ERROR(saveTrainedParams(*context, program, paramPtrs, options.saveDir));
   return Status();
 }
 
