@@ -310,7 +310,7 @@ Status uploadParams(Context &context, const Program &program, const std::string 
   return Status();
 }
 
-struct DeviceState {
+struct PredictionDevice {
   std::unique_ptr<Context> context;
   std::vector<DevicePtr> params, inputs, outputs;
   DevicePtr arena{nullptr, DeviceFree{nullptr}};
@@ -373,7 +373,7 @@ Status runOnce(const Program &program, const Options &options) {
   if (error)
     return Status::error("cannot create output folder " + options.outDir + ": " +
                          error.message());
-  DeviceState device;
+  PredictionDevice device;
   TRAINC_RETURN_IF_ERROR(device.prepare(program, options.train.paramsDir));
   for (int i = 0; i < program.numInputs; ++i)
     TRAINC_RETURN_IF_ERROR(device.context->copyToDevice(
@@ -496,7 +496,7 @@ Status runPredict(const Program &program, const Options &options) {
         options.outDir + "/" + t.name + ".npy", t.dtype, shape, "--out"));
   }
 
-  DeviceState device;
+  PredictionDevice device;
   TRAINC_RETURN_IF_ERROR(device.prepare(program, options.train.paramsDir));
   Context *context = device.context.get();
   std::vector<void *> &inputPtrs = device.inputPtrs, &outputPtrs = device.outputPtrs;

@@ -14,6 +14,7 @@
 #include "BatchLoader.h"
 #include "Checkpoint.h"
 #include "TrainCheckpoints.h"
+#include "TrainDevice.h"
 #include "FileIO.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
@@ -442,20 +443,6 @@ std::string clockText(double seconds) {
 
 } // namespace
 
-/// --cudnn-cache: the file that keeps the search's choices, or "" (off, or
-/// the program's own path cannot be found).
-static std::string cudnnCachePath(const TrainOptions &options) {
-  if (options.cudnnCache == "off")
-    return "";
-  if (!options.cudnnCache.empty())
-    return options.cudnnCache;
-  char self[4096];
-  ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (length <= 0)
-    return "";
-  return std::string(self, static_cast<size_t>(length)) + ".cudnn-cache";
-}
-
 static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
                            Communicator *ranks, double &waitedForSums,
                            bool &overlappedSums);
@@ -581,70 +568,11 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   const int weightsIndex = data.weightsIndex, keyIndex = data.keyIndex;
   const bool dropLast = data.dropLast;
 
-  // Device state. The search's kept choices outlive the context's plans.
-  std::unique_ptr<AlgoCache> algoCache;
-  std::unique_ptr<Context> context;
-  TRAINC_RETURN_IF_ERROR(createContext(context));
-  context->configureConvolutions(options.cudnnBenchmark, options.deterministic);
-  TRAINC_RETURN_IF_ERROR(context->useCommunicator(ranks, options.commOverlap));
-  const std::string algoCachePath = cudnnCachePath(options);
-  std::string identity = context->algorithmIdentity();
-  if (options.cudnnBenchmark && !identity.empty() && !algoCachePath.empty()) {
-    algoCache = std::make_unique<AlgoCache>(
-        identity + " program " + (program.fingerprint ? program.fingerprint : "?"));
-    std::string note;
-    algoCache->load(algoCachePath, note);
-    if (!note.empty())
-      std::fprintf(stderr, "note: --cudnn-cache: %s\n", note.c_str());
-    context->useAlgorithmCache(algoCache.get());
-  }
-  std::vector<DevicePtr> params, states;
-  std::vector<void *> paramPtrs, statePtrs;
-  TRAINC_RETURN_IF_ERROR(
-      uploadParams(*context, program, options.paramsDir, params, paramPtrs));
-  // The loss scaler's state (fp16): the scale and the skipped-step count
-  // are read back with each step's loss.
-  int scaleState = -1, skippedState = -1;
-  for (int i = 0; i < train->numStates; ++i) {
-    const StateInfo &state = train->states[i];
-    uint64_t bytes = tensorBytes(state.tensor);
-    states.emplace_back(nullptr, DeviceFree{context.get()});
-    TRAINC_RETURN_IF_ERROR(allocateDevice(*context, bytes, states.back()));
-    TRAINC_RETURN_IF_ERROR(context->fill(states.back().get(), 0, bytes));
-    if (state.init != 0.0f) {
-      if (state.tensor.dtype != DType::F32)
-        return Status::error(std::string("state ") + state.tensor.name +
-                             " has an initial value but is not f32");
-      std::vector<float> value(bytes / 4, state.init);
-      TRAINC_RETURN_IF_ERROR(context->copyToDevice(states.back().get(), value.data(), bytes));
-    }
-    statePtrs.push_back(states.back().get());
-    bool scalarF32 = state.tensor.dtype == DType::F32 && bytes == 4;
-    if (lossScaled && scalarF32 && state.role == StateRole::LossScale)
-      scaleState = i;
-    if (lossScaled && scalarF32 && state.role == StateRole::LossScaleSkippedSteps)
-      skippedState = i;
-  }
-  if (lossScaled && skippedState < 0)
-    return Status::error("the loss-scaled step has no loss_scale.skipped_steps state");
-  if (dynamicScale && scaleState < 0)
-    return Status::error("the dynamically loss-scaled step has no loss_scale state");
-  // The scale a fixed-scale step runs with.
-  const double fixedScale = train->fixedLossScale;
-  if (train->lossScaling == LossScaling::Fixed && !(fixedScale > 0 && std::isfinite(fixedScale)))
-    return Status::error("the training step's fixed loss scale " + std::to_string(fixedScale) +
-                         " is not a positive finite number");
-  DevicePtr arena(nullptr, DeviceFree{context.get()});
-  // Forward (evaluation) and training step never run at once: one arena.
-  const uint64_t arenaBytes = std::max(program.arenaBytes, train->arenaBytes);
-  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, arenaBytes, arena));
-  // --report-memory: every byte starts as the pattern; the last byte that
-  // is not the pattern after training is the arena's high-water mark.
-  constexpr int kArenaPattern = 0xA5;
-  if (options.reportMemory && arenaBytes > 0) {
-    TRAINC_RETURN_IF_ERROR(context->fill(arena.get(), kArenaPattern, arenaBytes));
-    TRAINC_RETURN_IF_ERROR(context->synchronize());
-  }
+  RunDevice device;
+  TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
+  std::unique_ptr<Context> &context = device.context;
+  const std::vector<void *> &paramPtrs = device.paramPtrs, &statePtrs = device.statePtrs;
+  const DevicePtr &arena = device.arena;
   EvalSet evalSet;
   if (!options.evalDir.empty())
     TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, dropLast, evalSet));
@@ -742,22 +670,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   // rank 0, which writes them).
   if (!options.checkpointDir.empty() && rank == 0)
     TRAINC_RETURN_IF_ERROR(TrainCheckpoints::prepareFolder(options.checkpointDir));
-  // The loss scaler as the host last saw it: the scale the next step to be
-  // read back ran with, and the skipped steps before it.
-  double hostScale = fixedScale, hostSkipped = 0;
-  auto readScaler = [&]() -> Status {
-    if (!lossScaled)
-      return Status();
-    float value = 0;
-    if (scaleState >= 0) {
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[scaleState], 4));
-      hostScale = value;
-    }
-    TRAINC_RETURN_IF_ERROR(context->copyToHost(&value, statePtrs[skippedState], 4));
-    hostSkipped = value;
-    return Status();
-  };
-  TRAINC_RETURN_IF_ERROR(readScaler());
+  LossScaleMonitor scaler(*train, device);
+  TRAINC_RETURN_IF_ERROR(scaler.read());
   std::string epochRng; // the RNG state before the current epoch's shuffle
   if (options.resume) {
     if (options.checkpointDir.empty())
@@ -782,7 +696,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     epochRng = point.rng;
     std::istringstream state(epochRng);
     state >> rng; // checked by readCheckpoint
-    TRAINC_RETURN_IF_ERROR(readScaler());
+    TRAINC_RETURN_IF_ERROR(scaler.read());
     if (chatty)
       std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
                    options.checkpointDir.c_str(), static_cast<long long>(step),
@@ -846,7 +760,6 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   // Batches issued in this run (each group's, with gradient accumulation).
   int64_t launched = 0;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
-  int64_t skippedSinceLine = 0, skippedInRun = 0;
   auto lastLine = start;
   // Reads back the oldest pending step's loss: waits for that step only,
   // while the step after it runs.
@@ -874,22 +787,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     // Loss scaling: a step that found inf/NaN in its gradients changed
     // nothing but the scaler; its loss may be inf or NaN itself.
     bool skipped = false;
-    const double ranWith = hostScale;
-    if (lossScaled) {
-      skipped = record[2] > hostSkipped;
-      hostSkipped = record[2];
-      if (scaleState >= 0)
-        hostScale = record[1];
-      if (skipped) {
-        ++skippedSinceLine;
-        ++skippedInRun;
-      }
-      if (!(hostScale > 0))
-        return Status::error("the loss scale fell to " + std::to_string(hostScale) +
-                             " at step " + std::to_string(p.step) +
-                             ": every step overflows in fp16, even unscaled (inf or NaN in the "
-                             "forward pass?); train with --precision=bf16 or fp32");
-    }
+    const double ranWith = scaler.scale();
+    TRAINC_RETURN_IF_ERROR(scaler.take(record, p.step, skipped));
     if (!std::isfinite(loss) && !skipped)
       return Status::error("the loss became " + std::to_string(loss) + " at step " +
                            std::to_string(p.step) + " (learning rate too high?)");
@@ -905,15 +804,15 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       double seconds = since(start), perStep = seconds / (p.step - firstStep);
       char scaling[96] = "";
       if (lossScaled)
-        std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)", hostScale,
-                      static_cast<long long>(skippedSinceLine));
+        std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)",
+                      scaler.scale(), static_cast<long long>(scaler.skippedSinceLine));
       std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
                    static_cast<long long>(p.step), static_cast<long long>(totalSteps),
                    lineLoss / std::max(lineWeight, 1.0), scaling, globalBatch * accum / perStep,
                    clockText(perStep * (totalSteps - p.step)).c_str());
       lastLine = std::chrono::steady_clock::now();
       lineLoss = lineWeight = 0;
-      skippedSinceLine = 0;
+      scaler.skippedSinceLine = 0;
     }
     return Status();
   };
@@ -1052,11 +951,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                                         : std::string()) +
                              ": " + ran.message());
       TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d), deviceLoss(d), 4));
-      if (scaleState >= 0 && last)
-        TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d) + 1, statePtrs[scaleState], 4));
-      if (skippedState >= 0 && last)
-        TRAINC_RETURN_IF_ERROR(
-            context->downloadAsync(hostLossOf(d) + 2, statePtrs[skippedState], 4));
+      if (last)
+        TRAINC_RETURN_IF_ERROR(scaler.queueReadback(hostLossOf(d)));
       TRAINC_RETURN_IF_ERROR(context->recordEvent(computed[d], Context::Queue::Compute));
       pending.push_back({step + 1, epoch, count, hyper.lr, d, last});
       ++launched;
@@ -1101,8 +997,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     if (chatty && lossScaled)
       std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
                            "in all\n",
-                   static_cast<long long>(epoch), hostScale,
-                   static_cast<long long>(skippedInRun), hostSkipped);
+                   static_cast<long long>(epoch), scaler.scale(),
+                   static_cast<long long>(scaler.skippedInRun), scaler.skippedTotal());
     // Held-out loss and accuracy after every epoch (model.eval()).
     if (!options.evalDir.empty())
       TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
@@ -1119,26 +1015,9 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   TRAINC_RETURN_IF_ERROR(log.sync());
   waitedForSums = context->secondsWaitingForSums();
   overlappedSums = context->overlapsSums();
-  if (options.reportMemory) {
-    std::vector<unsigned char> bytes(arenaBytes);
-    TRAINC_RETURN_IF_ERROR(context->synchronize());
-    if (arenaBytes > 0)
-      TRAINC_RETURN_IF_ERROR(context->copyToHost(bytes.data(), arena.get(), arenaBytes));
-    uint64_t written = arenaBytes;
-    while (written > 0 && bytes[written - 1] == kArenaPattern)
-      --written;
-    std::printf("arena: %llu bytes planned, %llu written (high-water mark)\n",
-                static_cast<unsigned long long>(arenaBytes),
-                static_cast<unsigned long long>(written));
-  }
-
-  if (algoCache) {
-    // Not fatal: the next run searches again.
-    Status saved = algoCache->save(algoCachePath);
-    if (!saved.ok())
-      std::fprintf(stderr, "note: %s\n", saved.message().c_str());
-  }
-
+  if (options.reportMemory)
+    TRAINC_RETURN_IF_ERROR(reportArenaUse(device));
+  saveAlgorithmChoices(device);
   if (!options.exportPath.empty())
     TRAINC_RETURN_IF_ERROR(exportTrainedModel(*context, program, paramPtrs, options.exportPath));
   if (!options.saveDir.empty())
