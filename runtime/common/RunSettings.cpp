@@ -1,0 +1,140 @@
+//===- RunSettings.cpp - a training run's settings, checked ---------------===//
+
+#include "RunSettings.h"
+
+#include "TrainChecks.h"
+#include "trainc_rt/defaults.h"
+
+#include <cmath>
+#include <cstdio>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace trainc::rt::detail {
+
+namespace {
+
+double orDefault(double value, double fallback) { return std::isnan(value) ? fallback : value; }
+
+} // namespace
+
+double Hyperparameters::value(Hyper which, int64_t step) const {
+  const double t = static_cast<double>(step);
+  switch (which) {
+  case Hyper::Lr: return lr;
+  case Hyper::Momentum: return momentum;
+  case Hyper::WeightDecay: return weightDecay;
+  case Hyper::Beta1: return beta1;
+  case Hyper::Beta2: return beta2;
+  case Hyper::Eps: return eps;
+  case Hyper::MaxGradNorm: return maxGradNorm;
+  case Hyper::ScaleGrowthInterval: return scaleGrowthInterval;
+  // Gradient accumulation: a group of one batch (the loop sets both per
+  // batch).
+  case Hyper::GradAccumWeight: return 1.0;
+  case Hyper::GradAccumKeep: return 0.0;
+  // Data parallelism: the rank's share of the global batch's sample
+  // weight (all of it in a single process; the loop sets it per batch).
+  case Hyper::DataParallelScale: return 1.0;
+  case Hyper::OneMinusBeta1: return 1.0 - beta1;
+  case Hyper::OneMinusBeta2: return 1.0 - beta2;
+  case Hyper::StepSize: return lr / (1.0 - std::pow(beta1, t));
+  case Hyper::BiasCorrection2Sqrt: return std::sqrt(1.0 - std::pow(beta2, t));
+  }
+  return std::nan("");
+}
+
+Status settleRun(const Program &program, const TrainOptions &options, RunSettings &settings) {
+  const TrainStep *train = program.train;
+  settings.baseLr = orDefault(options.lr, isAdam(train->optimizer) ? 1e-3 : 1e-2);
+  settings.hyper = {settings.baseLr,
+              orDefault(options.momentum, 0.0),
+              orDefault(options.weightDecay, train->optimizer == Optimizer::AdamW ? 1e-2 : 0.0),
+              orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
+              orDefault(options.eps, 1e-8),
+              orDefault(options.clipGradNorm, train->clipGradNorm),
+              options.scaleGrowthInterval > 0 ? static_cast<double>(options.scaleGrowthInterval)
+                                              : double(kScaleGrowthInterval)};
+  const bool dynamicScale = train->lossScaling == LossScaling::Dynamic;
+  if (options.scaleGrowthInterval > 0 && !dynamicScale)
+    return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
+                         "(compile with --precision=fp16)");
+  TRAINC_RETURN_IF_ERROR(checkHyperFlags(*train, options));
+  if (options.resumeOtherModel && !options.resume)
+    return Status::error("--resume-other-model says how --resume reads a checkpoint; give "
+                         "--resume too (with --checkpoint-dir)");
+  if (!std::isnan(options.clipGradNorm) && train->clipGradNorm <= 0)
+    return Status::error("--clip-grad-norm: this trainer was compiled without gradient "
+                         "clipping; compile with trainc compile --clip-grad-norm=X");
+  TRAINC_RETURN_IF_ERROR(checkOutputTargets(program, options));
+  // Gradient accumulation: groups of `accum` batches, one optimizer step each.
+  const int64_t accum = settings.accum =
+      options.gradAccum > 0 ? options.gradAccum : (train->accumulate ? train->gradAccum : 1);
+  if (accum > 1 && !train->accumulate)
+    return Status::error("--grad-accum " + std::to_string(accum) +
+                         ": this trainer updates from each batch alone; compile with "
+                         "trainc compile --grad-accum=K to accumulate gradients");
+  int &weightHyper = settings.weightHyper, &keepHyper = settings.keepHyper,
+      &shareHyper = settings.shareHyper;
+  for (int h = 0; h < train->numHypers; ++h) {
+    if (train->hypers[h] == Hyper::DataParallelScale)
+      shareHyper = h;
+    if (train->hypers[h] == Hyper::GradAccumWeight)
+      weightHyper = h;
+    if (train->hypers[h] == Hyper::GradAccumKeep)
+      keepHyper = h;
+  }
+  if (train->accumulate && (weightHyper < 0 || keepHyper < 0))
+    return Status::error("the program's accumulate step lacks its hyperparameters "
+                         "grad_accum.weight and grad_accum.keep");
+  for (int h = 0; h < train->numHypers; ++h)
+    if (std::isnan(settings.hyper.value(train->hypers[h], 1)))
+      return Status::error("the program reads hyperparameter " +
+                           std::to_string(static_cast<int>(train->hypers[h])) +
+                           ", which this trainer does not know");
+  return Status();
+}
+
+std::string settingsLine(const Program &program, const TrainOptions &options,
+                         const Hyperparameters &hyper,
+                         int ranks, int64_t accum, int64_t samples, int64_t batchesPerEpoch,
+                         int64_t totalSteps) {
+  const TrainStep &train = *program.train;
+  char text[1024];
+  std::string line = std::string("training: ") + name(train.optimizer);
+  std::snprintf(text, sizeof(text), ", lr %g (%s schedule", hyper.lr,
+                scheduleName(options.schedule.kind));
+  line += text;
+  if (options.schedule.warmupSteps > 0)
+    line += ", " + std::to_string(options.schedule.warmupSteps) + " warmup steps";
+  line += ")";
+  if (!isAdam(train.optimizer))
+    std::snprintf(text, sizeof(text), ", momentum %g, weight decay %g", hyper.momentum,
+                  hyper.weightDecay);
+  else
+    std::snprintf(text, sizeof(text), ", betas %g/%g, eps %g, weight decay %g", hyper.beta1,
+                  hyper.beta2, hyper.eps, hyper.weightDecay);
+  line += text;
+  if (train.clipGradNorm > 0) {
+    std::snprintf(text, sizeof(text), ", gradient norm clipped to %g", hyper.maxGradNorm);
+    line += text;
+  }
+  line += "; batch " + std::to_string(program.batchSize);
+  if (ranks > 1)
+    line += " on each of " + std::to_string(ranks) + " ranks";
+  if (accum > 1)
+    line += ", " + std::to_string(accum) + " batches per step";
+  line += ", precision " + std::string(name(train.precision)) + "; " +
+          (program.target ? program.target : "?");
+#ifdef _OPENMP
+  if (program.target && std::string(program.target) == "cpu")
+    line += " (" + std::to_string(omp_get_max_threads()) + " threads)";
+#endif
+  line += "; " + std::to_string(samples) + " samples, " + std::to_string(batchesPerEpoch) +
+          " batches per epoch, " + std::to_string(totalSteps) + " steps";
+  return line;
+}
+
+} // namespace trainc::rt::detail

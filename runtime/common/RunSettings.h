@@ -1,0 +1,61 @@
+//===- RunSettings.h - a training run's settings, checked -------*- C++ -*-===//
+//
+// Internal to the runtime: the hyperparameters a run sets from its flags
+// (each optimizer's defaults, PyTorch's), checked against what the program
+// was compiled for before anything is read or allocated, and the one-line
+// summary printed before step 1.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_COMMON_RUNSETTINGS_H
+#define TRAINC_RT_COMMON_RUNSETTINGS_H
+
+#include "ProgramSupport.h"
+
+#include <string>
+
+namespace trainc::rt::detail {
+
+/// The run's hyperparameters (its flags, the schedule's current lr).
+struct Hyperparameters {
+  double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval;
+
+  /// The value of `which` at (1-based) optimizer step `step`. Every derived
+  /// constant is computed here, once, in double and rounded to float32 only
+  /// as a whole (PyTorch's Python floats: 1 - beta2 from float32 beta2 is
+  /// 1.3e-5 off).
+  double value(Hyper which, int64_t step) const;
+
+};
+
+/// What a run settles before step 1.
+struct RunSettings {
+  /// The hyperparameters at the run's start; `hyper.lr` then follows the
+  /// schedule from `baseLr`.
+  Hyperparameters hyper{};
+  double baseLr = 0;
+  /// Batches per optimizer step (gradient accumulation).
+  int64_t accum = 1;
+  /// The indices (into TrainStep::hypers) of the hyperparameters the loop
+  /// sets per batch (-1: the step has none): the accumulation weight and
+  /// keep flag, the rank's share of the global batch.
+  int weightHyper = -1, keepHyper = -1, shareHyper = -1;
+};
+
+/// The run's hyperparameters from `options` and the program's defaults;
+/// refuses a flag the program cannot honour (a hyperparameter its optimizer
+/// lacks, --scale-growth-interval without dynamic loss scaling, --grad-accum
+/// on a program compiled without it, ...), naming the flag and the way out.
+Status settleRun(const Program &program, const TrainOptions &options, RunSettings &settings);
+
+/// The run's effective settings in one line, printed before step 1: the
+/// optimizer and the hyperparameters it reads, the schedule, the batch, the
+/// precision, where it runs, and the data's size.
+std::string settingsLine(const Program &program, const TrainOptions &options,
+                         const Hyperparameters &hyper,
+                         int ranks, int64_t accum, int64_t samples, int64_t batchesPerEpoch,
+                         int64_t totalSteps);
+
+} // namespace trainc::rt::detail
+
+#endif // TRAINC_RT_COMMON_RUNSETTINGS_H
