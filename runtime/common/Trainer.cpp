@@ -15,6 +15,7 @@
 #include "Checkpoint.h"
 #include "TrainCheckpoints.h"
 #include "TrainDevice.h"
+#include "StepPipeline.h"
 #include "RunSettings.h"
 #include "FileIO.h"
 #include "ProgramOptions.h"
@@ -97,27 +98,6 @@ struct StopOnSignals {
 
 
 
-/// Where one step's inputs and hyperparameters lie in a step slot: one
-/// block, so that a single upload carries everything a step reads.
-struct SlotLayout {
-  std::vector<uint64_t> inputs, hypers;
-  uint64_t bytes = 0;
-};
-
-SlotLayout slotLayout(const TrainStep &train) {
-  SlotLayout layout;
-  auto place = [&](uint64_t size) {
-    uint64_t at = layout.bytes;
-    layout.bytes += (size + 255) / 256 * 256;
-    return at;
-  };
-  for (int i = 0; i < train.numInputs; ++i)
-    layout.inputs.push_back(place(tensorBytes(train.inputs[i])));
-  for (int i = 0; i < train.numHypers; ++i)
-    layout.hypers.push_back(place(4));
-  layout.bytes = std::max<uint64_t>(layout.bytes, 256);
-  return layout;
-}
 
 /// Held-out data: the forward pass's loss and accuracy of output 0 as class
 /// scores [N, C] against DIR/label.npy.
@@ -284,79 +264,6 @@ Status checkSaveTargets(const Program &program, const std::string &dir) {
   return Status();
 }
 
-/// The step as a CUDA graph (--cuda-graph): each function (step or
-/// accumulate), device slot and value of the hyperparameters the step reads
-/// on the host (TrainStep::hostReadHypers) first runs as it is, which sizes
-/// every scratch buffer; at its next use it is recorded and from then on
-/// replayed with one launch, and recorded again once scratch memory has
-/// moved (an evaluation's first pass may grow it). A step that cannot be
-/// recorded runs as it is from then on, after one note. On a target without
-/// graphs, and with --cuda-graph off, the step always runs as it is.
-class StepGraphs {
-public:
-  StepGraphs(Context &context, const TrainStep &train, bool wanted)
-      : context(context), train(train), enabled(wanted && context.supportsGraphs()) {}
-
-  Status run(bool last, int slot, const TrainArgs &args) {
-    Status (*function)(Context &, const TrainArgs &) = last ? train.step : train.accumulate;
-    if (!enabled)
-      return function(context, args);
-    Key key{last, slot, {}};
-    for (int i = 0; i < train.numHostReadHypers; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, args.hostHypers[train.hostReadHypers[i]], sizeof(bits));
-      key.hostValues.push_back(bits);
-    }
-    auto found = entries.find(key);
-    if (found == entries.end()) {
-      // First use: run as it is. Past kMaxGraphs (a short batch's weight
-      // each epoch, say) the rare keys are not recorded.
-      if (entries.size() < kMaxGraphs)
-        entries.emplace(key, Entry{});
-      return function(context, args);
-    }
-    Entry &entry = found->second;
-    if (entry.graph >= 0 && entry.epoch == context.memoryEpoch())
-      return context.launchGraph(entry.graph);
-    TRAINC_RETURN_IF_ERROR(context.beginGraph());
-    Status recorded = function(context, args);
-    int graph = -1;
-    Status ended = context.endGraph(&graph);
-    if (!recorded.ok() || !ended.ok()) {
-      // Nothing recorded ran: the step runs as it is.
-      enabled = false;
-      std::fprintf(stderr, "note: --cuda-graph: %s; the steps run without a graph\n",
-                   (recorded.ok() ? ended : recorded).message().c_str());
-      return function(context, args);
-    }
-    entry = {graph, context.memoryEpoch()};
-    ++recordings;
-    return context.launchGraph(graph);
-  }
-
-  /// Graphs recorded so far (again after scratch moved included).
-  int recorded() const { return recordings; }
-
-private:
-  static constexpr size_t kMaxGraphs = 16;
-  struct Key {
-    bool last;
-    int slot;
-    std::vector<uint32_t> hostValues;
-    bool operator<(const Key &o) const {
-      return std::tie(last, slot, hostValues) < std::tie(o.last, o.slot, o.hostValues);
-    }
-  };
-  struct Entry {
-    int graph = -1;
-    uint64_t epoch = 0;
-  };
-  Context &context;
-  const TrainStep &train;
-  bool enabled;
-  std::map<Key, Entry> entries;
-  int recordings = 0;
-};
 
 std::string clockText(double seconds) {
   long long s = static_cast<long long>(std::max(0.0, seconds) + 0.5);
@@ -452,9 +359,6 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   TrainingData data;
   TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, data));
-  const std::vector<TensorInfo> &fileInputs = data.fileInputs;
-  const std::vector<int> &fileIndex = data.fileIndex;
-  std::vector<NpyArray> &arrays = data.arrays;
   const int64_t samples = data.samples;
   const int weightsIndex = data.weightsIndex, keyIndex = data.keyIndex;
   const bool dropLast = data.dropLast;
@@ -468,67 +372,13 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   if (!options.evalDir.empty())
     TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, dropLast, evalSet));
 
-  // The pipeline. A step's inputs (data, labels, sample weights, dropout
-  // key) and hyperparameters form one slot. Workers fill the data of
-  // upcoming batches into pinned host slots; the loop completes a slot,
-  // uploads it on the upload queue into one of two device slots, and queues
-  // the step behind that upload. While step k runs, the loop reads back the
-  // loss of step k - 1 and prepares step k + 1: the host never waits inside
-  // a step, and a device slot is overwritten only after the step two back,
-  // which read it, is done.
-  const SlotLayout layout = slotLayout(*train);
-  constexpr int kDeviceSlots = 2;
-  const int hostSlots = options.workers + 2;
-  DevicePtr deviceBlock(nullptr, DeviceFree{context.get()});
-  HostPtr hostBlock(nullptr, HostFree{context.get()}), hostLoss(nullptr, HostFree{context.get()});
-  TRAINC_RETURN_IF_ERROR(allocateDevice(*context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
-  TRAINC_RETURN_IF_ERROR(allocatePinned(*context, hostSlots * layout.bytes, hostBlock));
-  TRAINC_RETURN_IF_ERROR(allocatePinned(*context, kDeviceSlots * 256, hostLoss));
-  // Each step's host record: the loss, then (loss scaling) the scale and the
-  // skipped-step count after the step.
-  // Whatever way the loop ends, the device finishes the copies that read or
-  // write the pinned slots before they are freed.
-  struct Quiesce {
-    Context *context;
-    ~Quiesce() { (void)context->synchronize(); }
-  } quiesce{context.get()};
-  auto deviceSlot = [&](int d) { return static_cast<char *>(deviceBlock.get()) + d * layout.bytes; };
-  auto hostSlot = [&](int h) { return static_cast<char *>(hostBlock.get()) + h * layout.bytes; };
-  // The losses live after the two slots, 256 bytes apart.
-  auto deviceLoss = [&](int d) { return deviceSlot(kDeviceSlots) + d * 256; };
-  auto hostLossOf = [&](int d) {
-    return reinterpret_cast<float *>(static_cast<char *>(hostLoss.get()) + d * 256);
-  };
-  std::vector<std::vector<void *>> inputPtrs(kDeviceSlots), hyperPtrs(kDeviceSlots);
-  std::vector<TrainArgs> args;
-  for (int d = 0; d < kDeviceSlots; ++d) {
-    for (uint64_t at : layout.inputs)
-      inputPtrs[d].push_back(deviceSlot(d) + at);
-    for (uint64_t at : layout.hypers)
-      hyperPtrs[d].push_back(deviceSlot(d) + at);
-    args.push_back({inputPtrs[d].data(), hyperPtrs[d].data(), paramPtrs.data(),
-                    statePtrs.data(), deviceLoss(d), static_cast<char *>(arena.get()), nullptr});
-  }
-  // The hyperparameters' host copies: in the host slot the step was filled from.
-  std::vector<std::vector<const float *>> hostHyperPtrs(hostSlots);
-  for (int h = 0; h < hostSlots; ++h)
-    for (uint64_t at : layout.hypers)
-      hostHyperPtrs[h].push_back(reinterpret_cast<const float *>(hostSlot(h) + at));
-  std::vector<int> uploaded(hostSlots), computed(kDeviceSlots);
-  for (int &event : uploaded)
-    TRAINC_RETURN_IF_ERROR(context->createEvent(&event));
-  for (int &event : computed)
-    TRAINC_RETURN_IF_ERROR(context->createEvent(&event));
-  std::vector<bool> uploadPending(hostSlots, false);
-  StepGraphs graphs(*context, *train, options.cudaGraph);
-  std::vector<BatchField> fields;
-  for (size_t f = 0; f < fileInputs.size(); ++f)
-    fields.push_back({&arrays[f], tensorBytes(fileInputs[f], 1), layout.inputs[fileIndex[f]]});
+  // The epoch's sample order, which the pipeline's workers read.
   std::vector<int64_t> order(samples);
   std::iota(order.begin(), order.end(), 0);
-  // Declared after every buffer it reads or fills (and the order), so it
-  // stops before they go.
-  BatchLoader loader(fields, batch, options.workers);
+  StepPipeline pipeline(device, *train, data, batch, options.workers, options.cudaGraph);
+  TRAINC_RETURN_IF_ERROR(pipeline.init());
+  const int hostSlots = pipeline.hostSlots();
+  constexpr int kDeviceSlots = StepPipeline::kDeviceSlots;
   std::mt19937_64 rng(options.seed);
   // With data parallelism a batch is the ranks' batches together: rank r
   // trains rows [r * batch, (r + 1) * batch) of each global batch of the
@@ -652,8 +502,8 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
   auto finishOldest = [&]() -> Status {
     Pending p = pending.front();
     pending.pop_front();
-    TRAINC_RETURN_IF_ERROR(context->hostWait(computed[p.slot]));
-    const float *record = hostLossOf(p.slot);
+    TRAINC_RETURN_IF_ERROR(pipeline.waitStep(p.slot));
+    const float *record = pipeline.record(p.slot);
     // The step's loss: the mean over the group's samples.
     groupLoss += static_cast<double>(record[0]) * p.count;
     groupCount += p.count;
@@ -756,13 +606,9 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
     // from host slot launch % hostSlots.
     auto submitUpTo = [&](int64_t end) -> Status {
       for (; submitted < std::min(end, lastBatch); ++submitted) {
-        int h = static_cast<int>((epochFirstLaunch + submitted - firstBatch) % hostSlots);
-        if (uploadPending[h]) {
-          TRAINC_RETURN_IF_ERROR(context->hostWait(uploaded[h]));
-          uploadPending[h] = false;
-        }
+        int h = pipeline.hostSlotOf(epochFirstLaunch + submitted - firstBatch);
         int64_t first = std::min(samples, submitted * globalBatch + rank * batch);
-        loader.submit(h, hostSlot(h), order.data(), first, rankCount(submitted));
+        TRAINC_RETURN_IF_ERROR(pipeline.submit(h, order.data(), first, rankCount(submitted)));
       }
       return Status();
     };
@@ -770,8 +616,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       // Refills the slot of step k - 2 at the latest, whose upload step k - 2
       // waited for: the host does not wait here.
       TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots - 1));
-      const int h = static_cast<int>(launched % hostSlots),
-                d = static_cast<int>(launched % kDeviceSlots);
+      const int h = pipeline.hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
       const int64_t count = rankCount(b);
       // The group of batches this one belongs to (groups start at the
       // epoch's first batch; the last may be short), its real samples on
@@ -784,15 +629,14 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       const int64_t globalSamples =
           std::min(groupEnd * globalBatch, samples) - groupFirst * globalBatch;
       const bool last = b + 1 == groupEnd;
-      if (Status filled = loader.wait(h); !filled.ok())
+      if (Status filled = pipeline.waitFilled(h); !filled.ok())
         return Status::error("reading the training data for step " + std::to_string(step + 1) +
                              ": " + filled.message());
-      char *slot = hostSlot(h);
       if (weightsIndex >= 0) {
         // A rank's batch without a real sample (the end of a short last
         // global batch) trains its zero rows with weight 1, so its loss is
         // finite, and its gradient's share below is 0.
-        float *w = reinterpret_cast<float *>(slot + layout.inputs[weightsIndex]);
+        float *w = reinterpret_cast<float *>(pipeline.input(h, weightsIndex));
         std::fill(w, w + batch, count == 0 ? 1.0f : 0.0f);
         std::fill(w, w + count, 1.0f);
       }
@@ -800,7 +644,7 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
         // Dropout masks are a function of the seed and the batch's number
         // (the step number without accumulation; each batch of a group its
         // own), so a resumed run draws the masks the uninterrupted run drew.
-        int64_t *key = reinterpret_cast<int64_t *>(slot + layout.inputs[keyIndex]);
+        int64_t *key = reinterpret_cast<int64_t *>(pipeline.input(h, keyIndex));
         // Each rank draws its own masks; rank 0 those of a single process.
         key[0] = static_cast<int64_t>(options.seed ^ (0x9E3779B97F4A7C15ull *
                                                       static_cast<uint64_t>(rank)));
@@ -808,38 +652,32 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       }
       hyper.lr = scheduledLr(options.schedule, baseLr, step, totalSteps);
       for (int k = 0; k < train->numHypers; ++k)
-        *reinterpret_cast<float *>(slot + layout.hypers[k]) =
+        *pipeline.hyper(h, k) =
             static_cast<float>(hyper.value(train->hypers[k], step + 1));
       if (weightHyper >= 0) {
         // The batch's share of the group's samples: the sum of the weighted
         // gradients is the gradient of the group's mean loss.
-        *reinterpret_cast<float *>(slot + layout.hypers[weightHyper]) =
+        *pipeline.hyper(h, weightHyper) =
             groupSamples > 0 ? static_cast<float>(static_cast<double>(count) / groupSamples)
                              : 1.0f / static_cast<float>(groupEnd - groupFirst);
-        *reinterpret_cast<float *>(slot + layout.hypers[keepHyper]) = b == groupFirst ? 0.0f : 1.0f;
+        *pipeline.hyper(h, keepHyper) = b == groupFirst ? 0.0f : 1.0f;
       }
       if (shareHyper >= 0)
         // The rank's share of the global group's samples (1 in one process).
-        *reinterpret_cast<float *>(slot + layout.hypers[shareHyper]) =
+        *pipeline.hyper(h, shareHyper) =
             static_cast<float>(static_cast<double>(groupSamples) / globalSamples);
-      if (launched >= kDeviceSlots)
-        TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Upload, computed[d]));
-      TRAINC_RETURN_IF_ERROR(context->uploadAsync(deviceSlot(d), slot, layout.bytes));
-      TRAINC_RETURN_IF_ERROR(context->recordEvent(uploaded[h], Context::Queue::Upload));
-      uploadPending[h] = true;
-      TRAINC_RETURN_IF_ERROR(context->queueWait(Context::Queue::Compute, uploaded[h]));
-      args[d].hostHypers = hostHyperPtrs[h].data();
-      Status ran = graphs.run(last, d, args[d]);
+      TRAINC_RETURN_IF_ERROR(pipeline.upload(launched, h));
+      Status ran = pipeline.run(launched, h, last);
       if (!ran.ok())
         return Status::error("training step " + std::to_string(step + 1) + " failed" +
                              (accum > 1 ? " (batch " + std::to_string(b - groupFirst + 1) +
                                               " of its group)"
                                         : std::string()) +
                              ": " + ran.message());
-      TRAINC_RETURN_IF_ERROR(context->downloadAsync(hostLossOf(d), deviceLoss(d), 4));
+      TRAINC_RETURN_IF_ERROR(pipeline.queueLossReadback(d));
       if (last)
-        TRAINC_RETURN_IF_ERROR(scaler.queueReadback(hostLossOf(d)));
-      TRAINC_RETURN_IF_ERROR(context->recordEvent(computed[d], Context::Queue::Compute));
+        TRAINC_RETURN_IF_ERROR(scaler.queueReadback(pipeline.record(d)));
+      TRAINC_RETURN_IF_ERROR(pipeline.finishLaunch(d));
       pending.push_back({step + 1, epoch, count, hyper.lr, d, last});
       ++launched;
       if (pending.size() >= kDeviceSlots)

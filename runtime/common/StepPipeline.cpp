@@ -1,0 +1,105 @@
+//===- StepPipeline.cpp - batches to the device, steps behind them --------===//
+
+#include "StepPipeline.h"
+
+#include <algorithm>
+
+namespace trainc::rt::detail {
+
+SlotLayout slotLayout(const TrainStep &train) {
+  SlotLayout layout;
+  auto place = [&](uint64_t size) {
+    uint64_t at = layout.bytes;
+    layout.bytes += (size + 255) / 256 * 256;
+    return at;
+  };
+  for (int i = 0; i < train.numInputs; ++i)
+    layout.inputs.push_back(place(tensorBytes(train.inputs[i])));
+  for (int i = 0; i < train.numHypers; ++i)
+    layout.hypers.push_back(place(4));
+  layout.bytes = std::max<uint64_t>(layout.bytes, 256);
+  return layout;
+}
+
+StepPipeline::StepPipeline(RunDevice &device, const TrainStep &train, const TrainingData &data,
+                           int64_t batch, int workers, bool cudaGraph)
+    : device(device), context(*device.context), train(train), data(data),
+      layout(slotLayout(train)), batch(batch), hostSlotCount(workers + 2),
+      deviceBlock(nullptr, DeviceFree{&context}), hostBlock(nullptr, HostFree{&context}),
+      hostLoss(nullptr, HostFree{&context}), graphs(context, train, cudaGraph) {}
+
+StepPipeline::~StepPipeline() {
+  loader.reset();
+  (void)context.synchronize();
+}
+
+Status StepPipeline::init() {
+  TRAINC_RETURN_IF_ERROR(allocateDevice(context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
+  TRAINC_RETURN_IF_ERROR(allocatePinned(context, hostSlotCount * layout.bytes, hostBlock));
+  TRAINC_RETURN_IF_ERROR(allocatePinned(context, kDeviceSlots * 256, hostLoss));
+  inputPtrs.resize(kDeviceSlots);
+  hyperPtrs.resize(kDeviceSlots);
+  for (int d = 0; d < kDeviceSlots; ++d) {
+    for (uint64_t at : layout.inputs)
+      inputPtrs[d].push_back(deviceSlot(d) + at);
+    for (uint64_t at : layout.hypers)
+      hyperPtrs[d].push_back(deviceSlot(d) + at);
+    args.push_back({inputPtrs[d].data(), hyperPtrs[d].data(), device.paramPtrs.data(),
+                    device.statePtrs.data(), deviceLoss(d),
+                    static_cast<char *>(device.arena.get()), nullptr});
+  }
+  hostHyperPtrs.resize(hostSlotCount);
+  for (int h = 0; h < hostSlotCount; ++h)
+    for (uint64_t at : layout.hypers)
+      hostHyperPtrs[h].push_back(reinterpret_cast<const float *>(hostSlot(h) + at));
+  uploaded.resize(hostSlotCount);
+  computed.resize(kDeviceSlots);
+  for (int &event : uploaded)
+    TRAINC_RETURN_IF_ERROR(context.createEvent(&event));
+  for (int &event : computed)
+    TRAINC_RETURN_IF_ERROR(context.createEvent(&event));
+  uploadPending.assign(hostSlotCount, false);
+  std::vector<BatchField> fields;
+  for (size_t f = 0; f < data.fileInputs.size(); ++f)
+    fields.push_back({&data.arrays[f], tensorBytes(data.fileInputs[f], 1),
+                      layout.inputs[data.fileIndex[f]]});
+  loader = std::make_unique<BatchLoader>(fields, batch, static_cast<int>(hostSlotCount - 2));
+  return Status();
+}
+
+Status StepPipeline::submit(int h, const int64_t *order, int64_t first, int64_t count) {
+  if (uploadPending[h]) {
+    TRAINC_RETURN_IF_ERROR(context.hostWait(uploaded[h]));
+    uploadPending[h] = false;
+  }
+  loader->submit(h, hostSlot(h), order, first, count);
+  return Status();
+}
+
+Status StepPipeline::upload(int64_t n, int h) {
+  const int d = deviceSlotOf(n);
+  if (n >= kDeviceSlots)
+    TRAINC_RETURN_IF_ERROR(context.queueWait(Context::Queue::Upload, computed[d]));
+  TRAINC_RETURN_IF_ERROR(context.uploadAsync(deviceSlot(d), hostSlot(h), layout.bytes));
+  TRAINC_RETURN_IF_ERROR(context.recordEvent(uploaded[h], Context::Queue::Upload));
+  uploadPending[h] = true;
+  return context.queueWait(Context::Queue::Compute, uploaded[h]);
+}
+
+Status StepPipeline::run(int64_t n, int h, bool last) {
+  const int d = deviceSlotOf(n);
+  args[d].hostHypers = hostHyperPtrs[h].data();
+  return graphs.run(last, d, args[d]);
+}
+
+Status StepPipeline::queueLossReadback(int d) {
+  return context.downloadAsync(record(d), deviceLoss(d), 4);
+}
+
+Status StepPipeline::finishLaunch(int d) {
+  return context.recordEvent(computed[d], Context::Queue::Compute);
+}
+
+Status StepPipeline::waitStep(int d) { return context.hostWait(computed[d]); }
+
+} // namespace trainc::rt::detail
