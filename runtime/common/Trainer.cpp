@@ -324,409 +324,500 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   return communicator->finish();
 }
 
-/// `waitedForSums`: the seconds the steps waited for the buckets' sums
-/// (Context::secondsWaitingForSums), and whether they overlapped the
-/// steps, set when training ends.
-static Status trainOnRanks(const Program &program, const TrainOptions &givenOptions,
-                           Communicator *ranks, double &waitedForSums,
-                           bool &overlappedSums) {
-  const TrainStep *train = program.train;
-  // Data parallelism: this process is rank `rank` of `ranksCount`; rank 0
-  // alone writes the log, checkpoints, the export and --save-params, and
-  // evaluates.
-  const int rank = ranks ? ranks->rank() : 0, ranksCount = ranks ? ranks->size() : 1;
-  TrainOptions options = givenOptions;
-  if (rank > 0) {
-    options.logPath.clear();
-    options.exportPath.clear();
-    options.saveDir.clear();
-    options.evalDir.clear();
-  }
-  const bool chatty = rank == 0;
-  if (options.epochs <= 0 && options.steps <= 0)
-    return Status::error("training needs --epochs N or --steps N");
-  const int64_t batch = program.batchSize;
-  const std::string optimizer = name(train->optimizer);
-  RunSettings settings;
-  TRAINC_RETURN_IF_ERROR(settleRun(program, options, settings));
-  Hyperparameters &hyper = settings.hyper;
-  const double baseLr = settings.baseLr;
-  const int64_t accum = settings.accum;
-  const int weightHyper = settings.weightHyper, keepHyper = settings.keepHyper,
-            shareHyper = settings.shareHyper;
-  const bool lossScaled = train->lossScaling != LossScaling::None;
+namespace {
 
-  TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
-  TrainingData data;
-  TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, data));
-  const int64_t samples = data.samples;
-  const int weightsIndex = data.weightsIndex, keyIndex = data.keyIndex;
-  const bool dropLast = data.dropLast;
-
-  RunDevice device;
-  TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
-  std::unique_ptr<Context> &context = device.context;
-  const std::vector<void *> &paramPtrs = device.paramPtrs, &statePtrs = device.statePtrs;
-  const DevicePtr &arena = device.arena;
-  EvalSet evalSet;
-  if (!options.evalDir.empty())
-    TRAINC_RETURN_IF_ERROR(openEvalSet(*context, program, options.evalDir, dropLast, evalSet));
-
-  // The epoch's sample order, which the pipeline's workers read.
-  std::vector<int64_t> order(samples);
-  std::iota(order.begin(), order.end(), 0);
-  StepPipeline pipeline(device, *train, data, batch, options.workers, options.cudaGraph);
-  TRAINC_RETURN_IF_ERROR(pipeline.init());
-  const int hostSlots = pipeline.hostSlots();
-  constexpr int kDeviceSlots = StepPipeline::kDeviceSlots;
-  std::mt19937_64 rng(options.seed);
-  // With data parallelism a batch is the ranks' batches together: rank r
-  // trains rows [r * batch, (r + 1) * batch) of each global batch of the
-  // epoch's order (so the ranks together train what one process would at
-  // batch * ranks).
-  const int64_t globalBatch = batch * ranksCount;
-  const int64_t batchesPerEpoch =
-      dropLast ? samples / globalBatch : (samples + globalBatch - 1) / globalBatch;
-  // The real samples of this rank in global batch b (0 in a short last one).
-  auto rankCount = [&](int64_t b) {
-    int64_t first = b * globalBatch + rank * batch;
-    return std::max<int64_t>(0, std::min(batch, samples - first));
-  };
-  // Optimizer steps per epoch: one per group of `accum` batches.
-  const int64_t stepsPerEpoch = (batchesPerEpoch + accum - 1) / accum;
-  if (options.steps <= 0 && options.epochs > kMaxTrainSteps / stepsPerEpoch)
-    return Status::error("--epochs " + std::to_string(options.epochs) + " of " +
-                         std::to_string(stepsPerEpoch) + " steps each are more than the " +
-                         std::to_string(kMaxTrainSteps) + " steps a run can have");
-  const int64_t totalSteps = options.steps > 0 ? options.steps : options.epochs * stepsPerEpoch;
-  int64_t step = 0, startEpoch = 1, startBatch = 0;
-  if (chatty)
-    std::fprintf(stderr, "%s\n",
-                 settingsLine(program, options, hyper, ranksCount, accum, samples,
-                              batchesPerEpoch, totalSteps)
-                     .c_str());
-
-  TrainCheckpoints checkpoints(*context, program, paramPtrs, statePtrs);
-  // Checkpoints: a folder we can write, checked before the first step (by
-  // rank 0, which writes them).
-  if (!options.checkpointDir.empty() && rank == 0)
-    TRAINC_RETURN_IF_ERROR(TrainCheckpoints::prepareFolder(options.checkpointDir));
-  LossScaleMonitor scaler(*train, device);
-  TRAINC_RETURN_IF_ERROR(scaler.read());
-  std::string epochRng; // the RNG state before the current epoch's shuffle
-  if (options.resume) {
-    if (options.checkpointDir.empty())
-      return Status::error("--resume needs --checkpoint-dir");
-    ResumeExpectation expect;
-    expect.optimizer = optimizer;
-    expect.batchSize = batch;
-    expect.fingerprint = program.fingerprint;
-    expect.modelFingerprint = program.modelFingerprint;
-    expect.otherModel = options.resumeOtherModel;
-    expect.batchesPerEpoch = batchesPerEpoch;
-    expect.gradAccum = accum;
-    expect.totalSteps = totalSteps;
-    expect.seed = options.seed;
-    expect.samples = samples;
-    expect.shuffle = options.shuffle;
-    ResumePoint point;
-    TRAINC_RETURN_IF_ERROR(checkpoints.restore(options.checkpointDir, expect, point));
-    step = point.step;
-    startEpoch = point.epoch;
-    startBatch = point.batch;
-    epochRng = point.rng;
-    std::istringstream state(epochRng);
-    state >> rng; // checked by readCheckpoint
-    TRAINC_RETURN_IF_ERROR(scaler.read());
-    if (chatty)
-      std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
-                   options.checkpointDir.c_str(), static_cast<long long>(step),
-                   static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
-  }
-  // The manifest's fields that hold for the whole run.
-  std::map<std::string, std::string> runManifest = {
-      {"format", "trainc checkpoint 1"},
-      {"model", program.modelName ? program.modelName : ""},
-      {"optimizer", optimizer},
-      {"precision", name(program.train->precision)},
-      {"batch_size", std::to_string(batch)},
-      {"grad_accum", std::to_string(accum)},
-      {"seed", std::to_string(options.seed)},
-      {"samples", std::to_string(samples)},
-      {"shuffle", options.shuffle ? "true" : "false"}};
-  if (program.fingerprint)
-    runManifest["fingerprint"] = program.fingerprint;
-  if (program.modelFingerprint)
-    runManifest["model_fingerprint"] = program.modelFingerprint;
-  // A resumed run continues the log of the run it resumes, cut back to what
-  // the checkpoint covers.
-  TrainLog log;
-  bool evalLogged = false; // the log holds the evaluation of startEpoch
-  if (!options.logPath.empty() && !options.resume)
-    TRAINC_RETURN_IF_ERROR(log.create(options.logPath));
-  if (!options.logPath.empty() && options.resume) {
-    LogCut cut{step, startEpoch, startBatch == batchesPerEpoch || step == totalSteps};
-    // A record is under 200 bytes, one per step and per epoch of the whole
-    // run (a killed run may have logged past its checkpoint); a log many
-    // times longer is not ours. No overflow: totalSteps is at most 10^12.
-    const uint64_t maxBytes =
-        (static_cast<uint64_t>(totalSteps) + static_cast<uint64_t>(totalSteps / stepsPerEpoch) +
-         2) * 1024;
-    TRAINC_RETURN_IF_ERROR(log.resume(options.logPath, cut, maxBytes, evalLogged));
+/// One training run on this rank: everything is set up and checked before
+/// step 1 (setUp), then the epochs run (train), then the run reports and
+/// writes what it was asked for (finish). Data parallelism: this process is
+/// rank `rank` of `ranksCount`; rank 0 alone writes the log, checkpoints,
+/// the export and --save-params, and evaluates.
+class TrainRun {
+public:
+  TrainRun(const Program &program, const TrainOptions &givenOptions, Communicator *ranks)
+      : program(program), train(*program.train), options(givenOptions), ranks(ranks),
+        rank(ranks ? ranks->rank() : 0), ranksCount(ranks ? ranks->size() : 1),
+        chatty(rank == 0), batch(program.batchSize),
+        lossScaled(train.lossScaling != LossScaling::None) {
+    if (rank > 0) {
+      options.logPath.clear();
+      options.exportPath.clear();
+      options.saveDir.clear();
+      options.evalDir.clear();
+    }
   }
 
-  // Batches issued to the device whose loss the host has not read yet
-  // (with gradient accumulation, each batch of a group; `last` is the one
-  // whose step updates the parameters).
+  Status setUp();
+  Status trainEpochs();
+  Status finish(double &waitedForSums, bool &overlappedSums);
+
+private:
+  /// Batches issued to the device whose loss the host has not read yet
+  /// (with gradient accumulation, each batch of a group; `last` is the one
+  /// whose step updates the parameters).
   struct Pending {
     int64_t step, epoch, count;
     double lr;
     int slot;
     bool last;
   };
-  // The group's batches read so far: their losses times their samples.
+  /// The group of batches a batch belongs to (groups start at the epoch's
+  /// first batch; the last may be short): its batches [first, end), its
+  /// real samples on this rank and on all of them.
+  struct Group {
+    int64_t first, end, samples, globalSamples;
+  };
+
+  Status planSteps();
+  Status resume();
+  Status openLog();
+  Status runEpoch(int64_t epoch);
+  Status runBatch(int64_t epoch, int64_t b);
+  void fillTrainerInputs(int h, int64_t b, const Group &group);
+  Status afterStep(int64_t epoch, int64_t b);
+  Status finishOldest();
+  Status drain();
+  void progressLine(const Pending &p);
+  Status runEval(int64_t epoch, bool logged);
+  void epochSummary(int64_t epoch);
+
+  Group groupOf(int64_t b) const;
+  /// The real samples of this rank in global batch b (0 in a short last one).
+  int64_t rankCount(int64_t b) const {
+    int64_t first = b * globalBatch + rank * batch;
+    return std::max<int64_t>(0, std::min(batch, data.samples - first));
+  }
+  double secondsSince(std::chrono::steady_clock::time_point t) const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+
+  const Program &program;
+  const TrainStep &train;
+  TrainOptions options;
+  Communicator *ranks;
+  const int rank, ranksCount;
+  const bool chatty;
+  const int64_t batch;
+  const bool lossScaled;
+  RunSettings settings;
+  TrainingData data;
+  RunDevice device;
+  EvalSet evalSet;
+  /// The epoch's sample order, which the pipeline's workers read.
+  std::vector<int64_t> order;
+  std::unique_ptr<StepPipeline> pipeline;
+  std::unique_ptr<TrainCheckpoints> checkpoints;
+  std::unique_ptr<LossScaleMonitor> scaler;
+  /// The manifest's fields that hold for the whole run.
+  std::map<std::string, std::string> runManifest;
+  TrainLog log;
+  /// The log holds the evaluation of startEpoch.
+  bool evalLogged = false;
+  std::mt19937_64 rng;
+  /// The RNG state before the current epoch's shuffle.
+  std::string epochRng;
+
+  // The schedule of the run. With data parallelism a batch is the ranks'
+  // batches together: rank r trains rows [r * batch, (r + 1) * batch) of
+  // each global batch of the epoch's order (so the ranks together train
+  // what one process would at batch * ranks).
+  int64_t globalBatch = 0, batchesPerEpoch = 0, stepsPerEpoch = 0, totalSteps = 0;
+  int64_t step = 0, startEpoch = 1, startBatch = 0, firstStep = 0;
+
+  // The loop's position: batches issued in this run (each group's, with
+  // gradient accumulation), the epoch's first launch and batches submitted
+  // for loading.
+  int64_t launched = 0, epochFirstLaunch = 0, epochFirstBatch = 0, submitted = 0,
+          epochLastBatch = 0;
+  std::deque<Pending> pending;
+  /// The group's batches read so far: their losses times their samples.
   double groupLoss = 0;
   int64_t groupCount = 0;
-  std::deque<Pending> pending;
-  const auto start = std::chrono::steady_clock::now();
-  auto since = [&](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  const int64_t firstStep = step;
-  // Batches issued in this run (each group's, with gradient accumulation).
-  int64_t launched = 0;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
-  auto lastLine = start;
-  // Reads back the oldest pending step's loss: waits for that step only,
-  // while the step after it runs.
-  auto finishOldest = [&]() -> Status {
-    Pending p = pending.front();
-    pending.pop_front();
-    TRAINC_RETURN_IF_ERROR(pipeline.waitStep(p.slot));
-    const float *record = pipeline.record(p.slot);
-    // The step's loss: the mean over the group's samples.
-    groupLoss += static_cast<double>(record[0]) * p.count;
-    groupCount += p.count;
-    if (!p.last)
-      return Status();
-    if (ranks) {
-      // The global batch's loss: every rank's weighted sum and count added.
-      double sums[2] = {groupLoss, static_cast<double>(groupCount)};
-      TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(sums, 2));
-      groupLoss = sums[0];
-      groupCount = static_cast<int64_t>(sums[1] + 0.5);
-    }
-    const float loss = static_cast<float>(groupLoss / std::max<int64_t>(groupCount, 1));
-    p.count = groupCount;
-    groupLoss = 0;
-    groupCount = 0;
-    // Loss scaling: a step that found inf/NaN in its gradients changed
-    // nothing but the scaler; its loss may be inf or NaN itself.
-    bool skipped = false;
-    const double ranWith = scaler.scale();
-    TRAINC_RETURN_IF_ERROR(scaler.take(record, p.step, skipped));
-    if (!std::isfinite(loss) && !skipped)
-      return Status::error("the loss became " + std::to_string(loss) + " at step " +
-                           std::to_string(p.step) + " (learning rate too high?)");
-    if (std::isfinite(loss)) {
-      epochLoss += loss * p.count;
-      epochWeight += p.count;
-      lineLoss += loss * p.count;
-      lineWeight += p.count;
-    }
-    TRAINC_RETURN_IF_ERROR(log.step(p.step, p.epoch, loss, p.lr,
-                                    lossScaled ? &ranWith : nullptr, skipped));
-    if (chatty && since(lastLine) >= 2.0) {
-      double seconds = since(start), perStep = seconds / (p.step - firstStep);
-      char scaling[96] = "";
-      if (lossScaled)
-        std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)",
-                      scaler.scale(), static_cast<long long>(scaler.skippedSinceLine));
-      std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
-                   static_cast<long long>(p.step), static_cast<long long>(totalSteps),
-                   lineLoss / std::max(lineWeight, 1.0), scaling, globalBatch * accum / perStep,
-                   clockText(perStep * (totalSteps - p.step)).c_str());
-      lastLine = std::chrono::steady_clock::now();
-      lineLoss = lineWeight = 0;
-      scaler.skippedSinceLine = 0;
-    }
-    return Status();
-  };
-  auto drain = [&]() -> Status {
-    while (!pending.empty())
-      TRAINC_RETURN_IF_ERROR(finishOldest());
-    return Status();
-  };
+  std::chrono::steady_clock::time_point start, lastLine;
   double evalLoss = 0, evalAccuracy = 0;
   bool evaluated = false;
-  auto runEval = [&](int64_t epoch, bool logged) -> Status {
-    TRAINC_RETURN_IF_ERROR(evaluate(*context, program, evalSet, paramPtrs,
-                                    static_cast<char *>(arena.get()), evalLoss, evalAccuracy));
-    evaluated = true;
-    if (evalSet.modelLoss)
-      std::fprintf(stderr, "epoch %lld: eval on %lld samples (full batches), loss %.5f\n",
-                   static_cast<long long>(epoch), static_cast<long long>(evalSet.evaluated),
-                   evalLoss);
-    else
-      std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
-                   static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
-                   evalLoss, 100.0 * evalAccuracy);
-    return logged ? log.eval(epoch, evalLoss, evalAccuracy) : Status();
-  };
+};
 
-  for (int64_t epoch = startEpoch; step < totalSteps; ++epoch) {
-    if (epoch != startEpoch || !options.resume) {
-      std::ostringstream state;
-      state << rng;
-      epochRng = state.str();
-    }
-    // Each epoch's order depends on the RNG state alone (not on the previous
-    // order), so a resumed run rebuilds it from the saved state. The epoch's
-    // batches are filled ahead only once its order exists.
-    std::iota(order.begin(), order.end(), 0);
-    if (options.shuffle)
-      std::shuffle(order.begin(), order.end(), rng);
-    epochLoss = epochWeight = 0;
-    const int64_t firstBatch = epoch == startEpoch ? startBatch : 0;
-    // No overflow: at most 10^12 steps of at most 10^6 batches.
-    const int64_t lastBatch =
-        std::min(batchesPerEpoch, firstBatch + (totalSteps - step) * accum);
-    if (firstBatch >= lastBatch) {
-      // Resumed from the checkpoint at this epoch's end. Its evaluation
-      // followed the checkpoint: it runs again only if the log lacks it (the
-      // run was killed in between), so that the log is the uninterrupted one.
-      if (!options.evalDir.empty() && log.enabled() && !evalLogged)
-        TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
-      continue;
-    }
+Status TrainRun::setUp() {
+  if (options.epochs <= 0 && options.steps <= 0)
+    return Status::error("training needs --epochs N or --steps N");
+  TRAINC_RETURN_IF_ERROR(settleRun(program, options, settings));
+  TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
+  TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, data));
+  TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
+  if (!options.evalDir.empty())
+    TRAINC_RETURN_IF_ERROR(
+        openEvalSet(*device.context, program, options.evalDir, data.dropLast, evalSet));
+  order.resize(data.samples);
+  std::iota(order.begin(), order.end(), 0);
+  pipeline = std::make_unique<StepPipeline>(device, train, data, batch, options.workers,
+                                            options.cudaGraph);
+  TRAINC_RETURN_IF_ERROR(pipeline->init());
+  rng.seed(options.seed);
+  TRAINC_RETURN_IF_ERROR(planSteps());
+  if (chatty)
+    std::fprintf(stderr, "%s\n",
+                 settingsLine(program, options, settings.hyper, ranksCount, settings.accum,
+                              data.samples, batchesPerEpoch, totalSteps)
+                     .c_str());
+  checkpoints = std::make_unique<TrainCheckpoints>(*device.context, program, device.paramPtrs,
+                                                   device.statePtrs);
+  // Checkpoints: a folder we can write, checked before the first step (by
+  // rank 0, which writes them).
+  if (!options.checkpointDir.empty() && rank == 0)
+    TRAINC_RETURN_IF_ERROR(TrainCheckpoints::prepareFolder(options.checkpointDir));
+  scaler = std::make_unique<LossScaleMonitor>(train, device);
+  TRAINC_RETURN_IF_ERROR(scaler->read());
+  if (options.resume)
+    TRAINC_RETURN_IF_ERROR(resume());
+  runManifest = {{"format", "trainc checkpoint 1"},
+                 {"model", program.modelName ? program.modelName : ""},
+                 {"optimizer", name(train.optimizer)},
+                 {"precision", name(train.precision)},
+                 {"batch_size", std::to_string(batch)},
+                 {"grad_accum", std::to_string(settings.accum)},
+                 {"seed", std::to_string(options.seed)},
+                 {"samples", std::to_string(data.samples)},
+                 {"shuffle", options.shuffle ? "true" : "false"}};
+  if (program.fingerprint)
+    runManifest["fingerprint"] = program.fingerprint;
+  if (program.modelFingerprint)
+    runManifest["model_fingerprint"] = program.modelFingerprint;
+  return openLog();
+}
 
-    const int64_t epochFirstLaunch = launched;
-    int64_t submitted = firstBatch;
-    // Batch b is the run's launch (0-based) epochFirstLaunch + b - firstBatch,
-    // from host slot launch % hostSlots.
-    auto submitUpTo = [&](int64_t end) -> Status {
-      for (; submitted < std::min(end, lastBatch); ++submitted) {
-        int h = pipeline.hostSlotOf(epochFirstLaunch + submitted - firstBatch);
-        int64_t first = std::min(samples, submitted * globalBatch + rank * batch);
-        TRAINC_RETURN_IF_ERROR(pipeline.submit(h, order.data(), first, rankCount(submitted)));
-      }
-      return Status();
-    };
-    for (int64_t b = firstBatch; b < lastBatch; ++b) {
-      // Refills the slot of step k - 2 at the latest, whose upload step k - 2
-      // waited for: the host does not wait here.
-      TRAINC_RETURN_IF_ERROR(submitUpTo(b + hostSlots - 1));
-      const int h = pipeline.hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
-      const int64_t count = rankCount(b);
-      // The group of batches this one belongs to (groups start at the
-      // epoch's first batch; the last may be short), its real samples on
-      // this rank and on all of them.
-      const int64_t groupFirst = b / accum * accum;
-      const int64_t groupEnd = std::min(groupFirst + accum, batchesPerEpoch);
-      int64_t groupSamples = 0;
-      for (int64_t g = groupFirst; g < groupEnd; ++g)
-        groupSamples += rankCount(g);
-      const int64_t globalSamples =
-          std::min(groupEnd * globalBatch, samples) - groupFirst * globalBatch;
-      const bool last = b + 1 == groupEnd;
-      if (Status filled = pipeline.waitFilled(h); !filled.ok())
-        return Status::error("reading the training data for step " + std::to_string(step + 1) +
-                             ": " + filled.message());
-      if (weightsIndex >= 0) {
-        // A rank's batch without a real sample (the end of a short last
-        // global batch) trains its zero rows with weight 1, so its loss is
-        // finite, and its gradient's share below is 0.
-        float *w = reinterpret_cast<float *>(pipeline.input(h, weightsIndex));
-        std::fill(w, w + batch, count == 0 ? 1.0f : 0.0f);
-        std::fill(w, w + count, 1.0f);
-      }
-      if (keyIndex >= 0) {
-        // Dropout masks are a function of the seed and the batch's number
-        // (the step number without accumulation; each batch of a group its
-        // own), so a resumed run draws the masks the uninterrupted run drew.
-        int64_t *key = reinterpret_cast<int64_t *>(pipeline.input(h, keyIndex));
-        // Each rank draws its own masks; rank 0 those of a single process.
-        key[0] = static_cast<int64_t>(options.seed ^ (0x9E3779B97F4A7C15ull *
-                                                      static_cast<uint64_t>(rank)));
-        key[1] = step * accum + (b - groupFirst) + 1;
-      }
-      hyper.lr = scheduledLr(options.schedule, baseLr, step, totalSteps);
-      for (int k = 0; k < train->numHypers; ++k)
-        *pipeline.hyper(h, k) =
-            static_cast<float>(hyper.value(train->hypers[k], step + 1));
-      if (weightHyper >= 0) {
-        // The batch's share of the group's samples: the sum of the weighted
-        // gradients is the gradient of the group's mean loss.
-        *pipeline.hyper(h, weightHyper) =
-            groupSamples > 0 ? static_cast<float>(static_cast<double>(count) / groupSamples)
-                             : 1.0f / static_cast<float>(groupEnd - groupFirst);
-        *pipeline.hyper(h, keepHyper) = b == groupFirst ? 0.0f : 1.0f;
-      }
-      if (shareHyper >= 0)
-        // The rank's share of the global group's samples (1 in one process).
-        *pipeline.hyper(h, shareHyper) =
-            static_cast<float>(static_cast<double>(groupSamples) / globalSamples);
-      TRAINC_RETURN_IF_ERROR(pipeline.upload(launched, h));
-      Status ran = pipeline.run(launched, h, last);
-      if (!ran.ok())
-        return Status::error("training step " + std::to_string(step + 1) + " failed" +
-                             (accum > 1 ? " (batch " + std::to_string(b - groupFirst + 1) +
-                                              " of its group)"
-                                        : std::string()) +
-                             ": " + ran.message());
-      TRAINC_RETURN_IF_ERROR(pipeline.queueLossReadback(d));
-      if (last)
-        TRAINC_RETURN_IF_ERROR(scaler.queueReadback(pipeline.record(d)));
-      TRAINC_RETURN_IF_ERROR(pipeline.finishLaunch(d));
-      pending.push_back({step + 1, epoch, count, hyper.lr, d, last});
-      ++launched;
-      if (pending.size() >= kDeviceSlots)
-        TRAINC_RETURN_IF_ERROR(finishOldest());
-      if (!last)
-        continue;
-      ++step;
-      bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
-      const int stopping = ranks ? 0 : stopSignal.load();
-      if (!options.checkpointDir.empty() &&
-          (stopping ||
-           (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd))) {
-        // The log holds every step the checkpoint covers. Every rank drains
-        // (its loss sums pair with rank 0's); rank 0 writes.
-        TRAINC_RETURN_IF_ERROR(drain());
-        if (rank == 0) {
-          TRAINC_RETURN_IF_ERROR(log.sync());
-          TRAINC_RETURN_IF_ERROR(checkpoints.save(options.checkpointDir, runManifest,
-                                                  {step, epoch, b + 1, epochRng}));
-        }
-      }
-      if (stopping) {
-        TRAINC_RETURN_IF_ERROR(drain());
-        TRAINC_RETURN_IF_ERROR(log.sync());
-        return Status::error(
-            std::string("stopped by ") + (stopping == SIGINT ? "SIGINT" : "SIGTERM") +
-            " after step " + std::to_string(step) + " of " + std::to_string(totalSteps) +
-            (options.checkpointDir.empty()
-                 ? "; nothing to resume from (--checkpoint-dir DIR keeps the run)"
-                 : "; the checkpoint in " + options.checkpointDir +
-                       " continues it (--resume)"));
-      }
-    }
-    TRAINC_RETURN_IF_ERROR(drain());
-    double seconds = since(start);
-    if (chatty)
-      std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
-                   static_cast<long long>(epoch), static_cast<long long>(step),
-                   static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
-                   seconds > 0 ? launched * globalBatch / seconds : 0.0);
-    if (chatty && lossScaled)
-      std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
-                           "in all\n",
-                   static_cast<long long>(epoch), scaler.scale(),
-                   static_cast<long long>(scaler.skippedInRun), scaler.skippedTotal());
-    // Held-out loss and accuracy after every epoch (model.eval()).
-    if (!options.evalDir.empty())
-      TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
+/// Batches per epoch, optimizer steps per epoch (one per group of `accum`
+/// batches) and in the run.
+Status TrainRun::planSteps() {
+  globalBatch = batch * ranksCount;
+  batchesPerEpoch = data.dropLast ? data.samples / globalBatch
+                                  : (data.samples + globalBatch - 1) / globalBatch;
+  stepsPerEpoch = (batchesPerEpoch + settings.accum - 1) / settings.accum;
+  if (options.steps <= 0 && options.epochs > kMaxTrainSteps / stepsPerEpoch)
+    return Status::error("--epochs " + std::to_string(options.epochs) + " of " +
+                         std::to_string(stepsPerEpoch) + " steps each are more than the " +
+                         std::to_string(kMaxTrainSteps) + " steps a run can have");
+  totalSteps = options.steps > 0 ? options.steps : options.epochs * stepsPerEpoch;
+  return Status();
+}
+
+Status TrainRun::resume() {
+  if (options.checkpointDir.empty())
+    return Status::error("--resume needs --checkpoint-dir");
+  ResumeExpectation expect;
+  expect.optimizer = name(train.optimizer);
+  expect.batchSize = batch;
+  expect.fingerprint = program.fingerprint;
+  expect.modelFingerprint = program.modelFingerprint;
+  expect.otherModel = options.resumeOtherModel;
+  expect.batchesPerEpoch = batchesPerEpoch;
+  expect.gradAccum = settings.accum;
+  expect.totalSteps = totalSteps;
+  expect.seed = options.seed;
+  expect.samples = data.samples;
+  expect.shuffle = options.shuffle;
+  ResumePoint point;
+  TRAINC_RETURN_IF_ERROR(checkpoints->restore(options.checkpointDir, expect, point));
+  step = point.step;
+  startEpoch = point.epoch;
+  startBatch = point.batch;
+  epochRng = point.rng;
+  std::istringstream state(epochRng);
+  state >> rng; // checked by readCheckpoint
+  TRAINC_RETURN_IF_ERROR(scaler->read());
+  if (chatty)
+    std::fprintf(stderr, "resumed from %s at step %lld (epoch %lld, batch %lld)\n",
+                 options.checkpointDir.c_str(), static_cast<long long>(step),
+                 static_cast<long long>(startEpoch), static_cast<long long>(startBatch));
+  return Status();
+}
+
+/// A resumed run continues the log of the run it resumes, cut back to what
+/// the checkpoint covers.
+Status TrainRun::openLog() {
+  if (options.logPath.empty())
+    return Status();
+  if (!options.resume)
+    return log.create(options.logPath);
+  LogCut cut{step, startEpoch, startBatch == batchesPerEpoch || step == totalSteps};
+  // A record is under 200 bytes, one per step and per epoch of the whole
+  // run (a killed run may have logged past its checkpoint); a log many
+  // times longer is not ours. No overflow: totalSteps is at most 10^12.
+  const uint64_t maxBytes =
+      (static_cast<uint64_t>(totalSteps) + static_cast<uint64_t>(totalSteps / stepsPerEpoch) +
+       2) * 1024;
+  return log.resume(options.logPath, cut, maxBytes, evalLogged);
+}
+
+Status TrainRun::trainEpochs() {
+  start = lastLine = std::chrono::steady_clock::now();
+  firstStep = step;
+  for (int64_t epoch = startEpoch; step < totalSteps; ++epoch)
+    TRAINC_RETURN_IF_ERROR(runEpoch(epoch));
+  return Status();
+}
+
+Status TrainRun::runEpoch(int64_t epoch) {
+  if (epoch != startEpoch || !options.resume) {
+    std::ostringstream state;
+    state << rng;
+    epochRng = state.str();
   }
+  // Each epoch's order depends on the RNG state alone (not on the previous
+  // order), so a resumed run rebuilds it from the saved state. The epoch's
+  // batches are filled ahead only once its order exists.
+  std::iota(order.begin(), order.end(), 0);
+  if (options.shuffle)
+    std::shuffle(order.begin(), order.end(), rng);
+  epochLoss = epochWeight = 0;
+  epochFirstBatch = epoch == startEpoch ? startBatch : 0;
+  // No overflow: at most 10^12 steps of at most 10^6 batches.
+  epochLastBatch =
+      std::min(batchesPerEpoch, epochFirstBatch + (totalSteps - step) * settings.accum);
+  if (epochFirstBatch >= epochLastBatch) {
+    // Resumed from the checkpoint at this epoch's end. Its evaluation
+    // followed the checkpoint: it runs again only if the log lacks it (the
+    // run was killed in between), so that the log is the uninterrupted one.
+    if (!options.evalDir.empty() && log.enabled() && !evalLogged)
+      TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
+    return Status();
+  }
+  epochFirstLaunch = launched;
+  submitted = epochFirstBatch;
+  for (int64_t b = epochFirstBatch; b < epochLastBatch; ++b)
+    TRAINC_RETURN_IF_ERROR(runBatch(epoch, b));
+  TRAINC_RETURN_IF_ERROR(drain());
+  epochSummary(epoch);
+  // Held-out loss and accuracy after every epoch (model.eval()).
+  if (!options.evalDir.empty())
+    TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
+  return Status();
+}
+
+TrainRun::Group TrainRun::groupOf(int64_t b) const {
+  Group group;
+  group.first = b / settings.accum * settings.accum;
+  group.end = std::min(group.first + settings.accum, batchesPerEpoch);
+  group.samples = 0;
+  for (int64_t g = group.first; g < group.end; ++g)
+    group.samples += rankCount(g);
+  group.globalSamples =
+      std::min(group.end * globalBatch, data.samples) - group.first * globalBatch;
+  return group;
+}
+
+/// Batch b: its data (read ahead by the workers), the trainer's inputs and
+/// the hyperparameters in its host slot, uploaded and run behind the step
+/// before it.
+Status TrainRun::runBatch(int64_t epoch, int64_t b) {
+  // Refills the slot of step k - 2 at the latest, whose upload step k - 2
+  // waited for: the host does not wait here. Batch b is the run's launch
+  // (0-based) epochFirstLaunch + b - epochFirstBatch.
+  for (; submitted < std::min(b + pipeline->hostSlots() - 1, epochLastBatch); ++submitted) {
+    int h = pipeline->hostSlotOf(epochFirstLaunch + submitted - epochFirstBatch);
+    int64_t first = std::min(data.samples, submitted * globalBatch + rank * batch);
+    TRAINC_RETURN_IF_ERROR(pipeline->submit(h, order.data(), first, rankCount(submitted)));
+  }
+  const int h = pipeline->hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
+  const Group group = groupOf(b);
+  const bool last = b + 1 == group.end;
+  if (Status filled = pipeline->waitFilled(h); !filled.ok())
+    return Status::error("reading the training data for step " + std::to_string(step + 1) +
+                         ": " + filled.message());
+  fillTrainerInputs(h, b, group);
+  TRAINC_RETURN_IF_ERROR(pipeline->upload(launched, h));
+  Status ran = pipeline->run(launched, h, last);
+  if (!ran.ok())
+    return Status::error("training step " + std::to_string(step + 1) + " failed" +
+                         (settings.accum > 1 ? " (batch " + std::to_string(b - group.first + 1) +
+                                                   " of its group)"
+                                             : std::string()) +
+                         ": " + ran.message());
+  TRAINC_RETURN_IF_ERROR(pipeline->queueLossReadback(d));
+  if (last)
+    TRAINC_RETURN_IF_ERROR(scaler->queueReadback(pipeline->record(d)));
+  TRAINC_RETURN_IF_ERROR(pipeline->finishLaunch(d));
+  pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr, d, last});
+  ++launched;
+  if (pending.size() >= StepPipeline::kDeviceSlots)
+    TRAINC_RETURN_IF_ERROR(finishOldest());
+  if (!last)
+    return Status();
+  ++step;
+  return afterStep(epoch, b);
+}
+
+/// What the trainer sets in host slot h for batch b: the per-sample
+/// weights, the dropout key and every hyperparameter.
+void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
+  const int64_t count = rankCount(b);
+  if (data.weightsIndex >= 0) {
+    // A rank's batch without a real sample (the end of a short last global
+    // batch) trains its zero rows with weight 1, so its loss is finite, and
+    // its gradient's share below is 0.
+    float *w = reinterpret_cast<float *>(pipeline->input(h, data.weightsIndex));
+    std::fill(w, w + batch, count == 0 ? 1.0f : 0.0f);
+    std::fill(w, w + count, 1.0f);
+  }
+  if (data.keyIndex >= 0) {
+    // Dropout masks are a function of the seed and the batch's number (the
+    // step number without accumulation; each batch of a group its own), so
+    // a resumed run draws the masks the uninterrupted run drew. Each rank
+    // draws its own masks; rank 0 those of a single process.
+    int64_t *key = reinterpret_cast<int64_t *>(pipeline->input(h, data.keyIndex));
+    key[0] = static_cast<int64_t>(options.seed ^
+                                  (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(rank)));
+    key[1] = step * settings.accum + (b - group.first) + 1;
+  }
+  Hyperparameters &hyper = settings.hyper;
+  hyper.lr = scheduledLr(options.schedule, settings.baseLr, step, totalSteps);
+  for (int k = 0; k < train.numHypers; ++k)
+    *pipeline->hyper(h, k) = static_cast<float>(hyper.value(train.hypers[k], step + 1));
+  if (settings.weightHyper >= 0) {
+    // The batch's share of the group's samples: the sum of the weighted
+    // gradients is the gradient of the group's mean loss.
+    *pipeline->hyper(h, settings.weightHyper) =
+        group.samples > 0 ? static_cast<float>(static_cast<double>(count) / group.samples)
+                          : 1.0f / static_cast<float>(group.end - group.first);
+    *pipeline->hyper(h, settings.keepHyper) = b == group.first ? 0.0f : 1.0f;
+  }
+  if (settings.shareHyper >= 0)
+    // The rank's share of the global group's samples (1 in one process).
+    *pipeline->hyper(h, settings.shareHyper) =
+        static_cast<float>(static_cast<double>(group.samples) / group.globalSamples);
+}
+
+/// After an optimizer step: a checkpoint when due, and the end of the run
+/// on SIGINT or SIGTERM (after a checkpoint where --checkpoint-dir asks).
+Status TrainRun::afterStep(int64_t epoch, int64_t b) {
+  bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
+  const int stopping = ranks ? 0 : stopSignal.load();
+  if (!options.checkpointDir.empty() &&
+      (stopping ||
+       (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd))) {
+    // The log holds every step the checkpoint covers. Every rank drains
+    // (its loss sums pair with rank 0's); rank 0 writes.
+    TRAINC_RETURN_IF_ERROR(drain());
+    if (rank == 0) {
+      TRAINC_RETURN_IF_ERROR(log.sync());
+      TRAINC_RETURN_IF_ERROR(
+          checkpoints->save(options.checkpointDir, runManifest, {step, epoch, b + 1, epochRng}));
+    }
+  }
+  if (!stopping)
+    return Status();
+  TRAINC_RETURN_IF_ERROR(drain());
+  TRAINC_RETURN_IF_ERROR(log.sync());
+  return Status::error(std::string("stopped by ") + (stopping == SIGINT ? "SIGINT" : "SIGTERM") +
+                       " after step " + std::to_string(step) + " of " +
+                       std::to_string(totalSteps) +
+                       (options.checkpointDir.empty()
+                            ? "; nothing to resume from (--checkpoint-dir DIR keeps the run)"
+                            : "; the checkpoint in " + options.checkpointDir +
+                                  " continues it (--resume)"));
+}
+
+/// Reads back the oldest pending step's loss: waits for that step only,
+/// while the step after it runs.
+Status TrainRun::finishOldest() {
+  Pending p = pending.front();
+  pending.pop_front();
+  TRAINC_RETURN_IF_ERROR(pipeline->waitStep(p.slot));
+  const float *record = pipeline->record(p.slot);
+  // The step's loss: the mean over the group's samples.
+  groupLoss += static_cast<double>(record[0]) * p.count;
+  groupCount += p.count;
+  if (!p.last)
+    return Status();
+  if (ranks) {
+    // The global batch's loss: every rank's weighted sum and count added.
+    double sums[2] = {groupLoss, static_cast<double>(groupCount)};
+    TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(sums, 2));
+    groupLoss = sums[0];
+    groupCount = static_cast<int64_t>(sums[1] + 0.5);
+  }
+  const float loss = static_cast<float>(groupLoss / std::max<int64_t>(groupCount, 1));
+  p.count = groupCount;
+  groupLoss = 0;
+  groupCount = 0;
+  // Loss scaling: a step that found inf/NaN in its gradients changed
+  // nothing but the scaler; its loss may be inf or NaN itself.
+  bool skipped = false;
+  const double ranWith = scaler->scale();
+  TRAINC_RETURN_IF_ERROR(scaler->take(record, p.step, skipped));
+  if (!std::isfinite(loss) && !skipped)
+    return Status::error("the loss became " + std::to_string(loss) + " at step " +
+                         std::to_string(p.step) + " (learning rate too high?)");
+  if (std::isfinite(loss)) {
+    epochLoss += loss * p.count;
+    epochWeight += p.count;
+    lineLoss += loss * p.count;
+    lineWeight += p.count;
+  }
+  TRAINC_RETURN_IF_ERROR(
+      log.step(p.step, p.epoch, loss, p.lr, lossScaled ? &ranWith : nullptr, skipped));
+  if (chatty && secondsSince(lastLine) >= 2.0)
+    progressLine(p);
+  return Status();
+}
+
+void TrainRun::progressLine(const Pending &p) {
+  double perStep = secondsSince(start) / (p.step - firstStep);
+  char scaling[96] = "";
+  if (lossScaled)
+    std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)",
+                  scaler->scale(), static_cast<long long>(scaler->skippedSinceLine));
+  std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
+               static_cast<long long>(p.step), static_cast<long long>(totalSteps),
+               lineLoss / std::max(lineWeight, 1.0), scaling,
+               globalBatch * settings.accum / perStep,
+               clockText(perStep * (totalSteps - p.step)).c_str());
+  lastLine = std::chrono::steady_clock::now();
+  lineLoss = lineWeight = 0;
+  scaler->skippedSinceLine = 0;
+}
+
+Status TrainRun::drain() {
+  while (!pending.empty())
+    TRAINC_RETURN_IF_ERROR(finishOldest());
+  return Status();
+}
+
+void TrainRun::epochSummary(int64_t epoch) {
+  if (!chatty)
+    return;
+  double seconds = secondsSince(start);
+  std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
+               static_cast<long long>(epoch), static_cast<long long>(step),
+               static_cast<long long>(totalSteps), epochLoss / std::max(epochWeight, 1.0),
+               seconds > 0 ? launched * globalBatch / seconds : 0.0);
+  if (lossScaled)
+    std::fprintf(stderr, "epoch %lld: loss scale %g, %lld steps skipped in this run, %.0f "
+                         "in all\n",
+                 static_cast<long long>(epoch), scaler->scale(),
+                 static_cast<long long>(scaler->skippedInRun), scaler->skippedTotal());
+}
+
+Status TrainRun::runEval(int64_t epoch, bool logged) {
+  TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet, device.paramPtrs,
+                                  static_cast<char *>(device.arena.get()), evalLoss,
+                                  evalAccuracy));
+  evaluated = true;
+  if (evalSet.modelLoss)
+    std::fprintf(stderr, "epoch %lld: eval on %lld samples (full batches), loss %.5f\n",
+                 static_cast<long long>(epoch), static_cast<long long>(evalSet.evaluated),
+                 evalLoss);
+  else
+    std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
+                 static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
+                 evalLoss, 100.0 * evalAccuracy);
+  return logged ? log.eval(epoch, evalLoss, evalAccuracy) : Status();
+}
+
+/// `waitedForSums`: the seconds the steps waited for the buckets' sums
+/// (Context::secondsWaitingForSums), and whether they overlapped the
+/// steps.
+Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
   if (!options.evalDir.empty()) {
     // A resumed run that had nothing left to train still reports.
     if (!evaluated)
@@ -737,16 +828,29 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
       std::printf("accuracy %.4f\n", evalAccuracy);
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
-  waitedForSums = context->secondsWaitingForSums();
-  overlappedSums = context->overlapsSums();
+  Context &context = *device.context;
+  waitedForSums = context.secondsWaitingForSums();
+  overlappedSums = context.overlapsSums();
   if (options.reportMemory)
     TRAINC_RETURN_IF_ERROR(reportArenaUse(device));
   saveAlgorithmChoices(device);
   if (!options.exportPath.empty())
-    TRAINC_RETURN_IF_ERROR(exportTrainedModel(*context, program, paramPtrs, options.exportPath));
+    TRAINC_RETURN_IF_ERROR(
+        exportTrainedModel(context, program, device.paramPtrs, options.exportPath));
   if (!options.saveDir.empty())
-    TRAINC_RETURN_IF_ERROR(saveTrainedParams(*context, program, paramPtrs, options.saveDir));
+    TRAINC_RETURN_IF_ERROR(
+        saveTrainedParams(context, program, device.paramPtrs, options.saveDir));
   return Status();
+}
+
+} // namespace
+
+static Status trainOnRanks(const Program &program, const TrainOptions &options,
+                           Communicator *ranks, double &waitedForSums, bool &overlappedSums) {
+  TrainRun run(program, options, ranks);
+  TRAINC_RETURN_IF_ERROR(run.setUp());
+  TRAINC_RETURN_IF_ERROR(run.trainEpochs());
+  return run.finish(waitedForSums, overlappedSums);
 }
 
 } // namespace trainc::rt::detail
