@@ -893,23 +893,38 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
   return false;
 }
 
-int runCompile() {
-  bool cuda = target == "cuda";
-  if (!cuda && target != "cpu") {
+/// Writes `path` with what `fill` puts in it; false (after an error naming
+/// the file) when it cannot be written.
+bool writeFile(StringRef path, function_ref<void(raw_ostream &)> fill) {
+  std::error_code ec;
+  raw_fd_ostream os(path, ec);
+  if (ec) {
+    errs() << "error: cannot write '" << path << "': " << ec.message() << "\n";
+    return false;
+  }
+  fill(os);
+  return true;
+}
+
+/// --target, --emit, --fuse, --layout, --pad-to, --remat, --memory-budget
+/// and --device-memory: each one of its values, checked before the model is
+/// read.
+bool checkModeFlags() {
+  if (target != "cuda" && target != "cpu") {
     errs() << "error: --target must be auto, cuda or cpu, got '" << target << "'\n";
-    return 1;
+    return false;
   }
   if (emitKind != "binary" && emitKind != "source" && emitKind != "mlir") {
     errs() << "error: --emit must be binary, source or mlir, got '" << emitKind << "'\n";
-    return 1;
+    return false;
   }
   if (fuseMode != "auto" && fuseMode != "pointwise" && fuseMode != "none") {
     errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
-    return 1;
+    return false;
   }
   if (layoutMode != "nchw" && layoutMode != "nhwc" && layoutMode != "auto") {
     errs() << "error: --layout must be nchw, nhwc or auto, got '" << layoutMode << "'\n";
-    return 1;
+    return false;
   }
   if (padToMode != "auto" && padToMode != "off") {
     StringRef text = padToMode;
@@ -918,24 +933,24 @@ int runCompile() {
         (multiple & (multiple - 1)) != 0) {
       errs() << "error: --pad-to must be auto, off or a power of two from 2 to 128, got '"
              << padToMode << "'\n";
-      return 1;
+      return false;
     }
   }
   if (!rematMode.empty() && rematMode != "none" && rematMode != "auto") {
     errs() << "error: --remat must be none or auto, got '" << rematMode << "'\n";
-    return 1;
+    return false;
   }
   if (!memoryBudget.empty()) {
     if (!trainc::parseByteSize(memoryBudget)) {
       errs() << "error: --memory-budget takes a positive size in bytes, or with a unit "
                 "(KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. 2GiB; got '" << memoryBudget
              << "'\n";
-      return 1;
+      return false;
     }
     if (rematMode == "none") {
       errs() << "error: --memory-budget is met by rematerialization and needs --remat=auto "
                 "(or no --remat), not --remat=none\n";
-      return 1;
+      return false;
     }
   }
   if (!deviceMemory.empty()) {
@@ -943,71 +958,78 @@ int runCompile() {
       errs() << "error: --device-memory takes a positive size in bytes, or with a unit "
                 "(KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. 80GiB; got '" << deviceMemory
              << "'\n";
-      return 1;
+      return false;
     }
     if (!compileTo.empty() && compileTo != "plan") {
       errs() << "error: --device-memory needs the memory plan: it runs with --compile-to=plan "
                 "or a whole compile, not --compile-to=" << compileTo << "\n";
-      return 1;
+      return false;
     }
   }
+  return true;
+}
+
+/// The flags of training (--grad-accum, --data-parallel, --precision,
+/// --loss-scale, --optimizer, ...): each needs the others it works with, and
+/// --compile-to a phase that runs.
+bool checkTrainingFlags() {
   if (gradAccum < 1 || gradAccum > 1000000) {
     errs() << "error: --grad-accum takes a number of micro-batches from 1 to 1000000, got "
            << gradAccum << "\n";
-    return 1;
+    return false;
   }
   if (gradAccum > 1 && optimizerKind.empty()) {
     errs() << "error: --grad-accum needs --optimizer (the accumulated gradients feed its "
               "update)\n";
-    return 1;
+    return false;
   }
   if (dataParallel && lossKind.empty()) {
     errs() << "error: --data-parallel combines the training step's gradients and needs "
               "--loss\n";
-    return 1;
+    return false;
   }
   if (!bucketSize.empty()) {
     if (!dataParallel) {
       errs() << "error: --bucket-size sizes the buckets of --data-parallel\n";
-      return 1;
+      return false;
     }
     if (!trainc::parseByteSize(bucketSize)) {
       errs() << "error: --bucket-size takes a positive size in bytes, or with a unit (KiB, "
                 "MiB, GiB, TiB, KB, MB, GB, TB), e.g. 25MiB; got '" << bucketSize << "'\n";
-      return 1;
+      return false;
     }
   }
   if ((!rematMode.empty() || !memoryBudget.empty()) && lossKind.empty()) {
     errs() << "error: --remat and --memory-budget are about the training step and need "
               "--loss\n";
-    return 1;
+    return false;
   }
   if (precisionMode != "fp32" && precisionMode != "bf16" && precisionMode != "fp16") {
     errs() << "error: --precision must be fp32, bf16 or fp16, got '" << precisionMode << "'\n";
-    return 1;
+    return false;
   }
   if (!lossScaleMode.empty()) {
     StringRef text = lossScaleMode.getValue();
     if (text != "dynamic" && text != "none" && !trainc::parseFixedLossScale(text)) {
       errs() << "error: --loss-scale must be dynamic, none or a positive number from 2^-126 "
                 "to 3.4e38 (an f32 scale whose reciprocal f32 holds), got '" << text << "'\n";
-      return 1;
+      return false;
     }
     if (precisionMode != "fp16" && text != "none") {
       errs() << "error: --loss-scale is for --precision=fp16 (" << precisionMode
              << " has fp32's exponent range and needs no loss scaling)\n";
-      return 1;
+      return false;
     }
     if (optimizerKind.empty()) {
       errs() << "error: --loss-scale needs --optimizer (the optimizer step unscales the "
                 "gradients)\n";
-      return 1;
+      return false;
     }
   }
   if (precisionMode != "fp32" && lossKind.empty()) {
     errs() << "error: --precision=" << precisionMode
            << " is a training precision and needs --loss (prediction runs in fp32)\n";
-    return 1;
+    return false;
   }
   std::vector<std::string> phases = trainc::pipelinePhases();
   if (!compileTo.empty() && compileTo != "import" &&
@@ -1016,44 +1038,48 @@ int runCompile() {
     for (const std::string &p : phases)
       errs() << ", " << p;
     errs() << "\n";
-    return 1;
+    return false;
   }
   std::vector<std::string> training = trainc::trainingPhases();
   if (std::find(training.begin(), training.end(), compileTo) != training.end() &&
       lossKind.empty()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
-    return 1;
+    return false;
   }
   if (!optimizerKind.empty() && lossKind.empty()) {
     errs() << "error: --optimizer needs --loss\n";
-    return 1;
+    return false;
   }
   if (nesterov && optimizerKind != "sgd") {
     errs() << "error: --nesterov is Nesterov momentum of --optimizer=sgd; "
            << (optimizerKind.empty() ? std::string("no --optimizer was given")
                                      : "this is --optimizer=" + optimizerKind)
            << "\n";
-    return 1;
+    return false;
   }
   if ((!freezeRegex.empty() || classAxis != 1) && lossKind.empty()) {
     errs() << "error: --freeze and --class-axis need --loss\n";
-    return 1;
+    return false;
   }
   if (clipGradNorm != 0.0 && (optimizerKind.empty() || !(clipGradNorm > 0.0))) {
     errs() << "error: --clip-grad-norm takes a positive norm and needs --optimizer\n";
-    return 1;
+    return false;
   }
   if (entryName != "forward" && lossKind.empty()) {
     errs() << "error: --entry=" << entryName << " needs --loss\n";
-    return 1;
+    return false;
   }
   if (entryName == "train_step" && !optimizerKind.empty()) {
     errs() << "error: --entry=train_step runs the step without an update (the loss and the "
               "gradients are its outputs) and excludes --optimizer; a program built with "
               "--optimizer trains (PROG --data DIR ...)\n";
-    return 1;
+    return false;
   }
-  // -o names the program file; PROG.build/ goes next to it.
+  return true;
+}
+
+/// -o names the program file; PROG.build/ goes next to it.
+bool checkOutputPath() {
   if (outputPath != "-") {
     sys::fs::file_status status;
     bool exists = !sys::fs::status(outputPath, status);
@@ -1063,13 +1089,18 @@ int runCompile() {
                                              ? std::string("/prog")
                                              : StringRef(outputPath).rtrim('/').str() + "/prog")
              << ")\n";
-      return 1;
+      return false;
     }
     if (exists && !sys::fs::is_regular_file(status)) {
       errs() << "error: -o '" << outputPath << "' exists and is not a regular file\n";
-      return 1;
+      return false;
     }
   }
+  return true;
+}
+
+/// --cuda-arch: sm_NN entries, comma-separated.
+std::optional<std::vector<std::string>> parseCudaArchs() {
   std::vector<std::string> archs;
   SmallVector<StringRef> parts;
   StringRef(cudaArch).split(parts, ',', -1, false);
@@ -1078,10 +1109,112 @@ int runCompile() {
     if (!arch.consume_front("sm_") || arch.getAsInteger(10, number) || number < 75) {
       errs() << "error: --cuda-arch takes sm_NN entries (sm_75 or newer), got '"
              << cudaArch << "'\n";
-      return 1;
+      return std::nullopt;
     }
     archs.push_back(("sm_" + arch).str());
   }
+
+  return archs;
+}
+
+/// A trainer can export the trained model (the inference graph): the source
+/// embeds only the bytes between its parameters, and the program writes its
+/// trained parameters between them, so the parameter data is stored once.
+bool addExportTemplate(mlir::ModuleOp module, StringRef buildDir, const std::string &stem,
+                       trainc::codegen::EmitOptions &emit) {
+  SmallString<256> exportPath(buildDir);
+  sys::path::append(exportPath, stem + ".export-segments.bin");
+  sys::fs::remove(exportPath);
+  if (!optimizerKind.empty()) {
+    std::vector<std::string> names;
+    for (auto param : module.getOps<trainc::tc::ParamOp>())
+      names.push_back(param.getSymName().str());
+    auto exported = trainc::frontend::buildExportTemplate(inputPath, names);
+    if (!exported) {
+      errs() << "error: " << toString(exported.takeError()) << "\n";
+      return false;
+    }
+    if (!writeFile(exportPath, [&](raw_ostream &os) { os << exported->segments; }))
+      return false;
+    sys::fs::make_absolute(exportPath);
+    emit.exportSegmentsPath = exportPath.str().str();
+    emit.exportSegmentsBytes = exported->segments.size();
+    for (const auto &piece : exported->pieces)
+      emit.exportPieces.push_back(
+          {piece.segmentBytes, piece.param < 0 ? std::string() : names[piece.param],
+           piece.paramBytes});
+  }
+  return true;
+}
+
+/// The program from the compiled module: PROG.build/ keeps the final IR, the
+/// source and the compiler's log; then the C++ or CUDA compiler builds PROG.
+int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string> &archs,
+                 const std::string &importedFingerprint) {
+  if (outputPath == "-") {
+    errs() << (emitKind == "source"
+                   ? "error: --emit=source needs -o FILE: the source reads the model's "
+                     "parameters from FILE.build/, which -o names\n"
+                   : "error: compile needs -o PROG, the program to build\n");
+    return 1;
+  }
+
+  // PROG.build/ keeps the final IR, the source and the compiler's log.
+  SmallString<256> buildDir(outputPath + ".build");
+  if (std::error_code ec = sys::fs::create_directories(buildDir)) {
+    errs() << "error: cannot create '" << buildDir << "': " << ec.message() << "\n";
+    return 1;
+  }
+  std::string stem = sys::path::filename(outputPath).str();
+  SmallString<256> irPath(buildDir), sourcePath(buildDir), blobPath(buildDir), logPath(buildDir);
+  sys::path::append(irPath, stem + ".mlir");
+  sys::path::append(sourcePath, stem + (cuda ? ".cu" : ".cpp"));
+  sys::path::append(blobPath, stem + ".params.bin");
+  sys::path::append(logPath, stem + ".compile.log");
+  if (!writeFile(irPath, [&](raw_ostream &os) { module.print(os, printingFlags()); }))
+    return 1;
+
+  trainc::codegen::EmitOptions emit;
+  emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
+  emit.modelName = sys::path::filename(inputPath).str();
+  emit.entry = entryName;
+  emit.modelFingerprint = importedFingerprint;
+  SmallString<256> absoluteBlob(blobPath);
+  sys::fs::make_absolute(absoluteBlob);
+  emit.paramBlobPath = absoluteBlob.str().str();
+  if (!addExportTemplate(module, buildDir, stem, emit))
+    return 1;
+  // Earlier trainc versions kept a full copy of the model for --export here.
+  SmallString<256> oldTemplate(buildDir);
+  sys::path::append(oldTemplate, stem + ".export.onnx");
+  sys::fs::remove(oldTemplate);
+  std::string source;
+  std::vector<char> blob;
+  raw_string_ostream sourceStream(source);
+  if (failed(trainc::codegen::emitProgram(module, emit, sourceStream, blob)))
+    return 1;
+  if (!writeFile(sourcePath, [&](raw_ostream &os) { os << source; }) ||
+      !writeFile(blobPath, [&](raw_ostream &os) { os.write(blob.data(), blob.size()); }))
+    return 1;
+  if (emitKind == "source")
+    return writeOutput([&](raw_ostream &os) { os << source; });
+  trainc::codegen::BuildOptions build;
+  build.target = emit.target;
+  build.cudaArchs = archs;
+  build.sourcePath = sourcePath.str().str();
+  build.outputPath = outputPath;
+  build.logPath = logPath.str().str();
+  build.mpi = dataParallel;
+  return trainc::codegen::buildProgram(build, errs()) ? 0 : 1;
+}
+
+int runCompile() {
+  if (!checkModeFlags() || !checkTrainingFlags() || !checkOutputPath())
+    return 1;
+  const bool cuda = target == "cuda";
+  std::optional<std::vector<std::string>> archs = parseCudaArchs();
+  if (!archs)
+    return 1;
 
   mlir::MLIRContext context;
   auto module = importFromCommandLine(context);
@@ -1120,94 +1253,7 @@ int runCompile() {
       module->print(os, printingFlags());
       os << "\n";
     });
-  if (outputPath == "-") {
-    errs() << (emitKind == "source"
-                   ? "error: --emit=source needs -o FILE: the source reads the model's "
-                     "parameters from FILE.build/, which -o names\n"
-                   : "error: compile needs -o PROG, the program to build\n");
-    return 1;
-  }
-
-  // PROG.build/ keeps the final IR, the source and the compiler's log.
-  SmallString<256> buildDir(outputPath + ".build");
-  if (std::error_code ec = sys::fs::create_directories(buildDir)) {
-    errs() << "error: cannot create '" << buildDir << "': " << ec.message() << "\n";
-    return 1;
-  }
-  auto writeFile = [&](StringRef path, function_ref<void(raw_ostream &)> fill) {
-    std::error_code ec;
-    raw_fd_ostream os(path, ec);
-    if (ec) {
-      errs() << "error: cannot write '" << path << "': " << ec.message() << "\n";
-      return false;
-    }
-    fill(os);
-    return true;
-  };
-  std::string stem = sys::path::filename(outputPath).str();
-  SmallString<256> irPath(buildDir), sourcePath(buildDir), blobPath(buildDir), logPath(buildDir);
-  sys::path::append(irPath, stem + ".mlir");
-  sys::path::append(sourcePath, stem + (cuda ? ".cu" : ".cpp"));
-  sys::path::append(blobPath, stem + ".params.bin");
-  sys::path::append(logPath, stem + ".compile.log");
-  if (!writeFile(irPath, [&](raw_ostream &os) { module->print(os, printingFlags()); }))
-    return 1;
-
-  trainc::codegen::EmitOptions emit;
-  emit.target = cuda ? trainc::codegen::Target::Cuda : trainc::codegen::Target::Cpu;
-  emit.modelName = sys::path::filename(inputPath).str();
-  emit.entry = entryName;
-  emit.modelFingerprint = importedFingerprint;
-  SmallString<256> absoluteBlob(blobPath);
-  sys::fs::make_absolute(absoluteBlob);
-  emit.paramBlobPath = absoluteBlob.str().str();
-  // A trainer can export the trained model (the inference graph): the source
-  // embeds only the bytes between its parameters, and the program writes its
-  // trained parameters between them, so the parameter data is stored once.
-  SmallString<256> exportPath(buildDir);
-  sys::path::append(exportPath, stem + ".export-segments.bin");
-  sys::fs::remove(exportPath);
-  if (!optimizerKind.empty()) {
-    std::vector<std::string> names;
-    for (auto param : module->getOps<trainc::tc::ParamOp>())
-      names.push_back(param.getSymName().str());
-    auto exported = trainc::frontend::buildExportTemplate(inputPath, names);
-    if (!exported) {
-      errs() << "error: " << toString(exported.takeError()) << "\n";
-      return 1;
-    }
-    if (!writeFile(exportPath, [&](raw_ostream &os) { os << exported->segments; }))
-      return 1;
-    sys::fs::make_absolute(exportPath);
-    emit.exportSegmentsPath = exportPath.str().str();
-    emit.exportSegmentsBytes = exported->segments.size();
-    for (const auto &piece : exported->pieces)
-      emit.exportPieces.push_back(
-          {piece.segmentBytes, piece.param < 0 ? std::string() : names[piece.param],
-           piece.paramBytes});
-  }
-  // Earlier trainc versions kept a full copy of the model for --export here.
-  SmallString<256> oldTemplate(buildDir);
-  sys::path::append(oldTemplate, stem + ".export.onnx");
-  sys::fs::remove(oldTemplate);
-  std::string source;
-  std::vector<char> blob;
-  raw_string_ostream sourceStream(source);
-  if (failed(trainc::codegen::emitProgram(*module, emit, sourceStream, blob)))
-    return 1;
-  if (!writeFile(sourcePath, [&](raw_ostream &os) { os << source; }) ||
-      !writeFile(blobPath, [&](raw_ostream &os) { os.write(blob.data(), blob.size()); }))
-    return 1;
-  if (emitKind == "source")
-    return writeOutput([&](raw_ostream &os) { os << source; });
-  trainc::codegen::BuildOptions build;
-  build.target = emit.target;
-  build.cudaArchs = archs;
-  build.sourcePath = sourcePath.str().str();
-  build.outputPath = outputPath;
-  build.logPath = logPath.str().str();
-  build.mpi = dataParallel;
-  return trainc::codegen::buildProgram(build, errs()) ? 0 : 1;
+  return writeProgram(*module, cuda, *archs, importedFingerprint);
 }
 
 } // namespace
