@@ -382,11 +382,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       declareResult(result, offset);
       continue;
     }
-    Value aliased;
-    if (isView(op))
-      aliased = op->getOperand(0);
-    else if (isa<tc::BatchNormOp>(op) && result.getResultNumber() > 0)
-      aliased = op->getOperand(result.getResultNumber() + 2);
+    Value aliased = tc::viewSource(result);
     if (Value replaced = tc::replacedOperand(result)) {
       // An optimizer update in place: it writes the argument it replaces.
       names[result] = "const_cast<float *>(" + ptr(replaced) + ")";
@@ -404,7 +400,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     names[result] = ptr(aliased);
   }
 
-  if (isView(op))
+  if (tc::isView(op))
     return success(); // views: the result is the operand's buffer
   if (auto fused = dyn_cast<tc::FusedOp>(op))
     return emitFused(fused);

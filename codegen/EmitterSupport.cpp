@@ -93,13 +93,6 @@ std::pair<std::vector<int64_t>, int64_t> sliceStrides(ArrayRef<int64_t> in,
   return {strides, base};
 }
 
-/// Ops whose result is their first operand's buffer: reshape, and dropout
-/// outside training.
-bool isView(Operation *op) {
-  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    return !dropout.getTraining();
-  return isa<tc::ReshapeOp>(op);
-}
 
 /// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
 /// broadcast axes.

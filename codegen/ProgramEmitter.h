@@ -53,9 +53,6 @@ std::string literal(double v, bool f32);
 std::pair<std::vector<int64_t>, int64_t> sliceStrides(llvm::ArrayRef<int64_t> in,
                                                       llvm::ArrayRef<int64_t> starts,
                                                       llvm::ArrayRef<int64_t> steps);
-/// Ops whose result is their first operand's buffer: reshape, and dropout
-/// outside training.
-bool isView(mlir::Operation *op);
 /// Per-axis strides to read `in` broadcast to `out` (numpy rules): 0 on
 /// broadcast axes.
 std::vector<int64_t> broadcastStrides(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out);

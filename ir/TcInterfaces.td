@@ -25,4 +25,29 @@ def Tc_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Tc_TiedOpInterface : OpInterface<"TiedOpInterface"> {
+  let cppNamespace = "::trainc::tc";
+  let description = [{
+    Results that share an operand's buffer, in one of two ways. A view is
+    the operand's bytes themselves, nothing computed (a reshape, dropout and
+    batch norm's running statistics outside training). A replacement is the
+    operand's next value, written over it in place (an optimizer update's
+    parameter and state, an accumulated gradient, training batch norm's
+    running statistics: each element reads its old value, then writes the
+    new one). Liveness, the memory plan and codegen place buffers through
+    this interface alone; an op that ties a result and does not say so here
+    gets a buffer of its own.
+  }];
+  let methods = [
+    InterfaceMethod<
+      "The operand whose buffer result `index` is (a view), or null.",
+      "::mlir::Value", "getViewSource", (ins "unsigned":$index), [{}],
+      [{ return nullptr; }]>,
+    InterfaceMethod<
+      "The operand whose buffer result `index` overwrites with its next value, or null.",
+      "::mlir::Value", "getReplacedOperand", (ins "unsigned":$index), [{}],
+      [{ return nullptr; }]>
+  ];
+}
+
 #endif // TRAINC_IR_TCINTERFACES_TD

@@ -1108,17 +1108,40 @@ AccumulateGradOp trainc::tc::accumulatingGemmUser(Operation *op) {
 }
 
 Value trainc::tc::replacedOperand(OpResult result) {
-  if (auto sgd = dyn_cast<SgdUpdateOp>(result.getOwner()))
-    return sgd.getReplacedOperand(result.getResultNumber());
-  if (auto adam = dyn_cast<AdamUpdateOp>(result.getOwner()))
-    return adam.getReplacedOperand(result.getResultNumber());
-  if (auto acc = dyn_cast<AccumulateGradOp>(result.getOwner()))
-    return acc.getAccumulator();
-  // A training batch norm's running statistics are the next values of its
-  // running-statistics operands (each channel reads its old value, then
-  // writes the new one).
-  if (auto bn = dyn_cast<BatchNormOp>(result.getOwner()))
-    if (bn.getTraining() && result.getResultNumber() > 0)
-      return bn->getOperand(result.getResultNumber() + 2);
+  if (auto tied = dyn_cast<TiedOpInterface>(result.getOwner()))
+    return tied.getReplacedOperand(result.getResultNumber());
   return nullptr;
 }
+
+Value trainc::tc::viewSource(OpResult result) {
+  if (auto tied = dyn_cast<TiedOpInterface>(result.getOwner()))
+    return tied.getViewSource(result.getResultNumber());
+  return nullptr;
+}
+
+bool trainc::tc::isView(Operation *op) {
+  auto tied = dyn_cast<TiedOpInterface>(op);
+  if (!tied || op->getNumResults() == 0)
+    return false;
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    if (!tied.getViewSource(i))
+      return false;
+  return true;
+}
+
+// Tied results (TiedOpInterface).
+Value ReshapeOp::getViewSource(unsigned) { return getInput(); }
+
+/// Outside training dropout is the identity.
+Value DropoutOp::getViewSource(unsigned) { return getTraining() ? Value() : getInput(); }
+
+/// Batch norm's running statistics (results 1 and 2, operands 3 and 4):
+/// passed through outside training, updated in place in training.
+Value BatchNormOp::getViewSource(unsigned index) {
+  return !getTraining() && index > 0 ? getOperand(index + 2) : Value();
+}
+Value BatchNormOp::getReplacedOperand(unsigned index) {
+  return getTraining() && index > 0 ? getOperand(index + 2) : Value();
+}
+
+Value AccumulateGradOp::getReplacedOperand(unsigned) { return getAccumulator(); }

@@ -117,12 +117,17 @@ inline constexpr llvm::StringLiteral kProducerAttrName = "tc.producer";
 
 namespace trainc::tc {
 
-/// The operand (parameter or optimizer state) that a result of a fused
-/// optimizer update (tc.sgd_update, tc.adam_update) or a running statistic
-/// of a training tc.batch_norm is the next value of; null for any other
-/// result. The planner writes such a result in place when nothing reads the
-/// old value afterwards.
+/// The operand that `result` overwrites with its next value (an optimizer
+/// update's parameter and state, an accumulated gradient, a training batch
+/// norm's running statistic), or null: TiedOpInterface::getReplacedOperand.
+/// The planner writes such a result in place when nothing reads the old
+/// value afterwards.
 mlir::Value replacedOperand(mlir::OpResult result);
+/// The operand whose buffer `result` is (TiedOpInterface::getViewSource), or
+/// null.
+mlir::Value viewSource(mlir::OpResult result);
+/// Whether every result of `op` is a view: the op computes nothing.
+bool isView(mlir::Operation *op);
 
 /// Gradient accumulation fused into the GEMM (as Megatron's gradient
 /// accumulation fusion): a tc.matmul, or a tc.gemm without C, whose only

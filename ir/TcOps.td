@@ -121,7 +121,8 @@ def Tc_ClipOp : Tc_UnaryOp<"clip", Tc_FloatTensor,
       OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max);
 }
 
-def Tc_DropoutOp : Tc_Op<"dropout", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_DropoutOp : Tc_Op<"dropout", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+                                       DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource"]>]> {
   let summary = "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)";
   let description = [{
     Outside training (`training = false`, what the importer creates) dropout
@@ -400,7 +401,8 @@ def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+    DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource", "getReplacedOperand"]>]> {
   let summary = "batch normalization over all axes but the channel axis (1, or the last with channels_last)";
   let description = [{
     In inference mode (`training` false) normalizes with `mean` and `var` and
@@ -633,7 +635,8 @@ def Tc_ReduceMaxOp : Tc_ReduceOp<"reduce_max", "maximum", [DeclareOpInterfaceMet
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def Tc_ReshapeOp : Tc_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_ReshapeOp : Tc_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+                                       DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource"]>]> {
   let summary = "same elements, new static shape";
   let description = [{
     `shape` is fully resolved (no 0 or -1 placeholders) and has the operand's
@@ -825,7 +828,7 @@ def Tc_MseLossOp : Tc_Op<"mse_loss", [Pure]> {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure]> {
+def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure, Tc_TiedOpInterface]> {
   let summary = "one fused SGD step of a parameter (torch.optim.SGD)";
   let description = [{
     Elementwise, with the hyperparameters as f32 scalar tensors (runtime
@@ -862,7 +865,7 @@ def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure]> {
   }];
 }
 
-def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure]> {
+def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure, Tc_TiedOpInterface]> {
   let summary = "one fused Adam / AdamW step of a parameter (torch.optim.Adam, AdamW)";
   let description = [{
     Elementwise, with the hyperparameters as f32 scalar tensors (runtime
@@ -928,7 +931,7 @@ def Tc_NonfiniteProbeOp : Tc_Op<"nonfinite_probe", [Pure]> {
   let assemblyFormat = "$values attr-dict `:` functional-type($values, results)";
 }
 
-def Tc_AccumulateGradOp : Tc_Op<"accumulate_grad", [Pure]> {
+def Tc_AccumulateGradOp : Tc_Op<"accumulate_grad", [Pure, DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getReplacedOperand"]>]> {
   let summary = "one micro-batch's gradient into its accumulator (gradient accumulation)";
   let description = [{
     Elementwise, with `weight` and `keep` f32 scalar tensors (runtime values):

@@ -43,7 +43,6 @@ struct GradAccumPass : trainc::impl::GradAccumBase<GradAccumPass> {
       return signalPassFailure();
     }
     Builder b(&getContext());
-    auto scalar = RankedTensorType::get({}, b.getF32Type());
     Value weight = tc::getOrAddHyper(step, tc::Hyper::GradAccumWeight);
     Value keep = tc::getOrAddHyper(step, tc::Hyper::GradAccumKeep);
 

@@ -17,21 +17,6 @@ using namespace trainc;
 
 namespace {
 
-/// The operand whose buffer a view result shares: a reshape, an inference
-/// dropout, the statistics of an inference batch norm. Null otherwise.
-Value viewSource(OpResult result) {
-  Operation *op = result.getOwner();
-  if (isa<tc::ReshapeOp>(op))
-    return op->getOperand(0);
-  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    if (!dropout.getTraining())
-      return dropout.getInput(); // inference: identity
-  if (auto bn = dyn_cast<tc::BatchNormOp>(op))
-    if (!bn.getTraining() && result.getResultNumber() > 0)
-      return op->getOperand(result.getResultNumber() + 2);
-  return nullptr;
-}
-
 /// The parameter or state argument that a fused optimizer update may
 /// overwrite in place: the result goes straight back to that argument's own
 /// slot (the return's tc.update / tc.state_update), and nothing after the
@@ -65,7 +50,7 @@ Value inPlaceArgument(OpResult result) {
   SmallVector<Value> aliases = {arg};
   for (Operation &other : arg.getParentBlock()->getOperations())
     for (OpResult r : other.getResults())
-      if (Value source = viewSource(r); source && llvm::is_contained(aliases, source))
+      if (Value source = tc::viewSource(r); source && llvm::is_contained(aliases, source))
         aliases.push_back(r);
   for (Value alias : aliases)
     for (Operation *user : alias.getUsers())
@@ -83,7 +68,7 @@ Value aliasedOperand(OpResult result) {
   if (auto accumulate = tc::accumulatingGemmUser(result.getOwner());
       accumulate && inPlaceArgument(cast<OpResult>(accumulate.getResult())))
     return accumulate.getAccumulator();
-  return viewSource(result);
+  return tc::viewSource(result);
 }
 
 } // namespace
