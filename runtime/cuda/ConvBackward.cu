@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaContext.h"
+#include "ConvDescriptors.h"
 #include "KernelUtils.cuh"
 
 #include "common/KernelChecks.h"
@@ -77,11 +78,7 @@ __global__ void cropPlanesKernel(const T *xp, T *x, int64_t planes,
 /// zero), these mark the gradients' plans of the same shape.
 enum class Direction : int64_t { BackwardData = 1, BackwardFilter = 2 };
 
-struct ConvBackwardPlan final : CachedPlan {
-  cudnnTensorDescriptor_t input = nullptr; // The (possibly padded) input.
-  cudnnTensorDescriptor_t output = nullptr;
-  cudnnFilterDescriptor_t filter = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
+struct ConvBackwardPlan final : CachedPlan, ConvDescriptors {
   cudnnConvolutionBwdDataAlgo_t dataAlgo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnConvolutionBwdFilterAlgo_t filterAlgo =
       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
@@ -91,19 +88,6 @@ struct ConvBackwardPlan final : CachedPlan {
   /// its key in the choices kept across runs (--cudnn-cache).
   bool searched = false;
   std::string cacheKey;
-  bool explicitPad = false;
-  int64_t extraTop = 0, extraLeft = 0, paddedH = 0, paddedW = 0;
-
-  ~ConvBackwardPlan() override {
-    if (conv)
-      (void)cudnnDestroyConvolutionDescriptor(conv);
-    if (filter)
-      (void)cudnnDestroyFilterDescriptor(filter);
-    if (output)
-      (void)cudnnDestroyTensorDescriptor(output);
-    if (input)
-      (void)cudnnDestroyTensorDescriptor(input);
-  }
 };
 
 Status noAlgorithm() {
@@ -154,44 +138,7 @@ Status chooseAlgorithm(CudaContext &ctx, Direction direction,
 
 Status buildPlan(CudaContext &ctx, const Conv2dDesc &d, Direction direction,
                  cudnnDataType_t type, ConvBackwardPlan &plan) {
-  int64_t padH = std::min(d.padTop, d.padBottom);
-  int64_t padW = std::min(d.padLeft, d.padRight);
-  plan.extraTop = d.padTop - padH;
-  plan.extraLeft = d.padLeft - padW;
-  plan.paddedH = d.h + plan.extraTop + (d.padBottom - padH);
-  plan.paddedW = d.w + plan.extraLeft + (d.padRight - padW);
-  plan.explicitPad = plan.paddedH != d.h || plan.paddedW != d.w;
-
-  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.input));
-  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.input, layoutOf(d), type, int(d.n), int(d.c),
-      int(plan.paddedH), int(plan.paddedW)));
-  TRAINC_CUDNN_CALL(cudnnCreateFilterDescriptor(&plan.filter));
-  TRAINC_CUDNN_CALL(cudnnSetFilter4dDescriptor(
-      plan.filter, type, layoutOf(d), int(d.m),
-      int(d.c / d.groups), int(d.kh), int(d.kw)));
-  TRAINC_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&plan.conv));
-  TRAINC_CUDNN_CALL(cudnnSetConvolution2dDescriptor(
-      plan.conv, int(padH), int(padW), int(d.strideH), int(d.strideW),
-      int(d.dilationH), int(d.dilationW), CUDNN_CROSS_CORRELATION,
-      CUDNN_DATA_FLOAT));
-  TRAINC_CUDNN_CALL(cudnnSetConvolutionGroupCount(plan.conv, int(d.groups)));
-  TRAINC_CUDNN_CALL(cudnnSetConvolutionMathType(plan.conv, CUDNN_FMA_MATH));
-
-  int on = 0, om = 0, oh = 0, ow = 0;
-  TRAINC_CUDNN_CALL(cudnnGetConvolution2dForwardOutputDim(
-      plan.conv, plan.input, plan.filter, &on, &om, &oh, &ow));
-  if (on != d.n || om != d.m || oh != d.outH || ow != d.outW)
-    return Status::error("cuDNN computes output [" + std::to_string(on) + ", " +
-                         std::to_string(om) + ", " + std::to_string(oh) + ", " +
-                         std::to_string(ow) + "], the descriptor says [" +
-                         std::to_string(d.n) + ", " + std::to_string(d.m) +
-                         ", " + std::to_string(d.outH) + ", " +
-                         std::to_string(d.outW) + "]");
-  TRAINC_CUDNN_CALL(cudnnCreateTensorDescriptor(&plan.output));
-  TRAINC_CUDNN_CALL(cudnnSetTensor4dDescriptor(
-      plan.output, layoutOf(d), type, int(d.n), int(d.m),
-      int(d.outH), int(d.outW)));
+  TRAINC_RETURN_IF_ERROR(plan.describe(d, type));
   return chooseAlgorithm(ctx, direction, plan, type != CUDNN_DATA_FLOAT);
 }
 
