@@ -179,7 +179,66 @@ LogicalResult dump(ModuleOp module, llvm::StringRef dir, int index, llvm::String
   return success();
 }
 
+/// A phase's options in trainc-opt: the fields of PipelineOptions that the
+/// phases read, with the same defaults.
+struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
+  Option<std::string> loss{*this, "loss", llvm::cl::desc("cross-entropy, mse, bce or output")};
+  Option<std::string> label{*this, "label", llvm::cl::init("label")};
+  Option<int64_t> classAxis{*this, "class-axis", llvm::cl::init(1)};
+  Option<std::string> freeze{*this, "freeze", llvm::cl::desc("parameters not trained (regex)")};
+  Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd, adam or adamw")};
+  Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
+  Option<std::string> precision{*this, "precision", llvm::cl::init("fp32")};
+  Option<std::string> lossScale{*this, "loss-scale", llvm::cl::init("none")};
+  Option<std::string> layout{*this, "layout", llvm::cl::init("nchw")};
+  Option<int64_t> padTo{*this, "pad-to", llvm::cl::init(1)};
+  Option<bool> dataParallel{*this, "data-parallel", llvm::cl::init(false)};
+  Option<int64_t> bucketBytes{*this, "bucket-bytes", llvm::cl::init(26214400)};
+  Option<std::string> remat{*this, "remat", llvm::cl::init("none")};
+  Option<int64_t> memoryBudget{*this, "memory-budget", llvm::cl::init(0)};
+  Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::init(1)};
+  Option<bool> fuse{*this, "fuse", llvm::cl::init(true)};
+  Option<bool> gemmEpilogues{*this, "gemm-epilogues", llvm::cl::init(true)};
+
+  trainc::PipelineOptions bind() const {
+    trainc::PipelineOptions o;
+    o.loss = loss;
+    o.label = label;
+    o.classAxis = classAxis;
+    o.freeze = freeze;
+    o.clipGradNorm = clipGradNorm;
+    o.optimizer = optimizer;
+    o.nesterov = nesterov;
+    o.precision = precision;
+    o.lossScale = lossScale;
+    o.layout = layout;
+    o.padTo = padTo;
+    o.dataParallel = dataParallel;
+    o.bucketBytes = bucketBytes;
+    o.remat = remat;
+    o.memoryBudget = memoryBudget;
+    o.gradAccum = gradAccum;
+    o.fuse = fuse;
+    o.gemmEpilogues = gemmEpilogues;
+    return o;
+  }
+};
+
 } // namespace
+
+void trainc::registerPhasePipelines() {
+  for (const Phase &phase : phases()) {
+    const Phase *p = &phase; // phases() lives for the whole program
+    PassPipelineRegistration<PhaseOptions>(
+        std::string("trainc-phase-") + p->name,
+        std::string("the ") + p->name + " phase of trainc compile, with its cleanup",
+        [p](OpPassManager &pm, const PhaseOptions &options) {
+          if (p->build(pm, options.bind()) && p->cleanup)
+            addCleanup(pm);
+        });
+  }
+}
 
 std::optional<int64_t> trainc::parseByteSize(llvm::StringRef text) {
   static const std::pair<const char *, double> units[] = {

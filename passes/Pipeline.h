@@ -91,6 +91,13 @@ struct PipelineOptions {
 /// then sets PipelineOptions::passManagerCLOptions.
 void registerPipelineCLOptions();
 
+/// Registers every phase as a named pass pipeline, `trainc-phase-NAME`
+/// (the phase's passes, then its canonicalizer and CSE, exactly as trainc
+/// compile runs it), whose options are PipelineOptions' fields: trainc-opt
+/// replays one phase on a dumped or --compile-to IR, e.g.
+///   trainc-opt --pass-pipeline='builtin.module(trainc-phase-optimizer{optimizer=adamw})'
+void registerPhasePipelines();
+
 /// Runs the phases. Diagnostics go through the context's handler.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options);
 

@@ -2,6 +2,7 @@
 
 #include "ir/TcDialect.h"
 #include "passes/Passes.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   trainc::registerTraincPasses();
+  trainc::registerPhasePipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "trainc optimizer driver\n", registry));
 }

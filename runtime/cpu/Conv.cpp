@@ -114,31 +114,8 @@ Status conv2d(Context &ctx, const Conv2dDesc &d, const float *x, const float *w,
     }
     return Status();
   }
-  const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
-  if (imagePerThread(d)) {
-    void *workspace = nullptr;
-    if (colFloats)
-      TRAINC_RETURN_IF_ERROR(
-          ctx.workspace(&workspace, colFloats * sizeof(float) * threads));
-#pragma omp parallel num_threads(threads)
-    {
-      float *col = colFloats ? static_cast<float *>(workspace) +
-                                   omp_get_thread_num() * colFloats
-                             : nullptr;
-#pragma omp for schedule(static)
-      for (int64_t n = 0; n < d.n; ++n)
-        convImage(n, col, /*splitWork=*/false);
-    }
-  } else {
-    void *workspace = nullptr;
-    if (colFloats)
-      TRAINC_RETURN_IF_ERROR(
-          ctx.workspace(&workspace, colFloats * sizeof(float)));
-    for (int64_t n = 0; n < d.n; ++n)
-      convImage(n, static_cast<float *>(workspace), /*splitWork=*/true);
-  }
-  return Status();
+  return forEachImage(ctx, d, colFloats, convImage);
 }
 
 } // namespace trainc::cpu

@@ -157,30 +157,8 @@ Status conv2dBackwardData(Context &ctx, const Conv2dDesc &d, const float *dy,
     }
     return Status();
   }
-  const int threads = maxThreads();
   const size_t colFloats = pointwise ? 0 : size_t(taps * outSpatial);
-  void *workspace = nullptr;
-  if (imagePerThread(d)) {
-    if (colFloats)
-      TRAINC_RETURN_IF_ERROR(
-          ctx.workspace(&workspace, colFloats * sizeof(float) * threads));
-#pragma omp parallel num_threads(threads)
-    {
-      float *col = colFloats ? static_cast<float *>(workspace) +
-                                   omp_get_thread_num() * colFloats
-                             : nullptr;
-#pragma omp for schedule(static)
-      for (int64_t n = 0; n < d.n; ++n)
-        image(n, col, /*splitWork=*/false);
-    }
-  } else {
-    if (colFloats)
-      TRAINC_RETURN_IF_ERROR(
-          ctx.workspace(&workspace, colFloats * sizeof(float)));
-    for (int64_t n = 0; n < d.n; ++n)
-      image(n, static_cast<float *>(workspace), /*splitWork=*/true);
-  }
-  return Status();
+  return forEachImage(ctx, d, colFloats, image);
 }
 
 Status conv2dBackwardFilter(Context &ctx, const Conv2dDesc &d, const float *x,

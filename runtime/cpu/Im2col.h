@@ -11,6 +11,7 @@
 #ifndef TRAINC_RT_CPU_IM2COL_H
 #define TRAINC_RT_CPU_IM2COL_H
 
+#include "Blas.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/kernels.h"
 
@@ -19,6 +20,8 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+
+#include <omp.h>
 
 namespace trainc::cpu {
 
@@ -80,6 +83,37 @@ inline constexpr int64_t kImagePerThreadMin = 4;
 
 inline bool imagePerThread(const ::trainc::rt::Conv2dDesc &d) {
   return d.n >= kImagePerThreadMin;
+}
+
+/// Runs `image(n, col, splitWork)` for every image of the batch with an
+/// im2col buffer `col` of `colFloats` floats (null for a pointwise
+/// convolution, which needs none): one image per thread, each thread with
+/// its own buffer, when imagePerThread(d); else the images in sequence,
+/// each split over the threads (`splitWork`).
+template <typename ImageFn>
+::trainc::rt::Status forEachImage(::trainc::rt::Context &ctx, const ::trainc::rt::Conv2dDesc &d,
+                                  size_t colFloats, ImageFn &&image) {
+  void *workspace = nullptr;
+  if (imagePerThread(d)) {
+    const int threads = maxThreads();
+    if (colFloats)
+      TRAINC_RETURN_IF_ERROR(ctx.workspace(&workspace, colFloats * sizeof(float) * threads));
+#pragma omp parallel num_threads(threads)
+    {
+      float *col = colFloats
+                       ? static_cast<float *>(workspace) + omp_get_thread_num() * colFloats
+                       : nullptr;
+#pragma omp for schedule(static)
+      for (int64_t n = 0; n < d.n; ++n)
+        image(n, col, /*splitWork=*/false);
+    }
+    return ::trainc::rt::Status();
+  }
+  if (colFloats)
+    TRAINC_RETURN_IF_ERROR(ctx.workspace(&workspace, colFloats * sizeof(float)));
+  for (int64_t n = 0; n < d.n; ++n)
+    image(n, static_cast<float *>(workspace), /*splitWork=*/true);
+  return ::trainc::rt::Status();
 }
 
 /// The GEMM operand for one image and group: x itself for a pointwise
