@@ -25,6 +25,8 @@
 #include "common/KernelChecks.h"
 #include "trainc_rt/kernels.h"
 
+#include <cstdint>
+
 namespace trainc::cuda {
 namespace {
 
@@ -117,6 +119,42 @@ __device__ __forceinline__ void forEachWindow(const Pool2dDesc &d, int64_t ih,
   }
 }
 
+/// The input element each output window takes its maximum from (its plane
+/// offset, windowArgmax), stored as dy is: the indices the forward does not
+/// keep, found once per window instead of once per input element and
+/// window that holds it.
+__global__ void maxPool2dArgmaxKernel(Pool2dDesc d, const float *x, int32_t *argmax) {
+  int64_t total = d.n * d.c * d.outH * d.outW;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    ElementIndex e = elementIndex(i, d.c, d.outH * d.outW, d.channelsLast);
+    argmax[i] = int32_t(windowArgmax(d, x, e.b, e.ch, e.p / d.outW, e.p % d.outW));
+  }
+}
+
+/// dx from the windows' argmax: each input element adds, in window order,
+/// the dy of the windows whose maximum it is (no atomics: the same sums in
+/// the same order on every run).
+__global__ void maxPool2dBackwardFromArgmaxKernel(Pool2dDesc d, const int32_t *argmax,
+                                                  const float *dy, float *dx) {
+  int64_t total = d.n * d.c * d.h * d.w;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    ElementIndex e = elementIndex(i, d.c, d.h * d.w, d.channelsLast);
+    int64_t iw = e.p % d.w;
+    int64_t ih = e.p / d.w;
+    float sum = 0.0f;
+    forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
+      int64_t o = elementAt(e.b, e.ch, oh * d.outW + ow, d.c, d.outH * d.outW, d.channelsLast);
+      if (argmax[o] == e.p)
+        sum += dy[o];
+    });
+    dx[i] = sum;
+  }
+}
+
+/// The same without scratch: each input element finds the argmax of every
+/// window that holds it (planes of 2^31 elements or more).
 __global__ void maxPool2dBackwardKernel(Pool2dDesc d, const float *x,
                                         const float *dy, float *dx) {
   int64_t total = d.n * d.c * d.h * d.w;
@@ -174,9 +212,22 @@ Status maxPool2dBackward(Context &ctxBase, const Pool2dDesc &d, const float *x,
       kernel, {{"x", x}, {"dy", dy}, {"dx", dx}}));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPool2dDesc(kernel, d));
   int64_t total = d.n * d.c * d.h * d.w;
-  maxPool2dBackwardKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
-                            ctx.stream()>>>(d, x, dy, dx);
-  TRAINC_CHECK_LAUNCH("maxPool2dBackwardKernel");
+  if (d.h * d.w >= INT32_MAX) {
+    maxPool2dBackwardKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                              ctx.stream()>>>(d, x, dy, dx);
+    TRAINC_CHECK_LAUNCH("maxPool2dBackwardKernel");
+    return Status();
+  }
+  int64_t outputs = d.n * d.c * d.outH * d.outW;
+  void *scratch = nullptr;
+  TRAINC_RETURN_IF_ERROR(ctx.workspace(&scratch, size_t(outputs) * sizeof(int32_t)));
+  int32_t *argmax = static_cast<int32_t *>(scratch);
+  maxPool2dArgmaxKernel<<<gridFor(ctx, outputs, kBlockSize), kBlockSize, 0, ctx.stream()>>>(
+      d, x, argmax);
+  TRAINC_CHECK_LAUNCH("maxPool2dArgmaxKernel");
+  maxPool2dBackwardFromArgmaxKernel<<<gridFor(ctx, total, kBlockSize), kBlockSize, 0,
+                                      ctx.stream()>>>(d, argmax, dy, dx);
+  TRAINC_CHECK_LAUNCH("maxPool2dBackwardFromArgmaxKernel");
   return Status();
 }
 
