@@ -260,7 +260,8 @@ private:
                               const std::vector<rt::InputRole> &roles,
                               const llvm::StringMap<IndexLimit> &limits);
   LogicalResult emitTrainStepTable(raw_ostream &os, mlir::func::FuncOp step,
-                                   const Emitted &train, const Emitted *accumulate);
+                                   const Emitted &train, const Emitted *accumulate,
+                                   const llvm::StringMap<IndexLimit> &limits);
   void emitParamTable(raw_ostream &os);
   LogicalResult emitExportTable(raw_ostream &os);
 };

@@ -89,9 +89,10 @@ void ProgramEmitter::emitTensorTable(raw_ostream &os, const char *name,
 
 LogicalResult ProgramEmitter::emitTrainStepTable(raw_ostream &os, func::FuncOp step,
                                                  const Emitted &train,
-                                                 const Emitted *accumulate) {
+                                                 const Emitted *accumulate,
+                                                 const llvm::StringMap<IndexLimit> &limits) {
   const llvm::StringMap<IndexLimit> noLimits;
-  emitTensorTable(os, "kTrainInputs", train.inputs, train.roles, indexLimits(step));
+  emitTensorTable(os, "kTrainInputs", train.inputs, train.roles, limits);
   if (!train.states.empty()) {
     os << "const trainc::rt::StateInfo kStates[] = {\n";
     for (const StateEntry &state : train.states)
@@ -229,10 +230,12 @@ void ProgramEmitter::emitParamTable(raw_ostream &os) {
 }
 
 LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) {
-  emitTensorTable(os, "kInputs", inputs, fns.forward->roles, indexLimits(fns.forwardFunc));
+  // The forward's token-id inputs, which the step reads as they are.
+  const llvm::StringMap<IndexLimit> limits = indexLimits(fns.forwardFunc);
+  emitTensorTable(os, "kInputs", inputs, fns.forward->roles, limits);
   emitTensorTable(os, "kOutputs", outputs, {}, {});
   if (fns.train &&
-      failed(emitTrainStepTable(os, fns.stepFunc, *fns.train, fns.accumulate)))
+      failed(emitTrainStepTable(os, fns.stepFunc, *fns.train, fns.accumulate, limits)))
     return failure();
   emitParamTable(os);
   bool exporting = fns.train && !options.exportSegmentsPath.empty();
