@@ -183,7 +183,7 @@ LogicalResult ProgramEmitter::declareParams() {
     params.push_back({param.getSymName().str(), type, appendToBlob(init),
                       static_cast<uint64_t>(cast<RankedTensorType>(type).getNumElements() *
                                             elementBytes(type)),
-                      param.getTrainable(), false});
+                      param.getTrainable(), false, param.getNoDecay()});
   }
   return success();
 }
@@ -359,7 +359,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     params.push_back({"constant:" + std::to_string(params.size()), type,
                       appendToBlob(value),
                       static_cast<uint64_t>(countOf(constant) * elementBytes(type)),
-                      false, true});
+                      false, true, false});
     names[constant.getResult()] = name;
     return success();
   }
@@ -408,7 +408,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitWeightCast(op);
   if (tc::isFusible(op) && !isa<tc::ExpandOp>(op))
     return emitPointwise(op);
-  if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))
+  if (op->hasTrait<tc::OpTrait::ParamUpdate>())
     return emitUpdate(op);
   if (isa<tc::AccumulateGradOp>(op))
     return emitAccumulate(op);

@@ -12,7 +12,10 @@
 #include "codegen/ScalarExpr.h"
 #include "runtime/include/trainc_rt/defaults.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 #include <cctype>
+#include <functional>
 
 using namespace mlir;
 using namespace trainc;
@@ -33,13 +36,16 @@ static bool sameUpdateKind(Operation *a, Operation *b, unsigned tensors) {
   return llvm::none_of(b->getOperands(), [&](Value v) { return v.getDefiningOp() == a; });
 }
 
+/// `skip ? old : next` under loss scaling, else `next`.
+using KeepFn = std::function<std::string(const std::string &old, const std::string &next)>;
+
 /// The tensors one multi-tensor launch takes at most: its pointer arrays
 /// stay under CUDA's 4 KiB of kernel parameters.
 constexpr size_t kMaxUpdateTensors = 64;
 
 LogicalResult ProgramEmitter::emitUpdate(Operation *op) {
-  bool sgd = isa<tc::SgdUpdateOp>(op);
-  unsigned tensorCount = sgd ? 3 : 4;
+  // The tensors: the parameter, its gradient and one per state.
+  unsigned tensorCount = op->getNumResults() + 1;
   pendingUpdates.push_back(op);
   Operation *next = op->getNextNode();
   if (next && pendingUpdates.size() < kMaxUpdateTensors &&
@@ -63,65 +69,150 @@ void ProgramEmitter::describeRun(ArrayRef<Operation *> ops, std::vector<std::str
     comment.push_back("... and " + std::to_string(ops.size() - 12) + " more parameters");
 }
 
+namespace {
+
+/// The generated kernel of one kind of optimizer update: its per-tensor
+/// arrays (operands, then results), its shared scalars and its element
+/// code; LAMB and LARS add the per-tensor norms' passes (normCode, factorCode).
+struct UpdateKernel {
+  std::string what;
+  std::vector<std::string> tensors, outs, scalars;
+  std::string code, normCode, factorCode;
+};
+
+/// SGD (torch.optim.SGD, dampening 0).
+void sgdKernel(tc::SgdUpdateOp op, const std::string &g, const KeepFn &keep, UpdateKernel &k) {
+  k.what = "sgd_update";
+  k.tensors = {"param", "grad", "buf"};
+  k.outs = {"param_out", "buf_out"};
+  k.scalars = {"lr", "momentum", "wd"};
+  k.code = "  const float p = param[i], b0 = buf[i];\n"
+           "  const float d = " + g + " + wd[0] * p;\n"
+           "  const float b = momentum[0] * b0 + d;\n"
+           "  param_out[i] = " + keep("p", std::string("p - lr[0] * ") +
+                                          (op.getNesterov() ? "(d + momentum[0] * b)" : "b")) +
+           ";\n"
+           "  buf_out[i] = " + keep("b0", "b") + ";\n";
+}
+
+/// Adam and AdamW, PyTorch's order (torch.optim.Adam, _single_tensor_adam):
+/// omb1/omb2 are 1 - beta1/2, step is lr / bias_correction1 and bc2sqrt is
+/// sqrt(bias_correction2), each computed in double by the trainer (on the
+/// device from the step count under loss scaling).
+void adamKernel(tc::AdamUpdateOp op, const std::string &g, const KeepFn &keep, UpdateKernel &k) {
+  bool decoupled = op.getDecoupled();
+  k.what = decoupled ? "adamw_update" : "adam_update";
+  k.tensors = {"param", "grad", "m", "v"};
+  k.outs = {"param_out", "m_out", "v_out"};
+  k.scalars = {"lr", "beta1", "beta2", "omb1", "omb2", "eps", "wd", "step", "bc2sqrt"};
+  k.code = std::string("  const float p0 = param[i], m0 = m[i], v0 = v[i];\n") +
+           "  float p = p0, g = " + g + ";\n" +
+           (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n"
+                      : "  (void)lr; // in step\n  g = g + wd[0] * p;\n") +
+           "  const float m1 = beta1[0] * m0 + omb1[0] * g;\n"
+           "  const float v1 = beta2[0] * v0 + (omb2[0] * g) * g;\n"
+           "  param_out[i] = " +
+           keep("p0", "p - (step[0] * m1) / (sqrtf(v1) / bc2sqrt[0] + eps[0])") + ";\n"
+           "  m_out[i] = " + keep("m0", "m1") + ";\n"
+           "  v_out[i] = " + keep("v0", "v1") + ";\n";
+}
+
+/// LAMB (tc.lamb_update): pass one writes the moments and sums p^2 and
+/// r^2; the factor is lr times the trust ratio; pass two recomputes r from
+/// the new moments and steps.
+void lambKernel(tc::LambUpdateOp op, const std::string &g, const KeepFn &keep, UpdateKernel &k) {
+  k.what = "lamb_update";
+  k.tensors = {"param", "grad", "m", "v"};
+  k.outs = {"param_out", "m_out", "v_out"};
+  k.scalars = {"lr", "beta1", "beta2", "omb1", "omb2", "eps", "wd", "bc1", "bc2sqrt"};
+  const std::string r = "(m1 / bc1[0]) / (sqrtf(v1) / bc2sqrt[0] + eps[0]) + wd[0] * p";
+  k.normCode = "  const float p = param[i], m0 = m[i], v0 = v[i], g = " + g + ";\n"
+               "  const float m1 = beta1[0] * m0 + omb1[0] * g;\n"
+               "  const float v1 = beta2[0] * v0 + (omb2[0] * g) * g;\n"
+               "  const float r = " + r + ";\n"
+               "  m_out[i] = " + keep("m0", "m1") + ";\n"
+               "  v_out[i] = " + keep("v0", "v1") + ";\n"
+               "  sa += static_cast<double>(p) * p;\n"
+               "  sb += static_cast<double>(r) * r;\n";
+  k.factorCode = op.getLayerAdaptation()
+                     ? "  // lr * trust ratio ||p|| / ||r|| (1 where either norm is 0)\n"
+                       "  const double pn = sqrt(sa), rn = sqrt(sb);\n"
+                       "  return static_cast<float>(lr[0] * (pn > 0.0 && rn > 0.0 ? pn / rn : 1.0));\n"
+                     : "  // no layer adaptation (--no-decay)\n"
+                       "  return lr[0];\n";
+  k.code = "  const float p = param[i], m1 = m_out[i], v1 = v_out[i];\n"
+           "  const float r = " + r + ";\n"
+           "  param_out[i] = " + keep("p", "p - factor * r") + ";\n";
+}
+
+/// LARS in LARC's form (tc.lars_update): pass one sums p^2 and g^2; the
+/// factor is lr times the local learning rate; pass two steps.
+void larsKernel(tc::LarsUpdateOp op, const std::string &g, const KeepFn &keep, UpdateKernel &k) {
+  k.what = "lars_update";
+  k.tensors = {"param", "grad", "buf"};
+  k.outs = {"param_out", "buf_out"};
+  k.scalars = {"lr", "momentum", "wd", "trust", "eps"};
+  k.normCode = "  const float p = param[i], g = " + g + ";\n"
+               "  sa += static_cast<double>(p) * p;\n"
+               "  sb += static_cast<double>(g) * g;\n";
+  k.factorCode =
+      op.getLayerAdaptation()
+          ? "  // lr * trust * ||p|| / (||g|| + wd ||p|| + eps) (1 where either norm is 0)\n"
+            "  const double pn = sqrt(sa), gn = sqrt(sb);\n"
+            "  const double local = pn > 0.0 && gn > 0.0\n"
+            "      ? trust[0] * pn / (gn + wd[0] * pn + eps[0]) : 1.0;\n"
+            "  return static_cast<float>(lr[0] * local);\n"
+          : "  // no layer adaptation (--no-decay)\n"
+            "  return lr[0];\n";
+  k.code = "  const float p = param[i], b0 = buf[i], g = " + g + ";\n"
+           "  const float b = momentum[0] * b0 + factor * (g + wd[0] * p);\n"
+           "  param_out[i] = " + keep("p", "p - b") + ";\n"
+           "  buf_out[i] = " + keep("b0", "b") + ";\n";
+}
+
+} // namespace
+
 /// Fused optimizer updates: one kernel reads each parameter, its gradient
 /// and its state once and writes their next values (in place when planned
 /// so; the body reads every element before it writes it). A run of updates
-/// of one optimizer is one multi-tensor kernel.
+/// of one optimizer is one multi-tensor kernel; LAMB's and LARS's are two
+/// passes, the first summing each tensor's squares.
 LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   Operation *op = ops.front();
-  bool sgd = isa<tc::SgdUpdateOp>(op);
-  bool decoupled = !sgd && cast<tc::AdamUpdateOp>(op).getDecoupled();
-  std::vector<std::string> tensors =
-      sgd ? std::vector<std::string>{"param", "grad", "buf"}
-          : std::vector<std::string>{"param", "grad", "m", "v"};
-  std::vector<std::string> scalars =
-      sgd ? std::vector<std::string>{"lr", "momentum", "wd"}
-          : std::vector<std::string>{"lr",  "beta1", "beta2", "omb1",   "omb2",
-                                     "eps", "wd",    "step",  "bc2sqrt"};
-  if (op->getNumOperands() > tensors.size() + scalars.size())
-    scalars.push_back("scale");
-  std::vector<std::string> outs = sgd ? std::vector<std::string>{"param_out", "buf_out"}
-                                      : std::vector<std::string>{"param_out", "m_out", "v_out"};
-  std::vector<KernelParam> perTensor, shared;
-  for (const std::string &t : tensors)
-    perTensor.push_back({"float", t, false});
-  for (const std::string &o : outs)
-    perTensor.push_back({"float", o, true});
-  for (const std::string &h : scalars)
-    shared.push_back({"float", h, false});
-  std::string g = scalars.back() == "scale" ? "grad[i] * scale[0]" : "grad[i]";
+  const bool scaled =
+      llvm::TypeSwitch<Operation *, bool>(op)
+          .Case<tc::SgdUpdateOp, tc::AdamUpdateOp, tc::LambUpdateOp, tc::LarsUpdateOp>(
+              [](auto u) { return bool(u.getGradScale()); })
+          .Default([](Operation *) { return false; });
+  std::string g = scaled ? "grad[i] * scale[0]" : "grad[i]";
   // Loss scaling: a non-finite scale (inf or NaN in some gradient) keeps
   // every value as it is, bit for bit.
   bool skippable = op->hasAttr("skip_nonfinite");
-  auto keep = [&](const std::string &old, const std::string &next) {
+  KeepFn keep = [&](const std::string &old, const std::string &next) {
     return skippable ? "skip ? " + old + " : " + next : next;
   };
-  std::string code =
+  UpdateKernel k;
+  if (auto sgd = dyn_cast<tc::SgdUpdateOp>(op))
+    sgdKernel(sgd, g, keep, k);
+  else if (auto adam = dyn_cast<tc::AdamUpdateOp>(op))
+    adamKernel(adam, g, keep, k);
+  else if (auto lamb = dyn_cast<tc::LambUpdateOp>(op))
+    lambKernel(lamb, g, keep, k);
+  else if (auto lars = dyn_cast<tc::LarsUpdateOp>(op))
+    larsKernel(lars, g, keep, k);
+  else
+    return op->emitError("codegen has no kernel for this update");
+  if (scaled)
+    k.scalars.push_back("scale");
+  std::string skip =
       skippable ? "  const bool skip = !trainc::gen::isFinite(scale[0]); // step skipped\n" : "";
-  if (sgd) {
-    bool nesterov = cast<tc::SgdUpdateOp>(op).getNesterov();
-    code += "  const float p = param[i], b0 = buf[i];\n"
-            "  const float d = " + g + " + wd[0] * p;\n"
-            "  const float b = momentum[0] * b0 + d;\n"
-            "  param_out[i] = " + keep("p", std::string("p - lr[0] * ") +
-                                                (nesterov ? "(d + momentum[0] * b)" : "b")) + ";\n"
-            "  buf_out[i] = " + keep("b0", "b") + ";\n";
-  } else {
-    // PyTorch's order (torch.optim.Adam, _single_tensor_adam): omb1/omb2
-    // are 1 - beta1/2, step is lr / bias_correction1 and bc2sqrt is
-    // sqrt(bias_correction2), each computed in double by the trainer (on
-    // the device from the step count under loss scaling).
-    code += std::string("  const float p0 = param[i], m0 = m[i], v0 = v[i];\n") +
-            "  float p = p0, g = " + g + ";\n" +
-            (decoupled ? "  p = p * (1.0f - lr[0] * wd[0]);\n"
-                       : "  (void)lr; // in step\n  g = g + wd[0] * p;\n") +
-            "  const float m1 = beta1[0] * m0 + omb1[0] * g;\n"
-            "  const float v1 = beta2[0] * v0 + (omb2[0] * g) * g;\n"
-            "  param_out[i] = " +
-            keep("p0", "p - (step[0] * m1) / (sqrtf(v1) / bc2sqrt[0] + eps[0])") + ";\n"
-            "  m_out[i] = " + keep("m0", "m1") + ";\n"
-            "  v_out[i] = " + keep("v0", "v1") + ";\n";
-  }
+  std::vector<KernelParam> perTensor, shared;
+  for (const std::string &t : k.tensors)
+    perTensor.push_back({"float", t, false});
+  for (const std::string &o : k.outs)
+    perTensor.push_back({"float", o, true});
+  for (const std::string &h : k.scalars)
+    shared.push_back({"float", h, false});
   std::vector<std::string> comment;
   std::vector<int64_t> counts;
   describeRun(ops, comment, counts);
@@ -133,25 +224,28 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   if (skippable)
     comment.push_back("loss scaling: the gradients are unscaled by 'scale'; a non-finite scale "
                       "skips the step");
-  std::string what = sgd ? "sgd_update" : (decoupled ? "adamw_update" : "adam_update");
-  std::string name = kernels.addMultiTensorKernel(what, comment, perTensor, shared, counts, code);
+  std::string name =
+      k.normCode.empty()
+          ? kernels.addMultiTensorKernel(k.what, comment, perTensor, shared, counts, skip + k.code)
+          : kernels.addMultiTensorNormKernel(k.what, comment, perTensor, shared, counts,
+                                             skip + k.normCode, k.factorCode, skip + k.code);
   // The pointer arrays, then the call.
   body += "  {\n";
   std::string args = "ctx";
   auto array = [&](const std::string &arrayName, bool output, auto valueOf) {
     body += std::string("    ") + (output ? "float" : "const float") + " *const " + arrayName +
             "[] = {";
-    for (auto [k, u] : llvm::enumerate(ops))
-      body += (k ? ", " : "") + ptr(valueOf(u));
+    for (auto [n, u] : llvm::enumerate(ops))
+      body += (n ? ", " : "") + ptr(valueOf(u));
     body += "};\n";
     args += ", " + arrayName;
   };
-  for (auto [k, t] : llvm::enumerate(tensors))
-    array(t, false, [&, k = k](Operation *u) { return u->getOperand(k); });
-  for (auto [k, o] : llvm::enumerate(outs))
-    array(o, true, [&, k = k](Operation *u) { return u->getResult(k); });
-  for (size_t k = 0; k < scalars.size(); ++k)
-    args += ", " + ptr(op->getOperand(tensors.size() + k));
+  for (auto [n, t] : llvm::enumerate(k.tensors))
+    array(t, false, [&, n = n](Operation *u) { return u->getOperand(n); });
+  for (auto [n, o] : llvm::enumerate(k.outs))
+    array(o, true, [&, n = n](Operation *u) { return u->getResult(n); });
+  for (size_t n = 0; n < k.scalars.size(); ++n)
+    args += ", " + ptr(op->getOperand(k.tensors.size() + n));
   body += "  ";
   call(name + "(" + args + ")");
   body += "  }\n";

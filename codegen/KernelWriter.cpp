@@ -8,6 +8,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cctype>
 
 using namespace trainc::codegen;
 
@@ -143,6 +144,84 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   return name;
 }
 
+int64_t KernelWriter::writeChunkTables(llvm::raw_ostream &os, llvm::StringRef name,
+                                       llvm::ArrayRef<int64_t> counts, int64_t &total,
+                                       bool firstChunks) {
+  // Chunks (tensor, begin, end): a CPU thread's or a CUDA block's share.
+  const int64_t chunk = target == Target::Cpu ? 16384 : 4096;
+  std::string tensors, begins, ends, firsts;
+  int64_t chunks = 0;
+  total = 0;
+  for (auto [t, count] : llvm::enumerate(counts)) {
+    total += count;
+    firsts += std::to_string(chunks) + ", ";
+    for (int64_t b = 0; b < count; b += chunk, ++chunks) {
+      tensors += std::to_string(t) + ", ";
+      begins += std::to_string(b) + ", ";
+      ends += std::to_string(std::min(count, b + chunk)) + ", ";
+    }
+  }
+  firsts += std::to_string(chunks) + ", ";
+  std::string qualifier = target == Target::Cuda ? "__device__ const" : "const";
+  os << qualifier << " int32_t " << name << "_tensor[] = {" << tensors << "};\n"
+     << qualifier << " int64_t " << name << "_begin[] = {" << begins << "};\n"
+     << qualifier << " int64_t " << name << "_end[] = {" << ends << "};\n";
+  if (firstChunks)
+    os << qualifier << " int64_t " << name << "_first[] = {" << firsts << "};\n";
+  return chunks;
+}
+
+void KernelWriter::writeTensorStruct(llvm::raw_ostream &os, llvm::StringRef name,
+                                     llvm::ArrayRef<KernelParam> perTensor, size_t tensors) {
+  os << "struct " << name << "_tensors {\n";
+  for (const KernelParam &p : perTensor)
+    os << "  " << (p.output ? "" : "const ") << p.type << " *" << p.name << "[" << tensors
+       << "];\n";
+  os << "};\n";
+}
+
+namespace {
+
+/// `name_body(i, a.x[t], ..., shared..., extra)`: a per-element call.
+std::string elementCall(llvm::StringRef function, llvm::ArrayRef<KernelParam> perTensor,
+                        llvm::ArrayRef<KernelParam> shared, llvm::StringRef prefix,
+                        llvm::StringRef extra = "") {
+  std::string s = function.str() + "(i";
+  for (const KernelParam &p : perTensor)
+    s += ", " + prefix.str() + p.name + "[t]";
+  return s + argList(shared) + extra.str() + ");";
+}
+
+/// The launcher's parameters: `const float *const *param, ...` then the
+/// shared pointers.
+std::string launcherParams(llvm::ArrayRef<KernelParam> perTensor,
+                           llvm::ArrayRef<KernelParam> shared) {
+  std::string arrays;
+  for (const KernelParam &p : perTensor)
+    arrays += std::string(", ") + (p.output ? "" : "const ") + p.type + " *const *" + p.name;
+  return arrays + paramList(shared, false);
+}
+
+/// `(void)x;` for each of `names` that `body` does not use (an identifier
+/// of the body's own), then `body`: the bodies of one kernel share one
+/// parameter list, and each reads only some of it.
+std::string markUnused(llvm::ArrayRef<std::string> names, llvm::StringRef body) {
+  auto isIdentifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string unused;
+  for (const std::string &name : names) {
+    bool used = false;
+    for (size_t at = body.find(name); at != llvm::StringRef::npos && !used;
+         at = body.find(name, at + 1))
+      used = (at == 0 || !isIdentifier(body[at - 1])) &&
+             (at + name.size() == body.size() || !isIdentifier(body[at + name.size()]));
+    if (!used)
+      unused += "(void)" + name + "; ";
+  }
+  return unused.empty() ? body.str() : "  " + unused + "// not read here\n" + body.str();
+}
+
+} // namespace
+
 std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
                                                llvm::ArrayRef<std::string> comment,
                                                llvm::ArrayRef<KernelParam> perTensor,
@@ -150,71 +229,156 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
                                                llvm::ArrayRef<int64_t> counts,
                                                llvm::StringRef body) {
   std::string name = nextName(what);
-  // Chunks (tensor, begin, end): a CPU thread's or a CUDA block's share.
-  const int64_t chunk = target == Target::Cpu ? 16384 : 4096;
-  std::string tensors, begins, ends;
-  int64_t chunks = 0, total = 0;
-  for (auto [t, count] : llvm::enumerate(counts)) {
-    total += count;
-    for (int64_t b = 0; b < count; b += chunk, ++chunks) {
-      tensors += std::to_string(t) + ", ";
-      begins += std::to_string(b) + ", ";
-      ends += std::to_string(std::min(count, b + chunk)) + ", ";
-    }
-  }
   llvm::raw_string_ostream os(out);
   for (const std::string &line : comment)
     os << commentLine(line);
   std::string bodyParams = paramList(perTensor, false) + paramList(shared, false);
   os << "TRAINC_HD void " << name << "_body(int64_t i" << bodyParams << ") {\n"
      << body << "}\n";
-  // The launcher's arrays: `const float *const *param`, `float *const *out`.
-  std::string arrays;
-  for (const KernelParam &p : perTensor)
-    arrays += std::string(", ") + (p.output ? "" : "const ") + p.type + " *const *" + p.name;
-  std::string sharedParams = paramList(shared, false);
-  std::string tableQualifier = target == Target::Cuda ? "__device__ const" : "const";
-  os << tableQualifier << " int32_t " << name << "_tensor[] = {" << tensors << "};\n"
-     << tableQualifier << " int64_t " << name << "_begin[] = {" << begins << "};\n"
-     << tableQualifier << " int64_t " << name << "_end[] = {" << ends << "};\n";
-  auto callBody = [&](llvm::StringRef prefix) {
-    std::string s = name + "_body(i";
-    for (const KernelParam &p : perTensor)
-      s += ", " + prefix.str() + p.name + "[t]";
-    return s + argList(shared) + ");";
-  };
+  int64_t total = 0;
+  const int64_t chunks = writeChunkTables(os, name, counts, total);
+  std::string call = elementCall(name + "_body", perTensor, shared, "");
+  std::string launcher = "static Status " + name + "(Context &" +
+                         (target == Target::Cuda ? "ctx" : "") +
+                         launcherParams(perTensor, shared) + ") {\n";
   if (target == Target::Cpu) {
-    os << "static Status " << name << "(Context &" << arrays << sharedParams << ") {\n";
+    os << launcher;
     if (total >= kParallelThreshold)
       os << "#pragma omp parallel for schedule(static)\n";
     os << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
        << "    const int32_t t = " << name << "_tensor[c];\n"
        << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
-       << "      " << callBody("") << "\n"
+       << "      " << call << "\n"
        << "  }\n  return Status();\n}\n\n";
     return name;
   }
   // CUDA: the pointer arrays travel by value in one struct (kernel
   // parameters; the emitter keeps a launch under 4 KiB of them).
-  os << "struct " << name << "_tensors {\n";
-  for (const KernelParam &p : perTensor)
-    os << "  " << (p.output ? "" : "const ") << p.type << " *" << p.name << "["
-       << counts.size() << "];\n";
-  os << "};\n"
-     << "__global__ void " << name << "_kernel(" << name << "_tensors a" << sharedParams
-     << ") {\n"
+  writeTensorStruct(os, name, perTensor, counts.size());
+  os << "__global__ void " << name << "_kernel(" << name << "_tensors a"
+     << paramList(shared, false) << ") {\n"
      << "  const int32_t t = " << name << "_tensor[blockIdx.x];\n"
      << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
      << "_end[blockIdx.x]; i += blockDim.x)\n"
-     << "    " << callBody("a.") << "\n}\n"
-     << "static Status " << name << "(Context &ctx" << arrays << sharedParams << ") {\n"
-     << "  " << name << "_tensors a;\n"
+     << "    " << elementCall(name + "_body", perTensor, shared, "a.") << "\n}\n"
+     << launcher << "  " << name << "_tensors a;\n"
      << "  for (int t = 0; t < " << counts.size() << "; ++t) {\n";
   for (const KernelParam &p : perTensor)
     os << "    a." << p.name << "[t] = " << p.name << "[t];\n";
   os << "  }\n";
   if (chunks > 0)
     os << "  " << name << "_kernel<<<" << chunks << ", " << kBlockSize
+       << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n";
+  os << "  return tk::checkLaunch(\"" << name << "\");\n}\n\n";
+  return name;
+}
+
+std::string KernelWriter::addMultiTensorNormKernel(
+    llvm::StringRef what, llvm::ArrayRef<std::string> comment,
+    llvm::ArrayRef<KernelParam> perTensor, llvm::ArrayRef<KernelParam> shared,
+    llvm::ArrayRef<int64_t> counts, llvm::StringRef normBody, llvm::StringRef factorBody,
+    llvm::StringRef applyBody) {
+  std::string name = nextName(what);
+  llvm::raw_string_ostream os(out);
+  for (const std::string &line : comment)
+    os << commentLine(line);
+  std::string bodyParams = paramList(perTensor, false) + paramList(shared, false);
+  std::vector<std::string> names, sharedNames = {"sa", "sb"};
+  for (const KernelParam &p : perTensor)
+    names.push_back(p.name);
+  for (const KernelParam &p : shared) {
+    names.push_back(p.name);
+    sharedNames.push_back(p.name);
+  }
+  names.push_back("sa");
+  names.push_back("sb");
+  os << "TRAINC_HD void " << name << "_norm_body(int64_t i" << bodyParams
+     << ", double &sa, double &sb) {\n"
+     << markUnused(names, normBody) << "}\n"
+     << "TRAINC_HD float " << name << "_factor_of(double sa, double sb"
+     << paramList(shared, false) << ") {\n"
+     << markUnused(sharedNames, factorBody) << "}\n";
+  names.pop_back();
+  names.back() = "factor";
+  os << "TRAINC_HD void " << name << "_apply_body(int64_t i" << bodyParams
+     << ", float factor) {\n"
+     << markUnused(names, applyBody) << "}\n";
+  int64_t total = 0;
+  const int64_t chunks = writeChunkTables(os, name, counts, total, true);
+  const size_t tensors = counts.size();
+  // One tensor's sums: its chunks' partial sums in chunk order.
+  std::string sumChunks = "    double sa = 0.0, sb = 0.0;\n"
+                          "    for (int64_t c = " + name + "_first[t]; c < " + name +
+                          "_first[t + 1]; ++c) {\n"
+                          "      sa += " + name + "_partial[2 * c];\n"
+                          "      sb += " + name + "_partial[2 * c + 1];\n    }\n";
+  std::string launcher = "static Status " + name + "(Context &" +
+                         (target == Target::Cuda ? "ctx" : "") +
+                         launcherParams(perTensor, shared) + ") {\n";
+  std::string chunkCount = std::to_string(std::max<int64_t>(chunks, 1));
+  if (target == Target::Cpu) {
+    std::string parallel =
+        total >= kParallelThreshold ? "#pragma omp parallel for schedule(static)\n" : "";
+    os << "static double " << name << "_partial[2 * " << chunkCount << "];\n"
+       << "static float " << name << "_factor[" << tensors << "];\n"
+       << launcher
+       << parallel << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
+       << "    const int32_t t = " << name << "_tensor[c];\n"
+       << "    double sa = 0.0, sb = 0.0;\n"
+       << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
+       << "      " << elementCall(name + "_norm_body", perTensor, shared, "", ", sa, sb") << "\n"
+       << "    " << name << "_partial[2 * c] = sa;\n"
+       << "    " << name << "_partial[2 * c + 1] = sb;\n  }\n"
+       << "  for (int32_t t = 0; t < " << tensors << "; ++t) {\n"
+       << sumChunks << "    " << name << "_factor[t] = " << name << "_factor_of(sa, sb"
+       << argList(shared) << ");\n  }\n"
+       << parallel << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
+       << "    const int32_t t = " << name << "_tensor[c];\n"
+       << "    const float factor = " << name << "_factor[t];\n"
+       << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
+       << "      " << elementCall(name + "_apply_body", perTensor, shared, "", ", factor")
+       << "\n  }\n  return Status();\n}\n\n";
+    return name;
+  }
+  writeTensorStruct(os, name, perTensor, tensors);
+  std::string sharedParams = paramList(shared, false);
+  os << "__device__ double " << name << "_partial[2 * " << chunkCount << "];\n"
+     << "__device__ float " << name << "_factor[" << tensors << "];\n"
+     << "__global__ void " << name << "_norm_kernel(" << name << "_tensors a" << sharedParams
+     << ") {\n"
+     << "  const int32_t t = " << name << "_tensor[blockIdx.x];\n"
+     << "  double sa = 0.0, sb = 0.0;\n"
+     << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
+     << "_end[blockIdx.x]; i += blockDim.x)\n"
+     << "    " << elementCall(name + "_norm_body", perTensor, shared, "a.", ", sa, sb") << "\n"
+     << "  trainc::gen::blockSum2<" << kBlockSize << ">(sa, sb);\n"
+     << "  if (threadIdx.x == 0) {\n"
+     << "    " << name << "_partial[2 * blockIdx.x] = sa;\n"
+     << "    " << name << "_partial[2 * blockIdx.x + 1] = sb;\n  }\n}\n"
+     << "__global__ void " << name << "_factor_kernel(int32_t tensors" << sharedParams << ") {\n"
+     << "  const int32_t t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+     << "  if (t < tensors) {\n"
+     << sumChunks << "    " << name << "_factor[t] = " << name << "_factor_of(sa, sb"
+     << argList(shared) << ");\n  }\n}\n"
+     << "__global__ void " << name << "_apply_kernel(" << name << "_tensors a" << sharedParams
+     << ") {\n"
+     << "  const int32_t t = " << name << "_tensor[blockIdx.x];\n"
+     << "  const float factor = " << name << "_factor[t];\n"
+     << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
+     << "_end[blockIdx.x]; i += blockDim.x)\n"
+     << "    " << elementCall(name + "_apply_body", perTensor, shared, "a.", ", factor")
+     << "\n}\n"
+     << launcher << "  " << name << "_tensors a;\n"
+     << "  for (int t = 0; t < " << tensors << "; ++t) {\n";
+  for (const KernelParam &p : perTensor)
+    os << "    a." << p.name << "[t] = " << p.name << "[t];\n";
+  os << "  }\n";
+  if (chunks > 0)
+    os << "  " << name << "_norm_kernel<<<" << chunks << ", " << kBlockSize
+       << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n"
+       << "  " << name << "_factor_kernel<<<" << (tensors + kBlockSize - 1) / kBlockSize << ", "
+       << kBlockSize << ", 0, tk::stream(ctx)>>>(" << tensors << argList(shared) << ");\n"
+       << "  " << name << "_apply_kernel<<<" << chunks << ", " << kBlockSize
        << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n";
   os << "  return tk::checkLaunch(\"" << name << "\");\n}\n\n";
   return name;

@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <map>
@@ -73,6 +74,20 @@ public:
                                    llvm::ArrayRef<KernelParam> shared,
                                    llvm::ArrayRef<int64_t> counts, llvm::StringRef body);
 
+  /// The two-pass form of addMultiTensorKernel for updates scaled per
+  /// tensor by a ratio of norms (LAMB, LARS). Pass one runs `normBody` on
+  /// every element (it may write outputs, and adds squares to the doubles
+  /// `sa` and `sb`); each tensor's sums, over its chunks in order (the same
+  /// bits on every run, CPU threads or CUDA blocks), give it the float
+  /// `factor` that `factorBody` returns from `sa`, `sb` and the shared
+  /// parameters; pass two runs `applyBody` on every element with `factor`.
+  /// Called as addMultiTensorKernel's launcher is.
+  std::string addMultiTensorNormKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
+                                       llvm::ArrayRef<KernelParam> perTensor,
+                                       llvm::ArrayRef<KernelParam> shared,
+                                       llvm::ArrayRef<int64_t> counts, llvm::StringRef normBody,
+                                       llvm::StringRef factorBody, llvm::StringRef applyBody);
+
   const std::string &text() const { return out; }
   /// Distinct kernels written (identical ones are written once).
   int count() const { return counter; }
@@ -80,6 +95,17 @@ public:
 private:
   /// `kNN_what`, numbering the kernels in order.
   std::string nextName(llvm::StringRef what);
+  /// The chunk tables of a multi-tensor kernel (`name_tensor`, `_begin`,
+  /// `_end`, and with `firstChunks` `_first`: each tensor's first chunk,
+  /// then the count) into `os`; returns the number of chunks and sets
+  /// `total` to the elements.
+  int64_t writeChunkTables(llvm::raw_ostream &os, llvm::StringRef name,
+                           llvm::ArrayRef<int64_t> counts, int64_t &total,
+                           bool firstChunks = false);
+  /// The CUDA launcher's struct of pointer arrays and the statements that
+  /// fill `a` from the launcher's arrays.
+  void writeTensorStruct(llvm::raw_ostream &os, llvm::StringRef name,
+                         llvm::ArrayRef<KernelParam> perTensor, size_t tensors);
 
   Target target;
   int counter = 0;

@@ -80,7 +80,7 @@ private:
     std::string name;
     Type type;
     uint64_t offset, bytes;
-    bool trainable, constant;
+    bool trainable, constant, noDecay;
   };
 
   LogicalResult declareArguments(mlir::func::FuncOp func);

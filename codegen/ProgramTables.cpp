@@ -224,7 +224,8 @@ void ProgramEmitter::emitParamTable(raw_ostream &os) {
                       {"blobOffset", std::to_string(p.offset)},
                       {"bytes", std::to_string(p.bytes)},
                       {"trainable", p.trainable ? "true" : "false"},
-                      {"constant", p.constant ? "true" : "false"}})
+                      {"constant", p.constant ? "true" : "false"},
+                      {"noDecay", p.noDecay ? "true" : "false"}})
        << ",\n";
   os << "};\n";
 }

@@ -678,7 +678,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     bool trainable = !meta->trainable || meta->trainable->contains(init.name());
     builder.create<tc::ParamOp>(loc, builder.getStringAttr(init.name()),
                                 TypeAttr::get(value.getType()),
-                                trainable ? builder.getUnitAttr() : UnitAttr(), value);
+                                trainable ? builder.getUnitAttr() : UnitAttr(), UnitAttr(),
+                                value);
     paramNames.push_back(init.name());
   }
   if (llvm::Error e = checkMetadataNames(*meta, floatShapes)) {

@@ -51,7 +51,9 @@ def Tc_Hyper : I32EnumAttr<"Hyper", "a hyperparameter the trainer sets before ea
   I32EnumAttrCase<"OneMinusBeta1", 11, "one_minus_beta1">,
   I32EnumAttrCase<"OneMinusBeta2", 12, "one_minus_beta2">,
   I32EnumAttrCase<"StepSize", 13, "step_size">,
-  I32EnumAttrCase<"BiasCorrection2Sqrt", 14, "bias_correction2_sqrt">
+  I32EnumAttrCase<"BiasCorrection2Sqrt", 14, "bias_correction2_sqrt">,
+  I32EnumAttrCase<"BiasCorrection1", 15, "bias_correction1">,
+  I32EnumAttrCase<"TrustCoefficient", 16, "trust_coefficient">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;
@@ -85,7 +87,9 @@ def Tc_StateRoleAttr : EnumAttr<Tc_Dialect, Tc_StateRole, "state_role"> {
 def Tc_Optimizer : I32EnumAttr<"Optimizer", "the optimizer of a training step", [
   I32EnumAttrCase<"Sgd", 0, "sgd">,
   I32EnumAttrCase<"Adam", 1, "adam">,
-  I32EnumAttrCase<"AdamW", 2, "adamw">
+  I32EnumAttrCase<"AdamW", 2, "adamw">,
+  I32EnumAttrCase<"Lamb", 3, "lamb">,
+  I32EnumAttrCase<"Lars", 4, "lars">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;

@@ -58,4 +58,11 @@ def Tc_Pointwise : NativeOpTrait<"Pointwise"> {
   let cppNamespace = "::trainc::tc::OpTrait";
 }
 
+// An optimizer's update of one parameter: operand 0 is the parameter, 1 its
+// gradient, result 0 the parameter's next value (the others its state's).
+// Liveness, the update scheduling and codegen find updates by this trait.
+def Tc_ParamUpdate : NativeOpTrait<"ParamUpdate"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
 #endif // TRAINC_IR_TCBASE_TD

@@ -1046,6 +1046,31 @@ LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Locati
                      3, inferred);
 }
 
+LogicalResult LambUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
+    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
+  return inferUpdate(location,
+                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
+                      adaptor.getExpAvgSq()},
+                     {adaptor.getLr(), adaptor.getBeta1(), adaptor.getBeta2(),
+                      adaptor.getOneMinusBeta1(), adaptor.getOneMinusBeta2(), adaptor.getEps(),
+                      adaptor.getWeightDecay(), adaptor.getBiasCorrection1(),
+                      adaptor.getBiasCorrection2Sqrt(), adaptor.getGradScale()},
+                     3, inferred);
+}
+
+LogicalResult LarsUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
+    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
+  return inferUpdate(location,
+                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()},
+                     {adaptor.getLr(), adaptor.getMomentum(), adaptor.getWeightDecay(),
+                      adaptor.getTrustCoefficient(), adaptor.getEps(), adaptor.getGradScale()},
+                     2, inferred);
+}
+
 LogicalResult NonfiniteProbeOp::inferReturnTypes(MLIRContext *context,
                                                  std::optional<Location> location,
                                                  Adaptor adaptor,

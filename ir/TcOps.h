@@ -20,6 +20,10 @@ namespace OpTrait {
 /// (broadcast) index; see Tc_Pointwise in TcBase.td.
 template <typename ConcreteType>
 class Pointwise : public mlir::OpTrait::TraitBase<ConcreteType, Pointwise> {};
+/// An optimizer's update of one parameter (operand 0) from its gradient
+/// (operand 1); see Tc_ParamUpdate in TcBase.td.
+template <typename ConcreteType>
+class ParamUpdate : public mlir::OpTrait::TraitBase<ConcreteType, ParamUpdate> {};
 } // namespace OpTrait
 
 /// Shape function of the broadcasting pointwise ops: all operands share the

@@ -27,8 +27,10 @@ def Tc_ParamOp : Op<Tc_Dialect, "param", [Symbol, HasParent<"mlir::ModuleOp">]> 
   let description = [{
     Declares one parameter of the model (an ONNX initializer). The functions of
     the module take it as an argument marked `{tc.param = @name}`. `trainable`
-    parameters receive gradients; `initial_value` is what the trainer starts
-    from and what `--export` replaces with the trained values.
+    parameters receive gradients; `no_decay` ones (trainc-optimizer's
+    --no-decay group) get no weight decay and no layer adaptation;
+    `initial_value` is what the trainer starts from and what `--export`
+    replaces with the trained values.
 
     ```mlir
     tc.param @fc1.weight trainable : tensor<64x784xf32> = dense<...> : tensor<64x784xf32>
@@ -37,9 +39,11 @@ def Tc_ParamOp : Op<Tc_Dialect, "param", [Symbol, HasParent<"mlir::ModuleOp">]> 
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Tc_Tensor>:$type,
                        UnitAttr:$trainable,
+                       UnitAttr:$no_decay,
                        OptionalAttr<ElementsAttr>:$initial_value);
   let assemblyFormat = [{
-    $sym_name (`trainable` $trainable^)? `:` $type (`=` $initial_value^)? attr-dict
+    $sym_name (`trainable` $trainable^)? (`no_decay` $no_decay^)? `:` $type
+    (`=` $initial_value^)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -828,7 +832,7 @@ def Tc_MseLossOp : Tc_Op<"mse_loss", [Pure]> {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
-def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure, Tc_TiedOpInterface]> {
+def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure, Tc_TiedOpInterface, Tc_ParamUpdate]> {
   let summary = "one fused SGD step of a parameter (torch.optim.SGD)";
   let description = [{
     Elementwise, with the hyperparameters as f32 scalar tensors (runtime
@@ -865,7 +869,7 @@ def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure, Tc_TiedOpInterface]> {
   }];
 }
 
-def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure, Tc_TiedOpInterface]> {
+def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure, Tc_TiedOpInterface, Tc_ParamUpdate]> {
   let summary = "one fused Adam / AdamW step of a parameter (torch.optim.Adam, AdamW)";
   let description = [{
     Elementwise, with the hyperparameters as f32 scalar tensors (runtime
@@ -909,6 +913,90 @@ def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure, Tc_TiedOpInterface]> {
     /// The operand that result `i` is the next value of (param, exp_avg,
     /// exp_avg_sq).
     ::mlir::Value getReplacedOperand(unsigned i) { return getOperand(i == 0 ? 0 : i + 1); }
+  }];
+}
+
+def Tc_LambUpdateOp : Tc_Op<"lamb_update", [Pure, Tc_TiedOpInterface, Tc_ParamUpdate]> {
+  let summary = "one LAMB step of a parameter (You et al. 2020, Algorithm 2, apex FusedLAMB)";
+  let description = [{
+    With g = grad * grad_scale (1 when absent) and the hyperparameters as
+    f32 scalar tensors (bias_correction1 = 1 - beta1^t and
+    bias_correction2_sqrt = sqrt(1 - beta2^t), computed in double):
+
+        new_exp_avg = beta1 * exp_avg + one_minus_beta1 * g
+        new_exp_avg_sq = beta2 * exp_avg_sq + (one_minus_beta2 * g) * g
+        r = (new_exp_avg / bias_correction1)
+            / (sqrt(new_exp_avg_sq) / bias_correction2_sqrt + eps)
+            + weight_decay * param
+        trust = ||param|| / ||r||, 1 where either norm is 0
+        new_param = param - lr * trust * r
+
+    The norms are the whole tensor's (per parameter, summed in double).
+    Without `layer_adaptation` the trust ratio is 1 (the parameters that
+    --no-decay excludes: biases and norm weights). With `skip_nonfinite`
+    a non-finite grad_scale keeps every result equal to its operand.
+
+    Codegen: two passes over the parameter, a multi-tensor kernel each: the
+    first writes the moments and sums the squares of param and r, the
+    second recomputes r from the new moments and writes the parameter.
+
+    ```mlir
+    %p1, %m1, %v1 = tc.lamb_update %p, %g, %m, %v, %lr, %b1, %b2, %omb1, %omb2, %eps, %wd,
+                                   %bc1, %bc2sqrt {layer_adaptation}
+        : (tensor<64xf32>, ..., tensor<f32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$param, Tc_FloatTensor:$grad, Tc_FloatTensor:$exp_avg,
+      Tc_FloatTensor:$exp_avg_sq, Tc_FloatTensor:$lr, Tc_FloatTensor:$beta1,
+      Tc_FloatTensor:$beta2, Tc_FloatTensor:$one_minus_beta1, Tc_FloatTensor:$one_minus_beta2,
+      Tc_FloatTensor:$eps, Tc_FloatTensor:$weight_decay, Tc_FloatTensor:$bias_correction1,
+      Tc_FloatTensor:$bias_correction2_sqrt,
+      Optional<Tc_FloatTensor>:$grad_scale, UnitAttr:$layer_adaptation, UnitAttr:$skip_nonfinite);
+  let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_exp_avg,
+                      Tc_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The operand that result `i` is the next value of (param, exp_avg,
+    /// exp_avg_sq).
+    ::mlir::Value getReplacedOperand(unsigned i) { return getOperand(i == 0 ? 0 : i + 1); }
+  }];
+}
+
+def Tc_LarsUpdateOp : Tc_Op<"lars_update", [Pure, Tc_TiedOpInterface, Tc_ParamUpdate]> {
+  let summary = "one LARS step of a parameter (You et al. 2017, in LARC's form)";
+  let description = [{
+    With g = grad * grad_scale (1 when absent):
+
+        local_lr = trust_coefficient * ||param||
+                   / (||g|| + weight_decay * ||param|| + eps),
+                   1 where either norm is 0
+        new_momentum_buffer = momentum * momentum_buffer
+                              + (lr * local_lr) * (g + weight_decay * param)
+        new_param = param - new_momentum_buffer
+
+    The norms are the whole tensor's (per parameter, summed in double).
+    Without `layer_adaptation` local_lr is 1 (the parameters that
+    --no-decay excludes). With `skip_nonfinite` a non-finite grad_scale
+    keeps every result equal to its operand.
+
+    Codegen: two multi-tensor kernels, the first sums the squares of param
+    and g, the second writes the buffer and the parameter.
+
+    ```mlir
+    %p1, %b1 = tc.lars_update %p, %g, %b, %lr, %mom, %wd, %trust, %eps {layer_adaptation}
+        : (tensor<64x32xf32>, ..., tensor<f32>) -> (tensor<64x32xf32>, tensor<64x32xf32>)
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$param, Tc_FloatTensor:$grad,
+      Tc_FloatTensor:$momentum_buffer, Tc_FloatTensor:$lr, Tc_FloatTensor:$momentum,
+      Tc_FloatTensor:$weight_decay, Tc_FloatTensor:$trust_coefficient, Tc_FloatTensor:$eps,
+      Optional<Tc_FloatTensor>:$grad_scale, UnitAttr:$layer_adaptation,
+      UnitAttr:$skip_nonfinite);
+  let results = (outs Tc_FloatTensor:$new_param, Tc_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    /// The operand that result `i` is the next value of (param, buffer).
+    ::mlir::Value getReplacedOperand(unsigned i) { return getOperand(i == 0 ? 0 : 2); }
   }];
 }
 

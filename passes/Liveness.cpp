@@ -163,7 +163,7 @@ BufferLiveness::BufferLiveness(Operation *op) {
       lives[it->second].kind = BufferKind::Gradient;
   };
   for (Operation &inner : body)
-    if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp, tc::AccumulateGradOp>(inner))
+    if (inner.hasTrait<tc::OpTrait::ParamUpdate>() || isa<tc::AccumulateGradOp>(inner))
       markGradient(inner.getOperand(1));
   if (auto ret = dyn_cast<func::ReturnOp>(body.getTerminator()))
     for (auto [k, v] : llvm::enumerate(ret.getOperands()))

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/Regex.h"
 
 namespace trainc {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -40,7 +41,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     }
     std::optional<tc::Optimizer> parsed = tc::symbolizeOptimizer(kind);
     if (!parsed) {
-      module.emitError("--optimizer must be sgd, adam or adamw, got '") << kind << "'";
+      module.emitError("--optimizer must be sgd, adam, adamw, lamb or lars, got '") << kind << "'";
       return signalPassFailure();
     }
     optimizer = *parsed;
@@ -64,7 +65,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     Block &body = step.getBody().front();
     SmallVector<Operation *> updates;
     for (Operation &op : body)
-      if (isa<tc::SgdUpdateOp, tc::AdamUpdateOp>(op))
+      if (op.hasTrait<tc::OpTrait::ParamUpdate>())
         updates.push_back(&op);
     // Last first: updates that follow the same op keep their order.
     for (Operation *update : llvm::reverse(updates)) {
@@ -158,10 +159,180 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     return b.create<tc::WhereOp>(loc, ValueRange{condition, yes, no})->getResult(0);
   }
 
+  /// What every update of the step shares: the gradients' factor (loss
+  /// scaling and clipping, null when 1) and Adam's bias corrections when the
+  /// device computes them (fp16 loss scaling), else null (hyperparameters).
+  struct StepFactors {
+    Value gradScale, stepSize, bc1, bc2Sqrt;
+    /// fp16 loss scaling: a non-finite gradScale skips the updates.
+    bool skipNonfinite = false;
+  };
+
+  /// Whether the optimizer keeps Adam's moments (adam, adamw, lamb).
+  bool usesMoments() const {
+    return optimizer == tc::Optimizer::Adam || optimizer == tc::Optimizer::AdamW ||
+           optimizer == tc::Optimizer::Lamb;
+  }
+
+  /// The --no-decay group, resolved: every parameter of rank 0 or 1, none,
+  /// or the names a regular expression matches (searched).
+  struct NoDecayGroup {
+    enum class Rule { Rank1, None, Regex } rule = Rule::None;
+    std::optional<llvm::Regex> regex;
+    bool contains(StringRef name, Type type) const {
+      switch (rule) {
+      case Rule::Rank1: return cast<ShapedType>(type).getRank() <= 1;
+      case Rule::None: return false;
+      case Rule::Regex: return regex->match(name);
+      }
+      return false;
+    }
+  };
+
+  FailureOr<NoDecayGroup> noDecayGroup(ModuleOp module) {
+    NoDecayGroup group;
+    std::string rule = noDecay;
+    if (rule == "auto")
+      rule = optimizer == tc::Optimizer::Sgd || optimizer == tc::Optimizer::Adam ? "none" : "1d";
+    if (rule == "1d")
+      group.rule = NoDecayGroup::Rule::Rank1;
+    else if (rule != "none") {
+      group.rule = NoDecayGroup::Rule::Regex;
+      group.regex.emplace(rule);
+      std::string error;
+      if (rule.empty() || !group.regex->isValid(error))
+        return module.emitError("--no-decay='")
+               << rule << "' is neither 1d, none nor a regular expression"
+               << (error.empty() ? "" : ": " + error);
+    }
+    return group;
+  }
+
+  /// Adam's step count on the device (fp16 loss scaling): a skipped step
+  /// does not advance it; the bias corrections the updates read come from
+  /// it. In f64 from 1 - beta (the trainer's one_minus_beta1/2, computed in
+  /// double): 1 - beta^t from an f32 beta would be 1.3e-5 off for beta2 =
+  /// 0.999 at t = 1. Rounded to f32 once, as the trainer's are.
+  template <typename KeepState>
+  void deviceCorrections(func::FuncOp step, OpBuilder &b, Location loc, Value ok,
+                         StepFactors &f, KeepState &keepState) {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value t = state(step, scalar, tc::StateRole::AdamStep);
+    Value t1 = where(b, loc, ok,
+                     b.create<tc::AddOp>(loc, ValueRange{t, f32Scalar(b, loc, 1.0f)})->getResult(0),
+                     t);
+    keepState(t1, tc::stateName(tc::StateRole::AdamStep));
+    auto f64 = b.getF64Type();
+    auto scalar64 = RankedTensorType::get({}, f64);
+    auto widen = [&](Value v) {
+      return b.create<tc::CastOp>(loc, scalar64, v, TypeAttr::get(f64)).getResult();
+    };
+    auto narrow = [&](Value v) {
+      return b.create<tc::CastOp>(loc, scalar, v, TypeAttr::get(b.getF32Type())).getResult();
+    };
+    Value one = b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(scalar64, 1.0)).getResult();
+    Value t64 = widen(t1);
+    auto correction = [&](tc::Hyper oneMinusBeta) {
+      Value beta = b.create<tc::SubOp>(loc, ValueRange{one, widen(hyper(step, oneMinusBeta))})
+                       ->getResult(0);
+      Value power = b.create<tc::PowOp>(loc, ValueRange{beta, t64})->getResult(0);
+      return b.create<tc::SubOp>(loc, ValueRange{one, power})->getResult(0);
+    };
+    if (optimizer == tc::Optimizer::Lamb) {
+      f.bc1 = narrow(correction(tc::Hyper::OneMinusBeta1));
+    } else {
+      Value lr = widen(hyper(step, tc::Hyper::Lr));
+      f.stepSize = narrow(
+          b.create<tc::DivOp>(loc, ValueRange{lr, correction(tc::Hyper::OneMinusBeta1)})->getResult(0));
+    }
+    f.bc2Sqrt = narrow(b.create<tc::SqrtOp>(loc, correction(tc::Hyper::OneMinusBeta2))->getResult(0));
+  }
+
+  /// One parameter's update: its next value and its states' (name, value).
+  struct Update {
+    Value param;
+    SmallVector<std::pair<std::string, Value>> states;
+  };
+
+  Update buildUpdate(func::FuncOp step, OpBuilder &b, Value p, Value g, StringRef name,
+                     bool decays, const StepFactors &f, Value zero) {
+    // The update kernel is named after the parameter it writes.
+    Location loc = NameLoc::get(b.getStringAttr("update of " + name), step.getLoc());
+    Value lr = hyper(step, tc::Hyper::Lr);
+    Value wd = decays ? hyper(step, tc::Hyper::WeightDecay) : zero;
+    SmallVector<NamedAttribute> flags;
+    if (nesterov && optimizer == tc::Optimizer::Sgd)
+      flags.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
+    if (optimizer == tc::Optimizer::AdamW)
+      flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
+    if (decays && (optimizer == tc::Optimizer::Lamb || optimizer == tc::Optimizer::Lars))
+      flags.push_back(b.getNamedAttr("layer_adaptation", b.getUnitAttr()));
+    if (f.skipNonfinite)
+      flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
+    auto withScale = [&](SmallVector<Value> operands) {
+      if (f.gradScale)
+        operands.push_back(f.gradScale);
+      return operands;
+    };
+    auto stateOf = [&](tc::StateRole role) { return state(step, p.getType(), role, name); };
+    auto named = [&](tc::StateRole role, Value v) {
+      return std::make_pair(tc::stateName(role, name), v);
+    };
+    if (optimizer == tc::Optimizer::Sgd || optimizer == tc::Optimizer::Lars) {
+      Value momentum = hyper(step, tc::Hyper::Momentum);
+      Value buffer = stateOf(tc::StateRole::Momentum);
+      Operation *update;
+      if (optimizer == tc::Optimizer::Sgd)
+        update = b.create<tc::SgdUpdateOp>(loc, withScale({p, g, buffer, lr, momentum, wd}), flags);
+      else
+        update = b.create<tc::LarsUpdateOp>(
+            loc, withScale({p, g, buffer, lr, momentum, wd, hyper(step, tc::Hyper::TrustCoefficient),
+                            hyper(step, tc::Hyper::Eps)}),
+            flags);
+      return {update->getResult(0), {named(tc::StateRole::Momentum, update->getResult(1))}};
+    }
+    // The hyperparameters first, then the state (the step's argument order).
+    SmallVector<Value> scalars = {lr,
+                                  hyper(step, tc::Hyper::Beta1),
+                                  hyper(step, tc::Hyper::Beta2),
+                                  hyper(step, tc::Hyper::OneMinusBeta1),
+                                  hyper(step, tc::Hyper::OneMinusBeta2),
+                                  hyper(step, tc::Hyper::Eps),
+                                  wd};
+    bool lamb = optimizer == tc::Optimizer::Lamb;
+    if (lamb)
+      scalars.push_back(f.bc1 ? f.bc1 : hyper(step, tc::Hyper::BiasCorrection1));
+    else
+      scalars.push_back(f.stepSize ? f.stepSize : hyper(step, tc::Hyper::StepSize));
+    scalars.push_back(f.bc2Sqrt ? f.bc2Sqrt : hyper(step, tc::Hyper::BiasCorrection2Sqrt));
+    Value m = stateOf(tc::StateRole::ExpAvg), v = stateOf(tc::StateRole::ExpAvgSq);
+    SmallVector<Value> operands = {p, g, m, v};
+    operands.append(scalars.begin(), scalars.end());
+    Operation *update = lamb ? b.create<tc::LambUpdateOp>(loc, withScale(operands), flags)
+                                   .getOperation()
+                             : b.create<tc::AdamUpdateOp>(loc, withScale(operands), flags)
+                                   .getOperation();
+    return {update->getResult(0),
+            {named(tc::StateRole::ExpAvg, update->getResult(1)),
+             named(tc::StateRole::ExpAvgSq, update->getResult(2))}};
+  }
+
+  /// The parameter argument of `step` that gradient result `symbol` is of.
+  static Value paramArg(func::FuncOp step, FlatSymbolRefAttr symbol) {
+    for (BlockArgument arg : step.getArguments())
+      if (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) == symbol)
+        return arg;
+    return nullptr;
+  }
+
   void rewrite(func::FuncOp step) {
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
     OpBuilder b(ret);
     Location loc = step.getLoc();
+    ModuleOp module = step->getParentOfType<ModuleOp>();
+    FailureOr<NoDecayGroup> group = noDecayGroup(module);
+    if (failed(group))
+      return signalPassFailure();
 
     SmallVector<Value> results = {ret.getOperand(0)};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
@@ -173,7 +344,6 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
           {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr(name)),
            b.getNamedAttr(tc::kStateUpdateAttrName, b.getStringAttr(name))}));
     };
-    ModuleOp module = step->getParentOfType<ModuleOp>();
     Attribute scaling = module->getAttr(tc::kLossScaleAttrName);
     std::optional<Scaler> scaler;
     if (scaling) {
@@ -194,65 +364,59 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
           measured[i] = b.create<tc::MulOp>(NameLoc::get(b.getStringAttr("gradient clipping"), loc),
                                             ValueRange{measured[i], scaler->unscale})
                             ->getResult(0);
-    Value gradScale;
+    StepFactors factors;
     if (clipGradNorm > 0) {
-      gradScale = clipCoefficient(step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc),
-                                  measured);
+      factors.gradScale = clipCoefficient(
+          step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc), measured);
       step->setAttr(tc::kClipGradNormAttrName, b.getF64FloatAttr(clipGradNorm));
     }
-    // Adam's step count on the device: a skipped step does not advance it.
-    Value stepSize, bc2Sqrt;
     if (scaler) {
       Location scaleLoc = NameLoc::get(b.getStringAttr("loss scaling"), loc);
       // (g / scale) * clip: 1 / scale is a power of two for the dynamic
       // scale, so this equals unscaling first. Plus the probe: unchanged
       // (+ 0) or inf, which makes the updates skip.
-      Value factor = gradScale ? b.create<tc::MulOp>(scaleLoc, ValueRange{scaler->unscale,
-                                                                          gradScale})
-                                     ->getResult(0)
-                               : scaler->unscale;
-      gradScale = b.create<tc::AddOp>(scaleLoc, ValueRange{factor, scaler->probe})->getResult(0);
+      Value factor = factors.gradScale
+                         ? b.create<tc::MulOp>(scaleLoc, ValueRange{scaler->unscale,
+                                                                    factors.gradScale})
+                               ->getResult(0)
+                         : scaler->unscale;
+      factors.gradScale =
+          b.create<tc::AddOp>(scaleLoc, ValueRange{factor, scaler->probe})->getResult(0);
       // The step is good exactly when the updates do not skip: the same
       // test (an infinite 1 / scale, below 2^-126, skips too and counts).
-      scaler->ok = isFinite(b, scaleLoc, gradScale);
-      if (optimizer != tc::Optimizer::Sgd) {
-        Location countLoc = NameLoc::get(b.getStringAttr("adam step count"), loc);
-        auto scalar = RankedTensorType::get({}, b.getF32Type());
-        Value t = state(step, scalar, tc::StateRole::AdamStep);
-        Value t1 = where(b, countLoc, scaler->ok,
-                         b.create<tc::AddOp>(countLoc, ValueRange{t, f32Scalar(b, countLoc, 1.0f)})
-                             ->getResult(0),
-                         t);
-        keepState(t1, tc::stateName(tc::StateRole::AdamStep));
-        // In f64 from 1 - beta (the trainer's one_minus_beta1/2, computed in
-        // double): 1 - beta^t from an f32 beta would be 1.3e-5 off for beta2
-        // = 0.999 at t = 1. Rounded to f32 once, as the trainer's step_size
-        // and bias_correction2_sqrt are.
-        auto f64 = b.getF64Type();
-        auto scalar64 = RankedTensorType::get({}, f64);
-        auto widen = [&](Value v) {
-          return b.create<tc::CastOp>(countLoc, scalar64, v, TypeAttr::get(f64)).getResult();
-        };
-        auto narrow = [&](Value v) {
-          return b.create<tc::CastOp>(countLoc, RankedTensorType::get({}, b.getF32Type()), v,
-                                      TypeAttr::get(b.getF32Type()))
-              .getResult();
-        };
-        Value one = b.create<tc::ConstantOp>(countLoc, DenseElementsAttr::get(scalar64, 1.0))
-                        .getResult();
-        Value t64 = widen(t1);
-        auto correction = [&](tc::Hyper oneMinusBeta) {
-          Value beta = b.create<tc::SubOp>(countLoc, ValueRange{one, widen(hyper(step, oneMinusBeta))})
-                           ->getResult(0);
-          Value power = b.create<tc::PowOp>(countLoc, ValueRange{beta, t64})->getResult(0);
-          return b.create<tc::SubOp>(countLoc, ValueRange{one, power})->getResult(0);
-        };
-        stepSize = narrow(b.create<tc::DivOp>(countLoc, ValueRange{widen(hyper(step, tc::Hyper::Lr)),
-                                                                   correction(tc::Hyper::OneMinusBeta1)})
-                              ->getResult(0));
-        bc2Sqrt = narrow(b.create<tc::SqrtOp>(countLoc, correction(tc::Hyper::OneMinusBeta2))->getResult(0));
-      }
+      scaler->ok = isFinite(b, scaleLoc, factors.gradScale);
+      factors.skipNonfinite = true;
+      if (usesMoments())
+        deviceCorrections(step, b, NameLoc::get(b.getStringAttr("adam step count"), loc),
+                          scaler->ok, factors, keepState);
       updateScale(step, b, scaleLoc, scaling, *scaler, keepState);
+    }
+
+    // The updates, those with weight decay first: a run of updates with the
+    // same operands and flags is one multi-tensor kernel.
+    Value zero;
+    DenseMap<unsigned, Update> updates;
+    for (bool decayedPass : {true, false})
+      for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
+        auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, tc::kGradAttrName);
+        if (!symbol)
+          continue;
+        Value p = paramArg(step, symbol);
+        bool decays = !group->contains(symbol.getValue(), p.getType());
+        if (decays != decayedPass)
+          continue;
+        if (!decays) {
+          if (!zero)
+            zero = f32Scalar(b, NameLoc::get(b.getStringAttr("no weight decay"), loc), 0.0f);
+          if (auto param = module.lookupSymbol<tc::ParamOp>(symbol.getValue()))
+            param.setNoDecay(true);
+        }
+        updates[i] = buildUpdate(step, b, p, ret.getOperand(i), symbol.getValue(), decays,
+                                 factors, zero);
+      }
+    if (group->rule == NoDecayGroup::Rule::Regex && !zero) {
+      module.emitError("--no-decay='") << noDecay << "' matches no trained parameter";
+      return signalPassFailure();
     }
 
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
@@ -267,58 +431,13 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         }
         continue;
       }
-      Value g = ret.getOperand(i);
-      Value p;
-      for (BlockArgument arg : step.getArguments())
-        if (step.getArgAttr(arg.getArgNumber(), tc::kParamAttrName) == symbol)
-          p = arg;
-      std::string name = symbol.getValue().str();
-      // The update kernel is named after the parameter it writes.
-      Location updateLoc = NameLoc::get(b.getStringAttr("update of " + name), loc);
-      Value lr = hyper(step, tc::Hyper::Lr), wd = hyper(step, tc::Hyper::WeightDecay);
-      Value updated;
-      if (optimizer == tc::Optimizer::Sgd) {
-        Value momentum = hyper(step, tc::Hyper::Momentum);
-        Value buffer = state(step, p.getType(), tc::StateRole::Momentum, name);
-        SmallVector<Value> operands = {p, g, buffer, lr, momentum, wd};
-        if (gradScale)
-          operands.push_back(gradScale);
-        SmallVector<NamedAttribute> flags;
-        if (nesterov)
-          flags.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
-        if (scaler)
-          flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
-        auto update = b.create<tc::SgdUpdateOp>(updateLoc, operands, flags);
-        updated = update.getNewParam();
-        keepState(update.getNewMomentumBuffer(), tc::stateName(tc::StateRole::Momentum, name));
-      } else {
-        Value beta1 = hyper(step, tc::Hyper::Beta1), beta2 = hyper(step, tc::Hyper::Beta2);
-        Value oneMinusBeta1 = hyper(step, tc::Hyper::OneMinusBeta1);
-        Value oneMinusBeta2 = hyper(step, tc::Hyper::OneMinusBeta2);
-        Value eps = hyper(step, tc::Hyper::Eps);
-        if (!scaler) {
-          stepSize = hyper(step, tc::Hyper::StepSize);
-          bc2Sqrt = hyper(step, tc::Hyper::BiasCorrection2Sqrt);
-        }
-        Value m = state(step, p.getType(), tc::StateRole::ExpAvg, name);
-        Value v = state(step, p.getType(), tc::StateRole::ExpAvgSq, name);
-        SmallVector<Value> operands = {p,  g,     m,  v,        lr,     beta1,  beta2,
-                                       oneMinusBeta1, oneMinusBeta2, eps, wd, stepSize, bc2Sqrt};
-        if (gradScale)
-          operands.push_back(gradScale);
-        SmallVector<NamedAttribute> flags;
-        if (optimizer == tc::Optimizer::AdamW)
-          flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
-        if (scaler)
-          flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
-        auto update = b.create<tc::AdamUpdateOp>(updateLoc, operands, flags);
-        updated = update.getNewParam();
-        keepState(update.getNewExpAvg(), tc::stateName(tc::StateRole::ExpAvg, name));
-        keepState(update.getNewExpAvgSq(), tc::stateName(tc::StateRole::ExpAvgSq, name));
-      }
-      results.push_back(updated);
+      const Update &update = updates[i];
+      for (const auto &[name, value] : update.states)
+        keepState(value, name);
+      results.push_back(update.param);
       attrs.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("param." + name)),
+          {b.getNamedAttr(tc::kOutputAttrName,
+                          b.getStringAttr("param." + symbol.getValue().str())),
            b.getNamedAttr(tc::kUpdateAttrName, symbol)}));
     }
     results.append(stateResults.begin(), stateResults.end());

@@ -560,6 +560,22 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       computes in double each step, as PyTorch does in Python floats.
       Adam adds wd p to g; AdamW scales p by (1 - lr wd) first (decoupled
       weight decay).
+    - `lamb` (`tc.lamb_update`, You et al. 2020 with Adam's bias
+      correction, as apex FusedLAMB): r = (m / bc1) / (sqrt(v) / sqrt(bc2)
+      + eps) + wd p, p -= lr (||p|| / ||r||) r, with per-tensor norms;
+      `bias_correction1` is 1 - b1^t.
+    - `lars` (`tc.lars_update`, LARC's form): local_lr = trust_coefficient
+      ||p|| / (||g|| + wd ||p|| + eps), b = momentum b + lr local_lr (g +
+      wd p), p -= b.
+
+    Parameter groups (`no-decay`): the parameters of the group get the
+    weight decay 0 (a constant operand) and, under LAMB and LARS, no layer
+    adaptation; their `tc.param` is marked `no_decay`. `1d` is every
+    parameter of rank 0 or 1 (biases, normalization weights: Hugging Face's
+    and BERT's LAMB groups), `none` no parameter, anything else a regular
+    expression searched in the parameter's name. The default, `auto`, is
+    `1d` for adamw, lamb and lars and `none` for sgd and adam (PyTorch's
+    single group).
 
     With `clip-grad-norm` the gradients are scaled as
     torch.nn.utils.clip_grad_norm_ does: by min(1, max_norm / (norm + 1e-6))
@@ -592,7 +608,11 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"kind", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd, adam or adamw">,
+           "sgd, adam, adamw, lamb or lars">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"auto\"",
+           "the parameters without weight decay (and layer adaptation): 1d, "
+           "none, a regular expression, or auto (1d for adamw, lamb and "
+           "lars, else none)">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "Nesterov momentum (sgd)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",

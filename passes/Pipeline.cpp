@@ -139,6 +139,7 @@ const std::vector<Phase> &phases() {
          trainc::OptimizerOptions opt;
          opt.kind = o.optimizer;
          opt.nesterov = o.nesterov;
+         opt.noDecay = o.noDecay;
          opt.clipGradNorm = o.clipGradNorm;
          opt.earlyUpdates = o.remat != "none";
          pm.addPass(trainc::createOptimizer(opt));

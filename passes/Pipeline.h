@@ -40,10 +40,13 @@ struct PipelineOptions {
   std::string freeze;
   /// When positive: clip the global gradient norm (the default max norm).
   double clipGradNorm = 0.0;
-  /// The optimizer phase runs when set (sgd, adam, adamw); without it
-  /// @train_step returns gradients.
+  /// The optimizer phase runs when set (sgd, adam, adamw, lamb, lars);
+  /// without it @train_step returns gradients.
   std::string optimizer;
   bool nesterov = false;
+  /// The parameters without weight decay: 1d, none, a regular expression,
+  /// or auto (the optimizer's default; see trainc-optimizer).
+  std::string noDecay = "auto";
   /// fp32, bf16 or fp16: the mixed-precision phase's low type (fp32: the
   /// phase is left out).
   std::string precision = "fp32";

@@ -101,6 +101,11 @@ def run_precision():
                             "precision")
 
 
+def run_optimizers():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_optimizers.py"),
+                            "optimizers")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -151,7 +156,8 @@ def main():
     totals = {}
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
-                     ("precision", run_precision), ("nan", run_nan),
+                     ("precision", run_precision), ("optimizers", run_optimizers),
+                     ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):
         print("== %s tests" % name, flush=True)

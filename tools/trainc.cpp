@@ -85,11 +85,18 @@ cl::opt<std::string> lossKind("loss",
 cl::opt<std::string> labelName("label", cl::desc("Name of the label input (default label)"),
                                cl::value_desc("NAME"), cl::init("label"), cl::cat(category));
 cl::opt<std::string> optimizerKind("optimizer",
-                                  cl::desc("Build a trainer with this optimizer: sgd, adam or "
-                                           "adamw (needs --loss)"),
+                                  cl::desc("Build a trainer with this optimizer: sgd, adam, "
+                                           "adamw, lamb or lars (needs --loss)"),
                                   cl::value_desc("KIND"), cl::cat(category));
 cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum (--optimizer=sgd)"),
                        cl::init(false), cl::cat(category));
+cl::opt<std::string> noDecay(
+    "no-decay",
+    cl::desc("The parameters without weight decay (nor, under lamb and lars, layer "
+             "adaptation): 1d (rank 0 or 1: biases, norm weights; the default for adamw, "
+             "lamb and lars), none (the default for sgd and adam), or a regular expression "
+             "searched in the ONNX names"),
+    cl::value_desc("1d|none|REGEX"), cl::cat(category));
 cl::opt<int64_t> classAxis("class-axis",
                            cl::desc("--loss=cross-entropy: the class axis of the logits, "
                                     "default 1; -1 for [N, T, vocab] language-model logits"),
@@ -209,7 +216,8 @@ usage:
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
-                  [--optimizer=sgd|adam|adamw [--nesterov] [--clip-grad-norm=X]]
+                  [--optimizer=sgd|adam|adamw|lamb|lars [--nesterov] [--no-decay=1d|none|REGEX]
+                   [--clip-grad-norm=X]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
                  [--layout=nchw|nhwc|auto] [--pad-to=auto|off|N]
@@ -526,6 +534,8 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.label = labelName;
   pipeline.optimizer = optimizerKind;
   pipeline.nesterov = nesterov;
+  if (!noDecay.empty())
+    pipeline.noDecay = noDecay;
   pipeline.classAxis = classAxis;
   pipeline.freeze = freezeRegex;
   pipeline.clipGradNorm = clipGradNorm;
@@ -1057,6 +1067,11 @@ bool checkTrainingFlags() {
            << "\n";
     return false;
   }
+  if (noDecay.getNumOccurrences() && optimizerKind.empty()) {
+    errs() << "error: --no-decay says which parameters the optimizer does not decay; it "
+              "needs --optimizer\n";
+    return false;
+  }
   if ((!freezeRegex.empty() || classAxis != 1) && lossKind.empty()) {
     errs() << "error: --freeze and --class-axis need --loss\n";
     return false;
@@ -1313,7 +1328,7 @@ std::vector<HelpGroup> helpGroups(StringRef command) {
              {"training", "loss", "label", "class-axis", "freeze", "optimizer"}}};
   return {{"Model and loss",
            {"batch-size", "loss", "label", "class-axis", "freeze", "entry"}},
-          {"Training", {"optimizer", "nesterov", "clip-grad-norm", "grad-accum"}},
+          {"Training", {"optimizer", "nesterov", "no-decay", "clip-grad-norm", "grad-accum"}},
           {"Speed",
            {"target", "cuda-arch", "precision", "loss-scale", "fuse", "layout", "pad-to"}},
           {"Memory", {"remat", "memory-budget", "report-memory", "device-memory"}},

@@ -147,6 +147,7 @@ std::string description(const char *argv0, const Program &program) {
   return "usage: " + p +
          " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
          "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
+         "          [--trust-coefficient T]\n"
          "          [--clip-grad-norm X]\n"
          "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
          "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
@@ -209,12 +210,15 @@ void define(Parser &parser, Options &options) {
   parser.integer("--epochs", t.epochs, 0, 1000000000, "N", "epochs to train");
   parser.integer("--steps", t.steps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "steps to train (instead of --epochs)");
-  parser.number("--lr", t.lr, "X", "learning rate (SGD 0.01, Adam/AdamW 0.001)");
-  parser.number("--momentum", t.momentum, "M", "SGD momentum (0)");
-  parser.number("--weight-decay", t.weightDecay, "W", "weight decay (0; AdamW 0.01)");
-  parser.number("--beta1", t.beta1, "B", "Adam beta1, in [0, 1) (0.9)", true);
-  parser.number("--beta2", t.beta2, "B", "Adam beta2, in [0, 1) (0.999)", true);
-  parser.number("--eps", t.eps, "E", "Adam epsilon (1e-8)");
+  parser.number("--lr", t.lr, "X", "learning rate (SGD and LARS 0.01, Adam, AdamW and LAMB "
+                "0.001)");
+  parser.number("--momentum", t.momentum, "M", "SGD and LARS momentum (0)");
+  parser.number("--weight-decay", t.weightDecay, "W", "weight decay (0; AdamW and LAMB 0.01)");
+  parser.number("--beta1", t.beta1, "B", "Adam and LAMB beta1, in [0, 1) (0.9)", true);
+  parser.number("--beta2", t.beta2, "B", "Adam and LAMB beta2, in [0, 1) (0.999)", true);
+  parser.number("--eps", t.eps, "E", "Adam, LAMB and LARS epsilon (1e-8)");
+  parser.number("--trust-coefficient", t.trustCoefficient, "T",
+                "LARS: the trust coefficient of the layer-wise learning rate (0.001)");
   parser.number("--clip-grad-norm", t.clipGradNorm, "X",
                 "max gradient norm of a trainer compiled with --clip-grad-norm");
   parser.integer("--seed", t.seed, 0, std::numeric_limits<uint64_t>::max(), "S",
@@ -363,8 +367,8 @@ std::string nearMiss(const CLI::App &app, const std::string &argument) {
 
 TrainOptions Options::defaultTrainOptions() {
   TrainOptions t;
-  t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.clipGradNorm =
-      std::nan("");
+  t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.trustCoefficient =
+      t.clipGradNorm = std::nan("");
   return t;
 }
 

@@ -76,7 +76,7 @@ struct TrainOptions {
   /// optimizer step (0: the program's default, TrainStep::gradAccum).
   int64_t gradAccum = 0;
   /// NaN: the optimizer's default.
-  double lr, momentum, weightDecay, beta1, beta2, eps;
+  double lr, momentum, weightDecay, beta1, beta2, eps, trustCoefficient;
   /// The max_grad_norm of a step compiled with --clip-grad-norm (NaN: the
   /// compiled value).
   double clipGradNorm;

@@ -42,6 +42,8 @@ double Hyperparameters::value(Hyper which, int64_t step) const {
   case Hyper::OneMinusBeta2: return 1.0 - beta2;
   case Hyper::StepSize: return lr / (1.0 - std::pow(beta1, t));
   case Hyper::BiasCorrection2Sqrt: return std::sqrt(1.0 - std::pow(beta2, t));
+  case Hyper::BiasCorrection1: return 1.0 - std::pow(beta1, t);
+  case Hyper::TrustCoefficient: return trustCoefficient;
   }
   return std::nan("");
 }
@@ -51,12 +53,16 @@ Status settleRun(const Program &program, const TrainOptions &options, RunSetting
   settings.baseLr = orDefault(options.lr, isAdam(train->optimizer) ? 1e-3 : 1e-2);
   settings.hyper = {settings.baseLr,
               orDefault(options.momentum, 0.0),
-              orDefault(options.weightDecay, train->optimizer == Optimizer::AdamW ? 1e-2 : 0.0),
+              orDefault(options.weightDecay, train->optimizer == Optimizer::AdamW ||
+                                                     train->optimizer == Optimizer::Lamb
+                                                 ? 1e-2
+                                                 : 0.0),
               orDefault(options.beta1, 0.9), orDefault(options.beta2, 0.999),
               orDefault(options.eps, 1e-8),
               orDefault(options.clipGradNorm, train->clipGradNorm),
               options.scaleGrowthInterval > 0 ? static_cast<double>(options.scaleGrowthInterval)
-                                              : double(kScaleGrowthInterval)};
+                                              : double(kScaleGrowthInterval),
+              orDefault(options.trustCoefficient, 1e-3)};
   const bool dynamicScale = train->lossScaling == LossScaling::Dynamic;
   if (options.scaleGrowthInterval > 0 && !dynamicScale)
     return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
@@ -117,6 +123,21 @@ std::string settingsLine(const Program &program, const TrainOptions &options,
     std::snprintf(text, sizeof(text), ", betas %g/%g, eps %g, weight decay %g", hyper.beta1,
                   hyper.beta2, hyper.eps, hyper.weightDecay);
   line += text;
+  int trained = 0, noDecay = 0;
+  for (int i = 0; i < program.numParams; ++i) {
+    trained += program.params[i].trainable ? 1 : 0;
+    noDecay += program.params[i].trainable && program.params[i].noDecay ? 1 : 0;
+  }
+  if (noDecay > 0) {
+    std::snprintf(text, sizeof(text), " (none on %d of %d parameters: --no-decay)", noDecay,
+                  trained);
+    line += text;
+  }
+  if (train.optimizer == Optimizer::Lars) {
+    std::snprintf(text, sizeof(text), ", trust coefficient %g, eps %g", hyper.trustCoefficient,
+                  hyper.eps);
+    line += text;
+  }
   if (train.clipGradNorm > 0) {
     std::snprintf(text, sizeof(text), ", gradient norm clipped to %g", hyper.maxGradNorm);
     line += text;

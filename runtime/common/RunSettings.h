@@ -18,7 +18,8 @@ namespace trainc::rt::detail {
 
 /// The run's hyperparameters (its flags, the schedule's current lr).
 struct Hyperparameters {
-  double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval;
+  double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval,
+      trustCoefficient;
 
   /// The value of `which` at (1-based) optimizer step `step`. Every derived
   /// constant is computed here, once, in double and rounded to float32 only

@@ -242,8 +242,11 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
       {"--momentum", !std::isnan(options.momentum), Hyper::Momentum,
        "Adam's momentum is --beta1"},
       {"--beta1", !std::isnan(options.beta1), Hyper::Beta1, "SGD's momentum is --momentum"},
-      {"--beta2", !std::isnan(options.beta2), Hyper::Beta2, "only Adam and AdamW have beta2"},
-      {"--eps", !std::isnan(options.eps), Hyper::Eps, "only Adam and AdamW have eps"},
+      {"--beta2", !std::isnan(options.beta2), Hyper::Beta2,
+       "only Adam, AdamW and LAMB have beta2"},
+      {"--eps", !std::isnan(options.eps), Hyper::Eps, "only Adam, AdamW, LAMB and LARS have eps"},
+      {"--trust-coefficient", !std::isnan(options.trustCoefficient), Hyper::TrustCoefficient,
+       "only LARS has a trust coefficient"},
       {"--weight-decay", !std::isnan(options.weightDecay), Hyper::WeightDecay, ""},
   };
   for (const Flag &f : flags)
@@ -251,9 +254,10 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
       return Status::error(std::string(f.name) + ": " + compiled + ", which has no " +
                            name(f.hyper) +
                            (*f.instead ? std::string(" (") + f.instead + ")" : "") +
-                           (adam || f.hyper == Hyper::Momentum
+                           (adam || f.hyper == Hyper::Momentum ||
+                                    f.hyper == Hyper::TrustCoefficient
                                 ? ""
-                                : "; compile with --optimizer=adam or adamw to use it"));
+                                : "; compile with --optimizer=adam, adamw or lamb to use it"));
   return checkScheduleFlags(options.schedule);
 }
 

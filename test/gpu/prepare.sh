@@ -6,7 +6,8 @@
 # training comparisons of test/train/check_training.py --gpu-prepare and the
 # bf16/fp16 steps and fp16 loss-scaling trainers of
 # test/train/check_precision.py --gpu-prepare (the data-parallel trainers
-# among them, with Open MPI's libraries). OUTDIR
+# among them, with Open MPI's libraries), and the LAMB and LARS trainers of
+# test/train/check_optimizers.py --gpu-prepare. OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 # ResNet-18's prediction program holds its 47 MB of weights: it goes to
 # OUTDIR.resnet18 (with its own run.sh), so that each folder stays under the
@@ -58,6 +59,11 @@ rm -rf "$out/train-work"
 cpu_checks check_precision /usr/bin/python3 test/train/check_precision.py build/bin/trainc \
   "$out/precision-work" --only mlp,lenet,gpt,resnet18,scaler --gpu-prepare "$out/precision"
 rm -rf "$out/precision-work"
+# LAMB and LARS: CUDA trainers of the zoo's MLP and GPT with their float64
+# references.
+cpu_checks check_optimizers /usr/bin/python3 test/train/check_optimizers.py build/bin/trainc \
+  "$out/optimizers-work" --only lamb,lars --gpu-prepare "$out/optimizers"
+rm -rf "$out/optimizers-work"
 # Open MPI's libraries, which data-parallel trainers load (the GPU machine's
 # image has NCCL in its wheels, not Open MPI); run.sh puts them last on the
 # library path.
@@ -69,7 +75,7 @@ if [ -x "$out/train/zoo_mlp_sgd_dp/prog" ]; then
 fi
 # Packed with xz (the trainers shrink to a third), so that OUTDIR stays under
 # the 64 MiB a device run may carry; run.sh unpacks them.
-for part in train precision; do
+for part in train precision optimizers; do
   [ -d "$out/$part" ] || { failed+=("$part (nothing prepared)"); continue; }
   /usr/bin/python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], "w:xz"); t.add(sys.argv[2], sys.argv[3]); t.close()' \
     "$out/$part.tar.xz" "$out/$part" "$part"
@@ -80,7 +86,8 @@ done
 # trainers at batch 32 and 256, NCHW and NHWC, zero weights (they pack small).
 /usr/bin/python3 bench/gpu_layout.py prepare "$out" | tail -1
 cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py \
-  test/gpu/compare_scaler.py test/pylib/loss_scaling.py "$out/"
+  test/gpu/compare_scaler.py test/gpu/compare_optimizers.py test/pylib/loss_scaling.py \
+  test/pylib/float64_compare.py "$out/"
 cp test/gpu/run.sh test/gpu/compare.py "$out.resnet18/"
 du -sh "$out" "$out.resnet18"
 if [ ${#failed[@]} -gt 0 ]; then

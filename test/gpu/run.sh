@@ -4,7 +4,8 @@
 # trainer and compares its losses and weights with PyTorch's, then every
 # bf16 and fp16 training step with autocast's and float64's gradients, and
 # fp16's loss scaling (a skipped step changes nothing), and the
-# data-parallel trainers under `mpirun -np 1` (NCCL).
+# data-parallel trainers under `mpirun -np 1` (NCCL), and the LAMB and LARS
+# trainers against float64.
 #   run.sh DIR            (DIR made by test/gpu/prepare.sh)
 # The CUDA libraries come from the NVIDIA wheels of the Python that has torch.
 set -uo pipefail
@@ -42,7 +43,7 @@ for model in "$dir"/*/; do
   "$py" "$dir/compare.py" "$model" "$name" || status=1
 done
 # Training: each prepared CUDA trainer against PyTorch's losses and weights.
-for part in train precision; do
+for part in train precision optimizers; do
   if [ -f "$dir/$part.tar.xz" ] && [ ! -d "$dir/$part" ]; then
     "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
       "$dir/$part.tar.xz" "$dir"
@@ -141,5 +142,19 @@ for case in "$dir"/precision/scaler/*/; do
     fi
   done
   [ "$ok" = 1 ] && { "$py" "$dir/compare_scaler.py" "$case" "$name" || status=1; }
+done
+# LAMB and LARS: each CUDA trainer's 10 steps against float64.
+for case in "$dir"/optimizers/*/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
+  rm -rf "$case/saved"
+  if ! limit "$case/prog" --data "$case/data" --save-params "$case/saved" "${flags[@]}" \
+      2> "$case/train.log"; then
+    echo "FAIL: gpu optimizer :: $name: $(tail -c 400 "$case/train.log")"
+    status=1
+    continue
+  fi
+  "$py" "$dir/compare_optimizers.py" "$case" "$name" || status=1
 done
 exit $status

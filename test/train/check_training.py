@@ -56,6 +56,13 @@ OPTIMIZERS = {
 }
 
 
+def single_group(optimizer):
+    """Compile flags for PyTorch's one parameter group: AdamW's default
+    --no-decay=1d leaves biases and norm weights undecayed, as Hugging Face
+    does; these comparisons use torch.optim.AdamW(model.parameters())."""
+    return ["--no-decay=none"] if optimizer == "adamw" else []
+
+
 def warnings_in(stderr):
     """What a compile said besides notes (information: a speed flag that does
     not pay on the target, the target --target=auto chose)."""
@@ -433,13 +440,14 @@ def check_zoo_training(trainc, work, check, models=None):
             prog = os.path.join(work, "zoo_%s_%s" % (name, opt_name))
             build = subprocess.run([trainc, "compile", path, "--target=cpu",
                                     "--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
-                                    "--optimizer=" + opt_name, "-o", prog] + loss_flags,
+                                    "--optimizer=" + opt_name, "-o", prog] + loss_flags
+                                   + single_group(opt_name),
                                    capture_output=True, text=True)
             if build.returncode != 0:
                 check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
                 continue
             compile_flags = ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
-                             "--optimizer=" + opt_name] + loss_flags
+                             "--optimizer=" + opt_name] + loss_flags + single_group(opt_name)
             check_fusion_unchanged(trainc, check, tag, path, prog, data, flags, compile_flags)
             if opt_name == "sgd":
                 check_remat_unchanged(trainc, check, tag, path, prog, data, flags,
@@ -508,7 +516,8 @@ def check_zoo_training(trainc, work, check, models=None):
             run_flags = ["--epochs", str(epochs), "--no-shuffle"] + flags
             prepare_gpu_case(trainc, "zoo_%s_%s" % (name, opt_name), path,
                              ["--batch-size=%d" % ZOO_BATCH, "--loss=cross-entropy",
-                              "--optimizer=" + opt_name] + loss_flags, data, run_flags, theirs,
+                              "--optimizer=" + opt_name] + loss_flags + single_group(opt_name),
+                             data, run_flags, theirs,
                              {k: v.detach().numpy() for k, v in net.state_dict().items()})
             if opt_name == "sgd" and name == "lenet":
                 # The CUDA trainer launching its kernels one by one (the
@@ -1163,7 +1172,8 @@ def check_mlp_training(trainc, work, check, model_path, init, layer_names, data,
         build = subprocess.run([trainc, "compile", model_path, "--target=cpu",
                                 "--batch-size=%d" % BATCH, "--loss=cross-entropy",
                                 "--optimizer=" + kind, "-o", prog]
-                               + (["--nesterov"] if "nesterov" in name else []),
+                               + (["--nesterov"] if "nesterov" in name else [])
+                               + single_group(kind),
                                capture_output=True, text=True)
         if build.returncode != 0:
             check(False, "%s compiles: %s" % (name, build.stderr.strip()[:300]))

@@ -45,7 +45,11 @@ namespace trainc::rt {
   X(OneMinusBeta1, "one_minus_beta1")                                          \
   X(OneMinusBeta2, "one_minus_beta2")                                          \
   X(StepSize, "step_size")                                                     \
-  X(BiasCorrection2Sqrt, "bias_correction2_sqrt")
+  X(BiasCorrection2Sqrt, "bias_correction2_sqrt")                              \
+  /* LAMB: 1 - beta1^t (its m_hat is m / bias_correction1). */                 \
+  X(BiasCorrection1, "bias_correction1")                                       \
+  /* LARS: the trust coefficient of its layer-wise learning rate. */          \
+  X(TrustCoefficient, "trust_coefficient")
 
 /// What an optimizer state tensor is (TrainStep::states). The state's name
 /// (its name in checkpoints) is the role's name, a dot and the parameter's
@@ -67,7 +71,9 @@ namespace trainc::rt {
 #define TRAINC_RT_OPTIMIZERS(X)                                                \
   X(Sgd, "sgd")                                                                \
   X(Adam, "adam")                                                              \
-  X(AdamW, "adamw")
+  X(AdamW, "adamw")                                                            \
+  X(Lamb, "lamb")                                                              \
+  X(Lars, "lars")
 
 /// The mixed precision a step computes in (trainc compile --precision).
 #define TRAINC_RT_PRECISIONS(X)                                                \
@@ -126,8 +132,18 @@ TRAINC_RT_DECLARE_ENUM(InputRole, TRAINC_RT_INPUT_ROLES)
 #undef TRAINC_RT_NAME
 #undef TRAINC_RT_ENUMERATOR
 
-/// Whether `optimizer` is one of Adam's (reads betas and eps).
-constexpr bool isAdam(Optimizer optimizer) { return optimizer != Optimizer::Sgd; }
+/// Whether `optimizer` is one of Adam's (reads betas and eps): Adam, AdamW
+/// and LAMB. SGD and LARS read momentum.
+constexpr bool isAdam(Optimizer optimizer) {
+  return optimizer == Optimizer::Adam || optimizer == Optimizer::AdamW ||
+         optimizer == Optimizer::Lamb;
+}
+
+/// Whether `optimizer` scales each parameter's step by a ratio of norms
+/// (LAMB's trust ratio, LARS's local learning rate).
+constexpr bool isLayerAdaptive(Optimizer optimizer) {
+  return optimizer == Optimizer::Lamb || optimizer == Optimizer::Lars;
+}
 
 /// Whether a state of `role` is the fp16 loss scaler's (a checkpoint's
 /// manifest shows these beside the tensors).

@@ -81,6 +81,27 @@ TRAINC_HD void raiseFlag(float *flag) {
 #endif
 }
 
+#ifdef __CUDACC__
+/// Sums `a` and `b` over the block's kThreads threads (blockDim.x, a power
+/// of two) by a tree in shared memory: a fixed order, the same bits on
+/// every run. Every thread of the block calls it; thread 0 gets the sums.
+template <int kThreads> __device__ __forceinline__ void blockSum2(double &a, double &b) {
+  __shared__ double sums[2][kThreads];
+  sums[0][threadIdx.x] = a;
+  sums[1][threadIdx.x] = b;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) {
+      sums[0][threadIdx.x] += sums[0][threadIdx.x + half];
+      sums[1][threadIdx.x] += sums[1][threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  a = sums[0][0];
+  b = sums[1][0];
+}
+#endif
+
 } // namespace trainc::gen
 
 #endif // TRAINC_RT_GENERATED_H

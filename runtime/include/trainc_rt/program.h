@@ -56,6 +56,9 @@ struct ParamInfo {
   /// A constant of the computation (not a model parameter): uploaded like a
   /// parameter, never trained or exported.
   bool constant;
+  /// In trainc compile's --no-decay group: the optimizer gives it no weight
+  /// decay (and, under LAMB and LARS, no layer adaptation).
+  bool noDecay;
 };
 
 /// An optimizer state tensor of the training step.

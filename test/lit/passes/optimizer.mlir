@@ -1,9 +1,9 @@
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer | FileCheck %s --check-prefix=SGD
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=sgd nesterov=true" | FileCheck %s --check-prefix=NESTEROV
-// RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adamw" | FileCheck %s --check-prefix=ADAMW
+// RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adamw no-decay=none" | FileCheck %s --check-prefix=ADAMW
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adam" | FileCheck %s --check-prefix=ADAM
 // RUN: not trainc-opt %s --split-input-file --trainc-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=KIND
-// KIND: --optimizer must be sgd, adam or adamw, got 'lion'
+// KIND: --optimizer must be sgd, adam, adamw, lamb or lars, got 'lion'
 
 // Stochastic gradient descent: the gradient output becomes the updated
 // parameter and the momentum buffer, from one fused tc.sgd_update whose

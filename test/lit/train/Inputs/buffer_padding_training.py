@@ -80,7 +80,9 @@ def torch_run(init, make_optimizer, ids, labels):
 def trainc_run(trainc, work, onnx_path, name, optimizer, flags):
     prog = os.path.join(work, name)
     subprocess.run([trainc, "compile", onnx_path, "--target=cpu", "--batch-size=%d" % BATCH,
-                    "--loss=cross-entropy", "--optimizer=" + optimizer, "-o", prog], check=True)
+                    "--loss=cross-entropy", "--optimizer=" + optimizer, "-o", prog]
+                   # PyTorch's AdamW here decays every parameter (one group).
+                   + (["--no-decay=none"] if optimizer == "adamw" else []), check=True)
     log, saved = prog + ".jsonl", prog + ".params"
     subprocess.run([prog, "--data", os.path.join(work, "data"), "--epochs", str(EPOCHS),
                     "--no-shuffle", "--log", log, "--save-params", saved] + flags,
