@@ -171,6 +171,16 @@ int64_t KernelWriter::writeChunkTables(llvm::raw_ostream &os, llvm::StringRef na
   return chunks;
 }
 
+std::string KernelWriter::fillTensorStruct(llvm::StringRef name,
+                                           llvm::ArrayRef<KernelParam> perTensor,
+                                           size_t tensors) {
+  std::string s = "  " + name.str() + "_tensors a;\n  for (int t = 0; t < " +
+                  std::to_string(tensors) + "; ++t) {\n";
+  for (const KernelParam &p : perTensor)
+    s += "    a." + p.name + "[t] = " + p.name + "[t];\n";
+  return s + "  }\n";
+}
+
 void KernelWriter::writeTensorStruct(llvm::raw_ostream &os, llvm::StringRef name,
                                      llvm::ArrayRef<KernelParam> perTensor, size_t tensors) {
   os << "struct " << name << "_tensors {\n";
@@ -261,11 +271,7 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
      << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
      << "_end[blockIdx.x]; i += blockDim.x)\n"
      << "    " << elementCall(name + "_body", perTensor, shared, "a.") << "\n}\n"
-     << launcher << "  " << name << "_tensors a;\n"
-     << "  for (int t = 0; t < " << counts.size() << "; ++t) {\n";
-  for (const KernelParam &p : perTensor)
-    os << "    a." << p.name << "[t] = " << p.name << "[t];\n";
-  os << "  }\n";
+     << launcher << fillTensorStruct(name, perTensor, counts.size());
   if (chunks > 0)
     os << "  " << name << "_kernel<<<" << chunks << ", " << kBlockSize
        << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n";
@@ -305,52 +311,75 @@ std::string KernelWriter::addMultiTensorNormKernel(
      << markUnused(names, applyBody) << "}\n";
   int64_t total = 0;
   const int64_t chunks = writeChunkTables(os, name, counts, total, true);
-  const size_t tensors = counts.size();
-  // One tensor's sums: its chunks' partial sums in chunk order.
-  std::string sumChunks = "    double sa = 0.0, sb = 0.0;\n"
-                          "    for (int64_t c = " + name + "_first[t]; c < " + name +
-                          "_first[t + 1]; ++c) {\n"
-                          "      sa += " + name + "_partial[2 * c];\n"
-                          "      sb += " + name + "_partial[2 * c + 1];\n    }\n";
-  std::string launcher = "static Status " + name + "(Context &" +
-                         (target == Target::Cuda ? "ctx" : "") +
-                         launcherParams(perTensor, shared) + ") {\n";
-  std::string chunkCount = std::to_string(std::max<int64_t>(chunks, 1));
-  if (target == Target::Cpu) {
-    std::string parallel =
-        total >= kParallelThreshold ? "#pragma omp parallel for schedule(static)\n" : "";
-    os << "static double " << name << "_partial[2 * " << chunkCount << "];\n"
-       << "static float " << name << "_factor[" << tensors << "];\n"
-       << launcher
-       << parallel << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
-       << "    const int32_t t = " << name << "_tensor[c];\n"
-       << "    double sa = 0.0, sb = 0.0;\n"
-       << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
-       << "      " << elementCall(name + "_norm_body", perTensor, shared, "", ", sa, sb") << "\n"
-       << "    " << name << "_partial[2 * c] = sa;\n"
-       << "    " << name << "_partial[2 * c + 1] = sb;\n  }\n"
-       << "  for (int32_t t = 0; t < " << tensors << "; ++t) {\n"
-       << sumChunks << "    " << name << "_factor[t] = " << name << "_factor_of(sa, sb"
-       << argList(shared) << ");\n  }\n"
-       << parallel << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
-       << "    const int32_t t = " << name << "_tensor[c];\n"
-       << "    const float factor = " << name << "_factor[t];\n"
-       << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
-       << "      " << elementCall(name + "_apply_body", perTensor, shared, "", ", factor")
-       << "\n  }\n  return Status();\n}\n\n";
-    return name;
-  }
-  writeTensorStruct(os, name, perTensor, tensors);
-  std::string sharedParams = paramList(shared, false);
-  os << "__device__ double " << name << "_partial[2 * " << chunkCount << "];\n"
-     << "__device__ float " << name << "_factor[" << tensors << "];\n"
+  NormLaunch launch{name, perTensor, shared, chunks, total, counts.size(),
+                    "static Status " + name + "(Context &" +
+                        (target == Target::Cuda ? "ctx" : "") +
+                        launcherParams(perTensor, shared) + ") {\n"};
+  if (target == Target::Cpu)
+    writeNormLauncherCpu(os, launch);
+  else
+    writeNormLauncherCuda(os, launch);
+  return name;
+}
+
+namespace {
+
+/// One tensor's sums (`sa`, `sb`): its chunks' partial sums in chunk order.
+std::string sumChunks(const std::string &name) {
+  return "    double sa = 0.0, sb = 0.0;\n"
+         "    for (int64_t c = " + name + "_first[t]; c < " + name + "_first[t + 1]; ++c) {\n"
+         "      sa += " + name + "_partial[2 * c];\n"
+         "      sb += " + name + "_partial[2 * c + 1];\n    }\n";
+}
+
+} // namespace
+
+/// The CPU launcher: the chunks' sums (threads), each tensor's factor, then
+/// the chunks' steps (threads).
+void KernelWriter::writeNormLauncherCpu(llvm::raw_ostream &os, const NormLaunch &l) {
+  const std::string &name = l.name;
+  std::string parallel =
+      l.total >= kParallelThreshold ? "#pragma omp parallel for schedule(static)\n" : "";
+  os << "static double " << name << "_partial[2 * " << std::max<int64_t>(l.chunks, 1) << "];\n"
+     << "static float " << name << "_factor[" << l.tensors << "];\n"
+     << l.launcher
+     << parallel << "  for (int64_t c = 0; c < " << l.chunks << "; ++c) {\n"
+     << "    const int32_t t = " << name << "_tensor[c];\n"
+     << "    double sa = 0.0, sb = 0.0;\n"
+     << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
+     << "      " << elementCall(name + "_norm_body", l.perTensor, l.shared, "", ", sa, sb")
+     << "\n"
+     << "    " << name << "_partial[2 * c] = sa;\n"
+     << "    " << name << "_partial[2 * c + 1] = sb;\n  }\n"
+     << "  for (int32_t t = 0; t < " << l.tensors << "; ++t) {\n"
+     << sumChunks(name) << "    " << name << "_factor[t] = " << name << "_factor_of(sa, sb"
+     << argList(l.shared) << ");\n  }\n"
+     << parallel << "  for (int64_t c = 0; c < " << l.chunks << "; ++c) {\n"
+     << "    const int32_t t = " << name << "_tensor[c];\n"
+     << "    const float factor = " << name << "_factor[t];\n"
+     << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
+     << "      " << elementCall(name + "_apply_body", l.perTensor, l.shared, "", ", factor")
+     << "\n  }\n  return Status();\n}\n\n";
+}
+
+/// The CUDA launcher: three kernels on the stream, a block per chunk for
+/// the sums (a fixed tree over the block, blockSum2), a thread per tensor
+/// for its factor, a block per chunk for the steps.
+void KernelWriter::writeNormLauncherCuda(llvm::raw_ostream &os, const NormLaunch &l) {
+  const std::string &name = l.name;
+  writeTensorStruct(os, name, l.perTensor, l.tensors);
+  std::string sharedParams = paramList(l.shared, false), sharedArgs = argList(l.shared);
+  std::string loop = "  for (int64_t i = " + name + "_begin[blockIdx.x] + threadIdx.x; i < " +
+                     name + "_end[blockIdx.x]; i += blockDim.x)\n";
+  os << "__device__ double " << name << "_partial[2 * " << std::max<int64_t>(l.chunks, 1)
+     << "];\n"
+     << "__device__ float " << name << "_factor[" << l.tensors << "];\n"
      << "__global__ void " << name << "_norm_kernel(" << name << "_tensors a" << sharedParams
      << ") {\n"
      << "  const int32_t t = " << name << "_tensor[blockIdx.x];\n"
      << "  double sa = 0.0, sb = 0.0;\n"
-     << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
-     << "_end[blockIdx.x]; i += blockDim.x)\n"
-     << "    " << elementCall(name + "_norm_body", perTensor, shared, "a.", ", sa, sb") << "\n"
+     << loop << "    " << elementCall(name + "_norm_body", l.perTensor, l.shared, "a.", ", sa, sb")
+     << "\n"
      << "  trainc::gen::blockSum2<" << kBlockSize << ">(sa, sb);\n"
      << "  if (threadIdx.x == 0) {\n"
      << "    " << name << "_partial[2 * blockIdx.x] = sa;\n"
@@ -358,30 +387,23 @@ std::string KernelWriter::addMultiTensorNormKernel(
      << "__global__ void " << name << "_factor_kernel(int32_t tensors" << sharedParams << ") {\n"
      << "  const int32_t t = blockIdx.x * blockDim.x + threadIdx.x;\n"
      << "  if (t < tensors) {\n"
-     << sumChunks << "    " << name << "_factor[t] = " << name << "_factor_of(sa, sb"
-     << argList(shared) << ");\n  }\n}\n"
+     << sumChunks(name) << "    " << name << "_factor[t] = " << name << "_factor_of(sa, sb"
+     << sharedArgs << ");\n  }\n}\n"
      << "__global__ void " << name << "_apply_kernel(" << name << "_tensors a" << sharedParams
      << ") {\n"
      << "  const int32_t t = " << name << "_tensor[blockIdx.x];\n"
      << "  const float factor = " << name << "_factor[t];\n"
-     << "  for (int64_t i = " << name << "_begin[blockIdx.x] + threadIdx.x; i < " << name
-     << "_end[blockIdx.x]; i += blockDim.x)\n"
-     << "    " << elementCall(name + "_apply_body", perTensor, shared, "a.", ", factor")
-     << "\n}\n"
-     << launcher << "  " << name << "_tensors a;\n"
-     << "  for (int t = 0; t < " << tensors << "; ++t) {\n";
-  for (const KernelParam &p : perTensor)
-    os << "    a." << p.name << "[t] = " << p.name << "[t];\n";
-  os << "  }\n";
-  if (chunks > 0)
-    os << "  " << name << "_norm_kernel<<<" << chunks << ", " << kBlockSize
-       << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n"
-       << "  " << name << "_factor_kernel<<<" << (tensors + kBlockSize - 1) / kBlockSize << ", "
-       << kBlockSize << ", 0, tk::stream(ctx)>>>(" << tensors << argList(shared) << ");\n"
-       << "  " << name << "_apply_kernel<<<" << chunks << ", " << kBlockSize
-       << ", 0, tk::stream(ctx)>>>(a" << argList(shared) << ");\n";
+     << loop << "    "
+     << elementCall(name + "_apply_body", l.perTensor, l.shared, "a.", ", factor") << "\n}\n"
+     << l.launcher << fillTensorStruct(name, l.perTensor, l.tensors);
+  if (l.chunks > 0)
+    os << "  " << name << "_norm_kernel<<<" << l.chunks << ", " << kBlockSize
+       << ", 0, tk::stream(ctx)>>>(a" << sharedArgs << ");\n"
+       << "  " << name << "_factor_kernel<<<" << (l.tensors + kBlockSize - 1) / kBlockSize
+       << ", " << kBlockSize << ", 0, tk::stream(ctx)>>>(" << l.tensors << sharedArgs << ");\n"
+       << "  " << name << "_apply_kernel<<<" << l.chunks << ", " << kBlockSize
+       << ", 0, tk::stream(ctx)>>>(a" << sharedArgs << ");\n";
   os << "  return tk::checkLaunch(\"" << name << "\");\n}\n\n";
-  return name;
 }
 
 std::vector<int64_t> trainc::codegen::rowMajorStrides(llvm::ArrayRef<int64_t> shape) {

@@ -106,6 +106,19 @@ private:
   /// fill `a` from the launcher's arrays.
   void writeTensorStruct(llvm::raw_ostream &os, llvm::StringRef name,
                          llvm::ArrayRef<KernelParam> perTensor, size_t tensors);
+  static std::string fillTensorStruct(llvm::StringRef name,
+                                      llvm::ArrayRef<KernelParam> perTensor, size_t tensors);
+  /// What addMultiTensorNormKernel's launcher is written from.
+  struct NormLaunch {
+    std::string name;
+    llvm::ArrayRef<KernelParam> perTensor, shared;
+    int64_t chunks, total;
+    size_t tensors;
+    /// The launcher's signature line.
+    std::string launcher;
+  };
+  void writeNormLauncherCpu(llvm::raw_ostream &os, const NormLaunch &launch);
+  void writeNormLauncherCuda(llvm::raw_ostream &os, const NormLaunch &launch);
 
   Target target;
   int counter = 0;

@@ -996,26 +996,31 @@ LogicalResult MseLossOp::inferReturnTypes(MLIRContext *,
 
 namespace {
 
-/// Shape function of the fused updates: `tensors` (the parameter first, then
-/// its gradient and state) share one f32 type, every value of `scalars` is an
-/// f32 scalar; the results are `results` copies of the parameter's type.
-LogicalResult inferUpdate(std::optional<Location> location, ArrayRef<Value> tensors,
-                          ArrayRef<Value> scalars, unsigned results,
-                          SmallVectorImpl<Type> &inferred) {
-  RankedTensorType param = ranked(tensors[0]);
+/// Shape function of the fused updates (every op with the ParamUpdate
+/// trait): the operands are the parameter, its gradient and `states` state
+/// tensors of one f32 type, then f32 scalars (the hyperparameters and the
+/// optional grad_scale, last); the results are the parameter's and the
+/// states' next values.
+template <typename Adaptor>
+LogicalResult inferParamUpdate(std::optional<Location> location, Adaptor adaptor,
+                               unsigned states, SmallVectorImpl<Type> &inferred) {
+  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
+    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
+  ValueRange operands = adaptor.getOperands();
+  RankedTensorType param = ranked(operands[0]);
   if (!param || !param.getElementType().isF32())
     return emitOptionalError(location, "expects an f32 parameter");
-  for (Value v : tensors)
+  for (Value v : operands.take_front(states + 2))
     if (ranked(v) != param)
       return emitOptionalError(location, "gradient and state must have the parameter's type ",
                                param, ", got ", v.getType());
-  for (Value v : scalars) {
-    RankedTensorType t = v ? ranked(v) : nullptr;
-    if (v && (!t || t.getRank() != 0 || !t.getElementType().isF32()))
+  for (Value v : operands.drop_front(states + 2)) {
+    RankedTensorType t = ranked(v);
+    if (!t || t.getRank() != 0 || !t.getElementType().isF32())
       return emitOptionalError(location, "hyperparameters must be tensor<f32> scalars, got ",
                                v.getType());
   }
-  inferred.append(results, param);
+  inferred.append(states + 1, param);
   return success();
 }
 
@@ -1023,52 +1028,22 @@ LogicalResult inferUpdate(std::optional<Location> location, ArrayRef<Value> tens
 
 LogicalResult SgdUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
-    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
-  return inferUpdate(location,
-                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()},
-                     {adaptor.getLr(), adaptor.getMomentum(), adaptor.getWeightDecay(),
-                      adaptor.getGradScale()},
-                     2, inferred);
+  return inferParamUpdate(location, adaptor, 1, inferred);
 }
 
 LogicalResult AdamUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                              Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
-    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
-  return inferUpdate(location,
-                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
-                      adaptor.getExpAvgSq()},
-                     {adaptor.getLr(), adaptor.getBeta1(), adaptor.getBeta2(),
-                      adaptor.getOneMinusBeta1(), adaptor.getOneMinusBeta2(), adaptor.getEps(),
-                      adaptor.getWeightDecay(), adaptor.getStepSize(),
-                      adaptor.getBiasCorrection2Sqrt(), adaptor.getGradScale()},
-                     3, inferred);
+  return inferParamUpdate(location, adaptor, 2, inferred);
 }
 
 LogicalResult LambUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                              Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
-    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
-  return inferUpdate(location,
-                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
-                      adaptor.getExpAvgSq()},
-                     {adaptor.getLr(), adaptor.getBeta1(), adaptor.getBeta2(),
-                      adaptor.getOneMinusBeta1(), adaptor.getOneMinusBeta2(), adaptor.getEps(),
-                      adaptor.getWeightDecay(), adaptor.getBiasCorrection1(),
-                      adaptor.getBiasCorrection2Sqrt(), adaptor.getGradScale()},
-                     3, inferred);
+  return inferParamUpdate(location, adaptor, 2, inferred);
 }
 
 LogicalResult LarsUpdateOp::inferReturnTypes(MLIRContext *, std::optional<Location> location,
                                              Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  if (adaptor.getSkipNonfinite() && !adaptor.getGradScale())
-    return emitOptionalError(location, "skip_nonfinite needs a grad_scale operand");
-  return inferUpdate(location,
-                     {adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()},
-                     {adaptor.getLr(), adaptor.getMomentum(), adaptor.getWeightDecay(),
-                      adaptor.getTrustCoefficient(), adaptor.getEps(), adaptor.getGradScale()},
-                     2, inferred);
+  return inferParamUpdate(location, adaptor, 1, inferred);
 }
 
 LogicalResult NonfiniteProbeOp::inferReturnTypes(MLIRContext *context,
