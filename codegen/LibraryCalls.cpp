@@ -58,18 +58,15 @@ std::string batchNormLayout(bool channelsLast) {
 } // namespace
 
 LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
-  // The runtime's 16-bit entry points are the GEMMs, the convolutions,
-  // batch norm, pooling and the reductions into f32 (out_type; the
-  // mixed-precision phase sends every other library op to f32); a gather
-  // moves bytes of any type.
+  // The runtime's 16-bit entry points are the ops with the
+  // LowPrecisionKernel trait (GEMMs, convolutions, batch norm, pooling; a
+  // gather moves bytes of any type) and the reductions into f32 (out_type;
+  // the mixed-precision phase sends every other library op to f32).
   SmallVector<Type> types(op->getOperandTypes());
   llvm::append_range(types, op->getResultTypes());
   bool widenedReduce =
       isa<tc::ReduceSumOp, tc::ReduceMeanOp, tc::ReduceMaxOp>(op) && op->hasAttr("out_type");
-  if (!widenedReduce &&
-      !isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp, tc::ConvBackwardDataOp, tc::ConvBackwardFilterOp,
-           tc::BatchNormOp, tc::BatchNormBackwardOp, tc::MaxPoolOp, tc::AvgPoolOp,
-           tc::MaxPoolBackwardOp, tc::AvgPoolBackwardOp, tc::GatherOp>(op))
+  if (!widenedReduce && !op->hasTrait<tc::OpTrait::LowPrecisionKernel>())
     for (Type type : types)
       if (auto shaped = dyn_cast<ShapedType>(type))
         if (shaped.getElementType().isF16() || shaped.getElementType().isBF16())

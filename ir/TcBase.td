@@ -65,4 +65,24 @@ def Tc_ParamUpdate : NativeOpTrait<"ParamUpdate"> {
   let cppNamespace = "::trainc::tc::OpTrait";
 }
 
+// A GEMM or a convolution: the mixed-precision phase gives it 16-bit
+// operands and f32 accumulation, remat recomputes it only under a memory
+// budget.
+def Tc_Contraction : NativeOpTrait<"Contraction"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
+// An op the runtime has bf16 and fp16 kernels of (codegen refuses 16-bit
+// operands of any other library op; the mixed-precision phase gives it its
+// 16-bit operands as they are).
+def Tc_LowPrecisionKernel : NativeOpTrait<"LowPrecisionKernel"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
+// A pointwise op with f(0) = 0 (f(0, 0) = 0 for two operands): the pad
+// phase knows a zero tail of its operands stays zero.
+def Tc_KeepsZero : NativeOpTrait<"KeepsZero"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
 #endif // TRAINC_IR_TCBASE_TD

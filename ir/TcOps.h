@@ -24,6 +24,15 @@ class Pointwise : public mlir::OpTrait::TraitBase<ConcreteType, Pointwise> {};
 /// (operand 1); see Tc_ParamUpdate in TcBase.td.
 template <typename ConcreteType>
 class ParamUpdate : public mlir::OpTrait::TraitBase<ConcreteType, ParamUpdate> {};
+/// A GEMM or a convolution; see Tc_Contraction in TcBase.td.
+template <typename ConcreteType>
+class Contraction : public mlir::OpTrait::TraitBase<ConcreteType, Contraction> {};
+/// An op with the runtime's bf16/fp16 kernels; see Tc_LowPrecisionKernel.
+template <typename ConcreteType>
+class LowPrecisionKernel : public mlir::OpTrait::TraitBase<ConcreteType, LowPrecisionKernel> {};
+/// A pointwise op with f(0) = 0; see Tc_KeepsZero.
+template <typename ConcreteType>
+class KeepsZero : public mlir::OpTrait::TraitBase<ConcreteType, KeepsZero> {};
 } // namespace OpTrait
 
 /// Shape function of the broadcasting pointwise ops: all operands share the

@@ -88,33 +88,33 @@ class Tc_UnaryOp<string mnemonic, Type type, string what, list<Trait> traits = [
   }];
 }
 
-def Tc_NegOp : Tc_UnaryOp<"neg", Tc_NumericTensor, "negation", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_AbsOp : Tc_UnaryOp<"abs", Tc_NumericTensor, "absolute value", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_NegOp : Tc_UnaryOp<"neg", Tc_NumericTensor, "negation", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_AbsOp : Tc_UnaryOp<"abs", Tc_NumericTensor, "absolute value", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_SigmoidOp : Tc_UnaryOp<"sigmoid", Tc_FloatTensor, "logistic sigmoid 1 / (1 + exp(-x))", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_NotOp : Tc_UnaryOp<"not", Tc_BoolTensor, "logical negation">;
 // Piecewise-constant ops: their gradient is zero, as PyTorch's backward of
 // sign/ceil/floor/round.
-def Tc_SignOp : Tc_UnaryOp<"sign", Tc_NumericTensor, "-1, 0 or 1 by the sign of x (NaN stays NaN)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_CeilOp : Tc_UnaryOp<"ceil", Tc_FloatTensor, "smallest integer >= x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_FloorOp : Tc_UnaryOp<"floor", Tc_FloatTensor, "largest integer <= x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_RoundOp : Tc_UnaryOp<"round", Tc_FloatTensor, "nearest integer, halves to even (ONNX Round)", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SignOp : Tc_UnaryOp<"sign", Tc_NumericTensor, "-1, 0 or 1 by the sign of x (NaN stays NaN)", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_CeilOp : Tc_UnaryOp<"ceil", Tc_FloatTensor, "smallest integer >= x", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_FloorOp : Tc_UnaryOp<"floor", Tc_FloatTensor, "largest integer <= x", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_RoundOp : Tc_UnaryOp<"round", Tc_FloatTensor, "nearest integer, halves to even (ONNX Round)", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 
 def Tc_GeluOp : Tc_UnaryOp<"gelu", Tc_FloatTensor,
-    "GELU: x * Phi(x), exact (erf) or with the tanh approximation", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+    "GELU: x * Phi(x), exact (erf) or with the tanh approximation", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let arguments = (ins Tc_FloatTensor:$input,
       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let hasVerifier = 1;
 }
 
 def Tc_LeakyReluOp : Tc_UnaryOp<"leaky_relu", Tc_FloatTensor,
-    "x if x >= 0 else alpha * x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+    "x if x >= 0 else alpha * x", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let arguments = (ins Tc_FloatTensor:$input,
       DefaultValuedAttr<F32Attr, "0.01">:$alpha);
 }
@@ -190,8 +190,8 @@ class Tc_BroadcastOp<string mnemonic, Type operandType, bit boolResult, string w
   }];
 }
 
-def Tc_AddOp : Tc_BroadcastOp<"add", Tc_NumericTensor, 0, "addition", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_AddOp : Tc_BroadcastOp<"add", Tc_NumericTensor, 0, "addition", [Tc_KeepsZero, Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_MulOp : Tc_BroadcastOp<"mul", Tc_NumericTensor, 0, "multiplication", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_DivOp : Tc_BroadcastOp<"div", Tc_NumericTensor, 0, "division", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
@@ -217,7 +217,7 @@ def Tc_WhereOp : Tc_Op<"where", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<T
   let assemblyFormat = "$condition `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_CastOp : Tc_Op<"cast", [Tc_KeepsZero, Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "elementwise conversion to another element type";
   let description = [{
     Float to integer truncates toward zero; anything to `i1` is `x != 0`.
@@ -240,7 +240,7 @@ def Tc_CastOp : Tc_Op<"cast", [Pure, Tc_Pointwise, DeclareOpInterfaceMethods<Tc_
 // Contractions and convolution
 //===----------------------------------------------------------------------===//
 
-def Tc_MatMulOp : Tc_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_MatMulOp : Tc_Op<"matmul", [Tc_LowPrecisionKernel, Tc_Contraction, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "matrix product with numpy (ONNX MatMul) semantics";
   let description = [{
     Batch dimensions broadcast; a 1-D operand is promoted to a matrix and the
@@ -268,7 +268,7 @@ def Tc_MatMulOp : Tc_Op<"matmul", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   let hasCanonicalizer = 1;
 }
 
-def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_GemmOp : Tc_Op<"gemm", [Tc_LowPrecisionKernel, Tc_Contraction, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "alpha * op(A) * op(B) + beta * C for 2-D A and B";
   let description = [{
     `op(X)` is `X` or its transpose (`trans_a`, `trans_b`). `C` is optional and
@@ -290,7 +290,7 @@ def Tc_GemmOp : Tc_Op<"gemm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
   let hasCanonicalizer = 1;
 }
 
-def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_ConvOp : Tc_Op<"conv", [Tc_LowPrecisionKernel, Tc_Contraction, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D convolution (cross-correlation), NCHW or NHWC, with groups";
   let description = [{
     `input` is [N, C, spatial...], `weight` is [M, C/group, kernel...], the
@@ -324,7 +324,7 @@ def Tc_ConvOp : Tc_Op<"conv", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInte
 // Gradients of convolution and pooling (built by autodiff)
 //===----------------------------------------------------------------------===//
 
-def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Pure]> {
+def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Tc_LowPrecisionKernel, Pure]> {
   let summary = "gradient of tc.conv with respect to its input";
   let description = [{
     From the result gradient `dy` [N, M, out...] and the weights, the gradient
@@ -346,7 +346,7 @@ def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Pure]> {
+def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Tc_LowPrecisionKernel, Pure]> {
   let summary = "gradient of tc.conv with respect to its weights";
   let description = [{
     ```mlir
@@ -364,7 +364,7 @@ def Tc_ConvBackwardFilterOp : Tc_Op<"conv_backward_filter", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_MaxPoolBackwardOp : Tc_Op<"max_pool_backward", [Pure]> {
+def Tc_MaxPoolBackwardOp : Tc_Op<"max_pool_backward", [Tc_LowPrecisionKernel, Pure]> {
   let summary = "gradient of tc.max_pool: each window's to its first maximum";
   let description = [{
     ```mlir
@@ -382,7 +382,7 @@ def Tc_MaxPoolBackwardOp : Tc_Op<"max_pool_backward", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
+def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Tc_LowPrecisionKernel, Pure]> {
   let summary = "gradient of tc.avg_pool";
   let description = [{
     ```mlir
@@ -405,7 +405,7 @@ def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Pure]> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+def Tc_BatchNormOp : Tc_Op<"batch_norm", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
     DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource", "getReplacedOperand"]>]> {
   let summary = "batch normalization over all axes but the channel axis (1, or the last with channels_last)";
   let description = [{
@@ -439,7 +439,7 @@ def Tc_BatchNormOp : Tc_Op<"batch_norm", [Pure, DeclareOpInterfaceMethods<Tc_Gra
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_BatchNormBackwardOp : Tc_Op<"batch_norm_backward", [Pure]> {
+def Tc_BatchNormBackwardOp : Tc_Op<"batch_norm_backward", [Tc_LowPrecisionKernel, Pure]> {
   let summary = "gradient of a training-mode tc.batch_norm";
   let description = [{
     Recomputes the batch statistics of `input` (over the samples that
@@ -508,7 +508,7 @@ def Tc_LayerNormBackwardOp : Tc_Op<"layer_norm_backward", [Pure]> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D max pooling, NCHW (NHWC with channels_last)";
   let description = [{
     ```mlir
@@ -526,7 +526,7 @@ def Tc_MaxPoolOp : Tc_Op<"max_pool", [Pure, DeclareOpInterfaceMethods<Tc_Gradien
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D average pooling, NCHW (NHWC with channels_last)";
   let description = [{
     With `count_include_pad` false (the ONNX default) the padding is left out
@@ -717,7 +717,7 @@ def Tc_SliceBackwardOp : Tc_Op<"slice_backward", [Pure]> {
   let assemblyFormat = "$result_grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_GatherOp : Tc_Op<"gather", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_GatherOp : Tc_Op<"gather", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
   let description = [{
     The result shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].

@@ -76,7 +76,7 @@ enum class Rule {
 };
 
 Rule ruleOf(Operation *op) {
-  if (isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp>(op))
+  if (op->hasTrait<tc::OpTrait::Contraction>())
     return Rule::Contraction;
   if (isa<tc::ReshapeOp, tc::TransposeOp, tc::ExpandOp, tc::SliceOp, tc::MaxPoolOp,
           tc::AvgPoolOp>(op))
@@ -280,10 +280,8 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
   /// gradient's reduce_sum of a bf16 dy) reads f32, and each result that
   /// changed type is cast back to the type the rule gave it.
   LogicalResult legalize(OpBuilder &b, Operation *op) {
-    if (isa<func::ReturnOp, tc::CastOp, tc::ConstantOp, tc::ConvBackwardDataOp,
-            tc::ConvBackwardFilterOp, tc::BatchNormBackwardOp, tc::MaxPoolBackwardOp,
-            tc::AvgPoolBackwardOp>(op) ||
-        ruleOf(op) != Rule::F32)
+    if (isa<func::ReturnOp, tc::CastOp, tc::ConstantOp>(op) ||
+        op->hasTrait<tc::OpTrait::LowPrecisionKernel>() || ruleOf(op) != Rule::F32)
       return success();
     if (llvm::none_of(op->getOperands(), [](Value v) {
           return isFloat(v) && width(elementOf(v)) < 2;

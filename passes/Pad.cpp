@@ -310,11 +310,7 @@ int64_t operandAxis(Value operand, int64_t rank, int64_t axis) {
 }
 
 /// Pointwise ops with f(0) = 0 (f(0, 0) = 0 for two operands).
-bool keepsZero(Operation *op) {
-  return isa<tc::NegOp, tc::AbsOp, tc::ReluOp, tc::TanhOp, tc::ErfOp, tc::SqrtOp, tc::SignOp,
-             tc::CeilOp, tc::FloorOp, tc::RoundOp, tc::GeluOp, tc::LeakyReluOp, tc::CastOp,
-             tc::AddOp, tc::SubOp>(op);
-}
+bool keepsZero(Operation *op) { return op->hasTrait<tc::OpTrait::KeepsZero>(); }
 
 /// Whether every element of `v` along `axis` (`v`'s own axis) is finite:
 /// a known zero, a broadcast value (not padded) or a comparison.

@@ -91,7 +91,7 @@ Recompute recomputeKind(Operation *op) {
   if (isa<tc::LayerNormOp, tc::BatchNormOp, tc::SoftmaxOp, tc::LogSoftmaxOp, tc::MaxPoolOp,
           tc::AvgPoolOp>(op))
     return Recompute::Normalization;
-  if (isa<tc::MatMulOp, tc::GemmOp, tc::ConvOp>(op))
+  if (op->hasTrait<tc::OpTrait::Contraction>())
     return Recompute::Contraction;
   return Recompute::Never;
 }
