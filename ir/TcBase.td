@@ -85,4 +85,17 @@ def Tc_KeepsZero : NativeOpTrait<"KeepsZero"> {
   let cppNamespace = "::trainc::tc::OpTrait";
 }
 
+// Autocast classes (the mixed-precision phase; PyTorch's autocast lists):
+// an op that keeps its input's type (views, data movement, pooling), and
+// one that computes in f32 whatever its operands (exp, log, pow,
+// reciprocal). Contractions run in the low type (Tc_Contraction); other
+// pointwise ops take their widest float operand's type; every other op
+// reads f32.
+def Tc_AutocastFollow : NativeOpTrait<"AutocastFollow"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+def Tc_AutocastF32 : NativeOpTrait<"AutocastF32"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
 #endif // TRAINC_IR_TCBASE_TD

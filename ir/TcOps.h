@@ -33,6 +33,11 @@ class LowPrecisionKernel : public mlir::OpTrait::TraitBase<ConcreteType, LowPrec
 /// A pointwise op with f(0) = 0; see Tc_KeepsZero.
 template <typename ConcreteType>
 class KeepsZero : public mlir::OpTrait::TraitBase<ConcreteType, KeepsZero> {};
+/// Autocast classes; see Tc_AutocastFollow and Tc_AutocastF32.
+template <typename ConcreteType>
+class AutocastFollow : public mlir::OpTrait::TraitBase<ConcreteType, AutocastFollow> {};
+template <typename ConcreteType>
+class AutocastF32 : public mlir::OpTrait::TraitBase<ConcreteType, AutocastF32> {};
 } // namespace OpTrait
 
 /// Shape function of the broadcasting pointwise ops: all operands share the

@@ -94,10 +94,10 @@ def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)", [Tc_KeepsZero, D
 def Tc_SigmoidOp : Tc_UnaryOp<"sigmoid", Tc_FloatTensor, "logistic sigmoid 1 / (1 + exp(-x))", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_ReciprocalOp : Tc_UnaryOp<"reciprocal", Tc_FloatTensor, "1 / x", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_NotOp : Tc_UnaryOp<"not", Tc_BoolTensor, "logical negation">;
 // Piecewise-constant ops: their gradient is zero, as PyTorch's backward of
 // sign/ceil/floor/round.
@@ -194,7 +194,7 @@ def Tc_AddOp : Tc_BroadcastOp<"add", Tc_NumericTensor, 0, "addition", [Tc_KeepsZ
 def Tc_SubOp : Tc_BroadcastOp<"sub", Tc_NumericTensor, 0, "subtraction", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_MulOp : Tc_BroadcastOp<"mul", Tc_NumericTensor, 0, "multiplication", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_DivOp : Tc_BroadcastOp<"div", Tc_NumericTensor, 0, "division", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
-def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_PowOp : Tc_BroadcastOp<"pow", Tc_FloatTensor, 0, "power x^y", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_MaxOp : Tc_BroadcastOp<"max", Tc_NumericTensor, 0, "maximum", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_MinOp : Tc_BroadcastOp<"min", Tc_NumericTensor, 0, "minimum", [Commutative, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_EqualOp : Tc_BroadcastOp<"equal", Tc_Tensor, 1, "comparison x == y", [Commutative]>;
@@ -508,7 +508,7 @@ def Tc_LayerNormBackwardOp : Tc_Op<"layer_norm_backward", [Pure]> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_AutocastFollow, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D max pooling, NCHW (NHWC with channels_last)";
   let description = [{
     ```mlir
@@ -526,7 +526,7 @@ def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_LowPrecisionKernel, Pure, DeclareOpInte
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Tc_AutocastFollow, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D average pooling, NCHW (NHWC with channels_last)";
   let description = [{
     With `count_include_pad` false (the ONNX default) the padding is left out
@@ -639,7 +639,7 @@ def Tc_ReduceMaxOp : Tc_ReduceOp<"reduce_max", "maximum", [DeclareOpInterfaceMet
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
-def Tc_ReshapeOp : Tc_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+def Tc_ReshapeOp : Tc_Op<"reshape", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
                                        DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource"]>]> {
   let summary = "same elements, new static shape";
   let description = [{
@@ -655,7 +655,7 @@ def Tc_ReshapeOp : Tc_Op<"reshape", [Pure, DeclareOpInterfaceMethods<Tc_Gradient
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_TransposeOp : Tc_Op<"transpose", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_TransposeOp : Tc_Op<"transpose", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "permute the axes: result dim i is input dim perm[i]";
   let description = [{
     Folds: the identity permutation is its input, a transpose of a transpose
@@ -685,7 +685,7 @@ def Tc_ConcatOp : Tc_Op<"concat", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_SliceOp : Tc_Op<"slice", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_SliceOp : Tc_Op<"slice", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "strided slice with one (start, end, step) per axis";
   let description = [{
     Every axis has an entry; `starts` and `ends` are already clamped to the
@@ -759,7 +759,7 @@ def Tc_GatherBackwardOp : Tc_Op<"gather_backward", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_ExpandOp : Tc_Op<"expand", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_ExpandOp : Tc_Op<"expand", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "broadcast to a shape (ONNX Expand)";
   let description = [{
     The result shape is the broadcast of the operand's shape and `shape`.

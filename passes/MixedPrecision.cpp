@@ -78,12 +78,11 @@ enum class Rule {
 Rule ruleOf(Operation *op) {
   if (op->hasTrait<tc::OpTrait::Contraction>())
     return Rule::Contraction;
-  if (isa<tc::ReshapeOp, tc::TransposeOp, tc::ExpandOp, tc::SliceOp, tc::MaxPoolOp,
-          tc::AvgPoolOp>(op))
+  if (op->hasTrait<tc::OpTrait::AutocastFollow>())
     return Rule::Follow;
   if (isa<tc::BatchNormOp>(op))
     return Rule::Norm;
-  if (isa<tc::ExpOp, tc::LogOp, tc::PowOp, tc::ReciprocalOp>(op))
+  if (op->hasTrait<tc::OpTrait::AutocastF32>())
     return Rule::F32;
   if (op->hasTrait<tc::OpTrait::Pointwise>() || isa<tc::DropoutOp, tc::ConcatOp>(op))
     return Rule::Widest;
