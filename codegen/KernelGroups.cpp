@@ -96,9 +96,9 @@ void sgdKernel(tc::SgdUpdateOp op, const std::string &g, const KeepFn &keep, Upd
 }
 
 /// Adam and AdamW, PyTorch's order (torch.optim.Adam, _single_tensor_adam):
-/// omb1/omb2 are 1 - beta1/2, step is lr / bias_correction1 and bc2sqrt is
-/// sqrt(bias_correction2), each computed in double by the trainer (on the
-/// device from the step count under loss scaling).
+/// omb1/omb2 are 1 - beta1/2 (computed in double by the trainer), step is
+/// lr / bias_correction1 and bc2sqrt is sqrt(bias_correction2) (computed in
+/// double from the step count, on the device).
 void adamKernel(tc::AdamUpdateOp op, const std::string &g, const KeepFn &keep, UpdateKernel &k) {
   bool decoupled = op.getDecoupled();
   k.what = decoupled ? "adamw_update" : "adam_update";

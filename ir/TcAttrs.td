@@ -50,10 +50,7 @@ def Tc_Hyper : I32EnumAttr<"Hyper", "a hyperparameter the trainer sets before ea
   I32EnumAttrCase<"DataParallelScale", 10, "data_parallel.scale">,
   I32EnumAttrCase<"OneMinusBeta1", 11, "one_minus_beta1">,
   I32EnumAttrCase<"OneMinusBeta2", 12, "one_minus_beta2">,
-  I32EnumAttrCase<"StepSize", 13, "step_size">,
-  I32EnumAttrCase<"BiasCorrection2Sqrt", 14, "bias_correction2_sqrt">,
-  I32EnumAttrCase<"BiasCorrection1", 15, "bias_correction1">,
-  I32EnumAttrCase<"TrustCoefficient", 16, "trust_coefficient">
+  I32EnumAttrCase<"TrustCoefficient", 13, "trust_coefficient">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;

@@ -873,11 +873,11 @@ def Tc_AdamUpdateOp : Tc_Op<"adam_update", [Pure, Tc_TiedOpInterface, Tc_ParamUp
   let summary = "one fused Adam / AdamW step of a parameter (torch.optim.Adam, AdamW)";
   let description = [{
     Elementwise, with the hyperparameters as f32 scalar tensors (runtime
-    values the trainer computes in double and then rounds, as PyTorch's
-    Python floats are: one_minus_beta1/2 are 1 - beta1 and 1 - beta2,
+    values computed in double and then rounded, as PyTorch's Python floats
+    are: one_minus_beta1/2 are 1 - beta1 and 1 - beta2, from the trainer;
     step_size is lr / (1 - beta1^t) and bias_correction2_sqrt is
-    sqrt(1 - beta2^t) of step t) and g = grad * grad_scale (1 when absent),
-    in PyTorch's order of operations:
+    sqrt(1 - beta2^t) of step t, from the step count on the device) and g =
+    grad * grad_scale (1 when absent), in PyTorch's order of operations:
 
         decoupled (AdamW): p = param * (1 - lr * weight_decay)
         else (Adam):       g = g + weight_decay * param
@@ -921,7 +921,8 @@ def Tc_LambUpdateOp : Tc_Op<"lamb_update", [Pure, Tc_TiedOpInterface, Tc_ParamUp
   let description = [{
     With g = grad * grad_scale (1 when absent) and the hyperparameters as
     f32 scalar tensors (bias_correction1 = 1 - beta1^t and
-    bias_correction2_sqrt = sqrt(1 - beta2^t), computed in double):
+    bias_correction2_sqrt = sqrt(1 - beta2^t), computed in double from the
+    step count, as Adam's):
 
         new_exp_avg = beta1 * exp_avg + one_minus_beta1 * g
         new_exp_avg_sq = beta2 * exp_avg_sq + (one_minus_beta2 * g) * g

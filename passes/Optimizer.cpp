@@ -160,8 +160,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   }
 
   /// What every update of the step shares: the gradients' factor (loss
-  /// scaling and clipping, null when 1) and Adam's bias corrections when the
-  /// device computes them (fp16 loss scaling), else null (hyperparameters).
+  /// scaling and clipping, null when 1) and Adam's bias corrections (null
+  /// for SGD and LARS).
   struct StepFactors {
     Value gradScale, stepSize, bc1, bc2Sqrt;
     /// fp16 loss scaling: a non-finite gradScale skips the updates.
@@ -208,19 +208,19 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     return group;
   }
 
-  /// Adam's step count on the device (fp16 loss scaling): a skipped step
-  /// does not advance it; the bias corrections the updates read come from
-  /// it. In f64 from 1 - beta (the trainer's one_minus_beta1/2, computed in
+  /// Adam's step count on the device, and the bias corrections the updates
+  /// read, computed from it in this one place (capturable Adam's way): a
+  /// step that fp16 loss scaling skips (`ok` false) does not advance it. In
+  /// f64 from 1 - beta (the trainer's one_minus_beta1/2, computed in
   /// double): 1 - beta^t from an f32 beta would be 1.3e-5 off for beta2 =
-  /// 0.999 at t = 1. Rounded to f32 once, as the trainer's are.
+  /// 0.999 at t = 1. Rounded to f32 once.
   template <typename KeepState>
   void deviceCorrections(func::FuncOp step, OpBuilder &b, Location loc, Value ok,
                          StepFactors &f, KeepState &keepState) {
     auto scalar = RankedTensorType::get({}, b.getF32Type());
     Value t = state(step, scalar, tc::StateRole::AdamStep);
-    Value t1 = where(b, loc, ok,
-                     b.create<tc::AddOp>(loc, ValueRange{t, f32Scalar(b, loc, 1.0f)})->getResult(0),
-                     t);
+    Value next = b.create<tc::AddOp>(loc, ValueRange{t, f32Scalar(b, loc, 1.0f)})->getResult(0);
+    Value t1 = ok ? where(b, loc, ok, next, t) : next;
     keepState(t1, tc::stateName(tc::StateRole::AdamStep));
     auto f64 = b.getF64Type();
     auto scalar64 = RankedTensorType::get({}, f64);
@@ -300,11 +300,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                                   hyper(step, tc::Hyper::Eps),
                                   wd};
     bool lamb = optimizer == tc::Optimizer::Lamb;
-    if (lamb)
-      scalars.push_back(f.bc1 ? f.bc1 : hyper(step, tc::Hyper::BiasCorrection1));
-    else
-      scalars.push_back(f.stepSize ? f.stepSize : hyper(step, tc::Hyper::StepSize));
-    scalars.push_back(f.bc2Sqrt ? f.bc2Sqrt : hyper(step, tc::Hyper::BiasCorrection2Sqrt));
+    scalars.push_back(lamb ? f.bc1 : f.stepSize);
+    scalars.push_back(f.bc2Sqrt);
     Value m = stateOf(tc::StateRole::ExpAvg), v = stateOf(tc::StateRole::ExpAvgSq);
     SmallVector<Value> operands = {p, g, m, v};
     operands.append(scalars.begin(), scalars.end());
@@ -327,6 +324,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
 
   void rewrite(func::FuncOp step) {
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+    if (llvm::none_of(llvm::seq(1u, ret.getNumOperands()), [&](unsigned i) {
+          return step.getResultAttr(i, tc::kGradAttrName) != nullptr;
+        }))
+      return; // no gradient: it returns updates already, or trains nothing
     OpBuilder b(ret);
     Location loc = step.getLoc();
     ModuleOp module = step->getParentOfType<ModuleOp>();
@@ -390,6 +391,9 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
         deviceCorrections(step, b, NameLoc::get(b.getStringAttr("adam step count"), loc),
                           scaler->ok, factors, keepState);
       updateScale(step, b, scaleLoc, scaling, *scaler, keepState);
+    } else if (usesMoments()) {
+      deviceCorrections(step, b, NameLoc::get(b.getStringAttr("adam step count"), loc), Value(),
+                        factors, keepState);
     }
 
     // The updates, those with weight decay first: a run of updates with the

@@ -554,16 +554,18 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       With zero momentum the buffer stays zero and costs nothing but memory.
     - `adam` / `adamw` (torch.optim.Adam / AdamW): m = b1 m + (1-b1) g;
       v = b2 v + ((1-b2) g) g; p -= (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps),
-      PyTorch's order, where bc1 = 1 - b1^t and bc2 = 1 - b2^t. 1 - b1, 1 - b2,
-      lr / bc1 and sqrt(bc2) are hyperparameters (`one_minus_beta1`,
-      `one_minus_beta2`, `step_size`, `bias_correction2_sqrt`) the trainer
-      computes in double each step, as PyTorch does in Python floats.
+      PyTorch's order, where bc1 = 1 - b1^t and bc2 = 1 - b2^t. 1 - b1 and
+      1 - b2 are hyperparameters (`one_minus_beta1`, `one_minus_beta2`) the
+      trainer computes in double, as PyTorch does in Python floats; the
+      step count t is state (`adam.step`), and lr / bc1 and sqrt(bc2) are
+      computed from it on the device, in f64 and rounded to f32 once, in
+      this one place (as PyTorch's capturable Adam does).
       Adam adds wd p to g; AdamW scales p by (1 - lr wd) first (decoupled
       weight decay).
     - `lamb` (`tc.lamb_update`, You et al. 2020 with Adam's bias
       correction, as apex FusedLAMB): r = (m / bc1) / (sqrt(v) / sqrt(bc2)
-      + eps) + wd p, p -= lr (||p|| / ||r||) r, with per-tensor norms;
-      `bias_correction1` is 1 - b1^t.
+      + eps) + wd p, p -= lr (||p|| / ||r||) r, with per-tensor norms; bc1
+      and sqrt(bc2) from the step count as Adam's.
     - `lars` (`tc.lars_update`, LARC's form): local_lr = trust_coefficient
       ||p|| / (||g|| + wd ||p|| + eps), b = momentum b + lr local_lr (g +
       wd p), p -= b.
@@ -597,10 +599,8 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       resets the count; the `scale_growth_interval`-th good step in a row
       doubles the scale (if the double is finite) and resets the count. A
       fixed scale only counts the skipped steps;
-    - Adam's step count t moves to the device (state `adam.step`, advanced
-      by good steps only, as a skipped step never calls optimizer.step()),
-      and lr / (1 - beta1^t) and sqrt(1 - beta2^t) are computed from it in
-      f32, as PyTorch's capturable Adam does.
+    - Adam's step count t (`adam.step`) advances by good steps only, as a
+      skipped step never calls optimizer.step().
     Nothing goes back to the host inside the step.
 
     The pass does nothing without `@train_step` or when it already returns

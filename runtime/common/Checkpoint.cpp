@@ -329,6 +329,13 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
     }
   }
   TRAINC_RETURN_IF_ERROR(checkManifest(path, manifest, expect, point));
+  // A tensor of the program that the file lacks (a checkpoint of a trainer
+  // with other optimizer state) is named, before the sizes disagree.
+  for (const CheckpointTensor &t : tensors)
+    if (header.is_object() && !header.contains(t.name))
+      return Status::error("the checkpoint " + path + " has no tensor " + t.name +
+                           ": it was written by a trainer without it (another optimizer or "
+                           "an earlier trainc); resume it with the trainer that wrote it");
   if (size - 8 - length != dataBytes)
     return corrupt("holds " + std::to_string(size - 8 - length) +
                    " bytes of tensor data, the program's tensors are " +
@@ -343,10 +350,7 @@ Status readCheckpoint(const std::string &dir, const ResumeExpectation &expect,
   // Byte ranges of the tensors read, to check that they tile the data.
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (CheckpointTensor &t : tensors) {
-    auto it = header.find(t.name);
-    if (it == header.end())
-      return Status::error("the checkpoint " + path + " has no tensor " + t.name);
-    const nlohmann::json &entry = *it;
+    const nlohmann::json &entry = header[t.name]; // present: checked above
     auto bad = [&](const std::string &why) { return corrupt("tensor " + t.name + ": " + why); };
     if (!entry.is_object() || entry.size() != 3 || !entry.contains("dtype") ||
         !entry.contains("shape") || !entry.contains("data_offsets"))

@@ -20,8 +20,7 @@ double orDefault(double value, double fallback) { return std::isnan(value) ? fal
 
 } // namespace
 
-double Hyperparameters::value(Hyper which, int64_t step) const {
-  const double t = static_cast<double>(step);
+double Hyperparameters::value(Hyper which) const {
   switch (which) {
   case Hyper::Lr: return lr;
   case Hyper::Momentum: return momentum;
@@ -40,9 +39,6 @@ double Hyperparameters::value(Hyper which, int64_t step) const {
   case Hyper::DataParallelScale: return 1.0;
   case Hyper::OneMinusBeta1: return 1.0 - beta1;
   case Hyper::OneMinusBeta2: return 1.0 - beta2;
-  case Hyper::StepSize: return lr / (1.0 - std::pow(beta1, t));
-  case Hyper::BiasCorrection2Sqrt: return std::sqrt(1.0 - std::pow(beta2, t));
-  case Hyper::BiasCorrection1: return 1.0 - std::pow(beta1, t);
   case Hyper::TrustCoefficient: return trustCoefficient;
   }
   return std::nan("");
@@ -96,7 +92,7 @@ Status settleRun(const Program &program, const TrainOptions &options, RunSetting
     return Status::error("the program's accumulate step lacks its hyperparameters "
                          "grad_accum.weight and grad_accum.keep");
   for (int h = 0; h < train->numHypers; ++h)
-    if (std::isnan(settings.hyper.value(train->hypers[h], 1)))
+    if (std::isnan(settings.hyper.value(train->hypers[h])))
       return Status::error("the program reads hyperparameter " +
                            std::to_string(static_cast<int>(train->hypers[h])) +
                            ", which this trainer does not know");

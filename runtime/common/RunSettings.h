@@ -21,11 +21,12 @@ struct Hyperparameters {
   double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval,
       trustCoefficient;
 
-  /// The value of `which` at (1-based) optimizer step `step`. Every derived
-  /// constant is computed here, once, in double and rounded to float32 only
-  /// as a whole (PyTorch's Python floats: 1 - beta2 from float32 beta2 is
-  /// 1.3e-5 off).
-  double value(Hyper which, int64_t step) const;
+  /// The value of `which` (the learning rate as the schedule last set it).
+  /// Every derived constant the host gives is computed here, once, in double
+  /// and rounded to float32 only as a whole (PyTorch's Python floats: 1 -
+  /// beta2 from float32 beta2 is 1.3e-5 off); Adam's bias corrections come
+  /// from its step count on the device (trainc-optimizer).
+  double value(Hyper which) const;
 
 };
 

@@ -672,7 +672,7 @@ void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
   Hyperparameters &hyper = settings.hyper;
   hyper.lr = scheduledLr(options.schedule, settings.baseLr, step, totalSteps);
   for (int k = 0; k < train.numHypers; ++k)
-    *pipeline->hyper(h, k) = static_cast<float>(hyper.value(train.hypers[k], step + 1));
+    *pipeline->hyper(h, k) = static_cast<float>(hyper.value(train.hypers[k]));
   if (settings.weightHyper >= 0) {
     // The batch's share of the group's samples: the sum of the weighted
     // gradients is the gradient of the group's mean loss.

@@ -41,13 +41,10 @@ namespace trainc::rt {
   X(GradAccumKeep, "grad_accum.keep")                                          \
   /* Data parallelism: the rank's share of the global batch's sample weight. */\
   X(DataParallelScale, "data_parallel.scale")                                  \
-  /* Adam's constants, derived on the host in double (hyperValue). */          \
+  /* Adam's 1 - beta, derived on the host in double (Hyperparameters::value); \
+     its bias corrections come from its step count on the device. */           \
   X(OneMinusBeta1, "one_minus_beta1")                                          \
   X(OneMinusBeta2, "one_minus_beta2")                                          \
-  X(StepSize, "step_size")                                                     \
-  X(BiasCorrection2Sqrt, "bias_correction2_sqrt")                              \
-  /* LAMB: 1 - beta1^t (its m_hat is m / bias_correction1). */                 \
-  X(BiasCorrection1, "bias_correction1")                                       \
   /* LARS: the trust coefficient of its layer-wise learning rate. */          \
   X(TrustCoefficient, "trust_coefficient")
 
@@ -59,8 +56,8 @@ namespace trainc::rt {
   X(Momentum, "momentum")                                                      \
   X(ExpAvg, "exp_avg")                                                         \
   X(ExpAvgSq, "exp_avg_sq")                                                    \
-  /* Adam's step count on the device (fp16 loss scaling: skipped steps do not  \
-     count). */                                                                \
+  /* Adam's (and LAMB's) step count, on the device: its bias corrections are  \
+     computed from it (a step that fp16 loss scaling skips does not count). */ \
   X(AdamStep, "adam.step")                                                     \
   X(GradAccum, "grad_accum")                                                   \
   X(LossScale, "loss_scale")                                                   \

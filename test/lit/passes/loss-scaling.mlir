@@ -78,12 +78,15 @@
 // FIXED: %[[SCALE:.*]] = tc.add %[[F]], %{{.*}}
 // FIXED: tc.sgd_update {{.*}}, %[[SCALE]] {skip_nonfinite}
 //
-// No loss scaling: the seed is 1, no scaler state, Adam's constants are the
-// trainer's hyperparameters.
+// No loss scaling: the seed is 1, no scaler state; Adam's step count (and
+// so its bias corrections) is on the device all the same, advanced on
+// every step.
 // NONE-NOT: tc.loss_scale =
 // NONE-LABEL: func.func @train_step(
 // NONE-NOT: tc.state = "loss_scale
-// NONE-SAME: {tc.hyper = #tc.hyper<step_size>}
+// NONE-SAME: %[[T:arg[0-9]+]]: tensor<f32> {tc.state = "adam.step", tc.state_role = #tc.state_role<adam.step>}
+// NONE: %[[T1:.*]] = tc.add %[[T]], %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// NONE-NOT: tc.where
 // NONE-NOT: skip_nonfinite
 //
 // BF16: error: loss scaling is for fp16 (bf16 has f32's exponent range and needs none)

@@ -16,13 +16,16 @@
 // LAMB: tc.param @b trainable no_decay : tensor<3xf32>
 // LAMB-LABEL: func.func @train_step(
 // LAMB-SAME: %[[W:arg1]]: tensor<2x3xf32> {tc.param = @w2}, %[[B:arg2]]: tensor<3xf32> {tc.param = @b}
-// LAMB-SAME: %[[LR:arg3]]: tensor<f32> {tc.hyper = #tc.hyper<lr>}, %[[WD:arg4]]: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>}
-// LAMB-SAME: %[[BC1:arg10]]: tensor<f32> {tc.hyper = #tc.hyper<bias_correction1>}, %[[BC2:arg11]]: tensor<f32> {tc.hyper = #tc.hyper<bias_correction2_sqrt>}
+// LAMB-SAME: %[[T:arg3]]: tensor<f32> {tc.state = "adam.step", tc.state_role = #tc.state_role<adam.step>}
+// LAMB-SAME: %[[LR:arg6]]: tensor<f32> {tc.hyper = #tc.hyper<lr>}, %[[WD:arg7]]: tensor<f32> {tc.hyper = #tc.hyper<weight_decay>}
 // LAMB-SAME: tc.optimizer = #tc.optimizer<lamb>
+//   The bias corrections, from the step count (LAMB's m_hat is m / bc1).
+// LAMB: %[[BC1:.*]] = tc.cast %{{.*}} {to = f32} : (tensor<f64>) -> tensor<f32>
+// LAMB: %[[BC2:.*]] = tc.cast %{{.*}} {to = f32} : (tensor<f64>) -> tensor<f32>
 // LAMB: %[[NW:[^,]*]], %[[MW:[^,]*]], %[[VW:[^ ]*]] = tc.lamb_update %[[W]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[LR]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[WD]], %[[BC1]], %[[BC2]] {layer_adaptation}
 // LAMB: %[[ZERO:.*]] = tc.constant dense<0.000000e+00> : tensor<f32>
 // LAMB: %[[NB:[^,]*]], %[[MB:[^,]*]], %[[VB:[^ ]*]] = tc.lamb_update %[[B]], {{.*}}, %[[ZERO]], %[[BC1]], %[[BC2]] :
-// LAMB: return %{{[^,]*}}, %[[NW]], %[[NB]], %[[MW]], %[[VW]], %[[MB]], %[[VB]]
+// LAMB: return %{{[^,]*}}, %[[NW]], %[[NB]], %{{[^,]*}}, %[[MW]], %[[VW]], %[[MB]], %[[VB]]
 //
 //   Under lars: momentum, the trust coefficient and eps; @b without adaptation.
 // LARS: tc.param @b trainable no_decay

@@ -20,21 +20,26 @@
 //   Nesterov: a flag of the update.
 // NESTEROV: tc.sgd_update {{.*}} {nesterov}
 //
-//   AdamW: decoupled decay, two moments, 1 - beta1/2, the step size and the
-//   square root of the second bias correction as hyperparameters.
+//   AdamW: decoupled decay, two moments, 1 - beta1/2 as hyperparameters; the
+//   step count as state, from which the step size and the square root of
+//   the second bias correction are computed on the device (in f64).
 // ADAMW-LABEL: func.func @train_step(
 // ADAMW-SAME: %[[P:arg1]]: tensor<3xf32> {tc.param = @w}
-// ADAMW-SAME: {tc.hyper = #tc.hyper<beta1>}
-// ADAMW-SAME: {tc.hyper = #tc.hyper<beta2>}
+// ADAMW-SAME: %[[T:arg2]]: tensor<f32> {tc.state = "adam.step", tc.state_role = #tc.state_role<adam.step>}
 // ADAMW-SAME: {tc.hyper = #tc.hyper<one_minus_beta1>}
 // ADAMW-SAME: {tc.hyper = #tc.hyper<one_minus_beta2>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<beta1>}
+// ADAMW-SAME: {tc.hyper = #tc.hyper<beta2>}
 // ADAMW-SAME: {tc.hyper = #tc.hyper<eps>}
-// ADAMW-SAME: {tc.hyper = #tc.hyper<step_size>}
-// ADAMW-SAME: {tc.hyper = #tc.hyper<bias_correction2_sqrt>}
 // ADAMW-SAME: %[[M:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg.w", tc.state_role = #tc.state_role<exp_avg>}
 // ADAMW-SAME: %[[V:[^:]*]]: tensor<3xf32> {tc.state = "exp_avg_sq.w", tc.state_role = #tc.state_role<exp_avg_sq>}
-// ADAMW: %[[NP:[^,]*]], %[[NM:[^,]*]], %[[NV:[^ ]*]] = tc.adam_update %[[P]], %{{[^,]*}}, %[[M]], %[[V]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}} {decoupled}
-// ADAMW: return %{{.*}}, %[[NP]], %[[NM]], %[[NV]]
+// ADAMW-SAME: tc.optimizer = #tc.optimizer<adamw>
+// ADAMW: %[[T1:.*]] = tc.add %[[T]], %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// ADAMW: tc.pow {{.*}} : (tensor<f64>, tensor<f64>) -> tensor<f64>
+// ADAMW: %[[STEP:.*]] = tc.cast %{{.*}} {to = f32} : (tensor<f64>) -> tensor<f32>
+// ADAMW: %[[BC2:.*]] = tc.cast %{{.*}} {to = f32} : (tensor<f64>) -> tensor<f32>
+// ADAMW: %[[NP:[^,]*]], %[[NM:[^,]*]], %[[NV:[^ ]*]] = tc.adam_update %[[P]], %{{[^,]*}}, %[[M]], %[[V]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[STEP]], %[[BC2]] {decoupled}
+// ADAMW: return %{{.*}}, %[[NP]], %[[T1]], %[[NM]], %[[NV]]
 //   Adam: L2 weight decay in the gradient (no decoupled flag).
 // ADAM: tc.adam_update
 // ADAM-NOT: decoupled

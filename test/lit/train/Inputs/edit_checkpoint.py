@@ -5,6 +5,7 @@ look, for the checkpoint tests.
     edit_checkpoint.py FILE set KEY=VALUE ...   manifest fields (VALUE '-' deletes)
     edit_checkpoint.py FILE tensor NAME FIELD JSON   a tensor's header entry field
     edit_checkpoint.py FILE add NAME            an extra tensor entry (no data)
+    edit_checkpoint.py FILE drop NAME           NAME's entry and its bytes removed
     edit_checkpoint.py FILE flip NAME           flip one bit of NAME's data
     edit_checkpoint.py FILE nan NAME            NaN in NAME's first element, crc32 updated
     edit_checkpoint.py FILE escape KEY          write KEY's value as \\uXXXX escapes
@@ -42,6 +43,14 @@ def main():
                 meta[key] = value
     elif command == "tensor":
         header[args[0]][args[1]] = json.loads(args[2])
+    elif command == "drop":
+        begin, end = header.pop(args[0])["data_offsets"]
+        meta.pop("crc32." + args[0], None)
+        for entry in header.values():
+            if isinstance(entry, dict) and "data_offsets" in entry:
+                entry["data_offsets"] = [o - (end - begin) if o >= end else o
+                                         for o in entry["data_offsets"]]
+        body = body[:begin] + body[end:]
     elif command == "add":
         header[args[0]] = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
     elif command in ("flip", "nan"):
