@@ -188,8 +188,11 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
   Option<int64_t> classAxis{*this, "class-axis", llvm::cl::init(1)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::desc("parameters not trained (regex)")};
   Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
-  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("sgd, adam or adamw")};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd, adam, adamw, lamb or lars")};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
+  Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("auto"),
+                              llvm::cl::desc("1d, none, a regular expression or auto")};
   Option<std::string> precision{*this, "precision", llvm::cl::init("fp32")};
   Option<std::string> lossScale{*this, "loss-scale", llvm::cl::init("none")};
   Option<std::string> layout{*this, "layout", llvm::cl::init("nchw")};
@@ -211,6 +214,7 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
     o.clipGradNorm = clipGradNorm;
     o.optimizer = optimizer;
     o.nesterov = nesterov;
+    o.noDecay = noDecay;
     o.precision = precision;
     o.lossScale = lossScale;
     o.layout = layout;
