@@ -23,9 +23,10 @@ itself) and each tensor's 10-step change (||(ours - w0) - (f64 - w0)|| /
 a wrong trust ratio or a decayed bias is O(1e-3) to O(1) off there.
 variants (MLP): LAMB and LARS with --grad-accum=4 at batch 1 against batches
 of 4 (each tensor's change norm-wise within 1e-4), and under --precision=fp16 (dynamic loss scaling) against the
-float64 reference (each change within 0.1: fp16 activations and gradients;
-SGD under fp16 is 2e-2 off here, LARS 5e-2 and LAMB 4e-3, an unscaled or a
-skipped step O(1)).
+float64 reference (each change within 5e-2 for LAMB, 0.2 for LARS: fp16
+activations and gradients, which LARS's large steps on the undecayed biases
+amplify over 10 steps; here SGD under fp16 is 2e-2 off, LAMB 4e-3, LARS
+9e-2; an unscaled or a skipped step is O(1) off).
 digits: the example MLP trained 5 epochs with AdamW, LAMB and LARS; LAMB
 and LARS reach AdamW's held-out accuracy (within one point).
 --gpu-prepare DIR packs the MLP and GPT LAMB/LARS cases as CUDA trainers
@@ -52,6 +53,7 @@ torch.set_num_threads(2)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SAMPLES, BATCH = 40, 4  # 10 steps, in file order
+FP16_CHANGE_TOL = {"lamb": 5e-2, "lars": 0.2}
 
 # name: (trainer flags, update rule(dtype-free hyperparameters), compile flags)
 LAMB = dict(lr=0.01, beta1=0.9, beta2=0.999, eps=1e-6, weight_decay=0.01)
@@ -321,7 +323,7 @@ def check_variants(trainc, work, check, mlp):
                       ["--optimizer=" + kind, "--precision=fp16"], flags, work)
         if saved:
             compare(check, "mlp %s fp16 (dynamic loss scaling)" % kind, mlp, saved, ref64,
-                    ref32, change_tol=0.1)
+                    ref32, change_tol=FP16_CHANGE_TOL[kind])
 
 
 def check_digits(trainc, work, check):
