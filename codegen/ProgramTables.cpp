@@ -29,13 +29,6 @@ template <typename Enum> std::string enumerator(const char *type, Enum value) {
   return std::string("trainc::rt::") + type + "::" + rt::spelling(value);
 }
 
-/// The runtime's mirror of a tc enum (test/unit/AbiTest.cpp checks that
-/// the values and names agree).
-rt::Hyper toRuntime(tc::Hyper h) { return static_cast<rt::Hyper>(h); }
-rt::StateRole toRuntime(tc::StateRole r) { return static_cast<rt::StateRole>(r); }
-rt::Optimizer toRuntime(tc::Optimizer o) { return static_cast<rt::Optimizer>(o); }
-rt::Precision toRuntime(tc::Precision p) { return static_cast<rt::Precision>(p); }
-
 std::string cDouble(double value) { return llvm::formatv("{0}", llvm::format("%.17g", value)); }
 
 /// The ops of `func` that run channels-last (the layout phase's), for the

@@ -14,6 +14,7 @@
 #define TRAINC_IR_STEPABI_H
 
 #include "ir/TcAttrs.h"
+#include "runtime/include/trainc_rt/abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -50,6 +51,15 @@ mlir::BlockArgument addState(mlir::func::FuncOp func, mlir::Type type, StateRole
 /// absent).
 std::optional<Optimizer> stepOptimizer(mlir::func::FuncOp step);
 Precision modulePrecision(mlir::ModuleOp module);
+
+/// The runtime's enum of a tc one and back: they agree value for value
+/// (test/unit/AbiTest.cpp).
+inline rt::Hyper toRuntime(Hyper h) { return static_cast<rt::Hyper>(h); }
+inline rt::StateRole toRuntime(StateRole r) { return static_cast<rt::StateRole>(r); }
+inline rt::Optimizer toRuntime(Optimizer o) { return static_cast<rt::Optimizer>(o); }
+inline rt::Precision toRuntime(Precision p) { return static_cast<rt::Precision>(p); }
+inline Optimizer fromRuntime(rt::Optimizer o) { return static_cast<Optimizer>(o); }
+inline Precision fromRuntime(rt::Precision p) { return static_cast<Precision>(p); }
 
 } // namespace trainc::tc
 

@@ -54,12 +54,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       module.emitError("trainc-loss needs a func.func @forward with a body");
       return signalPassFailure();
     }
-    if (kind != "cross-entropy" && kind != "mse" && kind != "bce" && kind != "output") {
-      module.emitError("--loss must be cross-entropy, mse, bce or output, got '")
-          << kind << "'";
-      return signalPassFailure();
-    }
-    if (kind != "cross-entropy" && classAxis != 1) {
+    if (kind != LossKind::CrossEntropy && classAxis != 1) {
       module.emitError("--class-axis applies to --loss=cross-entropy only");
       return signalPassFailure();
     }
@@ -99,12 +94,12 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       source = "output " + output.getValue().str();
     Location loc = NameLoc::get(
         StringAttr::get(loss.getContext(),
-                        "loss (" + kind + (source.empty() ? "" : " of " + source) + ")"),
+                        "loss (" + std::string(optionName(kind.getValue())) + (source.empty() ? "" : " of " + source) + ")"),
         prediction.getLoc());
     OpBuilder b(ret);
 
     Value value;
-    if (kind == "output") {
+    if (kind == LossKind::Output) {
       if (predType.getRank() != 0 || !predType.getElementType().isF32())
         return loss.emitError("--loss=output needs a scalar f32 model output, got ")
                << predType;
@@ -235,13 +230,13 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
                                  Location loc) {
     auto predType = cast<RankedTensorType>(prediction.getType());
     if (predType.getRank() < 1 || !predType.getElementType().isF32())
-      return loss.emitError("--loss=") << kind << " needs an f32 output with a batch axis, got "
+      return loss.emitError("--loss=") << optionName(kind.getValue()) << " needs an f32 output with a batch axis, got "
                                        << predType;
     int64_t batch = predType.getDimSize(0);
-    if (kind == "cross-entropy" && predType.getRank() < 2)
+    if (kind == LossKind::CrossEntropy && predType.getRank() < 2)
       return loss.emitError("--loss=cross-entropy needs logits [N, C, ...], got ") << predType;
     int64_t axis = classAxis < 0 ? classAxis + predType.getRank() : classAxis;
-    if (kind == "cross-entropy" && (axis < 1 || axis >= predType.getRank()))
+    if (kind == LossKind::CrossEntropy && (axis < 1 || axis >= predType.getRank()))
       return loss.emitError("--class-axis=")
              << static_cast<int64_t>(classAxis)
              << " is not an axis after the batch axis of the logits " << predType;
@@ -252,7 +247,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
            loss.getArgAttr(at, tc::kInputAttrName))
       ++at;
     Type labelType = predType;
-    if (kind == "cross-entropy") {
+    if (kind == LossKind::CrossEntropy) {
       SmallVector<int64_t> shape(predType.getShape());
       shape.erase(shape.begin() + axis);
       labelType = RankedTensorType::get(shape, b.getI64Type());
@@ -271,7 +266,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     // Element-wise (or per-position) losses, [N, ...], and for
     // cross-entropy which of them count (1) or are ignored (0).
     Value elements, counted;
-    if (kind == "cross-entropy") {
+    if (kind == LossKind::CrossEntropy) {
       // Classes on axis 1, the other axes in order: labels keep their shape.
       Value logits = prediction;
       if (axis != 1) {
@@ -295,7 +290,7 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       Value ignored = make<tc::EqualOp>(b, loc, {label, ignore});
       counted = make<tc::CastOp>(b, loc, make<tc::NotOp>(b, loc, ignored),
                                  {b.getNamedAttr("to", TypeAttr::get(b.getF32Type()))});
-    } else if (kind == "mse") {
+    } else if (kind == LossKind::Mse) {
       Value diff = make<tc::SubOp>(b, loc, {prediction, label});
       elements = make<tc::MulOp>(b, loc, {diff, diff});
     } else {

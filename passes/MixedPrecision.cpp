@@ -48,18 +48,6 @@ namespace trainc {
 using namespace mlir;
 using namespace trainc;
 
-std::optional<float> trainc::parseFixedLossScale(llvm::StringRef text) {
-  double value = 0;
-  // Decimal only: getAsDouble would read hex floats and inf/nan spellings.
-  if (text.empty() || text.find_first_of("xXpPiInN") != StringRef::npos ||
-      text.getAsDouble(value))
-    return std::nullopt;
-  float scale = static_cast<float>(value);
-  if (!(scale >= 1.17549435082228751e-38f) || !(scale <= 3.40282346638528860e38f))
-    return std::nullopt;
-  return scale;
-}
-
 namespace {
 
 enum class Rule {
@@ -100,21 +88,17 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (precision == "fp32")
+    if (precision == rt::Precision::Fp32)
       return;
-    if (precision != "bf16" && precision != "fp16") {
-      module.emitError("precision must be fp32, bf16 or fp16, got '") << precision << "'";
-      return signalPassFailure();
-    }
     auto fn = module.lookupSymbol<func::FuncOp>(legalizeStep ? "train_step" : "loss");
     if (!fn)
       return;
     OpBuilder b(module.getContext());
     module->setAttr(tc::kPrecisionAttrName,
-                    tc::PrecisionAttr::get(module.getContext(), *tc::symbolizePrecision(precision)));
+                    tc::PrecisionAttr::get(module.getContext(), tc::fromRuntime(precision)));
     if (!legalizeStep && failed(recordLossScale(module, b)))
       return signalPassFailure();
-    low = precision == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+    low = precision == rt::Precision::Bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
     f32 = b.getF32Type();
     params.clear();
     casts.clear();
@@ -126,24 +110,19 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
         return signalPassFailure();
   }
 
-  /// `loss-scale` as the module's tc.loss_scale: "dynamic", or a fixed
-  /// positive finite scale; nothing for "none".
+  /// `loss-scale` as the module's tc.loss_scale: "dynamic", or the fixed
+  /// scale; nothing for none.
   LogicalResult recordLossScale(ModuleOp module, OpBuilder &b) {
-    if (lossScale == "none")
+    const LossScale &scale = lossScale;
+    if (scale.scaling == rt::LossScaling::None)
       return success();
-    if (precision != "fp16")
+    if (precision != rt::Precision::Fp16)
       return module.emitError("loss scaling is for fp16 (")
-             << precision << " has f32's exponent range and needs none)";
-    if (lossScale == "dynamic") {
+             << optionName(precision.getValue()) << " has f32's exponent range and needs none)";
+    if (scale.scaling == rt::LossScaling::Dynamic)
       module->setAttr(tc::kLossScaleAttrName, b.getStringAttr("dynamic"));
-      return success();
-    }
-    std::optional<float> value = parseFixedLossScale(lossScale);
-    if (!value)
-      return module.emitError("loss-scale must be dynamic, none or a positive f32 number whose "
-                              "reciprocal f32 holds (2^-126 to 3.4e38), got '")
-             << lossScale << "'";
-    module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(*value));
+    else
+      module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(scale.value));
     return success();
   }
 

@@ -39,12 +39,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       module.emitError("--clip-grad-norm must be positive, got ") << clipGradNorm;
       return signalPassFailure();
     }
-    std::optional<tc::Optimizer> parsed = tc::symbolizeOptimizer(kind);
-    if (!parsed) {
-      module.emitError("--optimizer must be sgd, adam, adamw, lamb or lars, got '") << kind << "'";
-      return signalPassFailure();
-    }
-    optimizer = *parsed;
+    optimizer = tc::fromRuntime(kind);
     if (step->hasAttr(tc::kOptimizerAttrName))
       return; // already rewritten
     rewrite(step);

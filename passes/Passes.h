@@ -3,6 +3,8 @@
 #ifndef TRAINC_PASSES_PASSES_H
 #define TRAINC_PASSES_PASSES_H
 
+#include "passes/Options.h"
+
 #include "mlir/Pass/Pass.h"
 
 #include <memory>

@@ -92,13 +92,14 @@ def MixedPrecision : Pass<"trainc-mixed-precision", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+    Option<"precision", "precision", "::trainc::rt::Precision",
+           /*default=*/"::trainc::rt::Precision::Bf16",
            "fp32 (nothing changes), bf16 or fp16">,
     Option<"legalizeStep", "legalize-step", "bool", /*default=*/"false",
            "after autodiff: ops of @train_step whose kernels are f32 read f32 "
            "(a gradient rule's reduce_sum of a bf16 dy) and give back the type "
            "the rule chose">,
-    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+    Option<"lossScale", "loss-scale", "::trainc::LossScale", /*default=*/"::trainc::LossScale{}",
            "fp16: dynamic, none, or a fixed positive scale">
   ];
 }
@@ -487,7 +488,8 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"kind", "loss", "std::string", /*default=*/"\"cross-entropy\"",
+    Option<"kind", "loss", "::trainc::LossKind",
+           /*default=*/"::trainc::LossKind::CrossEntropy",
            "cross-entropy, mse, bce or output">,
     Option<"labelName", "label", "std::string", /*default=*/"\"label\"",
            "name of the label input">,
@@ -607,7 +609,8 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
     updates.
   }];
   let options = [
-    Option<"kind", "optimizer", "std::string", /*default=*/"\"sgd\"",
+    Option<"kind", "optimizer", "::trainc::rt::Optimizer",
+           /*default=*/"::trainc::rt::Optimizer::Sgd",
            "sgd, adam, adamw, lamb or lars">,
     Option<"noDecay", "no-decay", "std::string", /*default=*/"\"auto\"",
            "the parameters without weight decay (and layer adaptation): 1d, "

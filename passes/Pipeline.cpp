@@ -55,7 +55,7 @@ const std::vector<Phase> &phases() {
       {"loss", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          trainc::AttachLossOptions loss;
-         loss.kind = o.loss;
+         loss.kind = *o.loss;
          loss.labelName = o.label;
          loss.classAxis = o.classAxis;
          pm.addPass(trainc::createAttachLoss(loss));
@@ -68,7 +68,7 @@ const std::vector<Phase> &phases() {
        }},
       {"mixed-precision", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
-         if (o.precision == "fp32")
+         if (o.precision == trainc::rt::Precision::Fp32)
            return false;
          trainc::MixedPrecisionOptions mixed;
          mixed.precision = o.precision;
@@ -81,7 +81,7 @@ const std::vector<Phase> &phases() {
          trainc::AutodiffOptions autodiff;
          autodiff.freeze = o.freeze;
          pm.addPass(trainc::createAutodiff(autodiff));
-         if (o.precision != "fp32") {
+         if (o.precision != trainc::rt::Precision::Fp32) {
            trainc::MixedPrecisionOptions legalize;
            legalize.precision = o.precision;
            legalize.legalizeStep = true;
@@ -91,7 +91,7 @@ const std::vector<Phase> &phases() {
        }},
       {"layout", false,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
-         if (o.layout != "nhwc")
+         if (o.layout != trainc::Layout::Nhwc)
            return false;
          pm.addPass(trainc::createLayout());
          return true;
@@ -107,7 +107,7 @@ const std::vector<Phase> &phases() {
        }},
       {"remat", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
-         if (o.remat == "none")
+         if (o.remat == trainc::Remat::None)
            return false;
          trainc::RematOptions remat;
          remat.memoryBudget = o.memoryBudget;
@@ -134,23 +134,23 @@ const std::vector<Phase> &phases() {
        }},
       {"optimizer", true,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
-         if (o.optimizer.empty())
+         if (!o.optimizer)
            return false;
          trainc::OptimizerOptions opt;
-         opt.kind = o.optimizer;
+         opt.kind = *o.optimizer;
          opt.nesterov = o.nesterov;
          opt.noDecay = o.noDecay;
          opt.clipGradNorm = o.clipGradNorm;
-         opt.earlyUpdates = o.remat != "none";
+         opt.earlyUpdates = o.remat != trainc::Remat::None;
          pm.addPass(trainc::createOptimizer(opt));
          return true;
        }},
       {"fuse", false,
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
-         if (!o.fuse)
+         if (o.fusion == trainc::Fusion::None)
            return false;
          trainc::FuseOptions fuse;
-         fuse.epilogues = o.gemmEpilogues;
+         fuse.epilogues = o.fusion == trainc::Fusion::Auto;
          pm.addPass(trainc::createFuse(fuse));
          return true;
        }},
@@ -181,38 +181,39 @@ LogicalResult dump(ModuleOp module, llvm::StringRef dir, int index, llvm::String
 }
 
 /// A phase's options in trainc-opt: the fields of PipelineOptions that the
-/// phases read, with the same defaults.
+/// phases read, with the same defaults and types.
 struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
-  Option<std::string> loss{*this, "loss", llvm::cl::desc("cross-entropy, mse, bce or output")};
+  Option<trainc::LossKind> loss{*this, "loss"};
   Option<std::string> label{*this, "label", llvm::cl::init("label")};
   Option<int64_t> classAxis{*this, "class-axis", llvm::cl::init(1)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::desc("parameters not trained (regex)")};
   Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
-  Option<std::string> optimizer{*this, "optimizer",
-                                llvm::cl::desc("sgd, adam, adamw, lamb or lars")};
+  Option<trainc::rt::Optimizer> optimizer{*this, "optimizer"};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
   Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("auto"),
                               llvm::cl::desc("1d, none, a regular expression or auto")};
-  Option<std::string> precision{*this, "precision", llvm::cl::init("fp32")};
-  Option<std::string> lossScale{*this, "loss-scale", llvm::cl::init("none")};
-  Option<std::string> layout{*this, "layout", llvm::cl::init("nchw")};
+  Option<trainc::rt::Precision> precision{*this, "precision",
+                                          llvm::cl::init(trainc::rt::Precision::Fp32)};
+  Option<trainc::LossScale> lossScale{*this, "loss-scale"};
+  Option<trainc::Layout> layout{*this, "layout", llvm::cl::init(trainc::Layout::Nchw)};
   Option<int64_t> padTo{*this, "pad-to", llvm::cl::init(1)};
   Option<bool> dataParallel{*this, "data-parallel", llvm::cl::init(false)};
   Option<int64_t> bucketBytes{*this, "bucket-bytes", llvm::cl::init(26214400)};
-  Option<std::string> remat{*this, "remat", llvm::cl::init("none")};
+  Option<trainc::Remat> remat{*this, "remat", llvm::cl::init(trainc::Remat::None)};
   Option<int64_t> memoryBudget{*this, "memory-budget", llvm::cl::init(0)};
   Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::init(1)};
-  Option<bool> fuse{*this, "fuse", llvm::cl::init(true)};
-  Option<bool> gemmEpilogues{*this, "gemm-epilogues", llvm::cl::init(true)};
+  Option<trainc::Fusion> fusion{*this, "fuse", llvm::cl::init(trainc::Fusion::Auto)};
 
   trainc::PipelineOptions bind() const {
     trainc::PipelineOptions o;
-    o.loss = loss;
+    if (loss.hasValue())
+      o.loss = loss;
     o.label = label;
     o.classAxis = classAxis;
     o.freeze = freeze;
     o.clipGradNorm = clipGradNorm;
-    o.optimizer = optimizer;
+    if (optimizer.hasValue())
+      o.optimizer = optimizer;
     o.nesterov = nesterov;
     o.noDecay = noDecay;
     o.precision = precision;
@@ -224,8 +225,7 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
     o.remat = remat;
     o.memoryBudget = memoryBudget;
     o.gradAccum = gradAccum;
-    o.fuse = fuse;
-    o.gemmEpilogues = gemmEpilogues;
+    o.fusion = fusion;
     return o;
   }
 };
@@ -302,7 +302,7 @@ LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &option
   TimingScope rootTiming = timing.getRootScope();
   int index = 2;
   for (const Phase &phase : phases()) {
-    if (phase.training && options.loss.empty())
+    if (phase.training && !options.loss)
       continue;
     PassManager pm(module.getContext());
     bool active = phase.build(pm, options);

@@ -3,6 +3,8 @@
 #ifndef TRAINC_PASSES_PIPELINE_H
 #define TRAINC_PASSES_PIPELINE_H
 
+#include "passes/Options.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -12,12 +14,6 @@
 #include <vector>
 
 namespace trainc {
-
-/// A fixed loss scale given as text (`--loss-scale=VALUE`, the
-/// mixed-precision pass's `loss-scale` option): a decimal number whose f32
-/// value is from 2^-126 (FLT_MIN, so that its reciprocal, the unscale
-/// factor, is finite in f32 too) to FLT_MAX; none for anything else.
-std::optional<float> parseFixedLossScale(llvm::StringRef text);
 
 /// A byte count as flags take it: an integer, or a number with a unit
 /// (KiB, MiB, GiB, TiB: powers of 1024; KB, MB, GB, TB: of 1000; B),
@@ -30,9 +26,9 @@ std::vector<std::string> pipelinePhases();
 std::vector<std::string> trainingPhases();
 
 struct PipelineOptions {
-  /// The loss to attach (cross-entropy, mse, bce, output); empty: prediction
-  /// only, without the loss and autodiff phases.
-  std::string loss;
+  /// The loss to attach; none: prediction only, without the training
+  /// phases.
+  std::optional<LossKind> loss;
   std::string label = "label";
   /// cross-entropy: the class axis of the logits (negative from the end).
   int64_t classAxis = 1;
@@ -40,23 +36,22 @@ struct PipelineOptions {
   std::string freeze;
   /// When positive: clip the global gradient norm (the default max norm).
   double clipGradNorm = 0.0;
-  /// The optimizer phase runs when set (sgd, adam, adamw, lamb, lars);
-  /// without it @train_step returns gradients.
-  std::string optimizer;
+  /// The optimizer phase runs when set; without it @train_step returns
+  /// gradients.
+  std::optional<rt::Optimizer> optimizer;
   bool nesterov = false;
   /// The parameters without weight decay: 1d, none, a regular expression,
   /// or auto (the optimizer's default; see trainc-optimizer).
   std::string noDecay = "auto";
-  /// fp32, bf16 or fp16: the mixed-precision phase's low type (fp32: the
-  /// phase is left out).
-  std::string precision = "fp32";
-  /// fp16: the loss scaling of the training step (dynamic, none or a fixed
-  /// scale); the mixed-precision phase records it.
-  std::string lossScale = "none";
-  /// The activation layout of convolutions, pooling and batch norm: nchw
-  /// (the layout phase is left out) or nhwc (channels-last). trainc compile
-  /// resolves --layout=auto to one of them.
-  std::string layout = "nchw";
+  /// The mixed-precision phase's low type (fp32: the phase is left out).
+  rt::Precision precision = rt::Precision::Fp32;
+  /// fp16: the loss scaling of the training step; the mixed-precision phase
+  /// records it.
+  LossScale lossScale;
+  /// The activation layout of convolutions, pooling and batch norm: nhwc
+  /// (channels-last) runs the layout phase. trainc compile resolves
+  /// --layout=auto to nchw or nhwc.
+  Layout layout = Layout::Nchw;
   /// Pad matrix products and convolutions to multiples of this (the pad
   /// phase; 1 leaves it out). trainc compile resolves --pad-to=auto.
   int64_t padTo = 1;
@@ -64,19 +59,17 @@ struct PipelineOptions {
   /// gradients over the ranks in buckets of at most `bucketBytes`.
   bool dataParallel = false;
   int64_t bucketBytes = 26214400;
-  /// Rematerialization: none (the remat phase is left out) or auto.
-  std::string remat = "none";
+  /// Rematerialization (none: the remat phase is left out).
+  Remat remat = Remat::None;
   /// With remat: bytes the step's peak of live bytes may reach (0: none).
   int64_t memoryBudget = 0;
   /// Gradient accumulation: the trainer's default micro-batches per
   /// optimizer step (1: the grad-accum phase is left out).
   int64_t gradAccum = 1;
-  /// Group pointwise ops into tc.fused kernels (the fuse phase; --fuse=none
-  /// turns it off).
-  bool fuse = true;
-  /// Let a matmul head the pointwise group that finishes its output (GEMM
-  /// epilogues; --fuse=pointwise turns them off).
-  bool gemmEpilogues = true;
+  /// Group pointwise ops into tc.fused kernels (the fuse phase; none leaves
+  /// it out), with a matmul heading the group that finishes its output
+  /// (GEMM epilogues) under auto.
+  Fusion fusion = Fusion::Auto;
   /// Stop after this phase (all when empty).
   std::string stopAfter;
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every

@@ -38,7 +38,66 @@
 
 using namespace llvm;
 
+namespace trainc {
+/// --target: auto resolves to cuda or cpu before anything reads it.
+#define TRAINC_TARGETS(X) X(Auto, "auto") X(Cuda, "cuda") X(Cpu, "cpu")
+/// --emit: what compile produces.
+#define TRAINC_EMIT_KINDS(X) X(Binary, "binary") X(Source, "source") X(Mlir, "mlir")
+TRAINC_DECLARE_OPTION_ENUM(TargetChoice, TRAINC_TARGETS)
+TRAINC_DECLARE_OPTION_ENUM(EmitKind, TRAINC_EMIT_KINDS)
+} // namespace trainc
+
+namespace trainc {
+/// --pad-to=auto|off|N: 0 for auto, 1 for off, or N, a power of two from 2
+/// to 128.
+struct PadTo {
+  int64_t multiple = 0;
+  bool isAuto() const { return multiple == 0; }
+};
+} // namespace trainc
+
+namespace llvm::cl {
+TRAINC_OPTION_ENUM_PARSER(trainc::TargetChoice)
+TRAINC_OPTION_ENUM_PARSER(trainc::EmitKind)
+
+template <> class parser<trainc::PadTo> : public basic_parser<trainc::PadTo> {
+public:
+  parser(Option &option) : basic_parser(option) {}
+  StringRef getValueName() const override { return "auto|off|N"; }
+  /// True on error, after printing it.
+  bool parse(Option &option, StringRef, StringRef text, trainc::PadTo &value) {
+    unsigned multiple = 0;
+    if (text == "auto" || text == "off") {
+      value.multiple = text == "auto" ? 0 : 1;
+      return false;
+    }
+    if (!text.getAsInteger(10, multiple) && multiple >= 2 && multiple <= 128 &&
+        (multiple & (multiple - 1)) == 0) {
+      value.multiple = multiple;
+      return false;
+    }
+    errs() << "error: --" << option.ArgStr
+           << " must be auto, off or a power of two from 2 to 128, got '" << text << "'\n";
+    return true;
+  }
+  void printOptionDiff(const Option &option, const trainc::PadTo &value,
+                       const OptionValue<trainc::PadTo> &, size_t width) const {
+    printOptionName(option, width);
+    outs() << "= " << value.multiple << "\n";
+  }
+};
+} // namespace llvm::cl
+
 namespace {
+
+using trainc::EmitKind;
+using trainc::Fusion;
+using trainc::Layout;
+using trainc::LossKind;
+using trainc::Remat;
+using trainc::TargetChoice;
+using Optimizer = trainc::rt::Optimizer;
+using Precision = trainc::rt::Precision;
 
 cl::OptionCategory category("trainc options");
 
@@ -59,35 +118,34 @@ cl::opt<int64_t> elideConstants(
     cl::desc("Print constants and initial values with more than N elements as "
              "'dense_resource<__elided__>' (0 prints everything)"),
     cl::value_desc("N"), cl::init(16), cl::cat(category));
-cl::opt<std::string> target("target",
-                            cl::desc("Code generation target: auto (default: cuda where a GPU "
-                                     "is visible, else cpu), cuda or cpu"),
-                            cl::value_desc("auto|cuda|cpu"), cl::init("auto"), cl::cat(category));
+cl::opt<TargetChoice> target("target",
+                             cl::desc("Code generation target: auto (default: cuda where a GPU "
+                                      "is visible, else cpu), cuda or cpu"),
+                             cl::init(TargetChoice::Auto), cl::cat(category));
 cl::opt<std::string> cudaArch("cuda-arch",
                               cl::desc("CUDA architectures to build for (comma separated)"),
                               cl::value_desc("sm_80,sm_90"), cl::init("sm_80,sm_90"),
                               cl::cat(category));
-cl::opt<std::string> emitKind("emit",
-                              cl::desc("What compile produces: binary (default), source "
-                                       "(the generated .cpp/.cu) or mlir (the final IR)"),
-                              cl::value_desc("mlir|source|binary"), cl::init("binary"),
-                              cl::cat(category));
+cl::opt<EmitKind> emitKind("emit",
+                           cl::desc("What compile produces: binary (default), source "
+                                    "(the generated .cpp/.cu) or mlir (the final IR)"),
+                           cl::init(EmitKind::Binary), cl::cat(category));
 cl::opt<std::string> compileTo("compile-to",
                                cl::desc("Stop after this phase and print the IR (import, "
                                         "plan)"),
                                cl::value_desc("PHASE"), cl::cat(category));
 cl::opt<std::string> dumpIR("dump-ir", cl::desc("Write NN-PHASE.mlir after every phase"),
                             cl::value_desc("DIR"), cl::cat(category));
-cl::opt<std::string> lossKind("loss",
-                             cl::desc("Attach a loss (cross-entropy, mse, bce, output) and "
-                                      "build @loss and @train_step"),
-                             cl::value_desc("KIND"), cl::cat(category));
+cl::opt<LossKind> lossKind("loss",
+                           cl::desc("Attach a loss (cross-entropy, mse, bce, output) and "
+                                    "build @loss and @train_step"),
+                           cl::cat(category));
 cl::opt<std::string> labelName("label", cl::desc("Name of the label input (default label)"),
                                cl::value_desc("NAME"), cl::init("label"), cl::cat(category));
-cl::opt<std::string> optimizerKind("optimizer",
-                                  cl::desc("Build a trainer with this optimizer: sgd, adam, "
-                                           "adamw, lamb or lars (needs --loss)"),
-                                  cl::value_desc("KIND"), cl::cat(category));
+cl::opt<Optimizer> optimizerKind("optimizer",
+                                 cl::desc("Build a trainer with this optimizer: sgd, adam, "
+                                          "adamw, lamb or lars (needs --loss)"),
+                                 cl::cat(category));
 cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum (--optimizer=sgd)"),
                        cl::init(false), cl::cat(category));
 cl::opt<std::string> noDecay(
@@ -114,35 +172,34 @@ cl::opt<std::string> entryName("entry",
                                         "or loss / train_step with --loss, to inspect losses "
                                         "and gradients with PROG --run"),
                                cl::value_desc("NAME"), cl::init("forward"), cl::cat(category));
-cl::opt<std::string> fuseMode("fuse",
+cl::opt<Fusion> fuseMode("fuse",
                               cl::desc("Kernel fusion: auto (default) groups chains of pointwise "
                                        "ops into one kernel each and runs a group that finishes "
                                        "a matmul's output as its GEMM epilogue; pointwise "
                                        "groups without epilogues; none emits one kernel per op"),
-                              cl::value_desc("auto|pointwise|none"), cl::init("auto"),
-                              cl::cat(category));
-cl::opt<std::string> precisionMode(
+                              cl::init(Fusion::Auto), cl::cat(category));
+cl::opt<Precision> precisionMode(
     "precision",
     cl::desc("Training precision: fp32 (default), or bf16 / fp16 (mixed precision with "
              "PyTorch autocast's rules: matmul, gemm and conv in 16 bits with f32 "
              "accumulation, norms, softmax, reductions and the loss in f32, f32 master "
              "weights; fp16 with loss scaling, see --loss-scale)"),
-    cl::value_desc("fp32|bf16|fp16"), cl::init("fp32"), cl::cat(category));
-cl::opt<std::string> lossScaleMode(
+    cl::init(Precision::Fp32), cl::cat(category));
+cl::opt<trainc::LossScale> lossScaleMode(
     "loss-scale",
     cl::desc("Loss scaling of an fp16 training step (default dynamic: GradScaler's, scale "
              "2^16 at the start, halved and the update skipped on inf/NaN gradients, doubled "
              "after the trainer's --scale-growth-interval good steps; VALUE: a fixed scale, "
              "steps with inf/NaN gradients still skipped; none)"),
-    cl::value_desc("dynamic|none|VALUE"), cl::init(""), cl::cat(category));
-cl::opt<std::string> layoutMode(
+    cl::cat(category));
+cl::opt<Layout> layoutMode(
     "layout",
     cl::desc("Activation layout of convolution, pooling and batch norm: nchw (ONNX's), "
              "nhwc (channels-last: the layout phase transposes at the graph's boundary, "
              "parameters stay OIHW), or auto (default: nhwc on CUDA with bf16/fp16, where "
              "tensor cores want it; nchw otherwise, and on the CPU, whose kernels are NCHW's)"),
-    cl::value_desc("nchw|nhwc|auto"), cl::init("auto"), cl::cat(category));
-cl::opt<std::string> padToMode(
+    cl::init(Layout::Auto), cl::cat(category));
+cl::opt<trainc::PadTo> padToMode(
     "pad-to",
     cl::desc("Pad the stored dimensions of matrix products (K, N) and ungrouped convolutions "
              "(input and output channels) to multiples of N, with zeros that leave the "
@@ -150,14 +207,14 @@ cl::opt<std::string> padToMode(
              "types). auto (default): 8 on CUDA with bf16/fp16, off otherwise; off; or N, a "
              "power of two from 2 to 128. The program's --info lists what was padded and "
              "the bytes the pads and crops copy per step"),
-    cl::value_desc("auto|off|N"), cl::init("auto"), cl::cat(category));
-cl::opt<std::string> rematMode(
+    cl::cat(category));
+cl::opt<Remat> rematMode(
     "remat",
     cl::desc("Rematerialization: none (default) keeps every forward value the backward "
              "reads; auto recomputes in the backward the views, pointwise ops, "
              "normalizations and softmaxes whose recomputation saves memory (a minimum cut, "
              "as PyTorch's min-cut partitioner), never a GEMM or convolution"),
-    cl::value_desc("none|auto"), cl::init(""), cl::cat(category));
+    cl::init(Remat::None), cl::cat(category));
 cl::opt<std::string> memoryBudget(
     "memory-budget",
     cl::desc("With rematerialization (implies --remat=auto): the peak of live bytes the "
@@ -206,6 +263,12 @@ cl::opt<bool> printDebugInfo("print-debuginfo",
                              cl::desc("Print locations (ONNX node names) with the IR"),
                              cl::init(false), cl::cat(category));
 
+/// Whether the command line builds a trainer (--loss) with an update step
+/// (--optimizer); the target once --target=auto is resolved.
+bool training() { return lossKind.getNumOccurrences() > 0; }
+bool hasOptimizer() { return optimizerKind.getNumOccurrences() > 0; }
+bool cudaTarget() { return target == TargetChoice::Cuda; }
+
 const char *kUsage = R"(trainc: an ahead-of-time training compiler for ONNX models
 
 usage:
@@ -249,7 +312,7 @@ mlir::OwningOpRef<mlir::ModuleOp> importFromCommandLine(mlir::MLIRContext &conte
     options.batchSize = defaultBatch;
     options.batchSizeGiven = false;
   }
-  options.everyInputBatched = !lossKind.empty();
+  options.everyInputBatched = training();
   return trainc::frontend::importModelFile(inputPath, options, context, errors);
 }
 
@@ -333,7 +396,7 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
       int64_t cols = y.getNumElements() / (y.getDimSize(0) * channels);
       t.workspace = std::max(t.workspace, rows * cols * 4);
     }
-    if (target == "cuda" &&
+    if (cudaTarget() &&
         mlir::isa<trainc::tc::ConvOp, trainc::tc::ConvBackwardDataOp,
                   trainc::tc::ConvBackwardFilterOp>(op))
       // The CUDA trainer times cuDNN's algorithms with this much scratch,
@@ -528,11 +591,16 @@ bool checkNoFloat64(mlir::ModuleOp module, raw_ostream &errors = errs()) {
   return false;
 }
 
+/// The pipeline's options from the flags, with their defaults resolved:
+/// --loss-scale (dynamic for fp16), --remat (auto with --memory-budget),
+/// --layout and --pad-to (auto: nhwc and 8 on CUDA with bf16/fp16).
 trainc::PipelineOptions pipelineFromCommandLine() {
   trainc::PipelineOptions pipeline;
-  pipeline.loss = lossKind;
+  if (training())
+    pipeline.loss = lossKind;
   pipeline.label = labelName;
-  pipeline.optimizer = optimizerKind;
+  if (hasOptimizer())
+    pipeline.optimizer = optimizerKind;
   pipeline.nesterov = nesterov;
   if (!noDecay.empty())
     pipeline.noDecay = noDecay;
@@ -544,26 +612,26 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.precision = precisionMode;
   // Loss scaling belongs to the optimizer step: without --optimizer
   // (--entry=train_step) the gradients come out unscaled.
-  if (!optimizerKind.empty())
-    pipeline.lossScale = lossScaleMode.empty() ? (precisionMode == "fp16" ? "dynamic" : "none")
-                                               : lossScaleMode.getValue();
-  pipeline.remat = rematMode.empty() ? (memoryBudget.empty() ? "none" : "auto")
-                                     : rematMode.getValue();
-  pipeline.layout = layoutMode == "auto"
-                        ? (target == "cuda" && precisionMode != "fp32" ? "nhwc" : "nchw")
-                        : layoutMode.getValue();
-  if (padToMode == "auto")
-    pipeline.padTo = target == "cuda" && precisionMode != "fp32" ? 8 : 1;
-  else if (padToMode != "off" && StringRef(padToMode).getAsInteger(10, pipeline.padTo))
-    pipeline.padTo = 1; // checked in runCompile
+  if (hasOptimizer())
+    pipeline.lossScale = lossScaleMode.getNumOccurrences()
+                             ? trainc::LossScale(lossScaleMode)
+                             : trainc::LossScale{precisionMode == Precision::Fp16
+                                                     ? trainc::rt::LossScaling::Dynamic
+                                                     : trainc::rt::LossScaling::None};
+  pipeline.remat = rematMode.getNumOccurrences() || memoryBudget.empty() ? rematMode.getValue()
+                                                                         : Remat::Auto;
+  const bool lowPrecisionCuda = cudaTarget() && precisionMode != Precision::Fp32;
+  pipeline.layout = layoutMode != Layout::Auto ? layoutMode.getValue()
+                    : lowPrecisionCuda         ? Layout::Nhwc
+                                               : Layout::Nchw;
+  pipeline.padTo = !padToMode.isAuto() ? padToMode.multiple : lowPrecisionCuda ? 8 : 1;
   if (auto budget = trainc::parseByteSize(memoryBudget))
     pipeline.memoryBudget = *budget;
   pipeline.gradAccum = gradAccum;
   pipeline.dataParallel = dataParallel;
   if (auto bucket = trainc::parseByteSize(bucketSize))
     pipeline.bucketBytes = *bucket;
-  pipeline.fuse = fuseMode != "none";
-  pipeline.gemmEpilogues = fuseMode == "auto";
+  pipeline.fusion = fuseMode;
   pipeline.passManagerCLOptions = true;
   return pipeline;
 }
@@ -595,21 +663,22 @@ std::string shapeText(mlir::RankedTensorType type) {
 /// --loss given, else the model's own scalar output or mse) with SGD and
 /// also lists the float initializers that will be trained.
 bool checkCompile(bool trainableMetadata) {
-  bool cuda = target == "cuda";
+  bool cuda = cudaTarget();
   std::string errors;
   raw_string_ostream es(errors);
   mlir::MLIRContext context;
   // The check is about what builds, not about one batch size: a symbolic
   // batch axis is bound to 2 unless --batch-size says otherwise.
   auto module = importFromCommandLine(context, es, /*defaultBatch=*/2);
-  std::string loss = lossKind;
-  if (module && forTraining && loss.empty()) {
+  LossKind loss = lossKind;
+  if (module && forTraining && !training()) {
     auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
     bool scalar = forward && forward.getNumResults() > 0 &&
                   mlir::cast<mlir::RankedTensorType>(forward.getResultTypes()[0]).getRank() == 0;
-    loss = scalar ? "output" : "mse";
+    loss = scalar ? LossKind::Output : LossKind::Mse;
   }
-  outs() << "\ncompile check (" << (forTraining ? "a trainer with --loss=" + loss + " "
+  outs() << "\ncompile check (" << (forTraining ? std::string("a trainer with --loss=") +
+                                                       trainc::optionName(loss) + " "
                                                  "--optimizer=sgd"
                                                : std::string("a prediction program"))
          << ", --target=" << (cuda ? "cuda" : "cpu") << ", batch size "
@@ -631,7 +700,7 @@ bool checkCompile(bool trainableMetadata) {
     pipeline.dumpDir.clear();
     if (forTraining) {
       pipeline.loss = loss;
-      pipeline.optimizer = optimizerKind.empty() ? std::string("sgd") : optimizerKind;
+      pipeline.optimizer = hasOptimizer() ? optimizerKind.getValue() : Optimizer::Sgd;
     }
     ok = succeeded(trainc::runPipeline(*module, pipeline));
     if (ok && forTraining) {
@@ -729,7 +798,7 @@ mlir::OwningOpRef<mlir::ModuleOp> importQuietly(mlir::MLIRContext &context, int6
   context.getDiagEngine().registerHandler([](mlir::Diagnostic &) { return mlir::success(); });
   trainc::frontend::ImportOptions import;
   import.batchSize = batch;
-  import.everyInputBatched = !lossKind.empty();
+  import.everyInputBatched = training();
   std::string ignored;
   raw_string_ostream sink(ignored);
   return trainc::frontend::importModelFile(inputPath, import, context, sink);
@@ -810,22 +879,22 @@ int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
 /// --report-memory the saving is reported whatever it is.
 void noteSlowSpeedFlags(mlir::ModuleOp module, const trainc::PipelineOptions &pipeline,
                         bool report) {
-  if (target == "cpu" && precisionMode == "fp16")
+  if (!cudaTarget() && precisionMode == Precision::Fp16)
     errs() << "note: --precision=fp16 on the CPU target is slower than fp32: the CPU has no "
               "fp16 kernels here, so every 16-bit operand is widened to f32 for the f32 "
               "kernel, and loss scaling comes on top (bf16 runs on oneDNN's bf16 kernels "
               "where the CPU has AVX-512); use it to check fp16 numerics before a GPU run\n";
-  if (target == "cpu" && layoutMode == "nhwc")
+  if (!cudaTarget() && layoutMode == Layout::Nhwc)
     errs() << "note: --layout=nhwc on the CPU target adds transposes: its convolution, "
               "pooling and normalization kernels are NCHW's (channels-last pays on CUDA "
               "with bf16/fp16, where tensor cores want it)\n";
-  if (pipeline.remat != "auto" || !compileTo.empty() || lossKind.empty())
+  if (pipeline.remat != Remat::Auto || !compileTo.empty() || !training())
     return;
   auto batchAttr = module->getAttrOfType<mlir::IntegerAttr>(trainc::tc::kBatchSizeAttrName);
   if (!batchAttr)
     return;
   trainc::PipelineOptions without = pipeline;
-  without.remat = "none";
+  without.remat = Remat::None;
   without.memoryBudget = 0;
   without.stopAfter.clear();
   without.dumpDir.clear();
@@ -869,7 +938,7 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
     else
       os << batch << "\n";
   };
-  options.remat = "none";
+  options.remat = Remat::None;
   bool fixed = batchIsFixed();
   int64_t plain = fixed ? -1 : largestBatch(limit, options);
   std::string at = batchAttr && !fixed ? " at batch " + std::to_string(batchAttr.getInt()) : "";
@@ -877,8 +946,8 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
      << " MiB): this program needs " << needed << " bytes ("
      << format("%.2f", needed / 1048576.0) << " MiB)" << at << "\n";
   describe("without remat", plain);
-  if (!options.loss.empty()) {
-    options.remat = "auto";
+  if (options.loss) {
+    options.remat = Remat::Auto;
     describe("with --remat=auto", fixed ? -1 : largestBatch(limit, options));
     describe("with --memory-budget (the arena's share; GEMMs and convolutions recomputed "
              "too)",
@@ -896,7 +965,7 @@ bool checkDeviceMemory(mlir::ModuleOp module, int64_t limit, raw_ostream &os) {
          << (fixed ? "the model's batch size is fixed"
                    : "lower --batch-size (see the largest batch that fits above; "
                      "--grad-accum=K trains K batches per optimizer step)")
-         << (options.loss.empty() || rematMode == "auto" || !memoryBudget.empty()
+         << (!options.loss || rematMode == Remat::Auto || !memoryBudget.empty()
                  ? ""
                  : " or add --remat=auto")
          << "\n";
@@ -916,40 +985,9 @@ bool writeFile(StringRef path, function_ref<void(raw_ostream &)> fill) {
   return true;
 }
 
-/// --target, --emit, --fuse, --layout, --pad-to, --remat, --memory-budget
-/// and --device-memory: each one of its values, checked before the model is
-/// read.
+/// --memory-budget and --device-memory: sizes, and what they need. (The
+/// enum-like flags, --target to --remat, are checked as they are read.)
 bool checkModeFlags() {
-  if (target != "cuda" && target != "cpu") {
-    errs() << "error: --target must be auto, cuda or cpu, got '" << target << "'\n";
-    return false;
-  }
-  if (emitKind != "binary" && emitKind != "source" && emitKind != "mlir") {
-    errs() << "error: --emit must be binary, source or mlir, got '" << emitKind << "'\n";
-    return false;
-  }
-  if (fuseMode != "auto" && fuseMode != "pointwise" && fuseMode != "none") {
-    errs() << "error: --fuse must be auto, pointwise or none, got '" << fuseMode << "'\n";
-    return false;
-  }
-  if (layoutMode != "nchw" && layoutMode != "nhwc" && layoutMode != "auto") {
-    errs() << "error: --layout must be nchw, nhwc or auto, got '" << layoutMode << "'\n";
-    return false;
-  }
-  if (padToMode != "auto" && padToMode != "off") {
-    StringRef text = padToMode;
-    unsigned multiple = 0;
-    if (text.getAsInteger(10, multiple) || multiple < 2 || multiple > 128 ||
-        (multiple & (multiple - 1)) != 0) {
-      errs() << "error: --pad-to must be auto, off or a power of two from 2 to 128, got '"
-             << padToMode << "'\n";
-      return false;
-    }
-  }
-  if (!rematMode.empty() && rematMode != "none" && rematMode != "auto") {
-    errs() << "error: --remat must be none or auto, got '" << rematMode << "'\n";
-    return false;
-  }
   if (!memoryBudget.empty()) {
     if (!trainc::parseByteSize(memoryBudget)) {
       errs() << "error: --memory-budget takes a positive size in bytes, or with a unit "
@@ -957,7 +995,7 @@ bool checkModeFlags() {
              << "'\n";
       return false;
     }
-    if (rematMode == "none") {
+    if (rematMode.getNumOccurrences() && rematMode == Remat::None) {
       errs() << "error: --memory-budget is met by rematerialization and needs --remat=auto "
                 "(or no --remat), not --remat=none\n";
       return false;
@@ -988,12 +1026,12 @@ bool checkTrainingFlags() {
            << gradAccum << "\n";
     return false;
   }
-  if (gradAccum > 1 && optimizerKind.empty()) {
+  if (gradAccum > 1 && !hasOptimizer()) {
     errs() << "error: --grad-accum needs --optimizer (the accumulated gradients feed its "
               "update)\n";
     return false;
   }
-  if (dataParallel && lossKind.empty()) {
+  if (dataParallel && !training()) {
     errs() << "error: --data-parallel combines the training step's gradients and needs "
               "--loss\n";
     return false;
@@ -1009,82 +1047,72 @@ bool checkTrainingFlags() {
       return false;
     }
   }
-  if ((!rematMode.empty() || !memoryBudget.empty()) && lossKind.empty()) {
+  if ((rematMode.getNumOccurrences() || !memoryBudget.empty()) && !training()) {
     errs() << "error: --remat and --memory-budget are about the training step and need "
               "--loss\n";
     return false;
   }
-  if (precisionMode != "fp32" && precisionMode != "bf16" && precisionMode != "fp16") {
-    errs() << "error: --precision must be fp32, bf16 or fp16, got '" << precisionMode << "'\n";
-    return false;
-  }
-  if (!lossScaleMode.empty()) {
-    StringRef text = lossScaleMode.getValue();
-    if (text != "dynamic" && text != "none" && !trainc::parseFixedLossScale(text)) {
-      errs() << "error: --loss-scale must be dynamic, none or a positive number from 2^-126 "
-                "to 3.4e38 (an f32 scale whose reciprocal f32 holds), got '" << text << "'\n";
-      return false;
-    }
-    if (precisionMode != "fp16" && text != "none") {
-      errs() << "error: --loss-scale is for --precision=fp16 (" << precisionMode
+  if (lossScaleMode.getNumOccurrences()) {
+    if (precisionMode != Precision::Fp16 &&
+        lossScaleMode.scaling != trainc::rt::LossScaling::None) {
+      errs() << "error: --loss-scale is for --precision=fp16 ("
+             << trainc::optionName(precisionMode.getValue())
              << " has fp32's exponent range and needs no loss scaling)\n";
       return false;
     }
-    if (optimizerKind.empty()) {
+    if (!hasOptimizer()) {
       errs() << "error: --loss-scale needs --optimizer (the optimizer step unscales the "
                 "gradients)\n";
       return false;
     }
   }
-  if (precisionMode != "fp32" && lossKind.empty()) {
-    errs() << "error: --precision=" << precisionMode
+  if (precisionMode != Precision::Fp32 && !training()) {
+    errs() << "error: --precision=" << trainc::optionName(precisionMode.getValue())
            << " is a training precision and needs --loss (prediction runs in fp32)\n";
     return false;
   }
   std::vector<std::string> phases = trainc::pipelinePhases();
-  if (!compileTo.empty() && compileTo != "import" &&
-      std::find(phases.begin(), phases.end(), compileTo) == phases.end()) {
+  if (!compileTo.empty() && compileTo != "import" && !llvm::is_contained(phases, compileTo)) {
     errs() << "error: unknown phase '" << compileTo << "'; phases: import";
     for (const std::string &p : phases)
       errs() << ", " << p;
     errs() << "\n";
     return false;
   }
-  std::vector<std::string> training = trainc::trainingPhases();
-  if (std::find(training.begin(), training.end(), compileTo) != training.end() &&
-      lossKind.empty()) {
+  if (llvm::is_contained(trainc::trainingPhases(), compileTo) && !training()) {
     errs() << "error: phase '" << compileTo << "' runs only with --loss\n";
     return false;
   }
-  if (!optimizerKind.empty() && lossKind.empty()) {
+  if (hasOptimizer() && !training()) {
     errs() << "error: --optimizer needs --loss\n";
     return false;
   }
-  if (nesterov && optimizerKind != "sgd") {
+  if (nesterov && (!hasOptimizer() || optimizerKind != Optimizer::Sgd)) {
     errs() << "error: --nesterov is Nesterov momentum of --optimizer=sgd; "
-           << (optimizerKind.empty() ? std::string("no --optimizer was given")
-                                     : "this is --optimizer=" + optimizerKind)
+           << (!hasOptimizer() ? std::string("no --optimizer was given")
+                               : std::string("this is --optimizer=") +
+                                     trainc::optionName(optimizerKind.getValue()))
            << "\n";
     return false;
   }
-  if (noDecay.getNumOccurrences() && optimizerKind.empty()) {
+  if (noDecay.getNumOccurrences() && !hasOptimizer()) {
     errs() << "error: --no-decay says which parameters the optimizer does not decay; it "
               "needs --optimizer\n";
     return false;
   }
-  if ((!freezeRegex.empty() || classAxis != 1) && lossKind.empty()) {
+  if ((!freezeRegex.empty() || classAxis != 1) && !training()) {
     errs() << "error: --freeze and --class-axis need --loss\n";
     return false;
   }
-  if (clipGradNorm != 0.0 && (optimizerKind.empty() || !(clipGradNorm > 0.0))) {
+  if (clipGradNorm != 0.0 && (!hasOptimizer() || !(clipGradNorm > 0.0))) {
     errs() << "error: --clip-grad-norm takes a positive norm and needs --optimizer\n";
     return false;
   }
-  if (entryName != "forward" && lossKind.empty()) {
+  if (entryName != "forward" && !training()) {
     errs() << "error: --entry=" << entryName << " needs --loss\n";
     return false;
   }
-  if (entryName == "train_step" && !optimizerKind.empty()) {
+  if (entryName == "train_step" && hasOptimizer()) {
     errs() << "error: --entry=train_step runs the step without an update (the loss and the "
               "gradients are its outputs) and excludes --optimizer; a program built with "
               "--optimizer trains (PROG --data DIR ...)\n";
@@ -1140,7 +1168,7 @@ bool addExportTemplate(mlir::ModuleOp module, StringRef buildDir, const std::str
   SmallString<256> exportPath(buildDir);
   sys::path::append(exportPath, stem + ".export-segments.bin");
   sys::fs::remove(exportPath);
-  if (!optimizerKind.empty()) {
+  if (hasOptimizer()) {
     std::vector<std::string> names;
     for (auto param : module.getOps<trainc::tc::ParamOp>())
       names.push_back(param.getSymName().str());
@@ -1167,7 +1195,7 @@ bool addExportTemplate(mlir::ModuleOp module, StringRef buildDir, const std::str
 int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string> &archs,
                  const std::string &importedFingerprint) {
   if (outputPath == "-") {
-    errs() << (emitKind == "source"
+    errs() << (emitKind == EmitKind::Source
                    ? "error: --emit=source needs -o FILE: the source reads the model's "
                      "parameters from FILE.build/, which -o names\n"
                    : "error: compile needs -o PROG, the program to build\n");
@@ -1211,7 +1239,7 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
   if (!writeFile(sourcePath, [&](raw_ostream &os) { os << source; }) ||
       !writeFile(blobPath, [&](raw_ostream &os) { os.write(blob.data(), blob.size()); }))
     return 1;
-  if (emitKind == "source")
+  if (emitKind == EmitKind::Source)
     return writeOutput([&](raw_ostream &os) { os << source; });
   trainc::codegen::BuildOptions build;
   build.target = emit.target;
@@ -1226,14 +1254,14 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
 int runCompile() {
   if (!checkModeFlags() || !checkTrainingFlags() || !checkOutputPath())
     return 1;
-  const bool cuda = target == "cuda";
+  const bool cuda = cudaTarget();
   std::optional<std::vector<std::string>> archs = parseCudaArchs();
   if (!archs)
     return 1;
 
   mlir::MLIRContext context;
   auto module = importFromCommandLine(context);
-  if (!module || !checkFileNames(*module, !lossKind.empty()) || !checkNoFloat64(*module))
+  if (!module || !checkFileNames(*module, training()) || !checkNoFloat64(*module))
     return 1;
   // Checkpoints name the model as imported, before any speed phase.
   const std::string importedFingerprint = trainc::codegen::modelFingerprint(*module);
@@ -1263,7 +1291,7 @@ int runCompile() {
   if (!deviceMemory.empty() &&
       !checkDeviceMemory(*module, *trainc::parseByteSize(deviceMemory), outs()))
     return 1;
-  if (!compileTo.empty() || emitKind == "mlir")
+  if (!compileTo.empty() || emitKind == EmitKind::Mlir)
     return writeOutput([&](raw_ostream &os) {
       module->print(os, printingFlags());
       os << "\n";
@@ -1297,11 +1325,11 @@ std::optional<std::string> visibleGpu(std::string &why) {
 
 /// --target=auto: cuda where a GPU is visible, else cpu; compile says which.
 void resolveTarget(bool announce) {
-  if (target != "auto")
+  if (target != TargetChoice::Auto)
     return;
   std::string why;
   std::optional<std::string> gpu = visibleGpu(why);
-  target = gpu ? "cuda" : "cpu";
+  target = gpu ? TargetChoice::Cuda : TargetChoice::Cpu;
   if (announce)
     errs() << "note: --target=auto: " << (gpu ? *gpu + ", building for CUDA (--target=cpu "
                                                        "for the CPU)"

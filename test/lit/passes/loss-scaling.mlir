@@ -90,7 +90,7 @@
 // NONE-NOT: skip_nonfinite
 //
 // BF16: error: loss scaling is for fp16 (bf16 has f32's exponent range and needs none)
-// BAD: error: loss-scale must be dynamic, none or a positive f32 number whose reciprocal f32 holds
+// BAD: error: --loss-scale must be dynamic, none or a positive number from 2^-126 to 3.4e38 (an f32 scale whose reciprocal f32 holds), got
 tc.param @w trainable : tensor<8x6xf32>
 tc.param @b trainable : tensor<8xf32>
 func.func @loss(%x: tensor<4x6xf32> {tc.input = "x"}, %label: tensor<4xi64> {tc.label = "label"},
