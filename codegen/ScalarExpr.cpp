@@ -5,6 +5,7 @@
 #include "codegen/IndexKernels.h"
 #include "codegen/ProgramEmitter.h"
 
+#include "ir/ScalarSemantics.h"
 #include "ir/TcOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -52,42 +53,65 @@ struct Element {
   std::string call(StringRef name) const { return fn(name) + "(" + a[0] + ")"; }
 };
 
+/// A C++ expression and the precedence of its outermost operator (16: a
+/// name, literal, call or parenthesized expression; 3: a conditional).
+struct CExpr {
+  std::string text;
+  int precedence = 16;
+};
+
+/// ScalarSemantics' algebra of C++ expressions in the element type of `e`:
+/// parentheses only where C++'s precedence needs them.
+struct CAlgebra {
+  using Value = CExpr;
+  const Element &e;
+
+  static std::string operand(const CExpr &x, int precedence) {
+    return x.precedence < precedence ? "(" + x.text + ")" : x.text;
+  }
+  bool isFloat() const { return e.isFloat; }
+  CExpr constant(int v) const { return {e.t + "(" + std::to_string(v) + ")"}; }
+  // A unary operand is parenthesized unless it is a name, literal or call
+  // ("-" + "-x" would read as a decrement).
+  CExpr neg(const CExpr &x) const { return {"-" + operand(x, 16), 15}; }
+  CExpr logicalNot(const CExpr &x) const { return {"!" + operand(x, 16), 15}; }
+  CExpr binary(tc::ScalarBinary op, const CExpr &x, const CExpr &y) const {
+    static const struct {
+      const char *symbol;
+      int precedence;
+    } kOperators[] = {{"+", 12}, {"-", 12},  {"*", 13}, {"/", 13},  {"<", 10},  {"<=", 10},
+                      {">", 10}, {">=", 10}, {"==", 9}, {"!=", 9},  {"&&", 5},  {"||", 4}};
+    auto [symbol, precedence] = kOperators[static_cast<int>(op)];
+    // Left-associative: a right operand of the same precedence needs them.
+    return {operand(x, precedence) + " " + symbol + " " + operand(y, precedence + 1),
+            precedence};
+  }
+  CExpr fn(tc::ScalarFn f, const CExpr &x) const {
+    using F = tc::ScalarFn;
+    if (f == F::Sigmoid)
+      return e.f32 ? CExpr{"trainc::gen::sigmoid(" + x.text + ")"}
+                   : binary(tc::ScalarBinary::Div, {"1.0"},
+                            binary(tc::ScalarBinary::Add, {"1.0"}, fn(F::Exp, neg(x))));
+    static const char *const kNames[] = {"exp",   "log",  "sqrt", "tanh", "erf", "ceil",
+                                         "floor", "rint", "fabs", "",     "pow"};
+    return {e.fn(kNames[static_cast<int>(f)]) + "(" + x.text + ")"};
+  }
+  CExpr fn(tc::ScalarFn, const CExpr &x, const CExpr &y) const {
+    return {e.fn("pow") + "(" + x.text + ", " + y.text + ")"};
+  }
+  CExpr select(const CExpr &c, const CExpr &x, const CExpr &y) const {
+    return {operand(c, 4) + " ? " + x.text + " : " + operand(y, 3), 3};
+  }
+};
+
 using Rule = FailureOr<std::string>;
 
-/// Comparison-based ops propagate NaN as PyTorch does: each test is written
-/// so that a NaN operand selects the NaN (relu(-0) is -0, a tie of max/min
-/// selects the first operand, as std::max/std::min in ATen).
-std::optional<Rule> unaryRule(Operation *op, const Element &e) {
+/// The ops whose element needs an attribute; the others' are their
+/// ScalarSemantics.
+std::optional<Rule> attributeRule(Operation *op, const Element &e) {
   ArrayRef<std::string> a = e.a;
   const std::string &t = e.t;
   return llvm::TypeSwitch<Operation *, std::optional<Rule>>(op)
-      .Case([&](tc::NegOp) { return "-" + a[0]; })
-      .Case([&](tc::AbsOp) {
-        return e.isFloat ? e.fn("fabs") + "(" + a[0] + ")"
-                         : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
-      })
-      .Case([&](tc::ReluOp) { return "(" + a[0] + " < " + t + "(0) ? " + t + "(0) : " + a[0] + ")"; })
-      .Case([&](tc::SigmoidOp) {
-        return e.f32 ? "trainc::gen::sigmoid(" + a[0] + ")" : "1.0 / (1.0 + exp(-" + a[0] + "))";
-      })
-      .Case([&](tc::TanhOp) { return e.call("tanh"); })
-      .Case([&](tc::ErfOp) { return e.call("erf"); })
-      .Case([&](tc::ExpOp) { return e.call("exp"); })
-      .Case([&](tc::LogOp) { return e.call("log"); })
-      .Case([&](tc::SqrtOp) { return e.call("sqrt"); })
-      .Case([&](tc::CeilOp) { return e.call("ceil"); })
-      .Case([&](tc::FloorOp) { return e.call("floor"); })
-      .Case([&](tc::ReciprocalOp) { return t + "(1) / " + a[0]; })
-      .Case([&](tc::NotOp) { return "!" + a[0]; })
-      // sign keeps NaN (both tests fail: a - a); round is rint under the
-      // default rounding mode, halves to even as ONNX Round.
-      .Case([&](tc::SignOp) {
-        return e.isFloat ? "(" + a[0] + " > " + t + "(0) ? " + t + "(1) : " + a[0] + " < " + t +
-                               "(0) ? " + t + "(-1) : " + a[0] + " - " + a[0] + ")"
-                         : "(" + a[0] + " > 0 ? " + t + "(1) : " + a[0] + " < 0 ? " + t +
-                               "(-1) : " + t + "(0))";
-      })
-      .Case([&](tc::RoundOp) { return e.call("rint"); })
       .Case([&](tc::GeluOp gelu) -> std::optional<Rule> {
         if (!e.f32)
           return Rule(op->emitError("codegen supports f32 gelu only"));
@@ -113,33 +137,6 @@ std::optional<Rule> unaryRule(Operation *op, const Element &e) {
         return e.outElem.isInteger(1) ? a[0] + " != 0"
                                       : "static_cast<" + cType(e.outElem) + ">(" + a[0] + ")";
       })
-      .Default([](Operation *) { return std::nullopt; });
-}
-
-std::optional<Rule> binaryRule(Operation *op, const Element &e) {
-  ArrayRef<std::string> a = e.a;
-  // b when it wins or is NaN, else a (NaN included): torch.maximum/minimum.
-  auto select = [&](std::string wins) {
-    if (e.isFloat)
-      wins += " || " + a[1] + " != " + a[1];
-    return "(" + wins + " ? " + a[1] + " : " + a[0] + ")";
-  };
-  return llvm::TypeSwitch<Operation *, std::optional<Rule>>(op)
-      .Case([&](tc::AddOp) { return a[0] + " + " + a[1]; })
-      .Case([&](tc::SubOp) { return a[0] + " - " + a[1]; })
-      .Case([&](tc::MulOp) { return a[0] + " * " + a[1]; })
-      .Case([&](tc::DivOp) { return a[0] + " / " + a[1]; })
-      .Case([&](tc::PowOp) { return e.fn("pow") + "(" + a[0] + ", " + a[1] + ")"; })
-      .Case([&](tc::MaxOp) { return select(a[0] + " < " + a[1]); })
-      .Case([&](tc::MinOp) { return select(a[1] + " < " + a[0]); })
-      .Case([&](tc::EqualOp) { return a[0] + " == " + a[1]; })
-      .Case([&](tc::LessOp) { return a[0] + " < " + a[1]; })
-      .Case([&](tc::LessEqualOp) { return a[0] + " <= " + a[1]; })
-      .Case([&](tc::GreaterOp) { return a[0] + " > " + a[1]; })
-      .Case([&](tc::GreaterEqualOp) { return a[0] + " >= " + a[1]; })
-      .Case([&](tc::AndOp) { return a[0] + " && " + a[1]; })
-      .Case([&](tc::OrOp) { return a[0] + " || " + a[1]; })
-      .Case([&](tc::WhereOp) { return a[0] + " ? " + a[1] + " : " + a[2]; })
       .Case([&](tc::ModOp mod) { return modExpr(a[0], a[1], e.isFloat, e.f32, mod.getFmod(), e.t); })
       .Default([](Operation *) { return std::nullopt; });
 }
@@ -168,9 +165,13 @@ FailureOr<std::string> trainc::codegen::scalarExpression(Operation *op, ArrayRef
            literal(ratio, true) + ") ? " +
            literal(1.0 / (1.0 - static_cast<double>(ratio)), e.f32) + " : " + e.t + "(0))";
   }
-  if (std::optional<Rule> rule = unaryRule(op, e))
-    return *rule;
-  if (std::optional<Rule> rule = binaryRule(op, e))
+  CAlgebra algebra{e};
+  SmallVector<CExpr> operands;
+  for (const std::string &text : a)
+    operands.push_back({text, StringRef(text).starts_with("-") ? 15 : 16});
+  if (std::optional<CExpr> element = tc::scalarSemantics(op, algebra, ArrayRef(operands)))
+    return element->precedence <= 3 ? "(" + element->text + ")" : element->text;
+  if (std::optional<Rule> rule = attributeRule(op, e))
     return *rule;
   return op->emitError("codegen has no pointwise rule for ") << op->getName();
 }

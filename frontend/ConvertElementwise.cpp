@@ -9,6 +9,7 @@
 #include "frontend/Importer.h"
 #include "frontend/ModelLoader.h"
 
+#include "ir/ScalarSemantics.h"
 #include "ir/ShapeLogic.h"
 #include "ir/TcOps.h"
 
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 using namespace trainc;
@@ -49,59 +51,131 @@ struct ElementwiseRule {
   int64_t (*integer)(int64_t, int64_t);
 };
 
-double fdiv(double a, double b) { return a / b; }
-int64_t idiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
-double erfOf(double a, double) { return std::erf(a); }
-double sigmoidOf(double a, double) { return 1.0 / (1.0 + std::exp(-a)); }
-/// NaN stays NaN; -0 and 0 give 0 (ONNX Sign, torch.sign).
-double signOf(double a, double) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a - a; }
+/// ScalarSemantics' algebra of host numbers: double for floats, int64 for
+/// integers and booleans; a comparison gives 1 or 0. Integer arithmetic
+/// wraps (two's complement), as the kernels' does.
+template <class T> struct HostAlgebra {
+  using Value = T;
+  static constexpr bool kFloat = std::is_floating_point_v<T>;
+  bool isFloat() const { return kFloat; }
+  T constant(int v) const { return T(v); }
+  static T wrap(uint64_t v) { return static_cast<T>(static_cast<int64_t>(v)); }
+  T neg(T x) const {
+    if constexpr (kFloat)
+      return -x;
+    else
+      return wrap(0 - static_cast<uint64_t>(x));
+  }
+  T logicalNot(T x) const { return !x; }
+  T binary(tc::ScalarBinary op, T x, T y) const {
+    using B = tc::ScalarBinary;
+    switch (op) {
+    case B::Add:
+    case B::Sub:
+    case B::Mul:
+      if constexpr (!kFloat) {
+        uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+        return wrap(op == B::Add ? ux + uy : op == B::Sub ? ux - uy : ux * uy);
+      }
+      return op == B::Add ? x + y : op == B::Sub ? x - y : x * y;
+    case B::Div:
+      if constexpr (!kFloat) {
+        if (y == 0) // refused before folding
+          return 0;
+        if (y == -1) // INT64_MIN / -1 wraps
+          return neg(x);
+      }
+      return x / y;
+    case B::Less: return x < y;
+    case B::LessEqual: return x <= y;
+    case B::Greater: return x > y;
+    case B::GreaterEqual: return x >= y;
+    case B::Equal: return x == y;
+    case B::NotEqual: return x != y;
+    case B::And: return x && y;
+    case B::Or: return x || y;
+    }
+    return T(0);
+  }
+  /// Floats only (the fold table gives these ops no integer rule).
+  T fn(tc::ScalarFn f, T x) const {
+    using F = tc::ScalarFn;
+    double d = static_cast<double>(x);
+    switch (f) {
+    case F::Exp: return T(std::exp(d));
+    case F::Log: return T(std::log(d));
+    case F::Sqrt: return T(std::sqrt(d));
+    case F::Tanh: return T(std::tanh(d));
+    case F::Erf: return T(std::erf(d));
+    case F::Ceil: return T(std::ceil(d));
+    case F::Floor: return T(std::floor(d));
+    case F::Rint: return T(std::nearbyint(d));
+    case F::Fabs: return T(std::fabs(d));
+    case F::Sigmoid: return T(1.0 / (1.0 + std::exp(-d)));
+    case F::Pow: break;
+    }
+    return T(0);
+  }
+  T fn(tc::ScalarFn, T x, T y) const {
+    return T(std::pow(static_cast<double>(x), static_cast<double>(y)));
+  }
+  T select(T c, T x, T y) const { return c ? x : y; }
+};
+
+template <typename OpTy> double foldReal(double a, double b) {
+  HostAlgebra<double> s;
+  const double v[] = {a, b};
+  return tc::ScalarSemantics<OpTy>::apply(s, v);
+}
+template <typename OpTy> int64_t foldInteger(int64_t a, int64_t b) {
+  HostAlgebra<int64_t> s;
+  const int64_t v[] = {a, b};
+  return tc::ScalarSemantics<OpTy>::apply(s, v);
+}
+
+/// Which constants an op folds on: floats, integers (booleans included) or
+/// both.
+enum Domains { kReal = 1, kInteger = 2, kBoth = 3 };
+
+/// The rule of an ONNX op that becomes OpTy, folding by OpTy's scalar
+/// semantics (ir/ScalarSemantics.h), as its kernel computes it.
+template <typename OpTy> ElementwiseRule rule(Kind kind, Domains domains) {
+  return {kind, emitOp<OpTy>, domains & kReal ? foldReal<OpTy> : nullptr,
+          domains & kInteger ? foldInteger<OpTy> : nullptr};
+}
 
 const ElementwiseRule *ruleFor(llvm::StringRef op) {
   static const llvm::StringMap<ElementwiseRule> rules = {
-      {"Relu", {Kind::Unary, emitOp<tc::ReluOp>, [](double a, double) { return a > 0 ? a : 0.0; }, nullptr}},
-      {"Sigmoid", {Kind::Unary, emitOp<tc::SigmoidOp>, sigmoidOf, nullptr}},
-      {"Tanh", {Kind::Unary, emitOp<tc::TanhOp>, [](double a, double) { return std::tanh(a); }, nullptr}},
-      {"Erf", {Kind::Unary, emitOp<tc::ErfOp>, erfOf, nullptr}},
-      {"Exp", {Kind::Unary, emitOp<tc::ExpOp>, [](double a, double) { return std::exp(a); }, nullptr}},
-      {"Log", {Kind::Unary, emitOp<tc::LogOp>, [](double a, double) { return std::log(a); }, nullptr}},
-      {"Sqrt", {Kind::Unary, emitOp<tc::SqrtOp>, [](double a, double) { return std::sqrt(a); }, nullptr}},
-      {"Reciprocal", {Kind::Unary, emitOp<tc::ReciprocalOp>, [](double a, double) { return 1.0 / a; }, nullptr}},
-      {"Neg", {Kind::Unary, emitOp<tc::NegOp>, [](double a, double) { return -a; },
-               [](int64_t a, int64_t) { return -a; }}},
-      {"Abs", {Kind::Unary, emitOp<tc::AbsOp>, [](double a, double) { return std::fabs(a); },
-               [](int64_t a, int64_t) { return a < 0 ? -a : a; }}},
-      {"Sign", {Kind::Unary, emitOp<tc::SignOp>, signOf,
-                [](int64_t a, int64_t) -> int64_t { return (a > 0) - (a < 0); }}},
-      {"Ceil", {Kind::Unary, emitOp<tc::CeilOp>, [](double a, double) { return std::ceil(a); }, nullptr}},
-      {"Floor", {Kind::Unary, emitOp<tc::FloorOp>, [](double a, double) { return std::floor(a); }, nullptr}},
-      {"Round", {Kind::Unary, emitOp<tc::RoundOp>, [](double a, double) { return std::nearbyint(a); }, nullptr}},
-      {"Not", {Kind::Unary, emitOp<tc::NotOp>, nullptr, [](int64_t a, int64_t) -> int64_t { return !a; }}},
-      {"Add", {Kind::Arith, emitOp<tc::AddOp>, [](double a, double b) { return a + b; },
-               [](int64_t a, int64_t b) { return a + b; }}},
-      {"Sub", {Kind::Arith, emitOp<tc::SubOp>, [](double a, double b) { return a - b; },
-               [](int64_t a, int64_t b) { return a - b; }}},
-      {"Mul", {Kind::Arith, emitOp<tc::MulOp>, [](double a, double b) { return a * b; },
-               [](int64_t a, int64_t b) { return a * b; }}},
-      {"Div", {Kind::Arith, emitOp<tc::DivOp>, fdiv, idiv}},
-      {"Pow", {Kind::Arith, emitOp<tc::PowOp>, [](double a, double b) { return std::pow(a, b); }, nullptr}},
-      {"Max", {Kind::Arith, emitOp<tc::MaxOp>, [](double a, double b) { return std::fmax(a, b); },
-               [](int64_t a, int64_t b) { return a > b ? a : b; }}},
-      {"Min", {Kind::Arith, emitOp<tc::MinOp>, [](double a, double b) { return std::fmin(a, b); },
-               [](int64_t a, int64_t b) { return a < b ? a : b; }}},
-      {"Sum", {Kind::Arith, emitOp<tc::AddOp>, [](double a, double b) { return a + b; },
-               [](int64_t a, int64_t b) { return a + b; }}},
-      {"Equal", {Kind::Compare, emitOp<tc::EqualOp>, [](double a, double b) -> double { return a == b; },
-                 [](int64_t a, int64_t b) -> int64_t { return a == b; }}},
-      {"Less", {Kind::Compare, emitOp<tc::LessOp>, [](double a, double b) -> double { return a < b; },
-                [](int64_t a, int64_t b) -> int64_t { return a < b; }}},
-      {"LessOrEqual", {Kind::Compare, emitOp<tc::LessEqualOp>, [](double a, double b) -> double { return a <= b; },
-                       [](int64_t a, int64_t b) -> int64_t { return a <= b; }}},
-      {"Greater", {Kind::Compare, emitOp<tc::GreaterOp>, [](double a, double b) -> double { return a > b; },
-                   [](int64_t a, int64_t b) -> int64_t { return a > b; }}},
-      {"GreaterOrEqual", {Kind::Compare, emitOp<tc::GreaterEqualOp>, [](double a, double b) -> double { return a >= b; },
-                          [](int64_t a, int64_t b) -> int64_t { return a >= b; }}},
-      {"And", {Kind::Logical, emitOp<tc::AndOp>, nullptr, [](int64_t a, int64_t b) -> int64_t { return a && b; }}},
-      {"Or", {Kind::Logical, emitOp<tc::OrOp>, nullptr, [](int64_t a, int64_t b) -> int64_t { return a || b; }}},
+      {"Relu", rule<tc::ReluOp>(Kind::Unary, kReal)},
+      {"Sigmoid", rule<tc::SigmoidOp>(Kind::Unary, kReal)},
+      {"Tanh", rule<tc::TanhOp>(Kind::Unary, kReal)},
+      {"Erf", rule<tc::ErfOp>(Kind::Unary, kReal)},
+      {"Exp", rule<tc::ExpOp>(Kind::Unary, kReal)},
+      {"Log", rule<tc::LogOp>(Kind::Unary, kReal)},
+      {"Sqrt", rule<tc::SqrtOp>(Kind::Unary, kReal)},
+      {"Reciprocal", rule<tc::ReciprocalOp>(Kind::Unary, kReal)},
+      {"Neg", rule<tc::NegOp>(Kind::Unary, kBoth)},
+      {"Abs", rule<tc::AbsOp>(Kind::Unary, kBoth)},
+      {"Sign", rule<tc::SignOp>(Kind::Unary, kBoth)},
+      {"Ceil", rule<tc::CeilOp>(Kind::Unary, kReal)},
+      {"Floor", rule<tc::FloorOp>(Kind::Unary, kReal)},
+      {"Round", rule<tc::RoundOp>(Kind::Unary, kReal)},
+      {"Not", rule<tc::NotOp>(Kind::Unary, kInteger)},
+      {"Add", rule<tc::AddOp>(Kind::Arith, kBoth)},
+      {"Sub", rule<tc::SubOp>(Kind::Arith, kBoth)},
+      {"Mul", rule<tc::MulOp>(Kind::Arith, kBoth)},
+      {"Div", rule<tc::DivOp>(Kind::Arith, kBoth)},
+      {"Pow", rule<tc::PowOp>(Kind::Arith, kReal)},
+      {"Max", rule<tc::MaxOp>(Kind::Arith, kBoth)},
+      {"Min", rule<tc::MinOp>(Kind::Arith, kBoth)},
+      {"Sum", rule<tc::AddOp>(Kind::Arith, kBoth)},
+      {"Equal", rule<tc::EqualOp>(Kind::Compare, kBoth)},
+      {"Less", rule<tc::LessOp>(Kind::Compare, kBoth)},
+      {"LessOrEqual", rule<tc::LessEqualOp>(Kind::Compare, kBoth)},
+      {"Greater", rule<tc::GreaterOp>(Kind::Compare, kBoth)},
+      {"GreaterOrEqual", rule<tc::GreaterEqualOp>(Kind::Compare, kBoth)},
+      {"And", rule<tc::AndOp>(Kind::Logical, kInteger)},
+      {"Or", rule<tc::OrOp>(Kind::Logical, kInteger)},
   };
   auto it = rules.find(op);
   return it == rules.end() ? nullptr : &it->second;
@@ -207,6 +281,17 @@ LogicalResult trainc::frontend::convertVariadic(NodeContext &ctx) {
   const ElementwiseRule *rule = ruleFor(mean ? "Sum" : ctx.opType());
   if (ctx.numInputs() < 1)
     return ctx.error("expects at least one input");
+  if (ctx.allInputsConstant() && !mean && ctx.numInputs() > 1) {
+    FailureOr<Tensor> folded = foldPointwise(ctx, *rule, {ctx.constant(0), ctx.constant(1)});
+    for (unsigned i = 2; i < ctx.numInputs() && succeeded(folded); ++i) {
+      FailureOr<Tensor> next = foldPointwise(ctx, *rule, {&*folded, ctx.constant(i)});
+      folded = std::move(next);
+    }
+    if (failed(folded))
+      return failure();
+    ctx.setOutput(0, std::move(*folded));
+    return success();
+  }
   FailureOr<Value> acc = ctx.input(0);
   if (failed(acc))
     return failure();
