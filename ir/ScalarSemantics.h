@@ -111,10 +111,15 @@ TC_SCALAR_SEMANTICS(WhereOp, s.select(a[0], a[1], a[2]))
 
 #undef TC_SCALAR_SEMANTICS
 
-/// The element of `op`'s result by its ScalarSemantics, or none when `op`
-/// is not one of `Ops`.
+/// The ops with a ScalarSemantics.
+template <class... Ops> struct OpList {};
+using ScalarSemanticsOps =
+    OpList<NegOp, AbsOp, ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp, SqrtOp, CeilOp, FloorOp,
+           RoundOp, ReciprocalOp, NotOp, SignOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
+           EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, WhereOp>;
+
 template <class S, class... Ops>
-std::optional<typename S::Value> applyScalarSemantics(mlir::Operation *op, S &s,
+std::optional<typename S::Value> applyScalarSemantics(OpList<Ops...>, mlir::Operation *op, S &s,
                                                       llvm::ArrayRef<typename S::Value> a) {
   std::optional<typename S::Value> result;
   (void)((mlir::isa<Ops>(op) ? (result = ScalarSemantics<Ops>::apply(s, a), true) : false) ||
@@ -122,15 +127,20 @@ std::optional<typename S::Value> applyScalarSemantics(mlir::Operation *op, S &s,
   return result;
 }
 
-/// The element of any op with a ScalarSemantics.
+/// The element of `op`'s result by its ScalarSemantics, or none when it has
+/// none.
 template <class S>
 std::optional<typename S::Value> scalarSemantics(mlir::Operation *op, S &s,
                                                  llvm::ArrayRef<typename S::Value> a) {
-  return applyScalarSemantics<S, NegOp, AbsOp, ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp,
-                              SqrtOp, CeilOp, FloorOp, RoundOp, ReciprocalOp, NotOp, SignOp,
-                              AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, EqualOp, LessOp,
-                              LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, WhereOp>(
-      op, s, a);
+  return applyScalarSemantics(ScalarSemanticsOps(), op, s, a);
+}
+
+template <class... Ops> bool isOneOf(OpList<Ops...>, llvm::StringRef name) {
+  return ((name == Ops::getOperationName()) || ...);
+}
+/// Whether the op named `name` (tc.relu) has a ScalarSemantics.
+inline bool hasScalarSemantics(llvm::StringRef name) {
+  return isOneOf(ScalarSemanticsOps(), name);
 }
 
 } // namespace trainc::tc

@@ -97,5 +97,30 @@ def Tc_AutocastFollow : NativeOpTrait<"AutocastFollow"> {
 def Tc_AutocastF32 : NativeOpTrait<"AutocastF32"> {
   let cppNamespace = "::trainc::tc::OpTrait";
 }
+// A non-pointwise op that computes in its widest float operand's type, as
+// pointwise ops do (dropout, concat).
+def Tc_AutocastWidest : NativeOpTrait<"AutocastWidest"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+// Batch norm: its input keeps its type, its statistics and affine
+// parameters are f32 (cuDNN's and oneDNN's mixed batch norm).
+def Tc_AutocastNorm : NativeOpTrait<"AutocastNorm"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+
+// Recompute cost classes (the remat phase). Views (TiedOpInterface) are
+// free, pointwise ops cost one pass, contractions are recomputed only under
+// a memory budget (Tc_Contraction), and any op without a class is never
+// recomputed.
+// An op that moves elements without arithmetic (transpose, expand, slice,
+// concat, gather): one pass, as a pointwise op.
+def Tc_DataMovement : NativeOpTrait<"DataMovement"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
+// A library op that reads its input once or twice (norms, softmaxes,
+// pooling).
+def Tc_Normalization : NativeOpTrait<"Normalization"> {
+  let cppNamespace = "::trainc::tc::OpTrait";
+}
 
 #endif // TRAINC_IR_TCBASE_TD

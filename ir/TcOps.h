@@ -38,6 +38,15 @@ template <typename ConcreteType>
 class AutocastFollow : public mlir::OpTrait::TraitBase<ConcreteType, AutocastFollow> {};
 template <typename ConcreteType>
 class AutocastF32 : public mlir::OpTrait::TraitBase<ConcreteType, AutocastF32> {};
+template <typename ConcreteType>
+class AutocastWidest : public mlir::OpTrait::TraitBase<ConcreteType, AutocastWidest> {};
+template <typename ConcreteType>
+class AutocastNorm : public mlir::OpTrait::TraitBase<ConcreteType, AutocastNorm> {};
+/// Recompute cost classes (TcBase.td).
+template <typename ConcreteType>
+class DataMovement : public mlir::OpTrait::TraitBase<ConcreteType, DataMovement> {};
+template <typename ConcreteType>
+class Normalization : public mlir::OpTrait::TraitBase<ConcreteType, Normalization> {};
 } // namespace OpTrait
 
 /// Shape function of the broadcasting pointwise ops: all operands share the

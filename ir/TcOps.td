@@ -125,7 +125,7 @@ def Tc_ClipOp : Tc_UnaryOp<"clip", Tc_FloatTensor,
       OptionalAttr<F32Attr>:$min, OptionalAttr<F32Attr>:$max);
 }
 
-def Tc_DropoutOp : Tc_Op<"dropout", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+def Tc_DropoutOp : Tc_Op<"dropout", [Tc_AutocastWidest, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
                                        DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource"]>]> {
   let summary = "dropout: zero each element with probability `ratio`, scale the rest by 1/(1-ratio)";
   let description = [{
@@ -405,7 +405,7 @@ def Tc_AvgPoolBackwardOp : Tc_Op<"avg_pool_backward", [Tc_LowPrecisionKernel, Pu
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Tc_BatchNormOp : Tc_Op<"batch_norm", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+def Tc_BatchNormOp : Tc_Op<"batch_norm", [Tc_AutocastNorm, Tc_Normalization, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
     DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource", "getReplacedOperand"]>]> {
   let summary = "batch normalization over all axes but the channel axis (1, or the last with channels_last)";
   let description = [{
@@ -461,7 +461,7 @@ def Tc_BatchNormBackwardOp : Tc_Op<"batch_norm_backward", [Tc_LowPrecisionKernel
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_LayerNormOp : Tc_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_LayerNormOp : Tc_Op<"layer_norm", [Tc_Normalization, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "layer normalization over the axes from `axis` to the last";
   let description = [{
     `scale` and the optional `bias` have the shape of the normalized axes.
@@ -508,7 +508,7 @@ def Tc_LayerNormBackwardOp : Tc_Op<"layer_norm_backward", [Pure]> {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_AutocastFollow, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_AutocastFollow, Tc_Normalization, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D max pooling, NCHW (NHWC with channels_last)";
   let description = [{
     ```mlir
@@ -526,7 +526,7 @@ def Tc_MaxPoolOp : Tc_Op<"max_pool", [Tc_AutocastFollow, Tc_LowPrecisionKernel, 
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Tc_AutocastFollow, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_AvgPoolOp : Tc_Op<"avg_pool", [Tc_AutocastFollow, Tc_Normalization, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "N-D average pooling, NCHW (NHWC with channels_last)";
   let description = [{
     With `count_include_pad` false (the ONNX default) the padding is left out
@@ -566,7 +566,7 @@ def Tc_GlobalAvgPoolOp : Tc_Op<"global_avg_pool", [Pure, DeclareOpInterfaceMetho
 //===----------------------------------------------------------------------===//
 
 class Tc_SoftmaxLikeOp<string mnemonic, string what>
-    : Tc_Op<mnemonic, [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+    : Tc_Op<mnemonic, [Tc_Normalization, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = what # " along one axis";
   let description = [{
     ```mlir
@@ -655,7 +655,7 @@ def Tc_ReshapeOp : Tc_Op<"reshape", [Tc_AutocastFollow, Pure, DeclareOpInterface
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_TransposeOp : Tc_Op<"transpose", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_TransposeOp : Tc_Op<"transpose", [Tc_AutocastFollow, Tc_DataMovement, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "permute the axes: result dim i is input dim perm[i]";
   let description = [{
     Folds: the identity permutation is its input, a transpose of a transpose
@@ -673,7 +673,7 @@ def Tc_TransposeOp : Tc_Op<"transpose", [Tc_AutocastFollow, Pure, DeclareOpInter
   let hasCanonicalizer = 1;
 }
 
-def Tc_ConcatOp : Tc_Op<"concat", [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_ConcatOp : Tc_Op<"concat", [Tc_AutocastWidest, Tc_DataMovement, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "join tensors along one axis";
   let description = [{
     ```mlir
@@ -685,7 +685,7 @@ def Tc_ConcatOp : Tc_Op<"concat", [Pure, DeclareOpInterfaceMethods<Tc_GradientOp
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_SliceOp : Tc_Op<"slice", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_SliceOp : Tc_Op<"slice", [Tc_AutocastFollow, Tc_DataMovement, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "strided slice with one (start, end, step) per axis";
   let description = [{
     Every axis has an entry; `starts` and `ends` are already clamped to the
@@ -717,7 +717,7 @@ def Tc_SliceBackwardOp : Tc_Op<"slice_backward", [Pure]> {
   let assemblyFormat = "$result_grad attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_GatherOp : Tc_Op<"gather", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_GatherOp : Tc_Op<"gather", [Tc_DataMovement, Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
   let description = [{
     The result shape is data.shape[:axis] + indices.shape + data.shape[axis+1:].
@@ -759,7 +759,7 @@ def Tc_GatherBackwardOp : Tc_Op<"gather_backward", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_ExpandOp : Tc_Op<"expand", [Tc_AutocastFollow, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_ExpandOp : Tc_Op<"expand", [Tc_AutocastFollow, Tc_DataMovement, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "broadcast to a shape (ONNX Expand)";
   let description = [{
     The result shape is the broadcast of the operand's shape and `shape`.

@@ -68,11 +68,11 @@ Rule ruleOf(Operation *op) {
     return Rule::Contraction;
   if (op->hasTrait<tc::OpTrait::AutocastFollow>())
     return Rule::Follow;
-  if (isa<tc::BatchNormOp>(op))
+  if (op->hasTrait<tc::OpTrait::AutocastNorm>())
     return Rule::Norm;
   if (op->hasTrait<tc::OpTrait::AutocastF32>())
     return Rule::F32;
-  if (op->hasTrait<tc::OpTrait::Pointwise>() || isa<tc::DropoutOp, tc::ConcatOp>(op))
+  if (op->hasTrait<tc::OpTrait::Pointwise>() || op->hasTrait<tc::OpTrait::AutocastWidest>())
     return Rule::Widest;
   return Rule::F32;
 }

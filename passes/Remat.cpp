@@ -80,16 +80,15 @@ enum class Recompute {
   Never,
 };
 
+/// The op's recompute class, from its traits (TcBase.td).
 Recompute recomputeKind(Operation *op) {
-  if (isa<tc::ReshapeOp>(op))
+  if (tc::isView(op))
     return Recompute::View;
-  if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-    return dropout.getTraining() ? Recompute::Pointwise : Recompute::View;
-  if (op->hasTrait<tc::OpTrait::Pointwise>() ||
-      isa<tc::TransposeOp, tc::ExpandOp, tc::SliceOp, tc::ConcatOp, tc::GatherOp>(op))
+  // Training dropout redraws its mask from the step's key: one pass.
+  if (op->hasTrait<tc::OpTrait::Pointwise>() || op->hasTrait<tc::OpTrait::DataMovement>() ||
+      isa<tc::DropoutOp>(op))
     return Recompute::Pointwise;
-  if (isa<tc::LayerNormOp, tc::BatchNormOp, tc::SoftmaxOp, tc::LogSoftmaxOp, tc::MaxPoolOp,
-          tc::AvgPoolOp>(op))
+  if (op->hasTrait<tc::OpTrait::Normalization>())
     return Recompute::Normalization;
   if (op->hasTrait<tc::OpTrait::Contraction>())
     return Recompute::Contraction;
