@@ -19,6 +19,7 @@
 namespace trainc::cpu {
 using namespace ::trainc::rt;
 
+using detail::forEachTap;
 using detail::TapRange;
 using detail::Windows;
 
@@ -32,31 +33,20 @@ Status maxPool2d(Context &ctx, const Pool2dDesc &d, const float *x, float *y) {
                             [&](float *const *f) {
                               return maxPool2d(ctx, channelsFirst(d), f[0], f[1]);
                             });
-  const Windows windows(d);
-  const int64_t planes = d.n * d.c;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *in = x + p * d.h * d.w;
-    float *out = y + p * d.outH * d.outW;
-    for (int64_t oh = 0; oh < d.outH; ++oh) {
-      const TapRange &r = windows.rows[oh];
-      for (int64_t ow = 0; ow < d.outW; ++ow) {
-        const TapRange &c = windows.cols[ow];
+  const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
+  Windows(d).forEachWindow(
+      d, [](int64_t) {},
+      [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         // Padding never wins a max (ONNX pads MaxPool with -inf); NaN in
         // the window propagates, as in PyTorch.
+        const float *in = x + p * inSpatial;
         float best = -std::numeric_limits<float>::infinity();
-        for (int64_t i = r.begin; i < r.end; ++i) {
-          const float *line = in + (r.start + i * d.dilationH) * d.w;
-          for (int64_t j = c.begin; j < c.end; ++j) {
-            float v = line[c.start + j * d.dilationW];
-            if (v > best || v != v)
-              best = v;
-          }
-        }
-        out[oh * d.outW + ow] = best;
-      }
-    }
-  }
+        forEachTap(d, r, c, [&](int64_t at) {
+          if (in[at] > best || in[at] != in[at])
+            best = in[at];
+        });
+        y[p * outSpatial + o] = best;
+      });
   return Status();
 }
 
@@ -71,30 +61,16 @@ Status avgPool2d(Context &ctx, const Pool2dDesc &d, bool countIncludePad,
                             [&](float *const *f) {
                               return avgPool2d(ctx, channelsFirst(d), countIncludePad, f[0], f[1]);
                             });
-  const Windows windows(d);
-  const int64_t planes = d.n * d.c;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *in = x + p * d.h * d.w;
-    float *out = y + p * d.outH * d.outW;
-    for (int64_t oh = 0; oh < d.outH; ++oh) {
-      const TapRange &r = windows.rows[oh];
-      for (int64_t ow = 0; ow < d.outW; ++ow) {
-        const TapRange &c = windows.cols[ow];
+  const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
+  Windows(d).forEachWindow(
+      d, [](int64_t) {},
+      [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
+        const float *in = x + p * inSpatial;
         float sum = 0.0f;
-        for (int64_t i = r.begin; i < r.end; ++i) {
-          const float *line = in + (r.start + i * d.dilationH) * d.w;
-          for (int64_t j = c.begin; j < c.end; ++j)
-            sum += line[c.start + j * d.dilationW];
-        }
-        // count_include_pad counts taps in the padding but not those past
-        // the padded edge (ceil mode), like PyTorch and ONNX.
-        int64_t count = countIncludePad ? r.padded * c.padded
-                                        : (r.end - r.begin) * (c.end - c.begin);
-        out[oh * d.outW + ow] = count ? sum / float(count) : 0.0f;
-      }
-    }
-  }
+        forEachTap(d, r, c, [&](int64_t at) { sum += in[at]; });
+        const int64_t count = detail::averageCount(r, c, countIncludePad);
+        y[p * outSpatial + o] = count ? sum / float(count) : 0.0f;
+      });
   return Status();
 }
 

@@ -30,6 +30,7 @@
 namespace trainc::cpu {
 using namespace ::trainc::rt;
 
+using detail::forEachTap;
 using detail::TapRange;
 using detail::Windows;
 
@@ -46,41 +47,27 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
         [&](float *const *f) {
           return maxPool2dBackward(ctx, channelsFirst(d), f[0], f[1], f[2]);
         });
-  const Windows windows(d);
-  const int64_t planes = d.n * d.c;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *in = x + p * inSpatial;
-    const float *grad = dy + p * outSpatial;
-    float *out = dx + p * inSpatial;
-    std::fill(out, out + inSpatial, 0.0f);
-    for (int64_t oh = 0; oh < d.outH; ++oh) {
-      const TapRange &r = windows.rows[oh];
-      for (int64_t ow = 0; ow < d.outW; ++ow) {
-        const TapRange &c = windows.cols[ow];
+  Windows(d).forEachWindow(
+      d, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
+      [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         // A dilated window can straddle the input with no tap inside it;
         // its output is the constant -inf and gets no gradient.
         if (r.begin == r.end || c.begin == c.end)
-          continue;
-        int64_t best = (r.start + r.begin * d.dilationH) * d.w + c.start +
-                       c.begin * d.dilationW;
+          return;
+        const float *in = x + p * inSpatial;
+        int64_t best = -1;
         float bestValue = -std::numeric_limits<float>::infinity();
-        for (int64_t i = r.begin; i < r.end; ++i) {
-          const int64_t line = (r.start + i * d.dilationH) * d.w;
-          for (int64_t j = c.begin; j < c.end; ++j) {
-            const int64_t at = line + c.start + j * d.dilationW;
-            const float v = in[at];
-            if (v > bestValue || std::isnan(v)) {
-              bestValue = v;
-              best = at;
-            }
+        forEachTap(d, r, c, [&](int64_t at) {
+          if (best < 0) // a window of only -inf gives it to its first tap
+            best = at;
+          if (in[at] > bestValue || std::isnan(in[at])) {
+            bestValue = in[at];
+            best = at;
           }
-        }
-        out[best] += grad[oh * d.outW + ow];
-      }
-    }
-  }
+        });
+        dx[p * inSpatial + best] += dy[p * outSpatial + o];
+      });
   return Status();
 }
 
@@ -96,32 +83,16 @@ Status avgPool2dBackward(Context &ctx, const Pool2dDesc &d,
                               return avgPool2dBackward(ctx, channelsFirst(d), countIncludePad,
                                                        f[0], f[1]);
                             });
-  const Windows windows(d);
-  const int64_t planes = d.n * d.c;
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *grad = dy + p * outSpatial;
-    float *out = dx + p * inSpatial;
-    std::fill(out, out + inSpatial, 0.0f);
-    for (int64_t oh = 0; oh < d.outH; ++oh) {
-      const TapRange &r = windows.rows[oh];
-      for (int64_t ow = 0; ow < d.outW; ++ow) {
-        const TapRange &c = windows.cols[ow];
-        int64_t count = countIncludePad
-                            ? r.padded * c.padded
-                            : (r.end - r.begin) * (c.end - c.begin);
+  Windows(d).forEachWindow(
+      d, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
+      [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
+        const int64_t count = detail::averageCount(r, c, countIncludePad);
         if (!count)
-          continue;
-        const float share = grad[oh * d.outW + ow] / float(count);
-        for (int64_t i = r.begin; i < r.end; ++i) {
-          const int64_t line = (r.start + i * d.dilationH) * d.w + c.start;
-          for (int64_t j = c.begin; j < c.end; ++j)
-            out[line + j * d.dilationW] += share;
-        }
-      }
-    }
-  }
+          return;
+        const float share = dy[p * outSpatial + o] / float(count);
+        forEachTap(d, r, c, [&](int64_t at) { dx[p * inSpatial + at] += share; });
+      });
   return Status();
 }
 

@@ -43,7 +43,42 @@ struct Windows {
     for (int64_t ow = 0; ow < d.outW; ++ow)
       cols.push_back(tapRange(ow, d.strideW, d.padLeft, d.padRight, d.kw, d.dilationW, d.w));
   }
+
+  /// Calls window(p, o, r, c) for every (image, channel) plane p of an
+  /// NCHW descriptor (one OpenMP task each, plane(p) first) and each of its
+  /// windows in output order: o = oh * outW + ow, with its row and column
+  /// tap ranges. No two tasks share a plane, so each writes its own.
+  template <class Plane, class Window>
+  void forEachWindow(const ::trainc::rt::Pool2dDesc &d, Plane plane, Window window) const {
+    const int64_t planes = d.n * d.c;
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) {
+      plane(p);
+      for (int64_t oh = 0; oh < d.outH; ++oh)
+        for (int64_t ow = 0; ow < d.outW; ++ow)
+          window(p, oh * d.outW + ow, rows[oh], cols[ow]);
+    }
+  }
 };
+
+/// Calls tap(at) for the in-bounds taps of a window, row by row: `at` is
+/// the tap's offset in its H x W plane.
+template <class Tap>
+inline void forEachTap(const ::trainc::rt::Pool2dDesc &d, const TapRange &r, const TapRange &c,
+                       Tap tap) {
+  for (int64_t i = r.begin; i < r.end; ++i) {
+    const int64_t line = (r.start + i * d.dilationH) * d.w + c.start;
+    for (int64_t j = c.begin; j < c.end; ++j)
+      tap(line + j * d.dilationW);
+  }
+}
+
+/// avgPool2d's divisor: with count_include_pad the taps inside the padded
+/// input (not those past its edge in ceil mode), else the in-bounds taps,
+/// as PyTorch and ONNX.
+inline int64_t averageCount(const TapRange &r, const TapRange &c, bool countIncludePad) {
+  return countIncludePad ? r.padded * c.padded : (r.end - r.begin) * (c.end - c.begin);
+}
 
 } // namespace trainc::cpu::detail
 

@@ -249,40 +249,53 @@ Status movePlanes(CudaContext &ctx, bool pad, ::trainc::rt::DType dtype,
   return Status();
 }
 
+/// What both backward convolutions run with: the plan (its algorithm
+/// searched once where the trainer asks), and one library workspace holding
+/// the padded input or its gradient (explicit padding only) and then
+/// cuDNN's scratch, 256-byte aligned.
+struct BackwardLaunch {
+  ConvBackwardPlan *plan = nullptr;
+  char *scratch = nullptr;
+  size_t paddedBytes = 0;
+  int64_t paddedElems = 0;
+  void *cudnnScratch() const { return plan->workspaceBytes ? scratch + paddedBytes : nullptr; }
+};
+
+Status prepareBackward(CudaContext &ctx, const char *kernel, Direction direction,
+                       ::trainc::rt::DType dtype, const Conv2dDesc &d, const void *x,
+                       const void *w, const void *dy, void *out, BackwardLaunch &launch) {
+  TRAINC_RETURN_IF_ERROR(preparePlan(ctx, kernel, d, direction, dtype, launch.plan));
+  ConvBackwardPlan &plan = *launch.plan;
+  if (ctx.searchConvolutions() && !plan.searched && !plan.explicitPad)
+    searchAlgorithm(ctx, direction, plan, dtype != ::trainc::rt::DType::F32, x, w, dy, out);
+  const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;
+  launch.paddedElems = d.n * d.c * plan.paddedH * plan.paddedW;
+  launch.paddedBytes = plan.explicitPad ? roundUp256(size_t(launch.paddedElems) * element) : 0;
+  if (launch.paddedBytes + plan.workspaceBytes > 0)
+    TRAINC_RETURN_IF_ERROR(ctx.libraryWorkspace(reinterpret_cast<void **>(&launch.scratch),
+                                                launch.paddedBytes + plan.workspaceBytes));
+  return Status();
+}
+
 Status backwardData(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dDesc &d,
                     const void *dy, const void *w, void *dx) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "conv2dBackwardData";
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
       kernel, {{"dy", dy}, {"w", w}, {"dx", dx}}));
-  ConvBackwardPlan *plan = nullptr;
+  BackwardLaunch launch;
   TRAINC_RETURN_IF_ERROR(
-      preparePlan(ctx, kernel, d, Direction::BackwardData, dtype, plan));
-  if (ctx.searchConvolutions() && !plan->searched && !plan->explicitPad)
-    searchAlgorithm(ctx, Direction::BackwardData, *plan, dtype != ::trainc::rt::DType::F32,
-                    nullptr, w, dy, dx);
-
-  // One library workspace: the gradient of the padded input (if any), then
-  // cuDNN's scratch, 256-byte aligned.
-  const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;
-  const int64_t paddedElems = d.n * d.c * plan->paddedH * plan->paddedW;
-  size_t paddedBytes =
-      plan->explicitPad ? roundUp256(size_t(paddedElems) * element) : 0;
-  char *scratch = nullptr;
-  if (paddedBytes + plan->workspaceBytes > 0)
-    TRAINC_RETURN_IF_ERROR(
-        ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
-                             paddedBytes + plan->workspaceBytes));
-  void *target = plan->explicitPad ? static_cast<void *>(scratch) : dx;
-
+      prepareBackward(ctx, kernel, Direction::BackwardData, dtype, d, nullptr, w, dy, dx, launch));
+  const ConvBackwardPlan &plan = *launch.plan;
+  // With explicit padding cuDNN writes the padded input's gradient, cropped
+  // into dx after.
+  void *target = plan.explicitPad ? static_cast<void *>(launch.scratch) : dx;
   const float one = 1.0f, zero = 0.0f;
   TRAINC_CUDNN_CALL(cudnnConvolutionBackwardData(
-      ctx.cudnn(), &one, plan->filter, w, plan->output, dy, plan->conv,
-      plan->dataAlgo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
-      plan->workspaceBytes, &zero, plan->input, target));
-  if (plan->explicitPad)
-    return movePlanes(ctx, /*pad=*/false, dtype, d.n * d.c * d.h * d.w, target, dx, d,
-                      *plan);
+      ctx.cudnn(), &one, plan.filter, w, plan.output, dy, plan.conv, plan.dataAlgo,
+      launch.cudnnScratch(), plan.workspaceBytes, &zero, plan.input, target));
+  if (plan.explicitPad)
+    return movePlanes(ctx, /*pad=*/false, dtype, d.n * d.c * d.h * d.w, target, dx, d, plan);
   return Status();
 }
 
@@ -292,36 +305,21 @@ Status backwardFilter(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dD
   const char *kernel = "conv2dBackwardFilter";
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
       kernel, {{"x", x}, {"dy", dy}, {"dw", dw}}));
-  ConvBackwardPlan *plan = nullptr;
-  TRAINC_RETURN_IF_ERROR(
-      preparePlan(ctx, kernel, d, Direction::BackwardFilter, dtype, plan));
-  if (ctx.searchConvolutions() && !plan->searched && !plan->explicitPad)
-    searchAlgorithm(ctx, Direction::BackwardFilter, *plan, dtype != ::trainc::rt::DType::F32,
-                    x, nullptr, dy, dw);
-
-  // One library workspace: the padded input (if any), then cuDNN's scratch.
-  const size_t element = dtype == ::trainc::rt::DType::F32 ? 4 : 2;
-  const int64_t paddedElems = d.n * d.c * plan->paddedH * plan->paddedW;
-  size_t paddedBytes =
-      plan->explicitPad ? roundUp256(size_t(paddedElems) * element) : 0;
-  char *scratch = nullptr;
-  if (paddedBytes + plan->workspaceBytes > 0)
-    TRAINC_RETURN_IF_ERROR(
-        ctx.libraryWorkspace(reinterpret_cast<void **>(&scratch),
-                             paddedBytes + plan->workspaceBytes));
-
+  BackwardLaunch launch;
+  TRAINC_RETURN_IF_ERROR(prepareBackward(ctx, kernel, Direction::BackwardFilter, dtype, d, x,
+                                         nullptr, dy, dw, launch));
+  const ConvBackwardPlan &plan = *launch.plan;
+  // With explicit padding cuDNN reads the input padded into the workspace.
   const void *input = x;
-  if (plan->explicitPad) {
-    TRAINC_RETURN_IF_ERROR(
-        movePlanes(ctx, /*pad=*/true, dtype, paddedElems, x, scratch, d, *plan));
-    input = scratch;
+  if (plan.explicitPad) {
+    TRAINC_RETURN_IF_ERROR(movePlanes(ctx, /*pad=*/true, dtype, launch.paddedElems, x,
+                                      launch.scratch, d, plan));
+    input = launch.scratch;
   }
-
   const float one = 1.0f, zero = 0.0f;
   TRAINC_CUDNN_CALL(cudnnConvolutionBackwardFilter(
-      ctx.cudnn(), &one, plan->input, input, plan->output, dy, plan->conv,
-      plan->filterAlgo, plan->workspaceBytes ? scratch + paddedBytes : nullptr,
-      plan->workspaceBytes, &zero, plan->filter, dw));
+      ctx.cudnn(), &one, plan.input, input, plan.output, dy, plan.conv, plan.filterAlgo,
+      launch.cudnnScratch(), plan.workspaceBytes, &zero, plan.filter, dw));
   return Status();
 }
 
