@@ -132,45 +132,42 @@ __global__ void maxPool2dArgmaxKernel(Pool2dDesc d, const float *x, int32_t *arg
   }
 }
 
-/// dx from the windows' argmax: each input element adds, in window order,
-/// the dy of the windows whose maximum it is (no atomics: the same sums in
-/// the same order on every run).
-__global__ void maxPool2dBackwardFromArgmaxKernel(Pool2dDesc d, const int32_t *argmax,
-                                                  const float *dy, float *dx) {
+/// dx of max pooling, one input element per thread: each adds, in window
+/// order, the dy of the windows whose maximum it is (isArgmax(e, oh, ow, o):
+/// o is the window's output offset), with no atomics, so the same sums come
+/// in the same order on every run.
+template <typename IsArgmax>
+__device__ __forceinline__ void maxPoolBackwardElements(const Pool2dDesc &d, const float *dy,
+                                                        float *dx, IsArgmax isArgmax) {
   int64_t total = d.n * d.c * d.h * d.w;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     ElementIndex e = elementIndex(i, d.c, d.h * d.w, d.channelsLast);
-    int64_t iw = e.p % d.w;
-    int64_t ih = e.p / d.w;
     float sum = 0.0f;
-    forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
+    forEachWindow(d, e.p / d.w, e.p % d.w, [&](int64_t oh, int64_t ow) {
       int64_t o = elementAt(e.b, e.ch, oh * d.outW + ow, d.c, d.outH * d.outW, d.channelsLast);
-      if (argmax[o] == e.p)
+      if (isArgmax(e, oh, ow, o))
         sum += dy[o];
     });
     dx[i] = sum;
   }
 }
 
+/// dx from the windows' argmax (maxPool2dArgmaxKernel).
+__global__ void maxPool2dBackwardFromArgmaxKernel(Pool2dDesc d, const int32_t *argmax,
+                                                  const float *dy, float *dx) {
+  maxPoolBackwardElements(d, dy, dx, [&](const ElementIndex &e, int64_t, int64_t, int64_t o) {
+    return argmax[o] == e.p;
+  });
+}
+
 /// The same without scratch: each input element finds the argmax of every
 /// window that holds it (planes of 2^31 elements or more).
 __global__ void maxPool2dBackwardKernel(Pool2dDesc d, const float *x,
                                         const float *dy, float *dx) {
-  int64_t total = d.n * d.c * d.h * d.w;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    ElementIndex e = elementIndex(i, d.c, d.h * d.w, d.channelsLast);
-    int64_t iw = e.p % d.w;
-    int64_t ih = e.p / d.w;
-    float sum = 0.0f;
-    forEachWindow(d, ih, iw, [&](int64_t oh, int64_t ow) {
-      if (windowArgmax(d, x, e.b, e.ch, oh, ow) == e.p)
-        sum += dy[elementAt(e.b, e.ch, oh * d.outW + ow, d.c, d.outH * d.outW,
-                            d.channelsLast)];
-    });
-    dx[i] = sum;
-  }
+  maxPoolBackwardElements(d, dy, dx, [&](const ElementIndex &e, int64_t oh, int64_t ow, int64_t) {
+    return windowArgmax(d, x, e.b, e.ch, oh, ow) == e.p;
+  });
 }
 
 __global__ void avgPool2dBackwardKernel(Pool2dDesc d, bool countIncludePad,
