@@ -28,28 +28,6 @@ namespace trainc::cuda {
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Kernels
-//===----------------------------------------------------------------------===//
-
-/// Copies x [planes, h, w] into the centre of y [planes, hp, wp], zeros
-/// elsewhere. One thread per element of y with w fastest, so both the reads
-/// and the writes of a warp are contiguous runs.
-template <typename T>
-__global__ void padPlanesKernel(const T *x, T *y, int64_t planes,
-                                int64_t h, int64_t w, int64_t hp, int64_t wp,
-                                int64_t top, int64_t left) {
-  int64_t total = planes * hp * wp;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t col = i % wp - left;
-    int64_t row = (i / wp) % hp - top;
-    int64_t plane = i / (wp * hp);
-    bool inside = row >= 0 && row < h && col >= 0 && col < w;
-    y[i] = inside ? x[(plane * h + row) * w + col] : T(0.0f);
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Plans
 //===----------------------------------------------------------------------===//
 
@@ -189,19 +167,7 @@ Status conv2dImpl(Context &ctxBase, ::trainc::rt::DType dtype,
 
   const void *input = x;
   if (plan->explicitPad) {
-    int64_t total = d.n * d.c * plan->paddedH * plan->paddedW;
-    unsigned grid = gridFor(ctx, total, kBlockSize);
-    if (dtype == ::trainc::rt::DType::F32)
-      padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
-          static_cast<const float *>(x), reinterpret_cast<float *>(scratch),
-          d.n * d.c, d.h, d.w, plan->paddedH, plan->paddedW, plan->extraTop,
-          plan->extraLeft);
-    else // 16-bit: the padding only moves bits
-      padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
-          static_cast<const ::trainc::rt::bf16 *>(x),
-          reinterpret_cast<::trainc::rt::bf16 *>(scratch), d.n * d.c, d.h,
-          d.w, plan->paddedH, plan->paddedW, plan->extraTop, plan->extraLeft);
-    TRAINC_CHECK_LAUNCH("padPlanesKernel");
+    TRAINC_RETURN_IF_ERROR(movePlanes(ctx, /*pad=*/true, dtype, x, scratch, d, *plan));
     input = scratch;
   }
 

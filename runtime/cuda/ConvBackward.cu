@@ -34,43 +34,6 @@ namespace {
 using ::trainc::rt::Conv2dDesc;
 
 //===----------------------------------------------------------------------===//
-// Kernels
-//===----------------------------------------------------------------------===//
-
-/// Copies x [planes, h, w] into the centre of y [planes, hp, wp], zeros
-/// elsewhere (the same as Conv.cu's kernel of that name).
-template <typename T>
-__global__ void padPlanesKernel(const T *x, T *y, int64_t planes,
-                                int64_t h, int64_t w, int64_t hp, int64_t wp,
-                                int64_t top, int64_t left) {
-  int64_t total = planes * hp * wp;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t col = i % wp - left;
-    int64_t row = (i / wp) % hp - top;
-    int64_t plane = i / (wp * hp);
-    bool inside = row >= 0 && row < h && col >= 0 && col < w;
-    y[i] = inside ? x[(plane * h + row) * w + col] : T(0.0f);
-  }
-}
-
-/// The inverse: copies the [h, w] window at (top, left) of each plane of
-/// xp [planes, hp, wp] into x [planes, h, w]. One thread per element of x.
-template <typename T>
-__global__ void cropPlanesKernel(const T *xp, T *x, int64_t planes,
-                                 int64_t h, int64_t w, int64_t hp, int64_t wp,
-                                 int64_t top, int64_t left) {
-  int64_t total = planes * h * w;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    int64_t col = i % w;
-    int64_t row = (i / w) % h;
-    int64_t plane = i / (w * h);
-    x[i] = xp[(plane * hp + row + top) * wp + col + left];
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Plans
 //===----------------------------------------------------------------------===//
 
@@ -221,33 +184,6 @@ void searchAlgorithm(CudaContext &ctx, Direction direction, ConvBackwardPlan &pl
       });
 }
 
-/// Pads (or crops) f32 or 16-bit planes with padPlanesKernel
-/// (cropPlanesKernel); 16-bit elements are only moved, so bf16 serves f16.
-Status movePlanes(CudaContext &ctx, bool pad, ::trainc::rt::DType dtype,
-                  int64_t total, const void *from, void *to, const Conv2dDesc &d,
-                  const ConvBackwardPlan &plan) {
-  unsigned grid = gridFor(ctx, total, kBlockSize);
-  using ::trainc::rt::bf16;
-  bool f32 = dtype == ::trainc::rt::DType::F32;
-  if (pad && f32)
-    padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
-        static_cast<const float *>(from), static_cast<float *>(to), d.n * d.c, d.h, d.w,
-        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
-  else if (pad)
-    padPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
-        static_cast<const bf16 *>(from), static_cast<bf16 *>(to), d.n * d.c, d.h, d.w,
-        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
-  else if (f32)
-    cropPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
-        static_cast<const float *>(from), static_cast<float *>(to), d.n * d.c, d.h, d.w,
-        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
-  else
-    cropPlanesKernel<<<grid, kBlockSize, 0, ctx.stream()>>>(
-        static_cast<const bf16 *>(from), static_cast<bf16 *>(to), d.n * d.c, d.h, d.w,
-        plan.paddedH, plan.paddedW, plan.extraTop, plan.extraLeft);
-  TRAINC_CHECK_LAUNCH(pad ? "padPlanesKernel" : "cropPlanesKernel");
-  return Status();
-}
 
 /// What both backward convolutions run with: the plan (its algorithm
 /// searched once where the trainer asks), and one library workspace holding
@@ -295,7 +231,7 @@ Status backwardData(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dDes
       ctx.cudnn(), &one, plan.filter, w, plan.output, dy, plan.conv, plan.dataAlgo,
       launch.cudnnScratch(), plan.workspaceBytes, &zero, plan.input, target));
   if (plan.explicitPad)
-    return movePlanes(ctx, /*pad=*/false, dtype, d.n * d.c * d.h * d.w, target, dx, d, plan);
+    return movePlanes(ctx, /*pad=*/false, dtype, target, dx, d, plan);
   return Status();
 }
 
@@ -312,8 +248,7 @@ Status backwardFilter(Context &ctxBase, ::trainc::rt::DType dtype, const Conv2dD
   // With explicit padding cuDNN reads the input padded into the workspace.
   const void *input = x;
   if (plan.explicitPad) {
-    TRAINC_RETURN_IF_ERROR(movePlanes(ctx, /*pad=*/true, dtype, launch.paddedElems, x,
-                                      launch.scratch, d, plan));
+    TRAINC_RETURN_IF_ERROR(movePlanes(ctx, /*pad=*/true, dtype, x, launch.scratch, d, plan));
     input = launch.scratch;
   }
   const float one = 1.0f, zero = 0.0f;

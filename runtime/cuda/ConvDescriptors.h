@@ -40,6 +40,16 @@ struct ConvDescriptors {
   ::trainc::rt::Status describe(const ::trainc::rt::Conv2dDesc &d, cudnnDataType_t type);
 };
 
+class CudaContext;
+
+/// Explicit padding on the stream: pads the input's planes [n*c, h, w] into
+/// the padded input [n*c, paddedH, paddedW] (`pad`), or crops the padded
+/// input's gradient back to the input's shape. f32 or 16-bit elements (only
+/// moved, so one kernel serves bf16 and f16).
+::trainc::rt::Status movePlanes(CudaContext &ctx, bool pad, ::trainc::rt::DType dtype,
+                                const void *from, void *to, const ::trainc::rt::Conv2dDesc &d,
+                                const ConvDescriptors &plan);
+
 } // namespace trainc::cuda
 
 #endif // TRAINC_RUNTIME_CUDA_CONVDESCRIPTORS_H
