@@ -110,4 +110,19 @@ def Tc_PrecisionAttr : EnumAttr<Tc_Dialect, Tc_Precision, "precision"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// `tc.loss_scale` on the module under dynamic fp16 loss scaling (a fixed
+// scale is an f32 attribute instead).
+def Tc_LossScaling : I32EnumAttr<"LossScaling", "the loss scaling of a training step", [
+  I32EnumAttrCase<"None", 0, "none">,
+  I32EnumAttrCase<"Fixed", 1, "fixed">,
+  I32EnumAttrCase<"Dynamic", 2, "dynamic">
+]> {
+  let cppNamespace = "::trainc::tc";
+  let genSpecializedAttr = 0;
+}
+def Tc_LossScalingAttr : EnumAttr<Tc_Dialect, Tc_LossScaling, "loss_scaling"> {
+  let summary = "the loss scaling of @train_step";
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TRAINC_IR_TCATTRS_TD

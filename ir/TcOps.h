@@ -101,8 +101,9 @@ inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
 /// Module attribute: the mixed precision of @loss (#tc.precision<bf16>,
 /// #tc.precision<fp16>); absent for fp32.
 inline constexpr llvm::StringLiteral kPrecisionAttrName = "tc.precision";
-/// Module attribute: the loss scaling of an fp16 training step, "dynamic"
-/// (GradScaler's) or a fixed scale (a float); absent without loss scaling.
+/// Module attribute: the loss scaling of an fp16 training step,
+/// #tc.loss_scaling<dynamic> (GradScaler's) or a fixed scale (an f32
+/// attribute); absent without loss scaling.
 /// The mixed-precision phase sets it, autodiff seeds the backward with the
 /// scale and the optimizer phase unscales, skips and updates the scale.
 inline constexpr llvm::StringLiteral kLossScaleAttrName = "tc.loss_scale";

@@ -110,8 +110,8 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
         return signalPassFailure();
   }
 
-  /// `loss-scale` as the module's tc.loss_scale: "dynamic", or the fixed
-  /// scale; nothing for none.
+  /// `loss-scale` as the module's tc.loss_scale: #tc.loss_scaling<dynamic>,
+  /// or the fixed scale; nothing for none.
   LogicalResult recordLossScale(ModuleOp module, OpBuilder &b) {
     const LossScale &scale = lossScale;
     if (scale.scaling == rt::LossScaling::None)
@@ -120,7 +120,8 @@ struct MixedPrecisionPass : trainc::impl::MixedPrecisionBase<MixedPrecisionPass>
       return module.emitError("loss scaling is for fp16 (")
              << optionName(precision.getValue()) << " has f32's exponent range and needs none)";
     if (scale.scaling == rt::LossScaling::Dynamic)
-      module->setAttr(tc::kLossScaleAttrName, b.getStringAttr("dynamic"));
+      module->setAttr(tc::kLossScaleAttrName,
+                      tc::LossScalingAttr::get(b.getContext(), tc::LossScaling::Dynamic));
     else
       module->setAttr(tc::kLossScaleAttrName, b.getF32FloatAttr(scale.value));
     return success();

@@ -343,7 +343,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     Attribute scaling = module->getAttr(tc::kLossScaleAttrName);
     std::optional<Scaler> scaler;
     if (scaling) {
-      if (isa<StringAttr>(scaling) && !tc::findState(step, tc::StateRole::LossScale)) {
+      if (!isa<FloatAttr>(scaling) && !tc::findState(step, tc::StateRole::LossScale)) {
         step.emitError("dynamic loss scaling: @train_step has no loss_scale state (run "
                        "trainc-autodiff on a module with tc.loss_scale)");
         return;
@@ -463,7 +463,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     Value skipped = state(step, scalar, tc::StateRole::LossScaleSkippedSteps);
     keepState(where(b, loc, s.ok, skipped, add(skipped, f32Scalar(b, loc, 1.0f))),
               tc::stateName(tc::StateRole::LossScaleSkippedSteps));
-    if (!isa<StringAttr>(scaling))
+    if (isa<FloatAttr>(scaling))
       return; // a fixed scale
     Value count = state(step, scalar, tc::StateRole::LossScaleGrowthTracker);
     Value next = add(count, f32Scalar(b, loc, 1.0f));

@@ -43,6 +43,11 @@ TEST(AbiTest, OptimizersMirror) {
                                              tc::getMaxEnumValForOptimizer);
 }
 
+TEST(AbiTest, LossScalingsMirror) {
+  expectMirror<rt::LossScaling, tc::LossScaling>(rt::kNumLossScalings, tc::stringifyLossScaling,
+                                                 tc::getMaxEnumValForLossScaling);
+}
+
 TEST(AbiTest, PrecisionsMirror) {
   expectMirror<rt::Precision, tc::Precision>(rt::kNumPrecisions, tc::stringifyPrecision,
                                              tc::getMaxEnumValForPrecision);

@@ -12,7 +12,7 @@
 // Dynamic: the scale is optimizer state that starts at 65536 and seeds the
 // backward (d (scale * loss) = scale; the cross-entropy mean divides it by
 // the batch); the loss the step returns is not scaled.
-// DYN: module attributes {tc.loss_scale = "dynamic", tc.precision = #tc.precision<fp16>}
+// DYN: module attributes {tc.loss_scale = #tc.loss_scaling<dynamic>, tc.precision = #tc.precision<fp16>}
 // DYN-LABEL: func.func @train_step(
 // DYN-SAME: %[[S:arg[0-9]+]]: tensor<f32> {tc.state = "loss_scale", tc.state_init = 6.553600e+04 : f32, tc.state_role = #tc.state_role<loss_scale>}
 // DYN-SAME: %[[T:arg[0-9]+]]: tensor<f32> {tc.state = "adam.step", tc.state_role = #tc.state_role<adam.step>}
