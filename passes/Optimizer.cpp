@@ -164,10 +164,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   };
 
   /// Whether the optimizer keeps Adam's moments (adam, adamw, lamb).
-  bool usesMoments() const {
-    return optimizer == tc::Optimizer::Adam || optimizer == tc::Optimizer::AdamW ||
-           optimizer == tc::Optimizer::Lamb;
-  }
+  bool usesMoments() const { return rt::isAdam(tc::toRuntime(optimizer)); }
 
   /// The --no-decay group, resolved: every parameter of rank 0 or 1, none,
   /// or the names a regular expression matches (searched).
@@ -260,7 +257,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       flags.push_back(b.getNamedAttr("nesterov", b.getUnitAttr()));
     if (optimizer == tc::Optimizer::AdamW)
       flags.push_back(b.getNamedAttr("decoupled", b.getUnitAttr()));
-    if (decays && (optimizer == tc::Optimizer::Lamb || optimizer == tc::Optimizer::Lars))
+    if (decays && rt::isLayerAdaptive(tc::toRuntime(optimizer)))
       flags.push_back(b.getNamedAttr("layer_adaptation", b.getUnitAttr()));
     if (f.skipNonfinite)
       flags.push_back(b.getNamedAttr("skip_nonfinite", b.getUnitAttr()));
