@@ -1,9 +1,9 @@
 //===- EmitProgram.cpp - tc (after planning) to C++ / CUDA source ---------===//
 //
 // Walks each planned function (@forward, and @train_step for a trainer) once,
-// in order. Every tensor becomes a typed pointer: into the arena at its
-// planned offset, into the parameter or input arrays, or, for views, the
-// pointer of what it aliases. Kernel groups and data movement become
+// in order. Every tensor becomes a typed pointer (BufferBinding.h): into
+// the arena at its planned offset, into the parameter or input arrays, or,
+// for views and in-place updates, the pointer of the operand it is tied to. Kernel groups and data movement become
 // generated kernels (KernelGroups.cpp, DataMovement.cpp); contractions,
 // convolution, normalization, pooling, softmax, reductions and losses call
 // the runtime (LibraryCalls.cpp). Then the program description (the tables
@@ -83,14 +83,6 @@ uint64_t ProgramEmitter::appendToBlob(DenseElementsAttr value) {
   return offset;
 }
 
-void ProgramEmitter::declareResult(OpResult result, int64_t offset) {
-  std::string name = "t" + std::to_string(names.size());
-  names[result] = name;
-  body += "  " + cType(result.getType()) + " *" + name + " = reinterpret_cast<" +
-          cType(result.getType()) + " *>(args.arena + " + std::to_string(offset) +
-          "); // " + shapeText(shapeOf(result)) + "\n";
-}
-
 LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
   for (BlockArgument arg : func.getArguments()) {
     Type type = arg.getType();
@@ -121,7 +113,7 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
               commentLine("input '" + input.getValue().str() + "' " + shapeText(shapeOf(arg)));
       inputs.emplace_back(input.getValue().str(), type);
       inputRoles.push_back(role);
-      names[arg] = name;
+      buffers.bind(arg, name);
       continue;
     }
     if (std::optional<tc::Hyper> hyper = tc::argHyper(func, arg.getArgNumber())) {
@@ -135,7 +127,7 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       hyperIndex[arg] = index;
       body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
               std::to_string(index) + "]); " + commentLine("hyperparameter '" + hyperName + "'");
-      names[arg] = name;
+      buffers.bind(arg, name);
       continue;
     }
     if (std::optional<tc::StateRole> role = tc::argStateRole(func, arg.getArgNumber())) {
@@ -152,7 +144,7 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " + cType(type) +
               " *>(args.states[" + std::to_string(index) + "]); " +
               commentLine("state '" + entry.name + "' " + shapeText(shapeOf(arg)));
-      names[arg] = name;
+      buffers.bind(arg, name);
       continue;
     }
     auto symbol = func.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
@@ -165,7 +157,7 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
     body += "  const " + cType(type) + " *" + name + " = static_cast<const " +
             cType(type) + " *>(args.params[" + std::to_string(it->second) + "]); " +
             commentLine(symbol.getValue().str() + " " + shapeText(shapeOf(arg)));
-    names[arg] = name;
+    buffers.bind(arg, name);
   }
   return success();
 }
@@ -193,11 +185,10 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   auto arena = func->getAttrOfType<IntegerAttr>(tc::kArenaBytesAttrName);
   if (!arena)
     return func.emitError("codegen needs a planned function (run trainc-plan)");
-  names.clear();
+  buffers.clear();
   hyperIndex.clear();
   pendingSums.clear();
   startedBuckets.clear();
-  inPlace.clear();
   body.clear();
   inputs.clear();
   outputs.clear();
@@ -360,7 +351,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
                       appendToBlob(value),
                       static_cast<uint64_t>(countOf(constant) * elementBytes(type)),
                       false, true, false});
-    names[constant.getResult()] = name;
+    buffers.bind(constant.getResult(), name);
     return success();
   }
   for (Value operand : op->getOperands())
@@ -368,37 +359,12 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
       return op->emitError("codegen does not support element type ")
              << cast<ShapedType>(operand.getType()).getElementType() << " yet";
 
-  // Results: arena pointers, or the pointer of the aliased operand (views).
-  auto offsets = op->getAttrOfType<DenseI64ArrayAttr>(tc::kOffsetsAttrName);
-  if (!offsets || offsets.size() != static_cast<int64_t>(op->getNumResults()))
-    return op->emitError("codegen needs planned offsets (run trainc-plan)");
+  // Results: arena pointers, or the pointer of the operand they are tied to.
   body += commentLine(opComment(op), "  ");
-  for (OpResult result : op->getResults()) {
-    if (cType(result.getType()).empty())
-      return op->emitError("codegen does not support element type ")
-             << cast<ShapedType>(result.getType()).getElementType() << " yet";
-    int64_t offset = offsets[result.getResultNumber()];
-    if (offset >= 0) {
-      declareResult(result, offset);
-      continue;
-    }
-    Value aliased = tc::viewSource(result);
-    if (Value replaced = tc::replacedOperand(result)) {
-      // An optimizer update in place: it writes the argument it replaces.
-      names[result] = "const_cast<float *>(" + ptr(replaced) + ")";
-      inPlace.insert(result);
-      continue;
-    }
-    if (gemmAccumulates(op)) {
-      // The GEMM writes the gradient accumulator itself.
-      names[result] = "const_cast<float *>(" +
-                      ptr(tc::accumulatingGemmUser(op).getAccumulator()) + ")";
-      continue;
-    }
-    if (!aliased)
-      return op->emitError("codegen cannot place result ") << result.getResultNumber();
-    names[result] = ptr(aliased);
-  }
+  Value accumulator = gemmAccumulates(op) ? tc::accumulatingGemmUser(op).getAccumulator()
+                                          : Value();
+  if (failed(buffers.bindResults(op, body, accumulator)))
+    return failure();
 
   if (tc::isView(op))
     return success(); // views: the result is the operand's buffer
@@ -450,7 +416,7 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
       return op.emitError("training step result ") << k << " is neither the loss, a parameter "
                                                        "update nor a state update";
     }
-    if (inPlace.contains(v) && trainRole) {
+    if (buffers.inPlace(v) && trainRole) {
       body += commentLine("'" + outName + "' was updated in place", "  ");
       continue;
     }

@@ -217,7 +217,7 @@ LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
   std::vector<int64_t> counts;
   describeRun(ops, comment, counts);
   bool anyInPlace = llvm::any_of(ops, [&](Operation *u) {
-    return llvm::any_of(u->getResults(), [&](Value r) { return inPlace.contains(r); });
+    return llvm::any_of(u->getResults(), [&](Value r) { return buffers.inPlace(r); });
   });
   if (anyInPlace)
     comment.push_back("in place: the results overwrite the parameters and their state");
@@ -272,7 +272,7 @@ LogicalResult ProgramEmitter::emitAccumulate(Operation *op) {
   std::vector<std::string> comment;
   std::vector<int64_t> counts;
   describeRun(ops, comment, counts);
-  bool anyInPlace = llvm::any_of(ops, [&](Operation *u) { return inPlace.contains(u->getResult(0)); });
+  bool anyInPlace = llvm::any_of(ops, [&](Operation *u) { return buffers.inPlace(u->getResult(0)); });
   comment.push_back(anyInPlace ? "gradient accumulation, in place: acc = keep ? acc + w * grad : "
                                  "w * grad (the group's first micro-batch writes)"
                                : "gradient accumulation: the group's gradient for the update, "

@@ -4,13 +4,15 @@
 // EmitProgram.cpp (arguments, the walk, the program description and main),
 // KernelGroups.cpp (generated element kernels: pointwise groups, dropout,
 // optimizer updates), DataMovement.cpp (transposes, slices, concatenation,
-// indexing) and LibraryCalls.cpp (calls into the runtime's kernels).
+// indexing) and LibraryCalls.cpp (calls into the runtime's kernels); where
+// each value lives is BufferBinding's.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TRAINC_CODEGEN_PROGRAMEMITTER_H
 #define TRAINC_CODEGEN_PROGRAMEMITTER_H
 
+#include "codegen/BufferBinding.h"
 #include "codegen/Emitter.h"
 #include "codegen/KernelWriter.h"
 
@@ -164,9 +166,7 @@ private:
   LogicalResult emitReturn(mlir::func::ReturnOp op);
 
   uint64_t appendToBlob(DenseElementsAttr value);
-  /// Declares the arena pointer of an op result.
-  void declareResult(OpResult result, int64_t offset);
-  std::string ptr(Value v) { return names.lookup(v); }
+  std::string ptr(Value v) { return buffers.ptr(v); }
   std::string opComment(Operation *op);
   void call(const std::string &statement) {
     bool library = llvm::StringRef(statement).starts_with("tk::") ||
@@ -199,14 +199,13 @@ private:
   std::vector<rt::InputRole> inputRoles;
   std::vector<tc::Hyper> hypers;
   bool trainRole = false;
-  llvm::DenseMap<Value, std::string> names;
+  /// The C++ pointer of every value of the function (BufferBinding.h).
+  BufferBinding buffers;
   /// Each hyperparameter argument's index in TrainArgs::hypers.
   llvm::DenseMap<Value, size_t> hyperIndex;
   /// The hyperparameters a step reads on the host (TrainArgs::hostHypers),
   /// over the whole program: a recorded step graph holds their values.
   std::set<size_t> hostReadHypers;
-  /// Optimizer update results written over the argument they replace.
-  llvm::DenseSet<Value> inPlace;
   /// Results of buckets whose sum over the ranks was started and not yet
   /// waited for, with their bucket.
   llvm::DenseMap<Value, int64_t> pendingSums;
