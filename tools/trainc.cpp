@@ -1435,6 +1435,30 @@ constexpr const char *kTrainerFlags[] = {
     "cudnn-cache", "deterministic", "comm-timeout", "comm-overlap", "predict", "run",
     "out",       "threads",    "info"};
 
+/// The commands that take trainc option `name` when `command` would ignore
+/// it, or none. Every command parses every trainc option: import reads only
+/// the model's and the printed IR's, check builds in memory and writes
+/// nothing, and --training is check's.
+std::optional<std::string> optionOfOtherCommand(StringRef command, StringRef name) {
+  static const char *const kImports[] = {"batch-size", "o", "elide-constants",
+                                         "print-debuginfo"};
+  static const char *const kOutputs[] = {"o",          "emit",          "compile-to",
+                                         "dump-ir",    "cuda-arch",     "report-memory",
+                                         "device-memory", "entry",      "elide-constants",
+                                         "print-debuginfo"};
+  cl::Option *option = cl::getRegisteredOptions().lookup(name);
+  if (!option || !llvm::is_contained(option->Categories, &category))
+    return std::nullopt;
+  if (command == "import" && !llvm::is_contained(kImports, name))
+    return std::string(name == "training" ? "`trainc check`" : "`trainc compile`");
+  if (command == "check" && llvm::is_contained(kOutputs, name))
+    return std::string(llvm::is_contained(kImports, name) ? "`trainc compile` and `trainc import`"
+                                                          : "`trainc compile`");
+  if (command == "compile" && name == "training")
+    return std::string("`trainc check`");
+  return std::nullopt;
+}
+
 /// Refuses an option that `trainc COMMAND` does not have before LLVM's parser
 /// sees it (it suggests the nearest option by spelling, however far, and
 /// reads "--optimiser" as a group of one-letter options): a trainer flag is
@@ -1450,6 +1474,13 @@ bool checkOptionNames(const std::string &command, llvm::ArrayRef<const char *> a
         (text.size() > 1 && (isDigit(text[1]) || text[1] == '.')))
       continue;
     StringRef name = text.drop_front(text.starts_with("--") ? 2 : 1).split('=').first;
+    if (std::optional<std::string> owner = optionOfOtherCommand(command, name)) {
+      errs() << "error: " << (name.size() == 1 ? "-" : "--") << name << " is an option of "
+             << *owner << ", not of `trainc "
+             << command << "`, which would ignore it (trainc " << command
+             << " --help lists its options)\n";
+      return false;
+    }
     if (name.empty() || registered.count(name))
       continue;
     std::string spelled = "--" + name.str();
