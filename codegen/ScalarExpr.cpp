@@ -75,16 +75,48 @@ struct CAlgebra {
   // ("-" + "-x" would read as a decrement).
   CExpr neg(const CExpr &x) const { return {"-" + operand(x, 16), 15}; }
   CExpr logicalNot(const CExpr &x) const { return {"!" + operand(x, 16), 15}; }
+  /// C++'s spelling and precedence of a binary operator.
+  static std::pair<const char *, int> cOperator(tc::ScalarBinary op) {
+    using B = tc::ScalarBinary;
+    switch (op) {
+    case B::Add: return {"+", 12};
+    case B::Sub: return {"-", 12};
+    case B::Mul: return {"*", 13};
+    case B::Div: return {"/", 13};
+    case B::Less: return {"<", 10};
+    case B::LessEqual: return {"<=", 10};
+    case B::Greater: return {">", 10};
+    case B::GreaterEqual: return {">=", 10};
+    case B::Equal: return {"==", 9};
+    case B::NotEqual: return {"!=", 9};
+    case B::And: return {"&&", 5};
+    case B::Or: return {"||", 4};
+    }
+    llvm_unreachable("a binary operator without a spelling");
+  }
   CExpr binary(tc::ScalarBinary op, const CExpr &x, const CExpr &y) const {
-    static const struct {
-      const char *symbol;
-      int precedence;
-    } kOperators[] = {{"+", 12}, {"-", 12},  {"*", 13}, {"/", 13},  {"<", 10},  {"<=", 10},
-                      {">", 10}, {">=", 10}, {"==", 9}, {"!=", 9},  {"&&", 5},  {"||", 4}};
-    auto [symbol, precedence] = kOperators[static_cast<int>(op)];
+    auto [symbol, precedence] = cOperator(op);
     // Left-associative: a right operand of the same precedence needs them.
     return {operand(x, precedence) + " " + symbol + " " + operand(y, precedence + 1),
             precedence};
+  }
+  /// libm's name of a function (without the f32 suffix).
+  static const char *cFunction(tc::ScalarFn f) {
+    using F = tc::ScalarFn;
+    switch (f) {
+    case F::Exp: return "exp";
+    case F::Log: return "log";
+    case F::Sqrt: return "sqrt";
+    case F::Tanh: return "tanh";
+    case F::Erf: return "erf";
+    case F::Ceil: return "ceil";
+    case F::Floor: return "floor";
+    case F::Rint: return "rint";
+    case F::Fabs: return "fabs";
+    case F::Pow: return "pow";
+    case F::Sigmoid: break; // composed below
+    }
+    llvm_unreachable("sigmoid has no libm function");
   }
   CExpr fn(tc::ScalarFn f, const CExpr &x) const {
     using F = tc::ScalarFn;
@@ -92,12 +124,10 @@ struct CAlgebra {
       return e.f32 ? CExpr{"trainc::gen::sigmoid(" + x.text + ")"}
                    : binary(tc::ScalarBinary::Div, {"1.0"},
                             binary(tc::ScalarBinary::Add, {"1.0"}, fn(F::Exp, neg(x))));
-    static const char *const kNames[] = {"exp",   "log",  "sqrt", "tanh", "erf", "ceil",
-                                         "floor", "rint", "fabs", "",     "pow"};
-    return {e.fn(kNames[static_cast<int>(f)]) + "(" + x.text + ")"};
+    return {e.fn(cFunction(f)) + "(" + x.text + ")"};
   }
-  CExpr fn(tc::ScalarFn, const CExpr &x, const CExpr &y) const {
-    return {e.fn("pow") + "(" + x.text + ", " + y.text + ")"};
+  CExpr fn(tc::ScalarFn f, const CExpr &x, const CExpr &y) const {
+    return {e.fn(cFunction(f)) + "(" + x.text + ", " + y.text + ")"};
   }
   CExpr select(const CExpr &c, const CExpr &x, const CExpr &y) const {
     return {operand(c, 4) + " ? " + x.text + " : " + operand(y, 3), 3};

@@ -32,7 +32,6 @@
 #include "ir/StepAbi.h"
 #include "ir/TcOps.h"
 #include "passes/Passes.h"
-#include "passes/Pipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -99,14 +99,16 @@ template <class E> std::optional<E> parseOption(llvm::StringRef text) {
   return std::nullopt;
 }
 
-/// "a, b or c": the values of E for a message.
-template <class E> std::string optionChoices() {
+/// The names of E's values joined by `separator`, the last two by `last`.
+template <class E> std::string joinOptionNames(const char *separator, const char *last) {
   std::string text;
   for (int i = 0; i < OptionEnum<E>::count; ++i)
-    text += std::string(i == 0 ? "" : i + 1 == OptionEnum<E>::count ? " or " : ", ") +
+    text += std::string(i == 0 ? "" : i + 1 == OptionEnum<E>::count ? last : separator) +
             OptionEnum<E>::name(static_cast<E>(i));
   return text;
 }
+/// "a, b or c": the values of E for a message.
+template <class E> std::string optionChoices() { return joinOptionNames<E>(", ", " or "); }
 
 /// fp16 loss scaling (--loss-scale=dynamic|none|VALUE): none, GradScaler's
 /// dynamic scale, or a fixed scale.
@@ -178,10 +180,7 @@ public:
 
 private:
   static std::string synopsis(const llvm::cl::Option &option) {
-    std::string text = "  --" + option.ArgStr.str() + "=<";
-    for (int i = 0; i < OptionEnum<E>::count; ++i)
-      text += std::string(i ? "|" : "") + OptionEnum<E>::name(static_cast<E>(i));
-    return text + ">";
+    return "  --" + option.ArgStr.str() + "=<" + joinOptionNames<E>("|", "|") + ">";
   }
 };
 

@@ -45,9 +45,7 @@ namespace trainc {
 #define TRAINC_EMIT_KINDS(X) X(Binary, "binary") X(Source, "source") X(Mlir, "mlir")
 TRAINC_DECLARE_OPTION_ENUM(TargetChoice, TRAINC_TARGETS)
 TRAINC_DECLARE_OPTION_ENUM(EmitKind, TRAINC_EMIT_KINDS)
-} // namespace trainc
 
-namespace trainc {
 /// --pad-to=auto|off|N: 0 for auto, 1 for off, or N, a power of two from 2
 /// to 128.
 struct PadTo {
