@@ -19,6 +19,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # References in tests
   python3-torch python3-torchvision python3-onnx python3-numpy python3-sklearn python3-venv
+  # Plots (the LR range test, trainc plot)
+  python3-matplotlib
 )
 
 missing=()

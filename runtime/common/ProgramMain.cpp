@@ -584,6 +584,46 @@ Status checkForwardFlags(const Options &options) {
   return Status();
 }
 
+/// The LR range test's flags: its parameters only with --find-lr or
+/// --lr=auto; with --find-lr alone (no training after it), no flag that only
+/// training reads (the schedule's flags but those that set the test's
+/// momentum, see momentumAtPeak). --lr=auto implies --find-lr.
+Status checkRangeTestFlags(Options &options) {
+  TrainOptions &t = options.train;
+  t.findLr |= t.lrAuto;
+  auto given = [&](const char *flag) {
+    return std::find(options.given.begin(), options.given.end(), flag) != options.given.end();
+  };
+  if (!t.findLr) {
+    for (const char *flag : {"--find-lr-steps", "--find-lr-min", "--find-lr-max", "--find-lr-out"})
+      if (given(flag))
+        return Status::error(std::string(flag) + " is a parameter of the LR range test; add "
+                             "--find-lr (or --lr=auto to train at its suggestion after it)");
+    return Status();
+  }
+  if (!(t.rangeTest.minLr < t.rangeTest.maxLr))
+    return Status::error("--find-lr-min must be below --find-lr-max (the range test's rate "
+                         "grows from one to the other)");
+  if (t.lrAuto && t.resume)
+    return Status::error("--lr=auto runs the range test from the initial weights, before "
+                         "step 1; a resumed run goes on at the rate it had: give --lr");
+  if (t.lrAuto)
+    return Status();
+  static const char *const kTrainingOnly[] = {
+      "--epochs",        "--steps",         "--eval-data",      "--save-params",
+      "--log",           "--export",        "--checkpoint-dir", "--checkpoint-every",
+      "--resume",        "--resume-other-model", "--report-memory", "--lr",
+      "--warmup-steps",  "--step-size",     "--step-size-down", "--gamma",
+      "--min-lr",        "--pct-start",     "--div-factor",     "--final-div-factor",
+      "--three-phase",   "--anneal-strategy", "--max-momentum", "--cyclic-mode",
+      "--cyclic-gamma"};
+  for (const char *flag : kTrainingOnly)
+    if (given(flag))
+      return Status::error(std::string(flag) + " is a training flag; --find-lr runs only the "
+                           "range test (--lr=auto trains after it, at the suggested rate)");
+  return Status();
+}
+
 int run(int argc, char **argv, const Program &program) {
   const char *argv0 = argc > 0 && argv[0] ? argv[0] : "program";
   Options options;
@@ -602,6 +642,10 @@ int run(int argc, char **argv, const Program &program) {
     return 1;
   }
   if (Status used = checkForwardFlags(options); !used.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0, used.message().c_str());
+    return 1;
+  }
+  if (Status used = checkRangeTestFlags(options); !used.ok()) {
     std::fprintf(stderr, "%s: error: %s\n", argv0, used.message().c_str());
     return 1;
   }

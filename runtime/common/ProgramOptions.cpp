@@ -18,6 +18,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -72,55 +73,97 @@ struct Parser {
         CLI::Validator(check, "", "range"));
   }
 
-  /// A non-negative decimal number (digits, an optional fraction and
-  /// exponent; no sign, hex, inf or nan) that the device's f32 holds: not out
-  /// of its range, and not rounded to 0 from a non-zero text. With
-  /// `belowOne`, in [0, 1).
-  CLI::Option *number(const std::string &name, double &out, const std::string &valueName,
-                      const std::string &help, bool belowOne = false) {
-    auto check = [this, name, belowOne](std::string &value) {
-      std::string what = belowOne ? " needs a decimal number in [0, 1)"
-                                  : " needs a non-negative decimal number";
-      size_t i = 0, digits = 0, nonZero = 0;
-      auto scanDigits = [&]() {
-        for (; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i, ++digits)
-          nonZero += value[i] != '0';
-      };
+  /// Why `value` is not a non-negative decimal number (digits, an optional
+  /// fraction and exponent; no sign, hex, inf or nan) that the device's f32
+  /// holds: out of its range, or rounded to 0 from a non-zero text. With
+  /// `belowOne`, in [0, 1). Empty: it is one.
+  static std::string numberError(const std::string &name, const std::string &value,
+                                 bool belowOne) {
+    std::string what = belowOne ? " needs a decimal number in [0, 1)"
+                                : " needs a non-negative decimal number";
+    size_t i = 0, digits = 0, nonZero = 0;
+    auto scanDigits = [&]() {
+      for (; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i, ++digits)
+        nonZero += value[i] != '0';
+    };
+    scanDigits();
+    if (i < value.size() && value[i] == '.') {
+      ++i;
       scanDigits();
-      if (i < value.size() && value[i] == '.') {
+    }
+    bool ok = digits > 0;
+    if (ok && i < value.size() && (value[i] == 'e' || value[i] == 'E')) {
+      ++i;
+      if (i < value.size() && (value[i] == '+' || value[i] == '-'))
         ++i;
-        scanDigits();
+      size_t exponentStart = i;
+      for (; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i) {
       }
-      bool ok = digits > 0;
-      if (ok && i < value.size() && (value[i] == 'e' || value[i] == 'E')) {
-        ++i;
-        if (i < value.size() && (value[i] == '+' || value[i] == '-'))
-          ++i;
-        size_t exponentStart = i;
-        for (; i < value.size() && value[i] >= '0' && value[i] <= '9'; ++i) {
-        }
-        ok = i > exponentStart;
-      }
-      if (!ok || i != value.size())
-        return error(name + what + ", got '" + value + "'");
-      errno = 0;
-      double v = std::strtod(value.c_str(), nullptr);
-      if (!std::isfinite(v) || v > std::numeric_limits<float>::max())
-        return error(name + ": " + value + " is out of range (the step computes in f32)");
-      if (nonZero > 0 && static_cast<float>(v) == 0.0f)
-        return error(name + ": " + value + " rounds to 0 (the step computes in f32)");
-      if (belowOne && v >= 1.0)
-        return error(name + what + ", got '" + value + "'");
-      return std::string();
+      ok = i > exponentStart;
+    }
+    if (!ok || i != value.size())
+      return name + what + ", got '" + value + "'";
+    errno = 0;
+    double v = std::strtod(value.c_str(), nullptr);
+    if (!std::isfinite(v) || v > std::numeric_limits<float>::max())
+      return name + ": " + value + " is out of range (the step computes in f32)";
+    if (nonZero > 0 && static_cast<float>(v) == 0.0f)
+      return name + ": " + value + " rounds to 0 (the step computes in f32)";
+    if (belowOne && v >= 1.0)
+      return name + what + ", got '" + value + "'";
+    return std::string();
+  }
+
+  /// A number as numberError accepts it; `keyword` (when given) is accepted
+  /// too and sets `keywordGiven` instead.
+  CLI::Option *number(const std::string &name, double &out, const std::string &valueName,
+                      const std::string &help, bool belowOne = false,
+                      const char *keyword = nullptr, bool *keywordGiven = nullptr) {
+    auto check = [this, name, belowOne, keyword](std::string &value) {
+      if (keyword && value == keyword)
+        return std::string();
+      std::string message = numberError(name, value, belowOne);
+      return message.empty() ? message : error(message);
     };
     // Converted with strtod (CLI11 goes through long double, which can round
     // twice), after the validator accepted the text.
     return app
         .add_option_function<std::string>(
-            name, [&out](const std::string &value) { out = std::strtod(value.c_str(), nullptr); },
+            name,
+            [&out, keyword, keywordGiven](const std::string &value) {
+              if (keyword && value == keyword)
+                *keywordGiven = true;
+              else
+                out = std::strtod(value.c_str(), nullptr);
+            },
             help)
         ->type_name(valueName)
         ->check(CLI::Validator(check, "", "number"));
+  }
+
+  /// A flag whose value is one of `choices` ("a|b|c"), handed to `set`.
+  CLI::Option *choice(const std::string &name, const std::string &choices,
+                      const std::string &help, std::function<void(const std::string &)> set) {
+    std::vector<std::string> words;
+    for (size_t at = 0;;) {
+      size_t bar = choices.find('|', at);
+      words.push_back(choices.substr(at, bar - at));
+      if (bar == std::string::npos)
+        break;
+      at = bar + 1;
+    }
+    std::string listed;
+    for (size_t i = 0; i < words.size(); ++i)
+      listed += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return app.add_option_function<std::string>(name, std::move(set), help)
+        ->type_name(choices)
+        ->check(CLI::Validator(
+            [this, name, words, listed](std::string &v) {
+              if (std::find(words.begin(), words.end(), v) != words.end())
+                return std::string();
+              return error(name + " must be " + listed + ", got '" + v + "'");
+            },
+            "", choices));
   }
 
   CLI::Option *flag(const std::string &name, bool &out, const std::string &help) {
@@ -145,7 +188,7 @@ std::string description(const char *argv0, const Program &program) {
                 argv0, train && isAdam(train->optimizer) ? "1e-3" : "0.01",
                 argv0);
   return "usage: " + p +
-         " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X]\n"
+         " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X|auto]\n"
          "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
          "          [--trust-coefficient T]\n"
          "          [--clip-grad-norm X]\n"
@@ -153,11 +196,17 @@ std::string description(const char *argv0, const Program &program) {
          "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
          "          [--resume [--resume-other-model]]] [--params DIR]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
-         "          [--step-size N] [--gamma G] [--min-lr X] [--scale-growth-interval N]\n"
+         "          [--step-size N] [--gamma G] [--min-lr X] [--pct-start P]\n"
+         "          [--div-factor D] [--final-div-factor F] [--three-phase]\n"
+         "          [--cycle-momentum true|false] [--base-momentum M] [--max-momentum M]\n"
+         "          [--cyclic-mode triangular|triangular2|exp_range] [--cyclic-gamma G]\n"
+         "          [--scale-growth-interval N]\n"
          "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
          "          [--cudnn-cache FILE|off] [--deterministic] [--comm-timeout SECONDS]\n"
          "          [--comm-overlap auto|on|off]\n"
          "          [--report-memory]\n"
+         "       " + p + " --find-lr --data DIR [--find-lr-steps N] [--find-lr-min X]\n"
+         "          [--find-lr-max X] [--find-lr-out PREFIX]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
@@ -167,17 +216,7 @@ std::string description(const char *argv0, const Program &program) {
 
 /// An on|off flag bound to `value`.
 void onOff(Parser &parser, const std::string &name, bool &value, const std::string &help) {
-  parser.app
-      .add_option_function<std::string>(
-          name, [&value](const std::string &text) { value = text == "on"; }, help)
-      ->type_name("on|off")
-      ->check(CLI::Validator(
-          [&parser, name](std::string &v) {
-            if (v == "on" || v == "off")
-              return std::string();
-            return parser.error(name + " must be on or off, got '" + v + "'");
-          },
-          "", "on|off"));
+  parser.choice(name, "on|off", help, [&value](const std::string &text) { value = text == "on"; });
 }
 
 /// Defines every flag on `parser`, bound to `options`.
@@ -210,8 +249,10 @@ void define(Parser &parser, Options &options) {
   parser.integer("--epochs", t.epochs, 0, 1000000000, "N", "epochs to train");
   parser.integer("--steps", t.steps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "steps to train (instead of --epochs)");
-  parser.number("--lr", t.lr, "X", "learning rate (SGD and LARS 0.01, Adam, AdamW and LAMB "
-                "0.001)");
+  parser.number("--lr", t.lr, "X|auto",
+                "learning rate (SGD and LARS 0.01, Adam, AdamW and LAMB 0.001); auto: the LR "
+                "range test's suggestion (--find-lr, then training at it)",
+                false, "auto", &t.lrAuto);
   parser.number("--momentum", t.momentum, "M", "SGD and LARS momentum (0)");
   parser.number("--weight-decay", t.weightDecay, "W", "weight decay (0; AdamW and LAMB 0.01)");
   parser.number("--beta1", t.beta1, "B", "Adam and LAMB beta1, in [0, 1) (0.9)", true);
@@ -263,42 +304,23 @@ void define(Parser &parser, Options &options) {
   parser.number("--comm-timeout", t.commTimeout, "SECONDS",
                 "data parallelism (mpirun): how long a sum over the ranks waits for the others "
                 "before the run stops with an error (default 300; 0: forever)");
-  parser.app
-      .add_option_function<std::string>(
-          "--comm-overlap",
-          [&t](const std::string &text) {
-            t.commOverlap = text == "on"    ? CommOverlap::On
-                            : text == "off" ? CommOverlap::Off
-                                            : CommOverlap::Auto;
-          },
-          "data parallelism (mpirun): on: each bucket's sum over the ranks runs while the "
-          "backward goes on (a second CUDA stream; a thread on the CPU); off: in the step's "
-          "order; auto (default): on, but on the CPU target only where this process may run "
-          "on more cores than its kernels' threads (the summing thread would otherwise take "
-          "their time)")
-      ->type_name("auto|on|off")
-      ->check(CLI::Validator(
-          [&parser](std::string &v) {
-            if (v == "auto" || v == "on" || v == "off")
-              return std::string();
-            return parser.error("--comm-overlap must be auto, on or off, got '" + v + "'");
-          },
-          "", "auto|on|off"));
+  parser.choice("--comm-overlap", "auto|on|off",
+                "data parallelism (mpirun): on: each bucket's sum over the ranks runs while the "
+                "backward goes on (a second CUDA stream; a thread on the CPU); off: in the "
+                "step's order; auto (default): on, but on the CPU target only where this "
+                "process may run on more cores than its kernels' threads (the summing thread "
+                "would otherwise take their time)",
+                [&t](const std::string &text) {
+                  t.commOverlap = text == "on"    ? CommOverlap::On
+                                  : text == "off" ? CommOverlap::Off
+                                                  : CommOverlap::Auto;
+                });
   parser.flag("--deterministic", t.deterministic,
               "deterministic convolution algorithms only (the CPU target's always are)");
-  app.add_option_function<std::string>(
-         "--lr-schedule",
-         [&t](const std::string &k) { t.schedule.kind = *parseSchedule(k); },
-         "per-step learning rate: constant, step, cosine, onecycle or cyclic")
-      ->type_name("KIND")
-      ->check(CLI::Validator(
-          [&parser](std::string &k) {
-            if (parseSchedule(k))
-              return std::string();
-            return parser.error("--lr-schedule must be constant, step, cosine, onecycle or "
-                                "cyclic, got '" + k + "'");
-          },
-          "", "schedule"));
+  parser.choice("--lr-schedule", "constant|step|cosine|onecycle|cyclic",
+                "per-step learning rate, as PyTorch's StepLR, CosineAnnealingLR, OneCycleLR "
+                "and CyclicLR (constant)",
+                [&t](const std::string &k) { t.schedule.kind = *parseSchedule(k); });
   parser.integer("--warmup-steps", t.schedule.warmupSteps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "scale the schedule by min(1, (step + 1) / N)");
   parser.integer("--step-size", t.schedule.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
@@ -308,6 +330,46 @@ void define(Parser &parser, Options &options) {
                  "fp16 dynamic loss scaling: double the scale after N good steps in a row "
                  "(2000)");
   parser.number("--min-lr", t.schedule.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
+  LrSchedule &o = t.schedule;
+  parser.number("--pct-start", o.pctStart, "P",
+                "onecycle: the share of the steps spent raising the learning rate (0.3)", true);
+  parser.number("--div-factor", o.divFactor, "D", "onecycle: the first lr is lr / D (25)");
+  parser.number("--final-div-factor", o.finalDivFactor, "F",
+                "onecycle: the last lr is the first / F (1e4)");
+  parser.flag("--three-phase", o.threePhase,
+              "onecycle: back down to the first lr symmetrically, then to the last (fastai's "
+              "shape is the default two phases)");
+  parser.choice("--anneal-strategy", "cos|linear", "onecycle: how each phase moves (cos)",
+                [&o](const std::string &v) { o.anneal = parseAnneal(v); });
+  parser.choice("--cycle-momentum", "true|false",
+                "onecycle and cyclic: cycle the momentum (SGD, LARS) or beta1 (Adam, AdamW, "
+                "LAMB) against the learning rate, between --base-momentum and --max-momentum "
+                "(true)",
+                [&o](const std::string &v) { o.cycleMomentum = v == "true"; });
+  parser.number("--base-momentum", o.baseMomentum, "M",
+                "onecycle and cyclic: the momentum at the peak learning rate (0.85; cyclic 0.8)",
+                true);
+  parser.number("--max-momentum", o.maxMomentum, "M",
+                "onecycle and cyclic: the momentum at the lowest learning rate (0.95; cyclic "
+                "0.9)",
+                true);
+  parser.choice("--cyclic-mode", "triangular|triangular2|exp_range",
+                "cyclic: the cycle's amplitude constant, halved every cycle, or times "
+                "gamma^step (triangular)",
+                [&o](const std::string &v) { o.cyclicMode = parseCyclicMode(v); });
+  parser.number("--cyclic-gamma", o.cyclicGamma, "G", "cyclic exp_range: the decay (1)");
+  parser.integer("--step-size-down", o.stepSizeDown, 1, static_cast<uint64_t>(kMaxTrainSteps),
+                 "N", "cyclic: steps down (as many as up)");
+  RangeTestOptions &r = t.rangeTest;
+  parser.flag("--find-lr", t.findLr,
+              "the LR range test instead of training: from the initial weights, the learning "
+              "rate grows exponentially over the steps; prints the suggested rate and writes "
+              "the curve (PREFIX.jsonl, PREFIX.png); the model is left as it was");
+  parser.integer("--find-lr-steps", r.steps, 2, 1000000, "N", "the range test's steps (100)");
+  parser.number("--find-lr-min", r.minLr, "X", "the range test's first learning rate (1e-7)");
+  parser.number("--find-lr-max", r.maxLr, "X", "the range test's last learning rate (10)");
+  parser.text("--find-lr-out", r.outPrefix, "PREFIX",
+              "the range test's curve: PREFIX.jsonl and PREFIX.png (find-lr)");
 }
 
 /// CLI11's own errors (a missing value, a value for a flag, a repeated

@@ -8,6 +8,7 @@
 #ifndef TRAINC_RT_COMMON_PROGRAMSUPPORT_H
 #define TRAINC_RT_COMMON_PROGRAMSUPPORT_H
 
+#include "LrRangeTest.h"
 #include "Npy.h"
 #include "Schedule.h"
 #include "trainc_rt/device.h"
@@ -82,6 +83,10 @@ struct TrainOptions {
   double clipGradNorm;
   /// The learning-rate schedule with its parameters (Schedule.h).
   LrSchedule schedule;
+  /// --find-lr: the LR range test (LrRangeTest.h) instead of training;
+  /// --lr=auto: the test, then training at its suggested rate.
+  bool findLr = false, lrAuto = false;
+  RangeTestOptions rangeTest;
   uint64_t seed = 0;
   bool shuffle = true;
   /// Threads that copy batches into pinned buffers ahead of the step (0:

@@ -99,26 +99,68 @@ Status settleRun(const Program &program, const TrainOptions &options, RunSetting
   return Status();
 }
 
+namespace {
+
+/// ", lr ... (... schedule ...)" and the optimizer's hyperparameters of the
+/// settings line.
+std::string rateText(const TrainStep &train, const TrainOptions &options,
+                     const Hyperparameters &hyper, int64_t totalSteps, bool rangeTest) {
+  char text[512];
+  const LrSchedule &schedule = options.schedule;
+  const bool adam = isAdam(train.optimizer), cycled = !rangeTest && cyclesMomentum(schedule);
+  std::string line;
+  if (rangeTest) {
+    std::snprintf(text, sizeof(text), ", lr from %g to %g (exponential)",
+                  options.rangeTest.minLr, options.rangeTest.maxLr);
+    line = text;
+  } else {
+    const bool cyclic = schedule.kind == ScheduleKind::Cyclic;
+    std::snprintf(text, sizeof(text), ", lr %g%s (%s schedule%s%s", hyper.lr,
+                  cyclic || schedule.kind == ScheduleKind::OneCycle ? " at the peak" : "",
+                  scheduleName(schedule.kind), cyclic ? " " : "",
+                  cyclic ? cyclicModeName(schedule.cyclicMode.value_or(CyclicMode::Triangular))
+                         : "");
+    line = text;
+    if (schedule.warmupSteps > 0)
+      line += ", " + std::to_string(schedule.warmupSteps) + " warmup steps";
+    if (cycled) {
+      std::snprintf(text, sizeof(text), ", %s from %g to %g at the peak",
+                    adam ? "beta1" : "momentum",
+                    scheduledStep(schedule, hyper.lr, 0, totalSteps).momentum,
+                    momentumAtPeak(schedule));
+      line += text;
+    }
+    line += ")";
+  }
+  if (!adam) {
+    if (!cycled) {
+      std::snprintf(text, sizeof(text), ", momentum %g", hyper.momentum);
+      line += text;
+    }
+  } else {
+    if (cycled)
+      std::snprintf(text, sizeof(text), ", beta2 %g", hyper.beta2);
+    else
+      std::snprintf(text, sizeof(text), ", betas %g/%g", hyper.beta1, hyper.beta2);
+    line += text;
+    std::snprintf(text, sizeof(text), ", eps %g", hyper.eps);
+    line += text;
+  }
+  std::snprintf(text, sizeof(text), ", weight decay %g", hyper.weightDecay);
+  return line + text;
+}
+
+} // namespace
+
 std::string settingsLine(const Program &program, const TrainOptions &options,
                          const Hyperparameters &hyper,
                          int ranks, int64_t accum, int64_t samples, int64_t batchesPerEpoch,
-                         int64_t totalSteps) {
+                         int64_t totalSteps, bool rangeTest) {
   const TrainStep &train = *program.train;
   char text[1024];
-  std::string line = std::string("training: ") + name(train.optimizer);
-  std::snprintf(text, sizeof(text), ", lr %g (%s schedule", hyper.lr,
-                scheduleName(options.schedule.kind));
-  line += text;
-  if (options.schedule.warmupSteps > 0)
-    line += ", " + std::to_string(options.schedule.warmupSteps) + " warmup steps";
-  line += ")";
-  if (!isAdam(train.optimizer))
-    std::snprintf(text, sizeof(text), ", momentum %g, weight decay %g", hyper.momentum,
-                  hyper.weightDecay);
-  else
-    std::snprintf(text, sizeof(text), ", betas %g/%g, eps %g, weight decay %g", hyper.beta1,
-                  hyper.beta2, hyper.eps, hyper.weightDecay);
-  line += text;
+  std::string line = std::string(rangeTest ? "LR range test: " : "training: ") +
+                     name(train.optimizer) +
+                     rateText(train, options, hyper, totalSteps, rangeTest);
   int trained = 0, noDecay = 0;
   for (int i = 0; i < program.numParams; ++i) {
     trained += program.params[i].trainable ? 1 : 0;

@@ -51,12 +51,13 @@ struct RunSettings {
 Status settleRun(const Program &program, const TrainOptions &options, RunSettings &settings);
 
 /// The run's effective settings in one line, printed before step 1: the
-/// optimizer and the hyperparameters it reads, the schedule, the batch, the
+/// optimizer and the hyperparameters it reads, the schedule (or, for the LR
+/// range test, its rates), the batch, the
 /// precision, where it runs, and the data's size.
 std::string settingsLine(const Program &program, const TrainOptions &options,
                          const Hyperparameters &hyper,
                          int ranks, int64_t accum, int64_t samples, int64_t batchesPerEpoch,
-                         int64_t totalSteps);
+                         int64_t totalSteps, bool rangeTest = false);
 
 } // namespace trainc::rt::detail
 

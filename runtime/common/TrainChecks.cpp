@@ -258,7 +258,16 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
                                     f.hyper == Hyper::TrustCoefficient
                                 ? ""
                                 : "; compile with --optimizer=adam, adamw or lamb to use it"));
-  return checkScheduleFlags(options.schedule);
+  TRAINC_RETURN_IF_ERROR(checkScheduleFlags(options.schedule));
+  // OneCycleLR and CyclicLR overwrite the optimizer's momentum (or beta1)
+  // every step: a value given for it would be ignored.
+  const char *cycled = adam ? "--beta1" : "--momentum";
+  if (cyclesMomentum(options.schedule) && !std::isnan(adam ? options.beta1 : options.momentum))
+    return Status::error(std::string(cycled) + ": --lr-schedule " +
+                         scheduleName(options.schedule.kind) + " cycles it between "
+                         "--base-momentum and --max-momentum; set those, or add "
+                         "--cycle-momentum=false to keep " + cycled);
+  return Status();
 }
 
 Status checkOutputTargets(const Program &program, const TrainOptions &options) {

@@ -89,18 +89,18 @@ Status TrainLog::append(const std::string &line) {
   return Status();
 }
 
-Status TrainLog::step(int64_t step, int64_t epoch, double loss, double lr,
-                      const double *lossScale, bool skipped) {
+Status TrainLog::step(const StepRecord &step) {
   if (!file.valid())
     return Status(); // no --log: nothing to format
   Json record;
-  record["step"] = step;
-  record["epoch"] = epoch;
-  record["loss"] = loss;
-  record["lr"] = lr;
-  if (lossScale)
-    record["loss_scale"] = *lossScale;
-  if (skipped)
+  record["step"] = step.step;
+  record["epoch"] = step.epoch;
+  record["loss"] = step.loss;
+  record["lr"] = step.lr;
+  record[step.momentumName] = step.momentum;
+  if (step.lossScale)
+    record["loss_scale"] = *step.lossScale;
+  if (step.skipped)
     record["skipped"] = true;
   return append(recordLine(record));
 }

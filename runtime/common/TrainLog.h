@@ -1,8 +1,8 @@
 //===- TrainLog.h - the trainer's --log (JSON lines) ------------*- C++ -*-===//
 //
-// One JSON record per line: {"step", "epoch", "loss", "lr"} per step (with
-// "loss_scale" and, on a skipped step, "skipped": true under fp16 loss
-// scaling; a non-finite loss is null) and
+// One JSON record per line: {"step", "epoch", "loss", "lr", "momentum" or
+// "beta1"} per step (with "loss_scale" and, on a skipped step, "skipped":
+// true under fp16 loss scaling; a non-finite loss is null) and
 // {"epoch", "eval_loss", "eval_accuracy"} per evaluation. Each record goes to
 // the file whole, in one write() as soon as it is known, so a killed run
 // loses at most the line being written; the trainer fsyncs the log before
@@ -43,10 +43,19 @@ public:
   Status resume(const std::string &path, const LogCut &cut, uint64_t maxBytes,
                 bool &evalOfCutEpoch);
 
-  /// `lossScale` (fp16 loss scaling, else null): the scale the step ran
-  /// with; `skipped`: the step found inf/NaN gradients and changed nothing.
-  Status step(int64_t step, int64_t epoch, double loss, double lr,
-              const double *lossScale = nullptr, bool skipped = false);
+  /// One optimizer step as the log records it.
+  struct StepRecord {
+    int64_t step, epoch;
+    double loss, lr;
+    /// "momentum" (SGD, LARS) or "beta1" (Adam, AdamW, LAMB), and its value.
+    const char *momentumName;
+    double momentum;
+    /// fp16 loss scaling (else null): the scale the step ran with; `skipped`:
+    /// the step found inf/NaN gradients and changed nothing.
+    const double *lossScale = nullptr;
+    bool skipped = false;
+  };
+  Status step(const StepRecord &record);
   /// `accuracy` NaN: none (the model computes its own loss).
   Status eval(int64_t epoch, double loss, double accuracy);
   /// fsync(): the records written so far survive a crash.

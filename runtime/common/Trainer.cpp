@@ -18,6 +18,8 @@
 #include "StepPipeline.h"
 #include "RunSettings.h"
 #include "FileIO.h"
+#include "LrRangeTest.h"
+#include "Plot.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
 #include "TrainChecks.h"
@@ -333,8 +335,11 @@ namespace {
 /// the export and --save-params, and evaluates.
 class TrainRun {
 public:
-  TrainRun(const Program &program, const TrainOptions &givenOptions, Communicator *ranks)
+  /// `rangeTest`: this run is the LR range test's (its rates, no outputs).
+  TrainRun(const Program &program, const TrainOptions &givenOptions, Communicator *ranks,
+           LrRangeTest *rangeTest = nullptr)
       : program(program), train(*program.train), options(givenOptions), ranks(ranks),
+        rangeTest(rangeTest),
         rank(ranks ? ranks->rank() : 0), ranksCount(ranks ? ranks->size() : 1),
         chatty(rank == 0), batch(program.batchSize),
         lossScaled(train.lossScaling != LossScaling::None) {
@@ -356,7 +361,8 @@ private:
   /// whose step updates the parameters).
   struct Pending {
     int64_t step, epoch, count;
-    double lr;
+    /// The learning rate and the momentum (or beta1) the step ran with.
+    double lr, momentum;
     int slot;
     bool last;
   };
@@ -394,6 +400,7 @@ private:
   const TrainStep &train;
   TrainOptions options;
   Communicator *ranks;
+  LrRangeTest *rangeTest;
   const int rank, ranksCount;
   const bool chatty;
   const int64_t batch;
@@ -436,6 +443,8 @@ private:
   std::chrono::steady_clock::time_point start, lastLine;
   double evalLoss = 0, evalAccuracy = 0;
   bool evaluated = false;
+  /// The range test has seen enough (the run stops at the next batch).
+  bool rangeTestEnded() const { return rangeTest && rangeTest->ended(); }
 };
 
 Status TrainRun::setUp() {
@@ -458,7 +467,7 @@ Status TrainRun::setUp() {
   if (chatty)
     std::fprintf(stderr, "%s\n",
                  settingsLine(program, options, settings.hyper, ranksCount, settings.accum,
-                              data.samples, batchesPerEpoch, totalSteps)
+                              data.samples, batchesPerEpoch, totalSteps, rangeTest != nullptr)
                      .c_str());
   checkpoints = std::make_unique<TrainCheckpoints>(*device.context, program, device.paramPtrs,
                                                    device.statePtrs);
@@ -498,7 +507,7 @@ Status TrainRun::planSteps() {
                          std::to_string(stepsPerEpoch) + " steps each are more than the " +
                          std::to_string(kMaxTrainSteps) + " steps a run can have");
   totalSteps = options.steps > 0 ? options.steps : options.epochs * stepsPerEpoch;
-  return Status();
+  return checkScheduleLength(options.schedule, totalSteps);
 }
 
 Status TrainRun::resume() {
@@ -552,7 +561,7 @@ Status TrainRun::openLog() {
 Status TrainRun::trainEpochs() {
   start = lastLine = std::chrono::steady_clock::now();
   firstStep = step;
-  for (int64_t epoch = startEpoch; step < totalSteps; ++epoch)
+  for (int64_t epoch = startEpoch; step < totalSteps && !rangeTestEnded(); ++epoch)
     TRAINC_RETURN_IF_ERROR(runEpoch(epoch));
   return Status();
 }
@@ -584,10 +593,11 @@ Status TrainRun::runEpoch(int64_t epoch) {
   }
   epochFirstLaunch = launched;
   submitted = epochFirstBatch;
-  for (int64_t b = epochFirstBatch; b < epochLastBatch; ++b)
+  for (int64_t b = epochFirstBatch; b < epochLastBatch && !rangeTestEnded(); ++b)
     TRAINC_RETURN_IF_ERROR(runBatch(epoch, b));
   TRAINC_RETURN_IF_ERROR(drain());
-  epochSummary(epoch);
+  if (!rangeTest)
+    epochSummary(epoch);
   // Held-out loss and accuracy after every epoch (model.eval()).
   if (!options.evalDir.empty())
     TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
@@ -637,7 +647,9 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
   if (last)
     TRAINC_RETURN_IF_ERROR(scaler->queueReadback(pipeline->record(d)));
   TRAINC_RETURN_IF_ERROR(pipeline->finishLaunch(d));
-  pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr, d, last});
+  pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr,
+                     isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
+                     last});
   ++launched;
   if (pending.size() >= StepPipeline::kDeviceSlots)
     TRAINC_RETURN_IF_ERROR(finishOldest());
@@ -670,7 +682,14 @@ void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
     key[1] = step * settings.accum + (b - group.first) + 1;
   }
   Hyperparameters &hyper = settings.hyper;
-  hyper.lr = scheduledLr(options.schedule, settings.baseLr, step, totalSteps);
+  if (rangeTest) {
+    hyper.lr = rangeTest->lr(step);
+  } else {
+    const ScheduledStep at = scheduledStep(options.schedule, settings.baseLr, step, totalSteps);
+    hyper.lr = at.lr;
+    if (!std::isnan(at.momentum))
+      (isAdam(train.optimizer) ? hyper.beta1 : hyper.momentum) = at.momentum;
+  }
   for (int k = 0; k < train.numHypers; ++k)
     *pipeline->hyper(h, k) = static_cast<float>(hyper.value(train.hypers[k]));
   if (settings.weightHyper >= 0) {
@@ -745,6 +764,19 @@ Status TrainRun::finishOldest() {
   bool skipped = false;
   const double ranWith = scaler->scale();
   TRAINC_RETURN_IF_ERROR(scaler->take(record, p.step, skipped));
+  if (rangeTest) {
+    // A diverging loss ends the test, not the run; a step the loss scaler
+    // skipped changed nothing and is left out.
+    if (!skipped)
+      rangeTest->take(p.step, p.lr, loss);
+    if (std::isfinite(loss)) {
+      lineLoss += loss * p.count;
+      lineWeight += p.count;
+    }
+    if (chatty && secondsSince(lastLine) >= 2.0)
+      progressLine(p);
+    return Status();
+  }
   if (!std::isfinite(loss) && !skipped)
     return Status::error("the loss became " + std::to_string(loss) + " at step " +
                          std::to_string(p.step) + " (learning rate too high?)");
@@ -754,8 +786,9 @@ Status TrainRun::finishOldest() {
     lineLoss += loss * p.count;
     lineWeight += p.count;
   }
-  TRAINC_RETURN_IF_ERROR(
-      log.step(p.step, p.epoch, loss, p.lr, lossScaled ? &ranWith : nullptr, skipped));
+  TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr,
+                                   isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum,
+                                   lossScaled ? &ranWith : nullptr, skipped}));
   if (chatty && secondsSince(lastLine) >= 2.0)
     progressLine(p);
   return Status();
@@ -845,9 +878,90 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
 
 } // namespace
 
+/// --find-lr: the range test, as a run of its own from the initial weights
+/// with the run's data, seed and hyperparameters (the momentum or beta1 that
+/// training has at its peak rate where the schedule cycles it), and no
+/// output but its curve. `suggested`: the rate it suggests.
+static Status findLearningRate(const Program &program, const TrainOptions &options,
+                               Communicator *ranks, double &suggested) {
+  TrainOptions test = options;
+  test.epochs = 0;
+  test.steps = options.rangeTest.steps;
+  test.lr = options.rangeTest.minLr;
+  test.schedule = LrSchedule{};
+  if (const double momentum = momentumAtPeak(options.schedule); !std::isnan(momentum))
+    (isAdam(program.train->optimizer) ? test.beta1 : test.momentum) = momentum;
+  test.evalDir.clear();
+  test.logPath.clear();
+  test.exportPath.clear();
+  test.saveDir.clear();
+  test.checkpointDir.clear();
+  test.resume = test.reportMemory = false;
+  const bool writes = !ranks || ranks->rank() == 0;
+  const std::string curve = options.rangeTest.outPrefix + ".jsonl",
+                    plot = options.rangeTest.outPrefix + ".png";
+  if (writes) {
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(curve, "--find-lr-out"));
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(plot, "--find-lr-out"));
+    const std::string folder = std::filesystem::path(curve).parent_path().string();
+    std::error_code error;
+    if (!std::filesystem::is_directory(folder.empty() ? "." : folder, error))
+      return Status::error("--find-lr-out: " + folder + " is not a folder");
+  }
+  LrRangeTest finder(options.rangeTest);
+  const auto began = std::chrono::steady_clock::now();
+  {
+    TrainRun run(program, test, ranks, &finder);
+    TRAINC_RETURN_IF_ERROR(run.setUp());
+    TRAINC_RETURN_IF_ERROR(run.trainEpochs());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  LrRangeTest::Suggestion suggestion;
+  Status suggestedOk = finder.suggest(suggestion);
+  suggested = suggestion.suggested;
+  if (!writes)
+    return suggestedOk;
+  // The curve is written even when no rate could be suggested: it shows why.
+  const std::string lines = finder.jsonLines(suggestion);
+  TRAINC_RETURN_IF_ERROR(writeFileAtomically(curve, "--find-lr-out", lines.data(), lines.size()));
+  Status drawn = drawCurves({curve, "-o", plot, "--title", "LR range test of " +
+                                                              std::string(program.modelName
+                                                                              ? program.modelName
+                                                                              : "the model")});
+  if (!drawn.ok())
+    std::fprintf(stderr, "warning: %s was not drawn: %s\n", plot.c_str(),
+                 drawn.message().c_str());
+  TRAINC_RETURN_IF_ERROR(suggestedOk);
+  const auto &points = finder.points();
+  std::fprintf(stderr,
+               "LR range test: %zu of %lld steps (%s) in %.1f s; suggested lr %.4g (the lowest "
+               "smoothed loss, at lr %.4g in step %lld, / 10); steepest descent at lr %.4g "
+               "(step %lld); the curve is in %s%s%s\n",
+               points.size(), static_cast<long long>(options.rangeTest.steps),
+               finder.endReason() == "diverged" ? "stopped: the loss diverged"
+                                                : "all of them",
+               seconds, suggestion.suggested, suggestion.minimum * 10,
+               static_cast<long long>(suggestion.lowestStep), suggestion.steepest,
+               static_cast<long long>(suggestion.steepestStep), curve.c_str(),
+               drawn.ok() ? " and " : "", drawn.ok() ? plot.c_str() : "");
+  return Status();
+}
+
 static Status trainOnRanks(const Program &program, const TrainOptions &options,
                            Communicator *ranks, double &waitedForSums, bool &overlappedSums) {
-  TrainRun run(program, options, ranks);
+  TrainOptions trained = options;
+  if (options.findLr) {
+    double suggested = 0;
+    TRAINC_RETURN_IF_ERROR(findLearningRate(program, options, ranks, suggested));
+    if (!options.lrAuto) {
+      if (!ranks || ranks->rank() == 0)
+        std::printf("suggested lr %.17g\n", suggested);
+      return Status();
+    }
+    trained.lr = suggested;
+  }
+  TrainRun run(program, trained, ranks);
   TRAINC_RETURN_IF_ERROR(run.setUp());
   TRAINC_RETURN_IF_ERROR(run.trainEpochs());
   return run.finish(waitedForSums, overlappedSums);
