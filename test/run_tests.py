@@ -7,7 +7,8 @@ kernels, npy, the program main), zoo (every zoo model imports, predicts like
 PyTorch on the CPU target and compiles for CUDA), grad (gradients of every
 differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
 steps against PyTorch), nan (NaN and infinities through every forward op as
-in PyTorch), conformance (the ONNX backend node tests on the CPU target),
+in PyTorch), recipes (schedules and the LR range test against PyTorch and
+fastai), conformance (the ONNX backend node tests on the CPU target),
 models (torchvision and Hugging Face models: gradients of one step against
 PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
 target, 60 s each: scripts/fuzz.sh; TRAINC_FUZZ_SECONDS overrides, 0 skips the suite). Run from the repository root after building into build/.
@@ -106,6 +107,10 @@ def run_optimizers():
                             "optimizers")
 
 
+def run_recipes():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_recipes.py"), "recipes")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -157,6 +162,7 @@ def main():
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
                      ("precision", run_precision), ("optimizers", run_optimizers),
+                     ("recipes", run_recipes),
                      ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):

@@ -48,12 +48,17 @@ Status LrRangeTest::suggest(Suggestion &out) const {
     first = 0;
     end = finite;
   }
-  if (end < 2) {
-    char text[256];
+  // A loss that diverges within the first tenth of the range (or before 2
+  // finite points) shows no descent to suggest a rate from.
+  const int64_t recorded = static_cast<int64_t>(points_.size());
+  if (end < 2 || (endReason_ == "diverged" && recorded <= std::max<int64_t>(2, options.steps / 10))) {
+    char text[320];
     std::snprintf(text, sizeof(text),
-                  "the LR range test's loss diverged after %zu step(s), before any rate could "
-                  "be suggested: lower --find-lr-min (now %g)",
-                  points_.size(), options.minLr);
+                  "the LR range test's loss diverged at step %lld of %lld, within the first "
+                  "tenth of the range, at lr %g: the range starts too high to suggest a rate; "
+                  "lower --find-lr-min (now %g)",
+                  static_cast<long long>(recorded), static_cast<long long>(options.steps),
+                  points_.empty() ? options.minLr : points_.back().lr, options.minLr);
     return Status::error(text);
   }
   size_t lowestAt = first, steepestAt = first;

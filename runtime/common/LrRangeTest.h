@@ -63,8 +63,9 @@ public:
 
   /// The suggestions from the recorded points, fastai's way: the first
   /// tenth of the steps and the last 5 points left out (all finite points
-  /// where that leaves fewer than 2). An error where fewer than 2 points
-  /// have a finite loss (the loss diverged at once).
+  /// where that leaves fewer than 2). An error where the loss diverged
+  /// within the first tenth of the steps (or before 2 finite points): the
+  /// range starts too high.
   Status suggest(Suggestion &out) const;
 
   /// The curve as JSON lines: a record per step ("step", "lr", "loss",

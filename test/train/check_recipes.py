@@ -1,0 +1,310 @@
+#!/usr/bin/python3
+"""Training recipes against PyTorch's own implementations.
+
+Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest]
+
+On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
+ONNX initial weights):
+  * schedules: OneCycleLR (two and three phases, cos and linear, momentum or
+    Adam's beta1 cycled or not) and CyclicLR (triangular2 with momentum
+    cycled, exp_range), 50 steps each. The learning rate and the momentum
+    (or beta1) of every step, as the trainer's --log records them, equal
+    what torch.optim.lr_scheduler sets (relative 1e-12: both are computed
+    in double); the weights after 50 steps match the same loop in PyTorch
+    float64 (test/pylib/float64_compare.py: norm-wise 1e-6, or 4x PyTorch
+    float32's own error).
+  * rangetest: --find-lr. Each step's loss matches PyTorch float64 training
+    at the same exponentially growing rate (relative 1e-4, up to the step of
+    the lowest smoothed loss: past it the run diverges); the smoothed loss,
+    the stopping step and both suggestions are fastai's LRFinder formulas
+    applied to the recorded losses (1e-12); the PNG decodes; --lr=auto then
+    trains exactly as --lr with the suggested rate does (the same bytes:
+    the test left no trace); flags the test would ignore are refused.
+Prints one line per check and 'N passed, N failed'.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+from check_optimizers import BATCH, SAMPLES, trained_params, zoo_case  # noqa: E402
+from float64_compare import compare_weights  # noqa: E402
+
+torch.set_num_threads(2)
+STEPS = 50
+sched = torch.optim.lr_scheduler
+
+
+def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_step=None):
+    """`steps` optimizer steps over the case's data in file order (epochs
+    repeated), as the trainer runs them: the per-step learning rate, momentum
+    (or beta1) and loss, and the final state dict."""
+    torch.manual_seed(0)
+    net = case["spec"]["build"]()
+    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                         for k, v in net.state_dict().items()})
+    net = net.to(dtype)
+    net.train()
+    optimizer = make_optimizer(net.parameters())
+    scheduler = make_scheduler(optimizer) if make_scheduler else None
+    lrs, momenta, losses = [], [], []
+    for k in range(steps):
+        first = (k * BATCH) % SAMPLES
+        group = optimizer.param_groups[0]
+        if lr_of_step:
+            group["lr"] = lr_of_step(k)
+        lrs.append(group["lr"])
+        momenta.append(group["betas"][0] if "betas" in group else group.get("momentum"))
+        x = torch.tensor(case["inputs"]["x"][first:first + BATCH]).to(dtype)
+        y = torch.tensor(case["labels"][first:first + BATCH])
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        optimizer.step()
+        if scheduler:
+            scheduler.step()
+        losses.append(float(loss))
+    state = {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+    return lrs, momenta, losses, state
+
+
+def compile_mlp(trainc, check, case, work, optimizer):
+    prog = os.path.join(work, "mlp_" + optimizer)
+    if os.path.exists(prog):
+        return prog
+    build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
+                            "--batch-size=%d" % BATCH, "--loss=cross-entropy",
+                            "--optimizer=" + optimizer, "-o", prog],
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "mlp %s compiles: %s" % (optimizer, build.stderr.strip()[:300]))
+        return None
+    return prog
+
+
+def run_trainer(prog, case, tag, flags, work):
+    """Runs the trainer over the case's data: (run, log records, saved dir)."""
+    log = os.path.join(work, tag + ".jsonl")
+    saved = os.path.join(work, tag + ".params")
+    shutil.rmtree(saved, ignore_errors=True)
+    run = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--log", log,
+                          "--save-params", saved] + flags, capture_output=True, text=True)
+    records = ([json.loads(line) for line in open(log)]
+               if run.returncode == 0 and os.path.exists(log) else [])
+    return run, records, saved
+
+
+def relative_error(got, want):
+    return max((abs(g - w) / max(abs(w), 1e-300) for g, w in zip(got, want)), default=0.0)
+
+
+# tag: (optimizer, trainer flags, torch optimizer, torch scheduler)
+SCHEDULES = {
+    "onecycle sgd": (
+        "sgd", ["--lr", "0.05", "--lr-schedule", "onecycle"],
+        lambda p: torch.optim.SGD(p, lr=0.05),
+        lambda o: sched.OneCycleLR(o, max_lr=0.05, total_steps=STEPS)),
+    "onecycle sgd three-phase linear": (
+        "sgd", ["--lr", "0.05", "--lr-schedule", "onecycle", "--three-phase", "--anneal-strategy",
+                "linear", "--pct-start", "0.25", "--div-factor", "10", "--final-div-factor",
+                "100", "--base-momentum", "0.8", "--max-momentum", "0.92"],
+        lambda p: torch.optim.SGD(p, lr=0.05),
+        lambda o: sched.OneCycleLR(o, max_lr=0.05, total_steps=STEPS, three_phase=True,
+                                   anneal_strategy="linear", pct_start=0.25, div_factor=10,
+                                   final_div_factor=100, base_momentum=0.8,
+                                   max_momentum=0.92)),
+    "onecycle sgd momentum fixed": (
+        "sgd", ["--lr", "0.05", "--lr-schedule", "onecycle", "--cycle-momentum", "false",
+                "--momentum", "0.9"],
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+        lambda o: sched.OneCycleLR(o, max_lr=0.05, total_steps=STEPS, cycle_momentum=False)),
+    "onecycle adam beta1": (
+        "adam", ["--lr", "0.01", "--lr-schedule", "onecycle", "--pct-start", "0.4"],
+        lambda p: torch.optim.Adam(p, lr=0.01),
+        lambda o: sched.OneCycleLR(o, max_lr=0.01, total_steps=STEPS, pct_start=0.4)),
+    "cyclic triangular2 momentum": (
+        "sgd", ["--lr", "0.05", "--lr-schedule", "cyclic", "--cyclic-mode", "triangular2",
+                "--min-lr", "0.005", "--step-size", "4", "--step-size-down", "6"],
+        lambda p: torch.optim.SGD(p, lr=0.05),
+        lambda o: sched.CyclicLR(o, base_lr=0.005, max_lr=0.05, step_size_up=4,
+                                 step_size_down=6, mode="triangular2")),
+    "cyclic exp_range": (
+        "sgd", ["--lr", "0.05", "--lr-schedule", "cyclic", "--cyclic-mode", "exp_range",
+                "--cyclic-gamma", "0.97", "--step-size", "5", "--cycle-momentum", "false",
+                "--momentum", "0.5"],
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.5),
+        lambda o: sched.CyclicLR(o, base_lr=0.005, max_lr=0.05, step_size_up=5,
+                                 mode="exp_range", gamma=0.97, cycle_momentum=False)),
+}
+
+
+def check_schedules(trainc, work, check, case):
+    for tag, (optimizer, flags, make_optimizer, make_scheduler) in SCHEDULES.items():
+        prog = compile_mlp(trainc, check, case, work, optimizer)
+        if not prog:
+            continue
+        run, records, saved = run_trainer(prog, case, tag.replace(" ", "_"),
+                                          ["--steps", str(STEPS)] + flags, work)
+        if run.returncode != 0:
+            check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
+            continue
+        lrs, momenta, _, ref64 = reference_loop(case, torch.float64, make_optimizer,
+                                                make_scheduler, STEPS)
+        _, _, _, ref32 = reference_loop(case, torch.float32, make_optimizer, make_scheduler,
+                                        STEPS)
+        key = "beta1" if optimizer == "adam" else "momentum"
+        got_lrs = [r["lr"] for r in records]
+        got_momenta = [r.get(key) for r in records]
+        check(len(got_lrs) == STEPS and relative_error(got_lrs, lrs) <= 1e-12 and
+              None not in got_momenta and relative_error(got_momenta, momenta) <= 1e-12,
+              "%s: the learning rate and %s of each of %d steps equal PyTorch's scheduler "
+              "(relative error %.3g and %.3g; lr from %.4g via %.4g to %.4g, %s from %.4g to "
+              "%.4g)" % (tag, key, STEPS, relative_error(got_lrs, lrs),
+                         relative_error([m or 0 for m in got_momenta], momenta), lrs[0],
+                         max(lrs), lrs[-1], key, max(momenta), min(momenta)))
+        names = [k for k in trained_params(case) if k in ref64]
+        ours = {k: np.load(os.path.join(saved, k + ".npy")) for k in names}
+        ok, text = compare_weights({k: case["initial"][k] for k in names}, ours,
+                                   {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
+        check(ok, "%s: weights after %d steps against PyTorch float64, %s" % (tag, STEPS, text))
+
+
+def fastai_range_test(losses, steps, beta=0.98):
+    """fastai's AvgSmoothLoss + LRFinder.after_batch on the recorded losses:
+    the smoothed values up to where the test stops."""
+    average, best, smoothed = 0.0, math.inf, []
+    for count, loss in enumerate(losses, 1):
+        average = loss + beta * (average - loss)
+        value = average / (1 - beta ** count)
+        smoothed.append(value)
+        if math.isfinite(value):
+            best = min(best, value)
+        if not math.isfinite(value) or value > 4 * best or count >= steps:
+            break
+    return smoothed
+
+
+def fastai_suggestions(lrs, smoothed, steps):
+    """fastai's `minimum` (lr of the lowest loss / 10) and `steep` (steepest
+    descent against log lr), over the points but the first tenth of the steps
+    and the last 5."""
+    finite = next((i for i, v in enumerate(smoothed) if not math.isfinite(v)), len(smoothed))
+    first, end = steps // 10, min(finite, len(smoothed) - 5)
+    if end < first + 2:
+        first, end = 0, finite
+    lowest = min(range(first, end), key=lambda i: smoothed[i])
+    slopes = [(smoothed[i + 1] - smoothed[i]) / (math.log(lrs[i + 1]) - math.log(lrs[i]))
+              for i in range(first, end - 1)]
+    steepest = first + int(np.argmin(slopes))
+    return lrs[lowest] / 10, lrs[steepest]
+
+
+def check_range_test(trainc, work, check, case):
+    prog = compile_mlp(trainc, check, case, work, "sgd")
+    if not prog:
+        return
+    steps, low, high = 60, 1e-4, 30.0
+    prefix = os.path.join(work, "range")
+    for suffix in (".jsonl", ".png"):
+        if os.path.exists(prefix + suffix):
+            os.unlink(prefix + suffix)
+    run = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--find-lr",
+                          "--find-lr-steps", str(steps), "--find-lr-min", str(low),
+                          "--find-lr-max", str(high), "--find-lr-out", prefix, "--momentum",
+                          "0.9"], capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "range test runs: %s" % run.stderr.strip()[:300])
+        return
+    records = [json.loads(line) for line in open(prefix + ".jsonl")]
+    points, summary = records[:-1], records[-1]
+    lrs = [p["lr"] for p in points]
+    losses = [p["loss"] if p["loss"] is not None else math.nan for p in points]
+    want_lrs = [low * (high / low) ** (k / (steps - 1)) for k in range(len(points))]
+    smoothed = fastai_range_test(losses, steps)
+    got_smoothed = [p["smoothed_loss"] if p["smoothed_loss"] is not None else math.nan
+                    for p in points]
+    check(relative_error(lrs, want_lrs) <= 1e-12 and len(smoothed) == len(points) and
+          all(abs(a - b) <= 1e-12 * abs(b) or (math.isnan(a) and math.isnan(b))
+              for a, b in zip(got_smoothed, smoothed)),
+          "range test: the rates grow exponentially from %g to %g, the loss is smoothed and "
+          "the test stops as fastai's LRFinder (%d of %d steps, stopped: %s)"
+          % (low, high, len(points), steps, summary["stopped"]))
+    minimum, steepest = fastai_suggestions(lrs, smoothed, steps)
+    check(summary["suggested_lr"] == summary["minimum_lr"] and
+          relative_error([summary["minimum_lr"], summary["steepest_lr"]],
+                         [minimum, steepest]) <= 1e-12,
+          "range test: suggestions as fastai's minimum and steep (suggested %.4g, steepest "
+          "%.4g)" % (summary["minimum_lr"], summary["steepest_lr"]))
+    # The losses against PyTorch float64 at the same rates, up to the lowest
+    # smoothed loss (past it the steps blow up and differences grow).
+    lowest = min(range(len(points)), key=lambda i: got_smoothed[i]
+                 if math.isfinite(got_smoothed[i]) else math.inf)
+    _, _, ref_losses, _ = reference_loop(case, torch.float64,
+                                         lambda p: torch.optim.SGD(p, lr=low, momentum=0.9),
+                                         None, lowest + 1, lambda k: want_lrs[k])
+    error = relative_error(losses[:lowest + 1], ref_losses)
+    check(error <= 1e-4,
+          "range test: the losses of steps 1..%d equal PyTorch float64 training at the same "
+          "rates (max relative error %.3g, tolerance 1e-4)" % (lowest + 1, error))
+    try:
+        import matplotlib.image
+        image = matplotlib.image.imread(prefix + ".png")
+        drawn = image.ndim == 3 and image.shape[0] >= 200 and image.shape[1] >= 300 and \
+            float(image[..., :3].std()) > 0.01
+        shape = image.shape
+    except Exception as error:  # noqa: BLE001 (the message is the check's)
+        drawn, shape = False, str(error)
+    check(drawn, "range test: %s.png decodes as a drawn image (%s)" % (prefix, shape))
+    # --lr=auto trains as --lr <suggestion> does, byte for byte.
+    flags = ["--steps", "15", "--momentum", "0.9"]
+    test_flags = ["--find-lr-steps", str(steps), "--find-lr-min", str(low), "--find-lr-max",
+                  str(high), "--find-lr-out", prefix + "-auto"]
+    auto, auto_log, auto_saved = run_trainer(prog, case, "lr-auto",
+                                             flags + ["--lr=auto"] + test_flags, work)
+    given, given_log, given_saved = run_trainer(
+        prog, case, "lr-given", flags + ["--lr", repr(summary["suggested_lr"])], work)
+    same = auto.returncode == 0 and given.returncode == 0 and auto_log == given_log and all(
+        open(os.path.join(auto_saved, f), "rb").read() ==
+        open(os.path.join(given_saved, f), "rb").read() for f in os.listdir(given_saved))
+    check(same, "range test: --lr=auto trains as --lr %r does (the same log and parameters, "
+          "byte for byte)%s" % (summary["suggested_lr"],
+                                "" if auto.returncode == 0 else ": " + auto.stderr[-300:]))
+    # Flags the range test alone would ignore are refused.
+    refused = subprocess.run([prog, "--data", case["data"], "--find-lr", "--epochs", "3"],
+                             capture_output=True, text=True)
+    check(refused.returncode != 0 and "--epochs is a training flag" in refused.stderr,
+          "range test: --find-lr refuses --epochs (%s)" % refused.stderr.strip()[-160:])
+
+
+def main():
+    trainc, work = sys.argv[1], sys.argv[2]
+    parts = {"schedules", "rangetest"}
+    if len(sys.argv) > 4 and sys.argv[3] == "--only":
+        parts = set(sys.argv[4].split(","))
+    os.makedirs(work, exist_ok=True)
+    passed = failed = 0
+
+    def check(ok, what):
+        nonlocal passed, failed
+        print(("PASS" if ok else "FAIL") + ": recipes :: " + what, flush=True)
+        passed, failed = passed + ok, failed + (not ok)
+
+    case = zoo_case(work, "mlp")
+    if "schedules" in parts:
+        check_schedules(trainc, work, check, case)
+    if "rangetest" in parts:
+        check_range_test(trainc, work, check, case)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
