@@ -29,6 +29,8 @@ def read_records(path):
     """The records of a JSON-lines file; a line that is not a JSON object is
     an error naming the file and the line."""
     records = []
+    if not os.path.isfile(path):
+        raise SystemExit("error: %s is not a file" % path)
     with open(path, encoding="utf-8") as stream:
         for number, line in enumerate(stream, 1):
             line = line.strip()

@@ -14,6 +14,7 @@
 #include "ir/TcOps.h"
 #include "passes/Liveness.h"
 #include "passes/Pipeline.h"
+#include "runtime/common/Plot.h"
 #include "runtime/include/trainc_rt/defaults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -287,6 +288,10 @@ usage:
                  [--fuse=auto|pointwise|none] [--report-memory]
                  [--compile-to=PHASE] [--dump-ir=DIR]
                                                    build a program (PROG --predict ...)
+  trainc plot    LOG.jsonl... [-o curves.png] [--title TEXT]
+                                                   draw trainer logs (loss, held-out metrics,
+                                                   lr, momentum) side by side, or an LR
+                                                   range test's curve (matplotlib)
   trainc help | --help | --version
 
 MODEL is a binary .onnx file or an ONNX text-format file (.onnxtxt).
@@ -1522,6 +1527,20 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::string command = argv[1];
+  if (command == "plot") {
+    // The plot script parses its own arguments (and answers --help).
+    std::vector<std::string> args(argv + 2, argv + argc);
+    if (args.empty()) {
+      errs() << "error: trainc plot needs a log (trainc plot LOG.jsonl... -o curves.png)\n";
+      return 1;
+    }
+    trainc::rt::Status drawn = trainc::rt::detail::drawCurves(args);
+    if (!drawn.ok()) {
+      errs() << "error: " << drawn.message() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   if (command != "import" && command != "check" && command != "compile") {
     errs() << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;

@@ -67,9 +67,9 @@ Status drawCurves(const std::vector<std::string> &args) {
     std::string failed = runScript(python, args, missing);
     if (failed.empty())
       return Status();
-    why += (why.empty() ? "" : "; ") + failed;
     if (!missing)
-      break;
+      return Status::error(failed);
+    why += (why.empty() ? "" : "; ") + failed;
   }
   return Status::error(why + " (the plot needs python3 with matplotlib: Debian's "
                              "python3-matplotlib, or TRAINC_PYTHON=/path/to/python3)");

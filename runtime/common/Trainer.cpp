@@ -267,6 +267,37 @@ Status checkSaveTargets(const Program &program, const std::string &dir) {
 }
 
 
+/// The progress line. On a terminal it is redrawn in place, five times a
+/// second at most; in a log file or a pipe it is a line every 2 seconds.
+/// Another message first ends a drawn line, so that it stays on the screen.
+class ProgressLine {
+public:
+  ProgressLine() {
+    const char *term = std::getenv("TERM");
+    inPlace = isatty(STDERR_FILENO) && !(term && std::strcmp(term, "dumb") == 0);
+  }
+  ~ProgressLine() { end(); }
+  double interval() const { return inPlace ? 0.2 : 2.0; }
+  void show(const std::string &text) {
+    if (!inPlace) {
+      std::fprintf(stderr, "%s\n", text.c_str());
+      return;
+    }
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    std::fflush(stderr);
+    drawn = true;
+  }
+  /// Before another message: the drawn line ends where it is.
+  void end() {
+    if (drawn)
+      std::fputc('\n', stderr);
+    drawn = false;
+  }
+
+private:
+  bool inPlace = false, drawn = false;
+};
+
 std::string clockText(double seconds) {
   long long s = static_cast<long long>(std::max(0.0, seconds) + 0.5);
   char text[32];
@@ -441,6 +472,7 @@ private:
   int64_t groupCount = 0;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
   std::chrono::steady_clock::time_point start, lastLine;
+  ProgressLine progress;
   double evalLoss = 0, evalAccuracy = 0;
   bool evaluated = false;
   /// The range test has seen enough (the run stops at the next batch).
@@ -773,7 +805,7 @@ Status TrainRun::finishOldest() {
       lineLoss += loss * p.count;
       lineWeight += p.count;
     }
-    if (chatty && secondsSince(lastLine) >= 2.0)
+    if (chatty && secondsSince(lastLine) >= progress.interval())
       progressLine(p);
     return Status();
   }
@@ -789,22 +821,23 @@ Status TrainRun::finishOldest() {
   TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr,
                                    isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum,
                                    lossScaled ? &ranWith : nullptr, skipped}));
-  if (chatty && secondsSince(lastLine) >= 2.0)
+  if (chatty && secondsSince(lastLine) >= progress.interval())
     progressLine(p);
   return Status();
 }
 
 void TrainRun::progressLine(const Pending &p) {
   double perStep = secondsSince(start) / (p.step - firstStep);
-  char scaling[96] = "";
+  char text[256], scaling[96] = "";
   if (lossScaled)
     std::snprintf(scaling, sizeof(scaling), ", loss scale %g (%lld steps skipped)",
                   scaler->scale(), static_cast<long long>(scaler->skippedSinceLine));
-  std::fprintf(stderr, "step %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s\n",
-               static_cast<long long>(p.step), static_cast<long long>(totalSteps),
-               lineLoss / std::max(lineWeight, 1.0), scaling,
-               globalBatch * settings.accum / perStep,
-               clockText(perStep * (totalSteps - p.step)).c_str());
+  std::snprintf(text, sizeof(text), "%sstep %lld/%lld, loss %.5f%s, %.0f samples/s, ETA %s",
+                rangeTest ? "LR range test: " : "", static_cast<long long>(p.step),
+                static_cast<long long>(totalSteps), lineLoss / std::max(lineWeight, 1.0),
+                scaling, globalBatch * settings.accum / perStep,
+                clockText(perStep * (totalSteps - p.step)).c_str());
+  progress.show(text);
   lastLine = std::chrono::steady_clock::now();
   lineLoss = lineWeight = 0;
   scaler->skippedSinceLine = 0;
@@ -819,6 +852,7 @@ Status TrainRun::drain() {
 void TrainRun::epochSummary(int64_t epoch) {
   if (!chatty)
     return;
+  progress.end();
   double seconds = secondsSince(start);
   std::fprintf(stderr, "epoch %lld: step %lld/%lld, train loss %.5f, %.0f samples/s\n",
                static_cast<long long>(epoch), static_cast<long long>(step),
@@ -836,6 +870,7 @@ Status TrainRun::runEval(int64_t epoch, bool logged) {
                                   static_cast<char *>(device.arena.get()), evalLoss,
                                   evalAccuracy));
   evaluated = true;
+  progress.end();
   if (evalSet.modelLoss)
     std::fprintf(stderr, "epoch %lld: eval on %lld samples (full batches), loss %.5f\n",
                  static_cast<long long>(epoch), static_cast<long long>(evalSet.evaluated),
