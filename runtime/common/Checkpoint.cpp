@@ -210,6 +210,9 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
                    (accum > 1 ? " in groups of " + std::to_string(accum) : std::string()) +
                    " (a checkpoint of other data?)");
 
+  for (const auto &[key, value] : manifest)
+    if (key.rfind("monitor_", 0) == 0)
+      point.monitor[key] = value;
   TRAINC_RETURN_IF_ERROR(text("rng", point.rng));
   std::mt19937_64 engine;
   std::istringstream state(point.rng);

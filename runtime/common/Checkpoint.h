@@ -67,6 +67,9 @@ struct ResumePoint {
   int64_t step = 0, epoch = 1, batch = 0;
   /// The RNG state before the shuffle of `epoch`, as std::mt19937_64 prints it.
   std::string rng;
+  /// The manifest's "monitor_*" fields (the best evaluation so far,
+  /// EvalMonitor's), unchecked.
+  std::map<std::string, std::string> monitor;
 };
 
 /// Reads DIR/checkpoint.safetensors. First the manifest: every field is

@@ -194,7 +194,9 @@ std::string description(const char *argv0, const Program &program) {
          "          [--clip-grad-norm X]\n"
          "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
          "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
-         "          [--resume [--resume-other-model]]] [--params DIR]\n"
+         "          [--keep-last K] [--keep-best METRIC] [--resume[=auto]\n"
+         "          [--resume-other-model]]] [--params DIR] [--eval-every N] [--topk K]\n"
+         "          [--eval-output NAME] [--early-stop-patience N [--early-stop-min-delta D]]\n"
          "          [--lr-schedule constant|step|cosine|onecycle|cyclic] [--warmup-steps N]\n"
          "          [--step-size N] [--gamma G] [--min-lr X] [--pct-start P]\n"
          "          [--div-factor D] [--final-div-factor F] [--three-phase]\n"
@@ -246,6 +248,23 @@ void define(Parser &parser, Options &options) {
   parser.text("--eval-data", t.evalDir, "DIR",
               "after every epoch: held-out loss and accuracy on DIR/<input>.npy and "
               "DIR/label.npy");
+  parser.integer("--eval-every", t.evalEvery, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "with --eval-data: evaluate every N steps too (not only at epochs' ends)");
+  parser.integer("--topk", t.topk, 2, 1000000, "K",
+                 "with --eval-data: the top-K accuracy too (eval_topK in the log)");
+  parser.text("--eval-output", t.evalOutput, "NAME",
+              "with --eval-data: the output evaluated (default: the first)");
+  parser.text("--keep-best", t.keepBest, "METRIC",
+              "with --eval-data and --checkpoint-dir: keep DIR/best, the checkpoint of the best "
+              "eval_loss, eval_accuracy or eval_topK so far");
+  parser.integer("--keep-last", t.keepLast, 1, 1000000, "K",
+                 "with --checkpoint-dir: keep DIR/step-N of the last K checkpoints (the latest "
+                 "stays DIR/checkpoint.*)");
+  parser.integer("--early-stop-patience", t.earlyStopPatience, 1, 1000000000, "N",
+                 "with --eval-data: stop after N evaluations without improvement (of the "
+                 "--keep-best metric, else eval_loss)");
+  parser.number("--early-stop-min-delta", t.earlyStopMinDelta, "D",
+                "an improvement is by more than D (0)");
   parser.integer("--epochs", t.epochs, 0, 1000000000, "N", "epochs to train");
   parser.integer("--steps", t.steps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "steps to train (instead of --epochs)");
@@ -282,7 +301,25 @@ void define(Parser &parser, Options &options) {
   parser.integer("--checkpoint-every", t.checkpointEvery, 1,
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
-  parser.flag("--resume", t.resume, "continue from the checkpoint in --checkpoint-dir");
+  parser.app
+      .add_option_function<std::string>(
+          "--resume",
+          [&t](const std::string &value) {
+            t.resume = value != "auto";
+            t.resumeAuto = value == "auto";
+          },
+          "continue from the checkpoint in --checkpoint-dir; auto: where there is one, else "
+          "start")
+      ->expected(0, 1)
+      ->default_str("")
+      ->type_name("[auto]")
+      ->check(CLI::Validator(
+          [&parser](std::string &v) {
+            if (v.empty() || v == "auto")
+              return std::string();
+            return parser.error("--resume takes no value, or auto; got '" + v + "'");
+          },
+          "", "auto"));
   parser.flag("--resume-other-model", t.resumeOtherModel,
               "with --resume: accept a checkpoint of a changed model (every tensor must "
               "still match by name, dtype and shape)");

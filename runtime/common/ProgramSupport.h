@@ -83,6 +83,22 @@ struct TrainOptions {
   double clipGradNorm;
   /// The learning-rate schedule with its parameters (Schedule.h).
   LrSchedule schedule;
+  /// Evaluation (with evalDir): also every `evalEvery` steps (0: at the
+  /// epochs' ends only), of the output named `evalOutput` (empty: the
+  /// first), with the top-`topk` accuracy (0: none).
+  int64_t evalEvery = 0;
+  int topk = 0;
+  std::string evalOutput;
+  /// --keep-best METRIC (empty: none) keeps DIR/best, the checkpoint of the
+  /// best evaluation; --keep-last K keeps DIR/step-N of the last K
+  /// checkpoints (0: only the latest); --early-stop-patience N ends the run
+  /// after N evaluations without improvement by more than
+  /// --early-stop-min-delta (NaN: 0).
+  std::string keepBest;
+  int64_t keepLast = 0, earlyStopPatience = 0;
+  double earlyStopMinDelta = std::nan("");
+  /// --resume=auto: resume where DIR holds a checkpoint, else start.
+  bool resumeAuto = false;
   /// --find-lr: the LR range test (LrRangeTest.h) instead of training;
   /// --lr=auto: the test, then training at its suggested rate.
   bool findLr = false, lrAuto = false;

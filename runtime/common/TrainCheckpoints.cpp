@@ -7,6 +7,7 @@
 #include "TrainChecks.h"
 #include "ProgramSupport.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -52,6 +53,83 @@ Status TrainCheckpoints::prepareFolder(const std::string &dir) {
   probe.abandon();
   // What writes cut short by a kill left behind (model-sized files).
   return removeStaleTemporaries(dir);
+}
+
+namespace {
+
+constexpr const char *kCheckpointFiles[] = {"checkpoint.safetensors", "checkpoint.json"};
+
+/// N of a folder named step-N (digits only), else -1.
+int64_t stepFolderNumber(const std::string &name) {
+  if (name.size() < 6 || name.size() > 20 || name.compare(0, 5, "step-") != 0)
+    return -1;
+  int64_t n = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9')
+      return -1;
+    n = n * 10 + (name[i] - '0');
+  }
+  return n;
+}
+
+/// Removes a step-N folder that holds nothing but checkpoint files (a
+/// folder with anything else of the user's stays, with a note).
+Status removeStepFolder(const std::filesystem::path &folder) {
+  std::error_code error;
+  for (const auto &entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    bool ours = false;
+    for (const char *file : kCheckpointFiles)
+      ours |= name == file;
+    if (!ours || !entry.is_regular_file(error) || entry.is_symlink(error)) {
+      std::fprintf(stderr, "note: --keep-last leaves %s: it holds %s, which is not a "
+                           "checkpoint file\n",
+                   folder.c_str(), name.c_str());
+      return Status();
+    }
+  }
+  std::filesystem::remove_all(folder, error);
+  if (error)
+    return Status::error("--keep-last: cannot remove " + folder.string() + ": " +
+                         error.message());
+  return Status();
+}
+
+} // namespace
+
+Status TrainCheckpoints::keepLast(const std::string &dir, int64_t step, int64_t count) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path folder = fs::path(dir) / ("step-" + std::to_string(step));
+  if (fs::is_symlink(folder, error) || (fs::exists(folder, error) && !fs::is_directory(folder)))
+    return Status::error("--keep-last: " + folder.string() + " exists and is not a folder");
+  if (fs::exists(folder, error))
+    TRAINC_RETURN_IF_ERROR(removeStepFolder(folder)); // a resumed run saving the step again
+  fs::create_directories(folder, error);
+  if (error)
+    return Status::error("--keep-last: cannot create " + folder.string() + ": " +
+                         error.message());
+  for (const char *file : kCheckpointFiles) {
+    fs::create_hard_link(fs::path(dir) / file, folder / file, error);
+    if (error) {
+      error.clear();
+      fs::copy_file(fs::path(dir) / file, folder / file, error);
+    }
+    if (error)
+      return Status::error("--keep-last: cannot keep " + (folder / file).string() + ": " +
+                           error.message());
+  }
+  // The step-N folders, newest first; those past the last `count` go.
+  std::vector<std::pair<int64_t, fs::path>> kept;
+  for (const auto &entry : fs::directory_iterator(dir, error)) {
+    const int64_t n = stepFolderNumber(entry.path().filename().string());
+    if (n >= 0 && entry.is_directory(error) && !entry.is_symlink(error))
+      kept.emplace_back(n, entry.path());
+  }
+  std::sort(kept.begin(), kept.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  for (size_t i = static_cast<size_t>(count); i < kept.size(); ++i)
+    TRAINC_RETURN_IF_ERROR(removeStepFolder(kept[i].second));
+  return Status();
 }
 
 Status TrainCheckpoints::restore(const std::string &dir, const ResumeExpectation &expect,

@@ -38,6 +38,12 @@ public:
   /// what writes cut short by a kill left behind.
   static Status prepareFolder(const std::string &dir);
 
+  /// --keep-last K: the checkpoint just written to `dir` after step `step`
+  /// also as dir/step-<step>/ (hard links to its files, copies where the
+  /// file system has none), and the step-N folders beyond the last K
+  /// removed (only folders of that name holding only checkpoint files).
+  static Status keepLast(const std::string &dir, int64_t step, int64_t count);
+
   /// Restores the checkpoint in `dir` into the device buffers, after
   /// readCheckpoint checked it against `expect`.
   Status restore(const std::string &dir, const ResumeExpectation &expect, ResumePoint &point);

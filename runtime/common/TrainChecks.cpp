@@ -259,6 +259,7 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
                                 ? ""
                                 : "; compile with --optimizer=adam, adamw or lamb to use it"));
   TRAINC_RETURN_IF_ERROR(checkScheduleFlags(options.schedule));
+  TRAINC_RETURN_IF_ERROR(checkEvaluationFlags(options));
   // OneCycleLR and CyclicLR overwrite the optimizer's momentum (or beta1)
   // every step: a value given for it would be ignored.
   const char *cycled = adam ? "--beta1" : "--momentum";
@@ -267,6 +268,34 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
                          scheduleName(options.schedule.kind) + " cycles it between "
                          "--base-momentum and --max-momentum; set those, or add "
                          "--cycle-momentum=false to keep " + cycled);
+  return Status();
+}
+
+Status checkEvaluationFlags(const TrainOptions &options) {
+  struct Needs {
+    const char *flag;
+    bool given;
+    bool needsEval, needsCheckpoints;
+  };
+  const Needs flags[] = {
+      {"--eval-every", options.evalEvery > 0, true, false},
+      {"--topk", options.topk > 0, true, false},
+      {"--eval-output", !options.evalOutput.empty(), true, false},
+      {"--keep-best", !options.keepBest.empty(), true, true},
+      {"--early-stop-patience", options.earlyStopPatience > 0, true, false},
+      {"--keep-last", options.keepLast > 0, false, true},
+      {"--resume=auto", options.resumeAuto, false, true},
+  };
+  for (const Needs &f : flags) {
+    if (f.given && f.needsEval && options.evalDir.empty())
+      return Status::error(std::string(f.flag) + " is about evaluation; give --eval-data DIR");
+    if (f.given && f.needsCheckpoints && options.checkpointDir.empty())
+      return Status::error(std::string(f.flag) + " is about checkpoints; give "
+                           "--checkpoint-dir DIR");
+  }
+  if (!std::isnan(options.earlyStopMinDelta) && options.earlyStopPatience == 0)
+    return Status::error("--early-stop-min-delta is a parameter of --early-stop-patience; add "
+                         "it or drop --early-stop-min-delta");
   return Status();
 }
 

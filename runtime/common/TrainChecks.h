@@ -73,6 +73,11 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options);
 /// The outputs a run writes (--export, --log, the checkpoint files) must be
 /// absent or regular files, and --export's folder must exist: checked before
 /// anything is read or trained, so a bad target costs no training.
+/// The evaluation and checkpoint flags that need --eval-data or
+/// --checkpoint-dir (--topk, --keep-best, --keep-last, ...), and
+/// --early-stop-min-delta without --early-stop-patience, are errors.
+Status checkEvaluationFlags(const TrainOptions &options);
+
 Status checkOutputTargets(const Program &program, const TrainOptions &options);
 
 /// The export table of the program: every segment byte and every parameter

@@ -64,7 +64,9 @@ Status TrainLog::resume(const std::string &logPath, const LogCut &cut, uint64_t 
     int64_t step = 0, epoch = 0;
     bool keep;
     if (integer("step", step)) {
+      // A step's record, or an evaluation after that step.
       keep = step <= cut.step;
+      evalOfCutEpoch |= keep && step == cut.step && json.contains("eval_loss");
     } else if (integer("epoch", epoch) && json.contains("eval_loss")) {
       keep = epoch < cut.epoch || (epoch == cut.epoch && cut.epochEnded);
       evalOfCutEpoch |= keep && epoch == cut.epoch;
@@ -105,15 +107,19 @@ Status TrainLog::step(const StepRecord &step) {
   return append(recordLine(record));
 }
 
-Status TrainLog::eval(int64_t epoch, double loss, double accuracy) {
+Status TrainLog::eval(int64_t step, int64_t epoch, double loss, double accuracy, int topk,
+                      double topkAccuracy) {
   if (!file.valid())
     return Status();
   Json record;
+  record["step"] = step;
   record["epoch"] = epoch;
   record["eval_loss"] = loss;
   // A model that computes its own loss has no class scores: no accuracy.
   if (!std::isnan(accuracy))
     record["eval_accuracy"] = accuracy;
+  if (topk > 0 && !std::isnan(topkAccuracy))
+    record["eval_top" + std::to_string(topk)] = topkAccuracy;
   return append(recordLine(record));
 }
 

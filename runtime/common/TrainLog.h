@@ -3,7 +3,8 @@
 // One JSON record per line: {"step", "epoch", "loss", "lr", "momentum" or
 // "beta1"} per step (with "loss_scale" and, on a skipped step, "skipped":
 // true under fp16 loss scaling; a non-finite loss is null) and
-// {"epoch", "eval_loss", "eval_accuracy"} per evaluation. Each record goes to
+// {"step", "epoch", "eval_loss", "eval_accuracy"} per evaluation (after that
+// step). Each record goes to
 // the file whole, in one write() as soon as it is known, so a killed run
 // loses at most the line being written; the trainer fsyncs the log before
 // each checkpoint, so the log holds every step a checkpoint covers. A resumed
@@ -39,7 +40,8 @@ public:
   Status create(const std::string &path);
   /// A resumed run: keeps the records `cut` covers (at most `maxBytes` are
   /// read) and appends after them. `evalOfCutEpoch` tells whether the kept
-  /// records hold the evaluation of `cut.epoch`.
+  /// records hold the evaluation after the cut's step (or, in a log whose
+  /// evaluations carry no step, the evaluation of `cut.epoch`).
   Status resume(const std::string &path, const LogCut &cut, uint64_t maxBytes,
                 bool &evalOfCutEpoch);
 
@@ -56,8 +58,11 @@ public:
     bool skipped = false;
   };
   Status step(const StepRecord &record);
-  /// `accuracy` NaN: none (the model computes its own loss).
-  Status eval(int64_t epoch, double loss, double accuracy);
+  /// The evaluation after step `step` (of epoch `epoch`): "eval_loss",
+  /// "eval_accuracy" (none where the model computes its own loss) and
+  /// "eval_top<k>" (with --topk).
+  Status eval(int64_t step, int64_t epoch, double loss, double accuracy, int topk,
+              double topkAccuracy);
   /// fsync(): the records written so far survive a crash.
   Status sync();
 

@@ -17,6 +17,7 @@
 #include "TrainDevice.h"
 #include "StepPipeline.h"
 #include "RunSettings.h"
+#include "Evaluation.h"
 #include "FileIO.h"
 #include "LrRangeTest.h"
 #include "Plot.h"
@@ -43,6 +44,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -100,151 +102,6 @@ struct StopOnSignals {
 
 
 
-
-/// Held-out data: the forward pass's loss and accuracy of output 0 as class
-/// scores [N, C] against DIR/label.npy.
-struct EvalSet {
-  std::vector<NpyArray> arrays;
-  NpyArray labels;
-  /// The labels, read whole (8 bytes a sample); the inputs are read batch
-  /// by batch.
-  std::vector<int64_t> truth;
-  int64_t samples = 0, classes = 0;
-  /// The model computes its own loss (--loss=output): evaluation averages
-  /// that output over the full batches (`evaluated` samples), no accuracy.
-  bool modelLoss = false;
-  int64_t evaluated = 0;
-  std::vector<BatchField> fields;
-  std::vector<DevicePtr> inputs, outputs;
-  std::vector<void *> inputPtrs, outputPtrs;
-  std::vector<char> staging;
-  std::vector<int64_t> order;
-};
-
-Status openClassLabels(const Program &program, const std::string &dir, EvalSet &set);
-
-Status openEvalSet(Context &context, const Program &program, const std::string &dir,
-                   bool modelLoss, EvalSet &set) {
-  TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, program.inputs, program.numInputs, set.arrays,
-                                          set.samples));
-  TRAINC_RETURN_IF_ERROR(
-      checkIndexInputs(program.inputs, program.numInputs, set.arrays, set.samples));
-  set.modelLoss = modelLoss;
-  set.evaluated = set.samples;
-  if (modelLoss) {
-    // The labels are inputs of the model, read with the other inputs.
-    if (program.numOutputs < 1 || program.outputs[0].rank != 0 ||
-        program.outputs[0].dtype != DType::F32)
-      return Status::error("--eval-data: the model's first output must be its scalar f32 loss");
-    set.evaluated = set.samples / program.batchSize * program.batchSize;
-    if (set.evaluated == 0)
-      return Status::error("--eval-data " + dir + " holds " + std::to_string(set.samples) +
-                           " samples, fewer than one batch of " +
-                           std::to_string(program.batchSize) +
-                           ": the model computes its own loss, so evaluation needs full batches");
-  } else {
-    TRAINC_RETURN_IF_ERROR(openClassLabels(program, dir, set));
-  }
-  uint64_t bytes = 0;
-  for (int i = 0; i < program.numInputs; ++i) {
-    set.fields.push_back({&set.arrays[i], tensorBytes(program.inputs[i], 1), bytes});
-    bytes += tensorBytes(program.inputs[i]);
-    set.inputs.emplace_back(nullptr, DeviceFree{&context});
-    TRAINC_RETURN_IF_ERROR(
-        allocateDevice(context, tensorBytes(program.inputs[i]), set.inputs.back()));
-    set.inputPtrs.push_back(set.inputs.back().get());
-  }
-  for (int i = 0; i < program.numOutputs; ++i) {
-    set.outputs.emplace_back(nullptr, DeviceFree{&context});
-    TRAINC_RETURN_IF_ERROR(
-        allocateDevice(context, tensorBytes(program.outputs[i]), set.outputs.back()));
-    set.outputPtrs.push_back(set.outputs.back().get());
-  }
-  set.staging.resize(bytes);
-  set.order.resize(set.samples);
-  std::iota(set.order.begin(), set.order.end(), 0);
-  return Status();
-}
-
-/// label.npy of an evaluation set, checked against the class scores.
-Status openClassLabels(const Program &program, const std::string &dir, EvalSet &set) {
-  TRAINC_RETURN_IF_ERROR(NpyArray::open(dir + "/label.npy", set.labels));
-  if (set.labels.dtype() != DType::I64 || set.labels.shape().size() != 1 ||
-      set.labels.shape()[0] != set.samples)
-    return Status::error(dir + "/label.npy must be int64 [" + std::to_string(set.samples) + "]");
-  // An empty set has no loss or accuracy (0 / 0): refused before training.
-  if (set.samples == 0)
-    return Status::error("--eval-data " + dir + " holds no samples; evaluation needs at least one");
-  TRAINC_RETURN_IF_ERROR(set.labels.readAll(set.truth));
-  if (program.numOutputs < 1 || program.outputs[0].rank != 2 ||
-      program.outputs[0].dtype != DType::F32)
-    return Status::error("evaluation needs class scores [N, C] as the first output");
-  const TensorInfo &out = program.outputs[0];
-  set.classes = out.shape[1];
-  const int64_t *truth = set.truth.data();
-  for (int64_t r = 0; r < set.samples; ++r)
-    if ((truth[r] < 0 && truth[r] != kIgnoredLabel) || truth[r] >= set.classes)
-      return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
-                           std::to_string(r) + " is outside [0, " +
-                           std::to_string(set.classes) + ") (" +
-                           std::to_string(kIgnoredLabel) + " marks a sample left out)");
-  return Status();
-}
-
-/// Runs the forward pass (model.eval()) over the held-out set.
-Status evaluate(Context &context, const Program &program, EvalSet &set,
-                const std::vector<void *> &params, char *arena, double &loss,
-                double &accuracy) {
-  const int64_t batch = program.batchSize;
-  ForwardArgs forward{set.inputPtrs.data(), set.outputPtrs.data(), params.data(), arena};
-  // Samples [first, first + count) through the forward pass.
-  auto runBatch = [&](int64_t first, int64_t count) -> Status {
-    TRAINC_RETURN_IF_ERROR(
-        fillBatch(set.fields, batch, set.order.data(), first, count, set.staging.data()));
-    for (int i = 0; i < program.numInputs; ++i)
-      TRAINC_RETURN_IF_ERROR(context.copyToDevice(set.inputPtrs[i],
-                                                  set.staging.data() + set.fields[i].offset,
-                                                  tensorBytes(program.inputs[i])));
-    return program.forward(context, forward);
-  };
-  if (set.modelLoss) {
-    double total = 0;
-    for (int64_t first = 0; first < set.evaluated; first += batch) {
-      TRAINC_RETURN_IF_ERROR(runBatch(first, batch));
-      float batchLoss = 0;
-      TRAINC_RETURN_IF_ERROR(context.copyToHost(&batchLoss, set.outputPtrs[0], 4));
-      total += batchLoss;
-    }
-    loss = total / static_cast<double>(set.evaluated / batch);
-    accuracy = std::nan("");
-    return Status();
-  }
-  std::vector<float> scores(batch * set.classes);
-  const int64_t *truth = set.truth.data();
-  int64_t correct = 0, counted = 0;
-  double total = 0;
-  for (int64_t first = 0; first < set.samples; first += batch) {
-    int64_t count = std::min(batch, set.samples - first);
-    TRAINC_RETURN_IF_ERROR(runBatch(first, count));
-    TRAINC_RETURN_IF_ERROR(
-        context.copyToHost(scores.data(), set.outputPtrs[0], scores.size() * 4));
-    for (int64_t r = 0; r < count; ++r) {
-      const float *row = scores.data() + r * set.classes;
-      int64_t label = truth[first + r];
-      if (label == kIgnoredLabel)
-        continue; // left out of the loss and the accuracy, as PyTorch's loss does
-      ++counted;
-      correct += std::max_element(row, row + set.classes) - row == label;
-      double maxv = *std::max_element(row, row + set.classes), sum = 0;
-      for (int64_t c = 0; c < set.classes; ++c)
-        sum += std::exp(row[c] - maxv);
-      total += std::log(sum) + maxv - row[label];
-    }
-  }
-  loss = counted ? total / counted : std::nan("");
-  accuracy = counted ? static_cast<double>(correct) / counted : std::nan("");
-  return Status();
-}
 
 /// --save-params writes DIR/<parameter>.npy, each replacing only an absent
 /// or regular file: checked before training starts, so that a run never
@@ -414,7 +271,10 @@ private:
   Status finishOldest();
   Status drain();
   void progressLine(const Pending &p);
-  Status runEval(int64_t epoch, bool logged);
+  /// `nextBatch`: where in `epoch` the run stands (for DIR/best).
+  Status runEval(int64_t epoch, int64_t nextBatch, bool logged);
+  Status saveCheckpoint(int64_t epoch, int64_t b);
+  Status setUpEvaluation();
   void epochSummary(int64_t epoch);
 
   Group groupOf(int64_t b) const;
@@ -473,8 +333,12 @@ private:
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
   std::chrono::steady_clock::time_point start, lastLine;
   ProgressLine progress;
-  double evalLoss = 0, evalAccuracy = 0;
+  EvalResult lastEval;
   bool evaluated = false;
+  /// --keep-best and --early-stop-patience: the best evaluation so far.
+  std::unique_ptr<EvalMonitor> monitor;
+  /// --early-stop-patience ran out: the run ends after this step.
+  bool stoppedEarly = false;
   /// The range test has seen enough (the run stops at the next batch).
   bool rangeTestEnded() const { return rangeTest && rangeTest->ended(); }
 };
@@ -486,9 +350,7 @@ Status TrainRun::setUp() {
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, data));
   TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
-  if (!options.evalDir.empty())
-    TRAINC_RETURN_IF_ERROR(
-        openEvalSet(*device.context, program, options.evalDir, data.dropLast, evalSet));
+  TRAINC_RETURN_IF_ERROR(setUpEvaluation());
   order.resize(data.samples);
   std::iota(order.begin(), order.end(), 0);
   pipeline = std::make_unique<StepPipeline>(device, train, data, batch, options.workers,
@@ -505,8 +367,21 @@ Status TrainRun::setUp() {
                                                    device.statePtrs);
   // Checkpoints: a folder we can write, checked before the first step (by
   // rank 0, which writes them).
-  if (!options.checkpointDir.empty() && rank == 0)
+  if (!options.checkpointDir.empty() && rank == 0) {
     TRAINC_RETURN_IF_ERROR(TrainCheckpoints::prepareFolder(options.checkpointDir));
+    if (!options.keepBest.empty())
+      TRAINC_RETURN_IF_ERROR(TrainCheckpoints::prepareFolder(options.checkpointDir + "/best"));
+  }
+  if (options.resumeAuto) {
+    // Resumed where a checkpoint is; a damaged one is an error, not a
+    // fresh start.
+    struct stat info;
+    options.resume = ::lstat((options.checkpointDir + "/checkpoint.safetensors").c_str(),
+                             &info) == 0;
+    if (!options.resume && chatty)
+      std::fprintf(stderr, "--resume=auto: no checkpoint in %s yet; training from the start\n",
+                   options.checkpointDir.c_str());
+  }
   scaler = std::make_unique<LossScaleMonitor>(train, device);
   TRAINC_RETURN_IF_ERROR(scaler->read());
   if (options.resume)
@@ -525,6 +400,25 @@ Status TrainRun::setUp() {
   if (program.modelFingerprint)
     runManifest["model_fingerprint"] = program.modelFingerprint;
   return openLog();
+}
+
+/// The held-out set and what watches it (--keep-best, --early-stop-patience).
+Status TrainRun::setUpEvaluation() {
+  if (options.evalDir.empty())
+    return Status();
+  TRAINC_RETURN_IF_ERROR(openEvalSet(*device.context, program, options.evalDir, data.dropLast,
+                                     options.evalOutput, options.topk, evalSet));
+  if (options.keepBest.empty() && options.earlyStopPatience == 0)
+    return Status();
+  EvalMetric metric = EvalMetric::Loss;
+  if (!options.keepBest.empty())
+    TRAINC_RETURN_IF_ERROR(
+        parseMetric("--keep-best", options.keepBest, options.topk, data.dropLast, metric));
+  monitor = std::make_unique<EvalMonitor>(
+      metric, options.topk,
+      std::isnan(options.earlyStopMinDelta) ? 0.0 : options.earlyStopMinDelta,
+      options.earlyStopPatience);
+  return Status();
 }
 
 /// Batches per epoch, optimizer steps per epoch (one per group of `accum`
@@ -563,6 +457,8 @@ Status TrainRun::resume() {
   startEpoch = point.epoch;
   startBatch = point.batch;
   epochRng = point.rng;
+  if (monitor)
+    TRAINC_RETURN_IF_ERROR(monitor->restore(point.monitor, options.checkpointDir));
   std::istringstream state(epochRng);
   state >> rng; // checked by readCheckpoint
   TRAINC_RETURN_IF_ERROR(scaler->read());
@@ -593,7 +489,17 @@ Status TrainRun::openLog() {
 Status TrainRun::trainEpochs() {
   start = lastLine = std::chrono::steady_clock::now();
   firstStep = step;
-  for (int64_t epoch = startEpoch; step < totalSteps && !rangeTestEnded(); ++epoch)
+  if (monitor && monitor->exhausted()) {
+    if (chatty)
+      std::fprintf(stderr, "the run stopped early at step %lld: %lld evaluations without "
+                           "improving %s on step %lld's; nothing left to train\n",
+                   static_cast<long long>(step),
+                   static_cast<long long>(monitor->sinceBest()), monitor->name().c_str(),
+                   static_cast<long long>(monitor->bestStep()));
+    return Status();
+  }
+  for (int64_t epoch = startEpoch; step < totalSteps && !rangeTestEnded() && !stoppedEarly;
+       ++epoch)
     TRAINC_RETURN_IF_ERROR(runEpoch(epoch));
   return Status();
 }
@@ -617,23 +523,20 @@ Status TrainRun::runEpoch(int64_t epoch) {
       std::min(batchesPerEpoch, epochFirstBatch + (totalSteps - step) * settings.accum);
   if (epochFirstBatch >= epochLastBatch) {
     // Resumed from the checkpoint at this epoch's end. Its evaluation
-    // followed the checkpoint: it runs again only if the log lacks it (the
-    // run was killed in between), so that the log is the uninterrupted one.
+    // came before the checkpoint; it runs again only if the log lacks it (a
+    // checkpoint written without --eval-data), so that the log is the
+    // uninterrupted one.
     if (!options.evalDir.empty() && log.enabled() && !evalLogged)
-      TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
+      TRAINC_RETURN_IF_ERROR(runEval(epoch, epochFirstBatch, true));
     return Status();
   }
   epochFirstLaunch = launched;
   submitted = epochFirstBatch;
-  for (int64_t b = epochFirstBatch; b < epochLastBatch && !rangeTestEnded(); ++b)
+  for (int64_t b = epochFirstBatch; b < epochLastBatch && !rangeTestEnded() && !stoppedEarly;
+       ++b)
     TRAINC_RETURN_IF_ERROR(runBatch(epoch, b));
-  TRAINC_RETURN_IF_ERROR(drain());
-  if (!rangeTest)
-    epochSummary(epoch);
-  // Held-out loss and accuracy after every epoch (model.eval()).
-  if (!options.evalDir.empty())
-    TRAINC_RETURN_IF_ERROR(runEval(epoch, true));
-  return Status();
+  // (The epoch's summary and evaluation came with its last step: afterStep.)
+  return drain();
 }
 
 TrainRun::Group TrainRun::groupOf(int64_t b) const {
@@ -738,23 +641,36 @@ void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
         static_cast<float>(static_cast<double>(group.samples) / group.globalSamples);
 }
 
-/// After an optimizer step: a checkpoint when due, and the end of the run
-/// on SIGINT or SIGTERM (after a checkpoint where --checkpoint-dir asks).
+/// After an optimizer step: at an epoch's end its summary; an evaluation
+/// when due (at epochs' ends, every --eval-every steps), then a checkpoint
+/// when due (so that a checkpoint's log holds the evaluation before it);
+/// the end of the run when --early-stop-patience runs out, or on SIGINT or
+/// SIGTERM (after a checkpoint where --checkpoint-dir asks).
 Status TrainRun::afterStep(int64_t epoch, int64_t b) {
-  bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
-  const int stopping = ranks ? 0 : stopSignal.load();
-  if (!options.checkpointDir.empty() &&
-      (stopping ||
-       (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd))) {
-    // The log holds every step the checkpoint covers. Every rank drains
-    // (its loss sums pair with rank 0's); rank 0 writes.
+  const bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
+  const bool evalDue = !options.evalDir.empty() &&
+                       (epochEnd || (options.evalEvery > 0 && step % options.evalEvery == 0));
+  if (epochEnd && !rangeTest) {
     TRAINC_RETURN_IF_ERROR(drain());
-    if (rank == 0) {
-      TRAINC_RETURN_IF_ERROR(log.sync());
-      TRAINC_RETURN_IF_ERROR(
-          checkpoints->save(options.checkpointDir, runManifest, {step, epoch, b + 1, epochRng}));
-    }
+    epochSummary(epoch);
   }
+  if (evalDue) {
+    TRAINC_RETURN_IF_ERROR(drain());
+    TRAINC_RETURN_IF_ERROR(runEval(epoch, b + 1, true));
+  }
+  const int stopping = ranks ? 0 : stopSignal.load();
+  stoppedEarly = monitor && monitor->exhausted();
+  if (!options.checkpointDir.empty() &&
+      (stopping || stoppedEarly ||
+       (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)))
+    TRAINC_RETURN_IF_ERROR(saveCheckpoint(epoch, b));
+  if (stoppedEarly && chatty)
+    std::fprintf(stderr, "early stop after step %lld: %lld evaluations without improving %s "
+                         "by more than %g (the best, %.6g, after step %lld)\n",
+                 static_cast<long long>(step), static_cast<long long>(monitor->sinceBest()),
+                 monitor->name().c_str(),
+                 std::isnan(options.earlyStopMinDelta) ? 0.0 : options.earlyStopMinDelta,
+                 monitor->bestValue(), static_cast<long long>(monitor->bestStep()));
   if (!stopping)
     return Status();
   TRAINC_RETURN_IF_ERROR(drain());
@@ -766,6 +682,27 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
                             ? "; nothing to resume from (--checkpoint-dir DIR keeps the run)"
                             : "; the checkpoint in " + options.checkpointDir +
                                   " continues it (--resume)"));
+}
+
+/// The checkpoint after step `step` (batch b of `epoch`) in --checkpoint-dir,
+/// with the best evaluation so far; under --keep-last K also as
+/// DIR/step-N (hard links to the same files), the oldest beyond K removed.
+/// The log holds every step the checkpoint covers. Every rank drains (its
+/// loss sums pair with rank 0's); rank 0 writes.
+Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
+  TRAINC_RETURN_IF_ERROR(drain());
+  if (rank != 0)
+    return Status();
+  TRAINC_RETURN_IF_ERROR(log.sync());
+  std::map<std::string, std::string> manifest = runManifest;
+  if (monitor)
+    monitor->save(manifest);
+  TRAINC_RETURN_IF_ERROR(checkpoints->save(options.checkpointDir, manifest,
+                                           {step, epoch, b + 1, epochRng}));
+  if (options.keepLast > 0)
+    TRAINC_RETURN_IF_ERROR(
+        TrainCheckpoints::keepLast(options.checkpointDir, step, options.keepLast));
+  return Status();
 }
 
 /// Reads back the oldest pending step's loss: waits for that step only,
@@ -865,21 +802,37 @@ void TrainRun::epochSummary(int64_t epoch) {
                  static_cast<long long>(scaler->skippedInRun), scaler->skippedTotal());
 }
 
-Status TrainRun::runEval(int64_t epoch, bool logged) {
+/// The held-out metrics (model.eval()) after the current step, on stderr
+/// and, when `logged`, in the log; with --keep-best a new best is saved as
+/// DIR/best.
+Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
   TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet, device.paramPtrs,
-                                  static_cast<char *>(device.arena.get()), evalLoss,
-                                  evalAccuracy));
+                                  static_cast<char *>(device.arena.get()), lastEval));
   evaluated = true;
   progress.end();
+  char topk[64] = "";
+  if (evalSet.topk > 0)
+    std::snprintf(topk, sizeof(topk), ", top-%d accuracy %.2f%%", evalSet.topk,
+                  100.0 * lastEval.topk);
   if (evalSet.modelLoss)
     std::fprintf(stderr, "epoch %lld: eval on %lld samples (full batches), loss %.5f\n",
                  static_cast<long long>(epoch), static_cast<long long>(evalSet.evaluated),
-                 evalLoss);
+                 lastEval.loss);
   else
-    std::fprintf(stderr, "epoch %lld: eval on %lld samples, loss %.5f, accuracy %.2f%%\n",
+    std::fprintf(stderr, "epoch %lld: eval on %lld samples after step %lld, loss %.5f, "
+                         "accuracy %.2f%%%s\n",
                  static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
-                 evalLoss, 100.0 * evalAccuracy);
-  return logged ? log.eval(epoch, evalLoss, evalAccuracy) : Status();
+                 static_cast<long long>(step), lastEval.loss, 100.0 * lastEval.accuracy, topk);
+  if (logged)
+    TRAINC_RETURN_IF_ERROR(log.eval(step, epoch, lastEval.loss, lastEval.accuracy,
+                                    evalSet.topk, lastEval.topk));
+  if (!monitor || !logged || !monitor->take(lastEval, step, epoch) ||
+      options.keepBest.empty() || rank != 0)
+    return Status();
+  std::map<std::string, std::string> manifest = runManifest;
+  monitor->save(manifest);
+  return checkpoints->save(options.checkpointDir + "/best", manifest,
+                           {step, epoch, nextBatch, epochRng});
 }
 
 /// `waitedForSums`: the seconds the steps waited for the buckets' sums
@@ -889,11 +842,19 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
   if (!options.evalDir.empty()) {
     // A resumed run that had nothing left to train still reports.
     if (!evaluated)
-      TRAINC_RETURN_IF_ERROR(runEval(startEpoch, !evalLogged));
+      TRAINC_RETURN_IF_ERROR(runEval(startEpoch, startBatch, !evalLogged));
     if (evalSet.modelLoss)
-      std::printf("eval loss %.6f\n", evalLoss);
+      std::printf("eval loss %.6f\n", lastEval.loss);
     else
-      std::printf("accuracy %.4f\n", evalAccuracy);
+      std::printf("accuracy %.4f\n", lastEval.accuracy);
+    if (monitor && monitor->any() && chatty)
+      std::fprintf(stderr, "best %s %.6g after step %lld (epoch %lld)%s\n",
+                   monitor->name().c_str(), monitor->bestValue(),
+                   static_cast<long long>(monitor->bestStep()),
+                   static_cast<long long>(monitor->bestEpoch()),
+                   options.keepBest.empty()
+                       ? ""
+                       : ("; its checkpoint is " + options.checkpointDir + "/best").c_str());
   }
   TRAINC_RETURN_IF_ERROR(log.sync());
   Context &context = *device.context;

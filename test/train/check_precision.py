@@ -341,7 +341,7 @@ def check_digits(trainc, work, check, precisions):
             check(False, "digits %s trains: %s" % (case, run.stderr.strip()[:400]))
             return
         records = [json.loads(l) for l in open(log)]
-        steps = [r for r in records if "step" in r]
+        steps = [r for r in records if "loss" in r]
         logs[case] = [r["loss"] for r in steps]
         skipped[case] = sum(1 for r in steps if r.get("skipped"))
         # A skipped step (fp16 overflow) is a gap, so that step k of every
