@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Training recipes against PyTorch's own implementations.
 
-Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest]
+Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest,evaluation]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -20,6 +20,13 @@ ONNX initial weights):
     applied to the recorded losses (1e-12); the PNG decodes; --lr=auto then
     trains exactly as --lr with the suggested rate does (the same bytes:
     the test left no trace); flags the test would ignore are refused.
+  * evaluation: --eval-every (every N steps and at epochs' ends, once
+    each), the last evaluation's loss, accuracy and top-3 accuracy against
+    numpy on --predict's logits of the trained parameters; --keep-best keeps
+    the checkpoint of the first best evaluation (resumed, it evaluates to
+    that accuracy); --keep-last 2 keeps the last two; --early-stop-patience
+    stops where Keras's EarlyStopping rule says; a run stopped and resumed
+    (--resume=auto) logs, keeps the best and trains as the uninterrupted one.
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -76,17 +83,22 @@ def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_ste
     return lrs, momenta, losses, state
 
 
+COMPILED = {}
+
+
 def compile_mlp(trainc, check, case, work, optimizer):
+    """The MLP's CPU trainer with `optimizer`, compiled once per run."""
     prog = os.path.join(work, "mlp_" + optimizer)
-    if os.path.exists(prog):
-        return prog
+    if optimizer in COMPILED:
+        return COMPILED[optimizer]
     build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
                             "--batch-size=%d" % BATCH, "--loss=cross-entropy",
                             "--optimizer=" + optimizer, "-o", prog],
                            capture_output=True, text=True)
     if build.returncode != 0:
         check(False, "mlp %s compiles: %s" % (optimizer, build.stderr.strip()[:300]))
-        return None
+        prog = None
+    COMPILED[optimizer] = prog
     return prog
 
 
@@ -284,9 +296,127 @@ def check_range_test(trainc, work, check, case):
           "range test: --find-lr refuses --epochs (%s)" % refused.stderr.strip()[-160:])
 
 
+def eval_data(case, work):
+    """24 of the training samples as the evaluation set (the labels are
+    random: only samples it trains on can be learnt, so that the accuracy
+    moves), the last 3 left out (label -100)."""
+    folder = os.path.join(work, "mlp-eval")
+    os.makedirs(folder, exist_ok=True)
+    np.save(os.path.join(folder, "x.npy"), case["inputs"]["x"][:24])
+    labels = case["labels"][:24].copy()
+    labels[-3:] = -100
+    np.save(os.path.join(folder, "label.npy"), labels)
+    return folder
+
+
+def checkpoint_step(folder):
+    return int(json.load(open(os.path.join(folder, "checkpoint.json")))["step"])
+
+
+def check_evaluation(trainc, work, check, case):
+    prog = compile_mlp(trainc, check, case, work, "sgd")
+    if not prog:
+        return
+    held = eval_data(case, work)
+    ck = os.path.join(work, "eval-ck")
+    shutil.rmtree(ck, ignore_errors=True)
+    common = ["--eval-data", held, "--momentum", "0.9", "--topk", "3"]
+    run, records, saved = run_trainer(
+        prog, case, "eval", common + ["--lr", "0.003", "--steps", "60", "--eval-every", "7",
+                                      "--checkpoint-dir",
+                                      ck, "--keep-best", "eval_accuracy", "--keep-last", "2",
+                                      "--checkpoint-every", "4"], work)
+    if run.returncode != 0:
+        check(False, "evaluation run trains: %s" % run.stderr.strip()[-300:])
+        return
+    evals = [r for r in records if "eval_loss" in r]
+    want_steps = sorted(set(list(range(7, 61, 7)) + list(range(10, 61, 10))))
+    check([r["step"] for r in evals] == want_steps,
+          "--eval-every 7: evaluations after steps %s (every 7 and at each epoch's end, once "
+          "each)" % [r["step"] for r in evals])
+    # The last evaluation against the trained parameters' predictions.
+    out = os.path.join(work, "eval-pred")
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([prog, "--predict", "--params", saved, "--data", held, "--out", out],
+                   check=True, capture_output=True)
+    labels = np.load(os.path.join(held, "label.npy"))
+    kept = labels != -100
+    logits = np.load(os.path.join(out, "logits.npy")).astype(np.float64)[kept]
+    labels = labels[kept]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(np.exp(shifted).sum(axis=1)) -
+                         shifted[np.arange(len(labels)), labels]))
+    accuracy = float(np.mean(logits.argmax(axis=1) == labels))
+    top3 = float(np.mean([(row > row[y]).sum() < 3 for row, y in zip(logits, labels)]))
+    last = evals[-1]
+    check(abs(last["eval_loss"] - loss) <= 1e-6 * abs(loss) and last["eval_accuracy"] == accuracy
+          and last["eval_top3"] == top3,
+          "the last evaluation equals the metrics of --predict's logits (loss %.6g vs %.6g, "
+          "accuracy %.4g vs %.4g, top-3 %.4g vs %.4g)"
+          % (last["eval_loss"], loss, last["eval_accuracy"], accuracy, last["eval_top3"], top3))
+    best = max(evals, key=lambda r: r["eval_accuracy"])  # the first of the best
+    check(os.path.isdir(os.path.join(ck, "best")) and
+          checkpoint_step(os.path.join(ck, "best")) == best["step"],
+          "--keep-best eval_accuracy: DIR/best holds the checkpoint after step %d, the first "
+          "evaluation of the best accuracy %.4g" % (best["step"], best["eval_accuracy"]))
+    resumed = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--steps",
+                              str(best["step"]), "--checkpoint-dir", os.path.join(ck, "best"),
+                              "--resume"] + common, capture_output=True, text=True)
+    got = next((float(l.split()[1]) for l in resumed.stdout.splitlines()
+                if l.startswith("accuracy ")), None)
+    check(got is not None and abs(got - best["eval_accuracy"]) <= 5e-5,
+          "the best checkpoint's weights evaluate to the best accuracy (%s)" % got)
+    steps = sorted(int(name[5:]) for name in os.listdir(ck) if name.startswith("step-"))
+    check(steps == [56, 60] and checkpoint_step(ck) == 60,
+          "--keep-last 2: DIR/step-56 and DIR/step-60 remain, the latest is DIR (%s)" % steps)
+    # Early stopping as Keras's EarlyStopping(patience=2, min_delta=0.01) on eval_loss.
+    run, records, _ = run_trainer(prog, case, "early", common + [
+        "--steps", "200", "--lr", "0.2", "--eval-every", "5", "--early-stop-patience", "2",
+        "--early-stop-min-delta", "0.01"], work)
+    losses = [(r["step"], r["eval_loss"]) for r in records if "eval_loss" in r]
+    best_loss, wait, stop = math.inf, 0, None
+    for step, value in losses:
+        if value + 0.01 < best_loss:
+            best_loss, wait = value, 0
+        else:
+            wait += 1
+            if wait >= 2:
+                stop = step
+                break
+    last_step = max(r["step"] for r in records)
+    check(run.returncode == 0 and stop is not None and last_step == stop and
+          "early stop after step %d" % stop in run.stderr,
+          "--early-stop-patience 2 --early-stop-min-delta 0.01: the run ends after step %s, as "
+          "Keras's rule on its evaluations says (%s)" % (last_step, stop))
+    # A run stopped at step 23 (simulated: --steps 23) and resumed writes the
+    # uninterrupted run's log and weights.
+    flags = common + ["--lr", "0.02", "--eval-every", "7", "--checkpoint-every", "4", "--keep-best",
+                      "eval_loss", "--early-stop-patience", "50"]
+    whole_ck, part_ck = os.path.join(work, "whole-ck"), os.path.join(work, "part-ck")
+    for folder in (whole_ck, part_ck):
+        shutil.rmtree(folder, ignore_errors=True)
+    whole, whole_log, whole_saved = run_trainer(
+        prog, case, "whole", flags + ["--steps", "40", "--checkpoint-dir", whole_ck], work)
+    first = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--steps", "23",
+                            "--log", os.path.join(work, "part.jsonl"), "--checkpoint-dir",
+                            part_ck] + flags, capture_output=True, text=True)
+    part, part_log, part_saved = run_trainer(
+        prog, case, "part", flags + ["--steps", "40", "--checkpoint-dir", part_ck,
+                                     "--resume=auto"], work)
+    same = (whole.returncode == 0 and first.returncode == 0 and part.returncode == 0 and
+            whole_log == part_log and all(
+                open(os.path.join(whole_saved, f), "rb").read() ==
+                open(os.path.join(part_saved, f), "rb").read() for f in os.listdir(whole_saved))
+            and checkpoint_step(os.path.join(whole_ck, "best")) ==
+            checkpoint_step(os.path.join(part_ck, "best")))
+    check(same, "stopped after step 23 and resumed (--resume=auto, checkpoint after step 20), "
+          "the run logs, keeps the best and trains as the uninterrupted one%s"
+          % ("" if part.returncode == 0 else ": " + part.stderr[-300:]))
+
+
 def main():
     trainc, work = sys.argv[1], sys.argv[2]
-    parts = {"schedules", "rangetest"}
+    parts = {"schedules", "rangetest", "evaluation"}
     if len(sys.argv) > 4 and sys.argv[3] == "--only":
         parts = set(sys.argv[4].split(","))
     os.makedirs(work, exist_ok=True)
@@ -302,6 +432,8 @@ def main():
         check_schedules(trainc, work, check, case)
     if "rangetest" in parts:
         check_range_test(trainc, work, check, case)
+    if "evaluation" in parts:
+        check_evaluation(trainc, work, check, case)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
