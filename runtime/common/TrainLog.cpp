@@ -26,6 +26,14 @@ std::string recordLine(const Json &record) {
   return line + "}\n";
 }
 
+/// `value` rounded to 3 significant digits.
+double roundTo3(double value) {
+  if (!(value > 0) || !std::isfinite(value))
+    return 0;
+  const double scale = std::pow(10.0, 2 - std::floor(std::log10(value)));
+  return std::round(value * scale) / scale;
+}
+
 } // namespace
 
 Status TrainLog::create(const std::string &logPath) {
@@ -104,6 +112,9 @@ Status TrainLog::step(const StepRecord &step) {
     record["loss_scale"] = *step.lossScale;
   if (step.skipped)
     record["skipped"] = true;
+  // Milliseconds and three significant digits: what a reader plots.
+  record["wall_time"] = std::round(step.wallTime * 1000) / 1000;
+  record["samples_per_s"] = roundTo3(step.samplesPerSecond);
   return append(recordLine(record));
 }
 

@@ -1,8 +1,9 @@
 //===- TrainLog.h - the trainer's --log (JSON lines) ------------*- C++ -*-===//
 //
 // One JSON record per line: {"step", "epoch", "loss", "lr", "momentum" or
-// "beta1"} per step (with "loss_scale" and, on a skipped step, "skipped":
-// true under fp16 loss scaling; a non-finite loss is null) and
+// "beta1", "wall_time", "samples_per_s"} per step (with "loss_scale" and, on
+// a skipped step, "skipped": true under fp16 loss scaling; a non-finite loss
+// is null) and
 // {"step", "epoch", "eval_loss", "eval_accuracy"} per evaluation (after that
 // step). Each record goes to
 // the file whole, in one write() as soon as it is known, so a killed run
@@ -10,7 +11,7 @@
 // each checkpoint, so the log holds every step a checkpoint covers. A resumed
 // run first cuts the log back to what its checkpoint covers (and drops a torn
 // last line), so a killed-and-resumed run's log equals an uninterrupted
-// run's byte for byte. A failing write is an error naming the file.
+// run's but for the timing fields. A failing write is an error naming the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,9 @@ public:
     /// the step found inf/NaN gradients and changed nothing.
     const double *lossScale = nullptr;
     bool skipped = false;
+    /// When the host read the step's loss (seconds since the Unix epoch),
+    /// and the samples per second since the step before.
+    double wallTime = 0, samplesPerSecond = 0;
   };
   Status step(const StepRecord &record);
   /// The evaluation after step `step` (of epoch `epoch`): "eval_loss",

@@ -274,6 +274,7 @@ private:
   /// `nextBatch`: where in `epoch` the run stands (for DIR/best).
   Status runEval(int64_t epoch, int64_t nextBatch, bool logged);
   Status saveCheckpoint(int64_t epoch, int64_t b);
+  void runSummary();
   Status setUpEvaluation();
   void epochSummary(int64_t epoch);
 
@@ -332,6 +333,13 @@ private:
   int64_t groupCount = 0;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
   std::chrono::steady_clock::time_point start, lastLine;
+  /// When the host read each of the last steps (the run's start first) and
+  /// their samples: the log's samples per second are over this window, as
+  /// steps come back in bursts behind the pipelined ones.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> recent;
+  static constexpr size_t kRateWindow = 16;
+  /// The last step's loss, and the last finished epoch's mean.
+  double lastLoss = std::nan(""), lastEpochLoss = std::nan("");
   ProgressLine progress;
   EvalResult lastEval;
   bool evaluated = false;
@@ -408,8 +416,8 @@ Status TrainRun::setUpEvaluation() {
     return Status();
   TRAINC_RETURN_IF_ERROR(openEvalSet(*device.context, program, options.evalDir, data.dropLast,
                                      options.evalOutput, options.topk, evalSet));
-  if (options.keepBest.empty() && options.earlyStopPatience == 0)
-    return Status();
+  // Watched always (the run's summary names the best), eval_loss unless
+  // --keep-best names another metric.
   EvalMetric metric = EvalMetric::Loss;
   if (!options.keepBest.empty())
     TRAINC_RETURN_IF_ERROR(
@@ -488,6 +496,7 @@ Status TrainRun::openLog() {
 
 Status TrainRun::trainEpochs() {
   start = lastLine = std::chrono::steady_clock::now();
+  recent = {{start, 0}};
   firstStep = step;
   if (monitor && monitor->exhausted()) {
     if (chatty)
@@ -754,10 +763,23 @@ Status TrainRun::finishOldest() {
     epochWeight += p.count;
     lineLoss += loss * p.count;
     lineWeight += p.count;
+    lastLoss = loss;
   }
+  // The window's samples over the time since the step before it was read.
+  const auto now = std::chrono::steady_clock::now();
+  recent.emplace_back(now, p.count);
+  if (recent.size() > kRateWindow + 1)
+    recent.pop_front();
+  int64_t windowSamples = 0;
+  for (size_t i = 1; i < recent.size(); ++i)
+    windowSamples += recent[i].second;
+  const double seconds = std::chrono::duration<double>(now - recent.front().first).count();
+  const double wallTime =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr,
                                    isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum,
-                                   lossScaled ? &ranWith : nullptr, skipped}));
+                                   lossScaled ? &ranWith : nullptr, skipped, wallTime,
+                                   seconds > 0 ? windowSamples / seconds : 0.0}));
   if (chatty && secondsSince(lastLine) >= progress.interval())
     progressLine(p);
   return Status();
@@ -787,6 +809,7 @@ Status TrainRun::drain() {
 }
 
 void TrainRun::epochSummary(int64_t epoch) {
+  lastEpochLoss = epochWeight > 0 ? epochLoss / epochWeight : std::nan("");
   if (!chatty)
     return;
   progress.end();
@@ -835,6 +858,38 @@ Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
                            {step, epoch, nextBatch, epochRng});
 }
 
+/// The run in one line at its end: its steps and time, the last losses and
+/// the best evaluation.
+void TrainRun::runSummary() {
+  progress.end();
+  const double seconds = secondsSince(start);
+  std::string line = "run: " + std::to_string(step - firstStep) + " steps in " +
+                     clockText(seconds);
+  char text[256];
+  if (seconds > 0 && launched > 0) {
+    std::snprintf(text, sizeof(text), " (%.0f samples/s)", launched * globalBatch / seconds);
+    line += text;
+  }
+  if (!std::isnan(lastLoss)) {
+    std::snprintf(text, sizeof(text), "; the last step's loss %.5g", lastLoss);
+    line += text;
+    if (!std::isnan(lastEpochLoss)) {
+      std::snprintf(text, sizeof(text), ", the last epoch's mean %.5g", lastEpochLoss);
+      line += text;
+    }
+  }
+  if (monitor && monitor->any()) {
+    std::snprintf(text, sizeof(text), "; best %s %.6g after step %lld (epoch %lld)",
+                  monitor->name().c_str(), monitor->bestValue(),
+                  static_cast<long long>(monitor->bestStep()),
+                  static_cast<long long>(monitor->bestEpoch()));
+    line += text;
+    if (!options.keepBest.empty())
+      line += ", its checkpoint in " + options.checkpointDir + "/best";
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 /// `waitedForSums`: the seconds the steps waited for the buckets' sums
 /// (Context::secondsWaitingForSums), and whether they overlapped the
 /// steps.
@@ -847,15 +902,9 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
       std::printf("eval loss %.6f\n", lastEval.loss);
     else
       std::printf("accuracy %.4f\n", lastEval.accuracy);
-    if (monitor && monitor->any() && chatty)
-      std::fprintf(stderr, "best %s %.6g after step %lld (epoch %lld)%s\n",
-                   monitor->name().c_str(), monitor->bestValue(),
-                   static_cast<long long>(monitor->bestStep()),
-                   static_cast<long long>(monitor->bestEpoch()),
-                   options.keepBest.empty()
-                       ? ""
-                       : ("; its checkpoint is " + options.checkpointDir + "/best").c_str());
   }
+  if (chatty)
+    runSummary();
   TRAINC_RETURN_IF_ERROR(log.sync());
   Context &context = *device.context;
   waitedForSums = context.secondsWaitingForSums();

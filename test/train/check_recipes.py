@@ -102,6 +102,11 @@ def compile_mlp(trainc, check, case, work, optimizer):
     return prog
 
 
+def without_timing(record):
+    """A log record but its timing fields (a rerun's differ)."""
+    return {k: v for k, v in record.items() if k not in ("wall_time", "samples_per_s")}
+
+
 def run_trainer(prog, case, tag, flags, work):
     """Runs the trainer over the case's data: (run, log records, saved dir)."""
     log = os.path.join(work, tag + ".jsonl")
@@ -109,7 +114,7 @@ def run_trainer(prog, case, tag, flags, work):
     shutil.rmtree(saved, ignore_errors=True)
     run = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--log", log,
                           "--save-params", saved] + flags, capture_output=True, text=True)
-    records = ([json.loads(line) for line in open(log)]
+    records = ([without_timing(json.loads(line)) for line in open(log)]
                if run.returncode == 0 and os.path.exists(log) else [])
     return run, records, saved
 
