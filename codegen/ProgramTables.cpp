@@ -119,12 +119,14 @@ LogicalResult ProgramEmitter::emitTrainStepTable(raw_ostream &os, func::FuncOp s
   }
   auto accumAttr = step->getAttrOfType<IntegerAttr>(tc::kGradAccumAttrName);
   auto clip = step->getAttrOfType<FloatAttr>(tc::kClipGradNormAttrName);
+  auto ignore = module->getAttrOfType<IntegerAttr>(tc::kIgnoreIndexAttrName);
   auto bucketsAttr = step->getAttrOfType<IntegerAttr>(tc::kDataParallelAttrName);
   int64_t buckets = bucketsAttr ? bucketsAttr.getInt() : 0;
   bool cuda = options.target == Target::Cuda;
   SmallVector<Field> fields = {
       {"optimizer", enumerator("Optimizer", toRuntime(*optimizer))},
       {"clipGradNorm", cDouble(clip ? clip.getValueAsDouble() : 0.0)},
+      {"ignoreIndex", ignore ? ignore.getInt() : int64_t(-100)},
       {"numInputs", static_cast<int64_t>(train.inputs.size())},
       {"inputs", train.inputs.empty() ? "nullptr" : "kTrainInputs"},
       {"numHypers", static_cast<int64_t>(train.hypers.size())},

@@ -122,6 +122,8 @@ inline constexpr llvm::StringLiteral kPaddingAttrName = "tc.padding";
 /// data-parallel buckets (i64) and remat's record (a dictionary).
 inline constexpr llvm::StringLiteral kPaddingCopyBytesAttrName = "tc.padding_copy_bytes";
 inline constexpr llvm::StringLiteral kClipGradNormAttrName = "tc.clip_grad_norm";
+/// On the module: the label --loss=cross-entropy ignores (--ignore-index).
+inline constexpr llvm::StringLiteral kIgnoreIndexAttrName = "tc.ignore_index";
 inline constexpr llvm::StringLiteral kGradAccumAttrName = "tc.grad_accum";
 inline constexpr llvm::StringLiteral kDataParallelAttrName = "tc.data_parallel";
 inline constexpr llvm::StringLiteral kRematAttrName = "tc.remat";

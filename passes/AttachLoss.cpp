@@ -16,6 +16,8 @@
 
 #include "llvm/ADT/StringSet.h"
 
+#include <tuple>
+
 namespace trainc {
 #define GEN_PASS_DEF_ATTACHLOSS
 #include "passes/Passes.h.inc"
@@ -32,10 +34,6 @@ Value make(OpBuilder &b, Location loc, ValueRange operands,
            ArrayRef<NamedAttribute> attrs = {}) {
   return b.create<OpTy>(loc, operands, attrs)->getResult(0);
 }
-
-/// The label that --loss=cross-entropy ignores, as PyTorch's
-/// CrossEntropyLoss() does by default.
-constexpr int64_t kIgnoreIndex = -100;
 
 Value scalarConstant(OpBuilder &b, Location loc, float value) {
   auto type = RankedTensorType::get({}, b.getF32Type());
@@ -54,10 +52,22 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       module.emitError("trainc-loss needs a func.func @forward with a body");
       return signalPassFailure();
     }
-    if (kind != LossKind::CrossEntropy && classAxis != 1) {
-      module.emitError("--class-axis applies to --loss=cross-entropy only");
+    if (kind != LossKind::CrossEntropy &&
+        (classAxis != 1 || labelSmoothing != 0.0 || !classWeights.empty() ||
+         ignoreIndex != -100)) {
+      module.emitError("--class-axis, --label-smoothing, --class-weights and --ignore-index "
+                       "apply to --loss=cross-entropy only");
       return signalPassFailure();
     }
+    if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0)) {
+      module.emitError("--label-smoothing must be in [0, 1]");
+      return signalPassFailure();
+    }
+    // The trainer checks labels against it and leaves it out of evaluation
+    // (absent: PyTorch's -100).
+    if (kind == LossKind::CrossEntropy && ignoreIndex != -100)
+      module->setAttr(tc::kIgnoreIndexAttrName,
+                      IntegerAttr::get(IntegerType::get(module.getContext(), 64), ignoreIndex));
     if (failed(attach(module, forward)))
       signalPassFailure();
   }
@@ -225,6 +235,75 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     }
   }
 
+  /// torch.nn.CrossEntropyLoss(weight, ignore_index, label_smoothing) per
+  /// position, before the mean: the elements
+  ///   (1 - eps) w[y] (-log p_y) + eps / C sum_c w[c] (-log p_c)
+  /// (0 where the label is ignore_index) and what each counts in the mean's
+  /// denominator, w[y] (1 without class weights; 0 where ignored).
+  /// `logits` has its classes on axis 1.
+  FailureOr<std::pair<Value, Value>> crossEntropy(OpBuilder &b, func::FuncOp loss, Value logits,
+                                                  Value label, Location loc) {
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    const int64_t classes = logitsType.getDimSize(1);
+    if (!classWeights.empty() && static_cast<int64_t>(classWeights.size()) != classes)
+      return loss.emitError("--class-weights has ")
+             << classWeights.size() << " weights; the logits " << logitsType << " have "
+             << classes << " classes";
+    // The label ignore_index (PyTorch's default -100) adds nothing to the
+    // loss and is left out of the mean.
+    Value nll = make<tc::SoftmaxCrossEntropyOp>(
+        b, loc, {logits, label},
+        {b.getNamedAttr("reduction", b.getStringAttr("none")),
+         b.getNamedAttr("ignore_index", b.getI64IntegerAttr(ignoreIndex))});
+    auto indexScalar = RankedTensorType::get({}, b.getI64Type());
+    auto indexConstant = [&](int64_t value) -> Value {
+      return b.create<tc::ConstantOp>(
+          loc, DenseElementsAttr::get(indexScalar, APInt(64, value, /*isSigned=*/true)));
+    };
+    Value ignored = make<tc::EqualOp>(b, loc, {label, indexConstant(ignoreIndex)});
+    const Value kept = make<tc::CastOp>(b, loc, make<tc::NotOp>(b, loc, ignored),
+                                        {b.getNamedAttr("to", TypeAttr::get(b.getF32Type()))});
+    Value counted = kept, table;
+    if (!classWeights.empty()) {
+      // w[y], with an ignored label read as class 0 and then zeroed.
+      SmallVector<float> weights(classWeights.begin(), classWeights.end());
+      auto tableType = RankedTensorType::get({classes}, b.getF32Type());
+      table = b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(tableType,
+                                                                   ArrayRef<float>(weights)));
+      Value safe = make<tc::WhereOp>(b, loc, {ignored, indexConstant(0), label});
+      Value picked = make<tc::GatherOp>(b, loc, {table, safe},
+                                        {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+      counted = make<tc::MulOp>(b, loc, {picked, counted});
+      nll = make<tc::MulOp>(b, loc, {nll, counted});
+    }
+    if (labelSmoothing == 0.0)
+      return std::make_pair(nll, counted);
+    // sum_c w[c] (-log p_c) at every counted position.
+    Value logp = make<tc::LogSoftmaxOp>(b, loc, logits,
+                                        {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
+    if (table) {
+      SmallVector<int64_t> shape(logitsType.getRank(), 1);
+      shape[1] = classes;
+      logp = make<tc::MulOp>(
+          b, loc,
+          {logp, make<tc::ReshapeOp>(b, loc, table,
+                                     {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape))})});
+    }
+    Value spread = make<tc::NegOp>(
+        b, loc,
+        make<tc::ReduceSumOp>(b, loc, logp,
+                              {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1})),
+                               b.getNamedAttr("keepdims", b.getBoolAttr(false))}));
+    spread = make<tc::MulOp>(b, loc, {spread, kept});
+    const double eps = labelSmoothing;
+    Value elements = make<tc::AddOp>(
+        b, loc,
+        {make<tc::MulOp>(b, loc, {nll, scalarConstant(b, loc, static_cast<float>(1 - eps))}),
+         make<tc::MulOp>(b, loc,
+                         {spread, scalarConstant(b, loc, static_cast<float>(eps / classes))})});
+    return std::make_pair(elements, counted);
+  }
+
   /// Adds the label and weight inputs and returns the weighted mean loss.
   FailureOr<Value> perSampleLoss(OpBuilder &b, func::FuncOp loss, Value prediction,
                                  Location loc) {
@@ -277,19 +356,10 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
         logits = make<tc::TransposeOp>(b, loc, prediction,
                                        {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
       }
-      // PyTorch's CrossEntropyLoss() ignores label -100 (its default
-      // ignore_index): such a sample or position adds nothing to the loss
-      // and is left out of the mean.
-      elements = make<tc::SoftmaxCrossEntropyOp>(
-          b, loc, {logits, label},
-          {b.getNamedAttr("reduction", b.getStringAttr("none")),
-           b.getNamedAttr("ignore_index", b.getI64IntegerAttr(kIgnoreIndex))});
-      auto ignoreType = RankedTensorType::get({}, cast<RankedTensorType>(labelType).getElementType());
-      Value ignore = b.create<tc::ConstantOp>(
-          loc, DenseElementsAttr::get(ignoreType, APInt(64, kIgnoreIndex, /*isSigned=*/true)));
-      Value ignored = make<tc::EqualOp>(b, loc, {label, ignore});
-      counted = make<tc::CastOp>(b, loc, make<tc::NotOp>(b, loc, ignored),
-                                 {b.getNamedAttr("to", TypeAttr::get(b.getF32Type()))});
+      FailureOr<std::pair<Value, Value>> ce = crossEntropy(b, loss, logits, label, loc);
+      if (failed(ce))
+        return failure();
+      std::tie(elements, counted) = *ce;
     } else if (kind == LossKind::Mse) {
       Value diff = make<tc::SubOp>(b, loc, {prediction, label});
       elements = make<tc::MulOp>(b, loc, {diff, diff});

@@ -39,6 +39,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       module.emitError("--clip-grad-norm must be positive, got ") << clipGradNorm;
       return signalPassFailure();
     }
+    if (clipGradValue < 0 || (clipGradValue > 0 && clipGradNorm > 0)) {
+      module.emitError("--clip-grad-value must be positive, and excludes --clip-grad-norm");
+      return signalPassFailure();
+    }
     optimizer = tc::fromRuntime(kind);
     if (step->hasAttr(tc::kOptimizerAttrName))
       return; // already rewritten
@@ -388,6 +392,35 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                         factors, keepState);
     }
 
+    // clip_grad_value_ (after GradScaler's unscale_): each gradient element
+    // clamped to [-X, X]; under loss scaling the scaled gradient to
+    // [-X scale, X scale], the same for the dynamic scale's powers of two.
+    // The scaler's probe above saw the gradients unclamped.
+    SmallVector<Value> grads(ret.getOperands());
+    if (clipGradValue > 0) {
+      Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping by value"), loc);
+      Value bound, lowest;
+      if (scaler) {
+        bound = b.create<tc::MulOp>(clipLoc, ValueRange{scaler->scale,
+                                                        f32Scalar(b, clipLoc, clipGradValue)})
+                    ->getResult(0);
+        lowest = b.create<tc::NegOp>(clipLoc, bound)->getResult(0);
+      }
+      for (unsigned i = 1; i < grads.size(); ++i) {
+        if (!step.getResultAttr(i, tc::kGradAttrName))
+          continue;
+        if (!scaler) {
+          grads[i] = b.create<tc::ClipOp>(clipLoc, grads[i],
+                                          b.getF32FloatAttr(-clipGradValue),
+                                          b.getF32FloatAttr(clipGradValue))
+                         .getResult();
+          continue;
+        }
+        Value raised = b.create<tc::MaxOp>(clipLoc, ValueRange{grads[i], lowest})->getResult(0);
+        grads[i] = b.create<tc::MinOp>(clipLoc, ValueRange{raised, bound})->getResult(0);
+      }
+    }
+
     // The updates, those with weight decay first: a run of updates with the
     // same operands and flags is one multi-tensor kernel.
     Value zero;
@@ -407,8 +440,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
           if (auto param = module.lookupSymbol<tc::ParamOp>(symbol.getValue()))
             param.setNoDecay(true);
         }
-        updates[i] = buildUpdate(step, b, p, ret.getOperand(i), symbol.getValue(), decays,
-                                 factors, zero);
+        updates[i] = buildUpdate(step, b, p, grads[i], symbol.getValue(), decays, factors,
+                                 zero);
       }
     if (group->rule == NoDecayGroup::Rule::Regex && !zero) {
       module.emitError("--no-decay='") << noDecay << "' matches no trained parameter";

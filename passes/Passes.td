@@ -496,7 +496,16 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     Option<"outputName", "output", "std::string", /*default=*/"\"\"",
            "the model output the loss reads (default: the first)">,
     Option<"classAxis", "class-axis", "int64_t", /*default=*/"1",
-           "cross-entropy: the class axis of the logits (negative counts from the end)">
+           "cross-entropy: the class axis of the logits (negative counts from the end)">,
+    Option<"labelSmoothing", "label-smoothing", "double", /*default=*/"0.0",
+           "cross-entropy: the target mixes (1 - eps) of the label with eps spread "
+           "over the classes (CrossEntropyLoss's label_smoothing)">,
+    ListOption<"classWeights", "class-weights", "double",
+               "cross-entropy: a weight per class (CrossEntropyLoss's weight); the mean "
+               "divides by the weights of the counted labels">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "cross-entropy: the label that adds nothing and is left out of the mean "
+           "(kept as tc.ignore_index on @loss)">
   ];
 }
 
@@ -618,6 +627,9 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
            "lars, else none)">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "Nesterov momentum (sgd)">,
+    Option<"clipGradValue", "clip-grad-value", "double", /*default=*/"0.0",
+           "when positive, clamp every gradient element to [-X, X] "
+           "(torch.nn.utils.clip_grad_value_, after unscaling under loss scaling)">,
     Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0.0",
            "when positive, scale the gradients to a global L2 norm of at most "
            "max_grad_norm, whose default this is (kept as tc.clip_grad_norm)">,

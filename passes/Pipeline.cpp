@@ -58,6 +58,9 @@ const std::vector<Phase> &phases() {
          loss.kind = *o.loss;
          loss.labelName = o.label;
          loss.classAxis = o.classAxis;
+         loss.labelSmoothing = o.labelSmoothing;
+         loss.classWeights = o.classWeights;
+         loss.ignoreIndex = o.ignoreIndex;
          pm.addPass(trainc::createAttachLoss(loss));
          return true;
        }},
@@ -141,6 +144,7 @@ const std::vector<Phase> &phases() {
          opt.nesterov = o.nesterov;
          opt.noDecay = o.noDecay;
          opt.clipGradNorm = o.clipGradNorm;
+         opt.clipGradValue = o.clipGradValue;
          opt.earlyUpdates = o.remat != trainc::Remat::None;
          pm.addPass(trainc::createOptimizer(opt));
          return true;
@@ -188,6 +192,10 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
   Option<int64_t> classAxis{*this, "class-axis", llvm::cl::init(1)};
   Option<std::string> freeze{*this, "freeze", llvm::cl::desc("parameters not trained (regex)")};
   Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
+  Option<double> clipGradValue{*this, "clip-grad-value", llvm::cl::init(0.0)};
+  Option<double> labelSmoothing{*this, "label-smoothing", llvm::cl::init(0.0)};
+  ListOption<double> classWeights{*this, "class-weights"};
+  Option<int64_t> ignoreIndex{*this, "ignore-index", llvm::cl::init(-100)};
   Option<trainc::rt::Optimizer> optimizer{*this, "optimizer"};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
   Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("auto"),
@@ -212,6 +220,10 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
     o.classAxis = classAxis;
     o.freeze = freeze;
     o.clipGradNorm = clipGradNorm;
+    o.clipGradValue = clipGradValue;
+    o.labelSmoothing = labelSmoothing;
+    o.classWeights.assign(classWeights.begin(), classWeights.end());
+    o.ignoreIndex = ignoreIndex;
     if (optimizer.hasValue())
       o.optimizer = optimizer;
     o.nesterov = nesterov;

@@ -36,6 +36,13 @@ struct PipelineOptions {
   std::string freeze;
   /// When positive: clip the global gradient norm (the default max norm).
   double clipGradNorm = 0.0;
+  /// When positive: clamp each gradient element to [-X, X].
+  double clipGradValue = 0.0;
+  /// cross-entropy: label smoothing, a weight per class (empty: none) and
+  /// the label that is ignored.
+  double labelSmoothing = 0.0;
+  std::vector<double> classWeights;
+  int64_t ignoreIndex = -100;
   /// The optimizer phase runs when set; without it @train_step returns
   /// gradients.
   std::optional<rt::Optimizer> optimizer;

@@ -14,6 +14,7 @@
 #include "ir/TcOps.h"
 #include "passes/Liveness.h"
 #include "passes/Pipeline.h"
+#include "runtime/common/Npy.h"
 #include "runtime/common/Plot.h"
 #include "runtime/include/trainc_rt/defaults.h"
 
@@ -32,7 +33,9 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -162,6 +165,24 @@ cl::opt<std::string> freezeRegex("freeze",
                                  cl::desc("Do not train the parameters whose ONNX name this "
                                           "regular expression matches (searched)"),
                                  cl::value_desc("REGEX"), cl::cat(category));
+cl::opt<double> labelSmoothing("label-smoothing",
+                               cl::desc("--loss=cross-entropy: mix (1 - EPS) of the label with "
+                                        "EPS spread over the classes, as CrossEntropyLoss's "
+                                        "label_smoothing (in [0, 1])"),
+                               cl::value_desc("EPS"), cl::init(0.0), cl::cat(category));
+cl::opt<std::string> classWeightsPath(
+    "class-weights",
+    cl::desc("--loss=cross-entropy: a weight per class from a 1-D float .npy, as "
+             "CrossEntropyLoss's weight (the mean divides by the counted labels' weights)"),
+    cl::value_desc("FILE.npy"), cl::cat(category));
+cl::opt<int64_t> ignoreIndex("ignore-index",
+                             cl::desc("--loss=cross-entropy: the label that adds nothing and "
+                                      "is left out of the mean (default -100, PyTorch's)"),
+                             cl::value_desc("N"), cl::init(-100), cl::cat(category));
+cl::opt<double> clipGradValue("clip-grad-value",
+                              cl::desc("Clamp every gradient element to [-X, X] before the "
+                                       "update, as torch.nn.utils.clip_grad_value_"),
+                              cl::value_desc("X"), cl::init(0.0), cl::cat(category));
 cl::opt<double> clipGradNorm("clip-grad-norm",
                              cl::desc("Clip the global L2 norm of the gradients to at most X "
                                       "(the trainer's --clip-grad-norm overrides X)"),
@@ -278,8 +299,9 @@ usage:
   trainc compile MODEL -o PROG [--target=cuda|cpu] [--batch-size=N]
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
+                  [--label-smoothing=EPS] [--class-weights=FILE.npy] [--ignore-index=N]
                   [--optimizer=sgd|adam|adamw|lamb|lars [--nesterov] [--no-decay=1d|none|REGEX]
-                   [--clip-grad-norm=X]]
+                   [--clip-grad-norm=X | --clip-grad-value=X]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
                  [--layout=nchw|nhwc|auto] [--pad-to=auto|off|N]
@@ -597,6 +619,48 @@ bool checkNoFloat64(mlir::ModuleOp module, raw_ostream &errors = errs()) {
 /// The pipeline's options from the flags, with their defaults resolved:
 /// --loss-scale (dynamic for fp16), --remat (auto with --memory-budget),
 /// --layout and --pad-to (auto: nhwc and 8 on CUDA with bf16/fp16).
+/// --class-weights FILE.npy, read as untrusted input: a regular .npy file of
+/// at most 2^20 float32 or float64 values, finite and non-negative, not all
+/// 0 (their count is checked against the classes by the loss phase).
+std::vector<double> classWeightValues;
+
+bool loadClassWeights(const std::string &path, std::vector<double> &values) {
+  namespace rt = trainc::rt;
+  constexpr int64_t kMaxClasses = 1 << 20;
+  rt::NpyArray array;
+  rt::Status opened = rt::NpyArray::open(path, array, rt::npyMaxFileBytes(kMaxClasses * 8));
+  auto fail = [&](const std::string &why) {
+    errs() << "error: --class-weights " << path << ": " << why << "\n";
+    return false;
+  };
+  if (!opened.ok())
+    return fail(opened.message());
+  if (array.shape().size() != 1 || array.numElements() == 0)
+    return fail("expected a 1-D array with a weight per class");
+  if (array.dtype() == rt::DType::F32) {
+    std::vector<float> floats;
+    if (rt::Status read = array.readAll(floats); !read.ok())
+      return fail(read.message());
+    values.assign(floats.begin(), floats.end());
+  } else if (array.dtype() == rt::DType::F64) {
+    if (rt::Status read = array.readAll(values); !read.ok())
+      return fail(read.message());
+  } else {
+    return fail(std::string("expected float32 or float64 weights, got ") +
+                rt::dtypeName(array.dtype()));
+  }
+  bool any = false;
+  for (size_t c = 0; c < values.size(); ++c) {
+    if (!std::isfinite(values[c]) || values[c] < 0)
+      return fail("the weight of class " + std::to_string(c) + " is " +
+                  std::to_string(values[c]) + "; weights must be finite and non-negative");
+    any |= values[c] > 0;
+  }
+  if (!any)
+    return fail("every weight is 0: no label would count");
+  return true;
+}
+
 trainc::PipelineOptions pipelineFromCommandLine() {
   trainc::PipelineOptions pipeline;
   if (training())
@@ -610,6 +674,10 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.classAxis = classAxis;
   pipeline.freeze = freezeRegex;
   pipeline.clipGradNorm = clipGradNorm;
+  pipeline.clipGradValue = clipGradValue;
+  pipeline.labelSmoothing = labelSmoothing;
+  pipeline.ignoreIndex = ignoreIndex;
+  pipeline.classWeights = classWeightValues;
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
   pipeline.precision = precisionMode;
@@ -1111,6 +1179,34 @@ bool checkTrainingFlags() {
     errs() << "error: --clip-grad-norm takes a positive norm and needs --optimizer\n";
     return false;
   }
+  if (clipGradValue != 0.0 && (!hasOptimizer() || !(clipGradValue > 0.0) ||
+                               !std::isfinite(clipGradValue))) {
+    errs() << "error: --clip-grad-value takes a positive finite bound and needs --optimizer\n";
+    return false;
+  }
+  if (clipGradValue > 0.0 && clipGradNorm > 0.0) {
+    errs() << "error: --clip-grad-value and --clip-grad-norm exclude each other (clip by one "
+              "rule)\n";
+    return false;
+  }
+  const bool crossEntropy = training() && lossKind == trainc::LossKind::CrossEntropy;
+  for (auto [given, name] : {std::pair{labelSmoothing.getNumOccurrences() > 0, "label-smoothing"},
+                             std::pair{classWeightsPath.getNumOccurrences() > 0, "class-weights"},
+                             std::pair{ignoreIndex.getNumOccurrences() > 0, "ignore-index"}})
+    if (given && !crossEntropy) {
+      errs() << "error: --" << name << " is a parameter of --loss=cross-entropy\n";
+      return false;
+    }
+  if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0)) {
+    errs() << "error: --label-smoothing must be in [0, 1], got " << labelSmoothing << "\n";
+    return false;
+  }
+  if (ignoreIndex == std::numeric_limits<int64_t>::min()) {
+    errs() << "error: --ignore-index is out of range\n";
+    return false;
+  }
+  if (!classWeightsPath.empty() && !loadClassWeights(classWeightsPath, classWeightValues))
+    return false;
   if (entryName != "forward" && !training()) {
     errs() << "error: --entry=" << entryName << " needs --loss\n";
     return false;
@@ -1359,7 +1455,10 @@ std::vector<HelpGroup> helpGroups(StringRef command) {
              {"training", "loss", "label", "class-axis", "freeze", "optimizer"}}};
   return {{"Model and loss",
            {"batch-size", "loss", "label", "class-axis", "freeze", "entry"}},
-          {"Training", {"optimizer", "nesterov", "no-decay", "clip-grad-norm", "grad-accum"}},
+          {"Loss options (cross-entropy)", {"label-smoothing", "class-weights", "ignore-index"}},
+          {"Training",
+           {"optimizer", "nesterov", "no-decay", "clip-grad-norm", "clip-grad-value",
+            "grad-accum"}},
           {"Speed",
            {"target", "cuda-arch", "precision", "loss-scale", "fuse", "layout", "pad-to"}},
           {"Memory", {"remat", "memory-budget", "report-memory", "device-memory"}},

@@ -78,12 +78,13 @@ Status openClassLabels(const Program &program, const std::string &dir, EvalSet &
     return Status::error("--topk " + std::to_string(set.topk) + ": output '" + out.name +
                          "' has only " + std::to_string(set.classes) + " classes");
   const int64_t *truth = set.truth.data();
+  set.ignoredLabel = ignoredLabel(program);
   for (int64_t r = 0; r < set.samples; ++r)
-    if ((truth[r] < 0 && truth[r] != kIgnoredLabel) || truth[r] >= set.classes)
+    if ((truth[r] < 0 || truth[r] >= set.classes) && truth[r] != set.ignoredLabel)
       return Status::error("eval label " + std::to_string(truth[r]) + " of sample " +
                            std::to_string(r) + " is outside [0, " +
                            std::to_string(set.classes) + ") (" +
-                           std::to_string(kIgnoredLabel) + " marks a sample left out)");
+                           std::to_string(set.ignoredLabel) + " marks a sample left out)");
   return Status();
 }
 
@@ -196,7 +197,7 @@ Status evaluate(Context &context, const Program &program, EvalSet &set,
     for (int64_t r = 0; r < count; ++r) {
       const float *row = scores.data() + r * set.classes;
       int64_t label = truth[first + r];
-      if (label == kIgnoredLabel)
+      if (label == set.ignoredLabel)
         continue; // left out of the loss and the accuracy, as PyTorch's loss does
       ++counted;
       correct += std::max_element(row, row + set.classes) - row == label;

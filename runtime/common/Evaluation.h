@@ -48,6 +48,8 @@ struct EvalSet {
   /// The output evaluated (--eval-output; the first by default) and k of
   /// the top-k accuracy (0: none).
   int output = 0, topk = 0;
+  /// The label left out (TrainStep::ignoreIndex).
+  int64_t ignoredLabel = -100;
   /// The model computes its own loss (--loss=output): evaluation averages
   /// that output over the full batches (`evaluated` samples), no accuracy.
   bool modelLoss = false;

@@ -124,17 +124,18 @@ Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo>
   const int64_t perSample = static_cast<int64_t>(tensorBytes(info, 1) / 8);
   const int64_t chunkRows = std::max<int64_t>(1, (1 << 19) / std::max<int64_t>(perSample, 1));
   std::vector<int64_t> values;
+  const int64_t ignored = ignoredLabel(program);
   for (int64_t first = 0; first < samples; first += chunkRows) {
     const int64_t rows = std::min(chunkRows, samples - first);
     values.resize(rows * perSample);
     TRAINC_RETURN_IF_ERROR(array->readRows(first, rows, values.data()));
     for (int64_t k = 0; k < rows * perSample; ++k)
-      if ((values[k] < 0 && values[k] != kIgnoredLabel) || values[k] >= classes)
+      if ((values[k] < 0 || values[k] >= classes) && values[k] != ignored)
         return Status::error("training label " + std::to_string(values[k]) + " of sample " +
                              std::to_string(first + k / perSample) + " in " + array->path() +
                              " is outside [0, " + std::to_string(classes) +
                              ") (the classes of output " + out.name + " " + shapeText(out) +
-                             "; " + std::to_string(kIgnoredLabel) +
+                             "; " + std::to_string(ignored) +
                              " marks a sample the loss ignores, as in PyTorch)");
   }
   return Status();

@@ -15,9 +15,11 @@
 
 namespace trainc::rt::detail {
 
-/// The class label that --loss=cross-entropy and evaluation leave out, as
-/// PyTorch's CrossEntropyLoss() does by default (ignore_index).
-constexpr int64_t kIgnoredLabel = -100;
+/// The class label that --loss=cross-entropy and evaluation leave out
+/// (TrainStep::ignoreIndex: --ignore-index, PyTorch's -100 by default).
+inline int64_t ignoredLabel(const Program &program) {
+  return program.train ? program.train->ignoreIndex : -100;
+}
 
 /// The training data: the step's inputs that come from files (all but the
 /// per-sample weights and the dropout key, which the trainer sets), opened,
@@ -44,7 +46,7 @@ struct TrainingData {
 Status openTrainingData(const Program &program, const std::string &dir, TrainingData &data);
 
 /// Class labels of the training data must lie in [0, classes) or be
-/// kIgnoredLabel, checked
+/// the ignored label (ignoredLabel), checked
 /// before step 1 (a bad label would otherwise stop the run at its batch). The
 /// ABI carries no class count: the label is the step input before the
 /// sample weights that is not a model input (a model's own loss takes its

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Training recipes against PyTorch's own implementations.
 
-Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest,evaluation]
+Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest,evaluation,loss]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -27,6 +27,11 @@ ONNX initial weights):
     that accuracy); --keep-last 2 keeps the last two; --early-stop-patience
     stops where Keras's EarlyStopping rule says; a run stopped and resumed
     (--resume=auto) logs, keeps the best and trains as the uninterrupted one.
+  * loss: --label-smoothing, --class-weights and --ignore-index against
+    torch.nn.CrossEntropyLoss(weight, ignore_index, label_smoothing), and
+    --clip-grad-value against clip_grad_value_, 10 steps of SGD with
+    momentum: each step's loss (relative 1e-5) and the weights (as above)
+    against PyTorch float64.
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -419,9 +424,80 @@ def check_evaluation(trainc, work, check, case):
           % ("" if part.returncode == 0 else ": " + part.stderr[-300:]))
 
 
+def check_loss_options(trainc, work, check, case):
+    """CrossEntropyLoss(weight, ignore_index, label_smoothing) and
+    clip_grad_value_ against PyTorch float64, 10 steps of SGD."""
+    weights = np.linspace(0.5, 2.0, 10)
+    weights_path = os.path.join(work, "class-weights.npy")
+    np.save(weights_path, weights.astype(np.float32))
+    cases = {
+        "label smoothing, class weights, ignore index 3": (
+            ["--label-smoothing=0.1", "--class-weights=" + weights_path, "--ignore-index=3"],
+            lambda dtype: torch.nn.CrossEntropyLoss(
+                weight=torch.tensor(weights, dtype=dtype), ignore_index=3, label_smoothing=0.1),
+            None),
+        "label smoothing alone": (
+            ["--label-smoothing=0.2"],
+            lambda dtype: torch.nn.CrossEntropyLoss(label_smoothing=0.2), None),
+        "clip grad value": (
+            ["--clip-grad-value=0.01"], lambda dtype: torch.nn.CrossEntropyLoss(), 0.01),
+    }
+    for tag, (flags, make_loss, clip) in cases.items():
+        prog = os.path.join(work, "loss_" + tag.split(",")[0].replace(" ", "_"))
+        build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
+                                "--batch-size=%d" % BATCH, "--loss=cross-entropy",
+                                "--optimizer=sgd", "-o", prog] + flags,
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
+            continue
+        run, records, saved = run_trainer(prog, case, "loss-" + tag.split(",")[0].replace(" ", "_"),
+                                          ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"],
+                                          work)
+        if run.returncode != 0:
+            check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
+            continue
+
+        def reference(dtype):
+            torch.manual_seed(0)
+            net = case["spec"]["build"]()
+            net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"]
+                                 else v for k, v in net.state_dict().items()})
+            net = net.to(dtype)
+            net.train()
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+            criterion = make_loss(dtype)
+            losses = []
+            for k in range(10):
+                first = k * BATCH
+                optimizer.zero_grad()
+                loss = criterion(net(torch.tensor(case["inputs"]["x"][first:first + BATCH])
+                                     .to(dtype)),
+                                 torch.tensor(case["labels"][first:first + BATCH]))
+                loss.backward()
+                if clip:
+                    torch.nn.utils.clip_grad_value_(net.parameters(), clip)
+                optimizer.step()
+                losses.append(float(loss))
+            return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+        losses64, ref64 = reference(torch.float64)
+        _, ref32 = reference(torch.float32)
+        got = [r["loss"] for r in records]
+        error = relative_error(got, losses64)
+        check(len(got) == 10 and error <= 1e-5,
+              "%s: the loss of each of 10 steps matches PyTorch float64's CrossEntropyLoss "
+              "(max relative error %.3g, tolerance 1e-5)" % (tag, error))
+        names = [k for k in trained_params(case) if k in ref64]
+        ours = {k: np.load(os.path.join(saved, k + ".npy")) for k in names}
+        ok, text = compare_weights({k: case["initial"][k] for k in names}, ours,
+                                   {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
+        check(ok, "%s: weights after 10 steps against PyTorch float64, %s" % (tag, text))
+
+
 def main():
     trainc, work = sys.argv[1], sys.argv[2]
-    parts = {"schedules", "rangetest", "evaluation"}
+    parts = {"schedules", "rangetest", "evaluation", "loss"}
     if len(sys.argv) > 4 and sys.argv[3] == "--only":
         parts = set(sys.argv[4].split(","))
     os.makedirs(work, exist_ok=True)
@@ -439,6 +515,8 @@ def main():
         check_range_test(trainc, work, check, case)
     if "evaluation" in parts:
         check_evaluation(trainc, work, check, case)
+    if "loss" in parts:
+        check_loss_options(trainc, work, check, case)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -47,10 +47,11 @@ TEST(OpClassesTest, AtMostOneAutocastClass) {
                   op.hasTrait<tc::OpTrait::AutocastNorm>();
     EXPECT_LE(classes, 1);
     // A pointwise op takes its widest operand's type, or computes in f32.
-    if (op.hasTrait<tc::OpTrait::Pointwise>())
+    if (op.hasTrait<tc::OpTrait::Pointwise>()) {
       EXPECT_FALSE(op.hasTrait<tc::OpTrait::AutocastFollow>() ||
                    op.hasTrait<tc::OpTrait::AutocastNorm>() ||
                    op.hasTrait<tc::OpTrait::Contraction>());
+    }
   }
 }
 

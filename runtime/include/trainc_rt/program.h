@@ -109,6 +109,10 @@ struct TrainStep {
   /// The compiled --clip-grad-norm, the default of the MaxGradNorm
   /// hyperparameter; 0 when the step does not clip.
   double clipGradNorm;
+  /// --loss=cross-entropy: the label that adds nothing (--ignore-index,
+  /// PyTorch's -100 by default); the trainer accepts it among the class
+  /// labels and evaluation leaves it out.
+  int64_t ignoreIndex = -100;
   /// Inputs of the step: the model inputs, then the label and the per-sample
   /// weights, by name.
   int numInputs;

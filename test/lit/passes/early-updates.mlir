@@ -1,6 +1,8 @@
 // RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s
 // RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
 // RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LATE
+// RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true clip-grad-value=0.5" | FileCheck %s --check-prefix=VALUE
+// RUN: not trainc-opt %s --trainc-optimizer="optimizer=sgd clip-grad-value=0.5 clip-grad-norm=1.0" 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // Early updates: w2's gradient is complete after the first backward op and
 // the backward never reads w2 again, so its update runs right there and the
@@ -20,6 +22,16 @@
 // CLIP: tc.min
 // CLIP-NEXT: tc.sgd_update %arg1
 // CLIP-NEXT: tc.sgd_update %arg2
+//
+// Clipping by value (clip_grad_value_) clamps each gradient on its own: a
+// tc.clip per gradient that moves with its update, which still runs early.
+// VALUE: %[[G2:.*]] = tc.mul %arg0, %arg0
+// VALUE-NEXT: %[[C2:.*]] = tc.clip %[[G2]] {max = 5.000000e-01 : f32, min = -5.000000e-01 : f32}
+// VALUE-NEXT: tc.sgd_update %arg2, %[[C2]]
+// VALUE: %[[G1:.*]] = tc.add %arg0, %[[G2]]
+// VALUE: %[[C1:.*]] = tc.clip %[[G1]]
+// VALUE: tc.sgd_update %arg1, %[[C1]]
+// BOTH: error: --clip-grad-value must be positive, and excludes --clip-grad-norm
 //
 // Without the option the updates run together at the end.
 // LATE: tc.mul %{{.*}}, %arg1 {{.*}}loc("backward of x"(fused<#tc.phase<backward>>["x"]))
