@@ -70,7 +70,8 @@ def Tc_StateRole : I32EnumAttr<"StateRole", "what an optimizer state tensor hold
   I32EnumAttrCase<"GradAccum", 4, "grad_accum">,
   I32EnumAttrCase<"LossScale", 5, "loss_scale">,
   I32EnumAttrCase<"LossScaleGrowthTracker", 6, "loss_scale.growth_tracker">,
-  I32EnumAttrCase<"LossScaleSkippedSteps", 7, "loss_scale.skipped_steps">
+  I32EnumAttrCase<"LossScaleSkippedSteps", 7, "loss_scale.skipped_steps">,
+  I32EnumAttrCase<"GradNorm", 8, "grad_norm">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;

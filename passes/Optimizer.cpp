@@ -47,9 +47,38 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (step->hasAttr(tc::kOptimizerAttrName))
       return; // already rewritten
     rewrite(step);
-    if (earlyUpdates)
+    if (earlyUpdates) {
       scheduleUpdates(step);
+      hoistGradNorm(step.getBody().front());
+    }
     step->setAttr(tc::kOptimizerAttrName, tc::OptimizerAttr::get(&getContext(), optimizer));
+  }
+
+  /// The location of the ops that measure the gradient norm (without
+  /// clipping; clipping's own are "gradient clipping").
+  static constexpr const char *kGradNormLoc = "gradient norm";
+
+  /// With early updates: each op of the gradient norm moves up to just after
+  /// the last of its operands (a gradient's square and sum right after the
+  /// gradient), so that no gradient stays live until the end of the
+  /// backward for the norm.
+  static void hoistGradNorm(Block &body) {
+    SmallVector<Operation *> measuring;
+    for (Operation &op : body)
+      if (auto name = dyn_cast<NameLoc>(op.getLoc()); name && name.getName() == kGradNormLoc)
+        measuring.push_back(&op);
+    for (Operation *op : measuring) {
+      Operation *after = nullptr;
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && def->getBlock() == &body && (!after || after->isBeforeInBlock(def)))
+          after = def;
+      }
+      if (after)
+        op->moveAfter(after);
+      else
+        op->moveBefore(&body.front());
+    }
   }
 
   /// Moves each update up to just after the last op it must follow: the
@@ -362,10 +391,24 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                                             ValueRange{measured[i], scaler->unscale})
                             ->getResult(0);
     StepFactors factors;
+    // The global gradient norm (unscaled, before clipping), kept as a state
+    // for the trainer's log: clipping's own norm, else (with grad-norm) one
+    // of the gradients as they are, times 1 / scale under loss scaling.
+    Value norm;
     if (clipGradNorm > 0) {
-      factors.gradScale = clipCoefficient(
-          step, b, NameLoc::get(b.getStringAttr("gradient clipping"), loc), measured);
+      Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping"), loc);
+      norm = globalNorm(step, b, clipLoc, measured);
+      factors.gradScale = clipCoefficient(step, b, clipLoc, norm);
       step->setAttr(tc::kClipGradNormAttrName, b.getF64FloatAttr(clipGradNorm));
+    } else if (gradNorm) {
+      Location normLoc = NameLoc::get(b.getStringAttr(kGradNormLoc), loc);
+      norm = globalNorm(step, b, normLoc, ret.getOperands());
+      if (norm && scaler)
+        norm = b.create<tc::MulOp>(normLoc, ValueRange{norm, scaler->unscale})->getResult(0);
+    }
+    if (norm) {
+      (void)state(step, norm.getType(), tc::StateRole::GradNorm);
+      keepState(norm, tc::stateName(tc::StateRole::GradNorm));
     }
     if (scaler) {
       Location scaleLoc = NameLoc::get(b.getStringAttr("loss scaling"), loc);
@@ -508,10 +551,9 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
               tc::stateName(tc::StateRole::LossScaleGrowthTracker));
   }
 
-  /// torch.nn.utils.clip_grad_norm_: the factor every gradient is scaled by,
-  /// min(1, max_norm / (sqrt(sum of all squared gradient elements) + 1e-6));
-  /// null when the step has no gradient.
-  Value clipCoefficient(func::FuncOp step, OpBuilder &b, Location loc, ValueRange grads) {
+  /// sqrt of the sum of all squared gradient elements (results 1.. of the
+  /// return that are gradients); null when the step has none.
+  static Value globalNorm(func::FuncOp step, OpBuilder &b, Location loc, ValueRange grads) {
     auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
     auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
     Value total;
@@ -525,7 +567,14 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     }
     if (!total)
       return nullptr;
-    Value norm = b.create<tc::SqrtOp>(loc, total)->getResult(0);
+    return b.create<tc::SqrtOp>(loc, total)->getResult(0);
+  }
+
+  /// torch.nn.utils.clip_grad_norm_: the factor every gradient is scaled by,
+  /// min(1, max_norm / (norm + 1e-6)); null when there is no norm.
+  Value clipCoefficient(func::FuncOp step, OpBuilder &b, Location loc, Value norm) {
+    if (!norm)
+      return nullptr;
     Value denominator = b.create<tc::AddOp>(loc, ValueRange{norm, f32Scalar(b, loc, 1e-6f)})->getResult(0);
     Value ratio = b.create<tc::DivOp>(loc, ValueRange{hyper(step, tc::Hyper::MaxGradNorm), denominator})
                       ->getResult(0);

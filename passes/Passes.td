@@ -627,6 +627,10 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
            "lars, else none)">,
     Option<"nesterov", "nesterov", "bool", /*default=*/"false",
            "Nesterov momentum (sgd)">,
+    Option<"gradNorm", "grad-norm", "bool", /*default=*/"false",
+           "keep the global gradient norm (unscaled, before clipping) as the state "
+           "grad_norm for the trainer's log (clip-grad-norm keeps its own anyway); one "
+           "reduction per gradient">,
     Option<"clipGradValue", "clip-grad-value", "double", /*default=*/"0.0",
            "when positive, clamp every gradient element to [-X, X] "
            "(torch.nn.utils.clip_grad_value_, after unscaling under loss scaling)">,

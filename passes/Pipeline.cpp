@@ -145,6 +145,7 @@ const std::vector<Phase> &phases() {
          opt.noDecay = o.noDecay;
          opt.clipGradNorm = o.clipGradNorm;
          opt.clipGradValue = o.clipGradValue;
+         opt.gradNorm = o.gradNorm;
          opt.earlyUpdates = o.remat != trainc::Remat::None;
          pm.addPass(trainc::createOptimizer(opt));
          return true;
@@ -193,6 +194,7 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
   Option<std::string> freeze{*this, "freeze", llvm::cl::desc("parameters not trained (regex)")};
   Option<double> clipGradNorm{*this, "clip-grad-norm", llvm::cl::init(0.0)};
   Option<double> clipGradValue{*this, "clip-grad-value", llvm::cl::init(0.0)};
+  Option<bool> gradNorm{*this, "grad-norm", llvm::cl::init(false)};
   Option<double> labelSmoothing{*this, "label-smoothing", llvm::cl::init(0.0)};
   ListOption<double> classWeights{*this, "class-weights"};
   Option<int64_t> ignoreIndex{*this, "ignore-index", llvm::cl::init(-100)};
@@ -221,6 +223,7 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
     o.freeze = freeze;
     o.clipGradNorm = clipGradNorm;
     o.clipGradValue = clipGradValue;
+    o.gradNorm = gradNorm;
     o.labelSmoothing = labelSmoothing;
     o.classWeights.assign(classWeights.begin(), classWeights.end());
     o.ignoreIndex = ignoreIndex;

@@ -38,6 +38,8 @@ struct PipelineOptions {
   double clipGradNorm = 0.0;
   /// When positive: clamp each gradient element to [-X, X].
   double clipGradValue = 0.0;
+  /// Keep the global gradient norm for the log (clipping keeps it anyway).
+  bool gradNorm = false;
   /// cross-entropy: label smoothing, a weight per class (empty: none) and
   /// the label that is ignored.
   double labelSmoothing = 0.0;

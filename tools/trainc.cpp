@@ -183,6 +183,11 @@ cl::opt<double> clipGradValue("clip-grad-value",
                               cl::desc("Clamp every gradient element to [-X, X] before the "
                                        "update, as torch.nn.utils.clip_grad_value_"),
                               cl::value_desc("X"), cl::init(0.0), cl::cat(category));
+cl::opt<bool> logGradNorm("log-grad-norm",
+                          cl::desc("Keep the global gradient norm (unscaled, before clipping) "
+                                   "of every step for the trainer's --log (--clip-grad-norm "
+                                   "keeps it anyway); costs a reduction per gradient"),
+                          cl::init(false), cl::cat(category));
 cl::opt<double> clipGradNorm("clip-grad-norm",
                              cl::desc("Clip the global L2 norm of the gradients to at most X "
                                       "(the trainer's --clip-grad-norm overrides X)"),
@@ -301,7 +306,7 @@ usage:
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--label-smoothing=EPS] [--class-weights=FILE.npy] [--ignore-index=N]
                   [--optimizer=sgd|adam|adamw|lamb|lars [--nesterov] [--no-decay=1d|none|REGEX]
-                   [--clip-grad-norm=X | --clip-grad-value=X]]
+                   [--clip-grad-norm=X | --clip-grad-value=X] [--log-grad-norm]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
                  [--layout=nchw|nhwc|auto] [--pad-to=auto|off|N]
@@ -675,6 +680,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.freeze = freezeRegex;
   pipeline.clipGradNorm = clipGradNorm;
   pipeline.clipGradValue = clipGradValue;
+  pipeline.gradNorm = logGradNorm;
   pipeline.labelSmoothing = labelSmoothing;
   pipeline.ignoreIndex = ignoreIndex;
   pipeline.classWeights = classWeightValues;
@@ -1184,6 +1190,11 @@ bool checkTrainingFlags() {
     errs() << "error: --clip-grad-value takes a positive finite bound and needs --optimizer\n";
     return false;
   }
+  if (logGradNorm && !hasOptimizer()) {
+    errs() << "error: --log-grad-norm keeps the norm the optimizer step measures; it needs "
+              "--optimizer\n";
+    return false;
+  }
   if (clipGradValue > 0.0 && clipGradNorm > 0.0) {
     errs() << "error: --clip-grad-value and --clip-grad-norm exclude each other (clip by one "
               "rule)\n";
@@ -1458,7 +1469,7 @@ std::vector<HelpGroup> helpGroups(StringRef command) {
           {"Loss options (cross-entropy)", {"label-smoothing", "class-weights", "ignore-index"}},
           {"Training",
            {"optimizer", "nesterov", "no-decay", "clip-grad-norm", "clip-grad-value",
-            "grad-accum"}},
+            "log-grad-norm", "grad-accum"}},
           {"Speed",
            {"target", "cuda-arch", "precision", "loss-scale", "fuse", "layout", "pad-to"}},
           {"Memory", {"remat", "memory-budget", "report-memory", "device-memory"}},

@@ -25,7 +25,9 @@ TrainCheckpoints::TrainCheckpoints(Context &context, const Program &program,
   const TrainStep &train = *program.train;
   for (int i = 0; i < train.numStates; ++i) {
     const StateInfo &state = train.states[i];
-    if (state.role == StateRole::GradAccum)
+    // Gradient accumulators are overwritten by the next group's first batch,
+    // the gradient norm by the next step: neither is part of the run's state.
+    if (state.role == StateRole::GradAccum || state.role == StateRole::GradNorm)
       continue;
     bool scalar = isLossScalerState(state.role) && tensorBytes(state.tensor) == 4;
     add(std::string("state/") + state.tensor.name, state.tensor, states[i], scalar ? i : -1);

@@ -49,6 +49,8 @@ Status allocateStates(const TrainStep &train, RunDevice &device) {
       device.scaleState = i;
     if (lossScaled && scalarF32 && state.role == StateRole::LossScaleSkippedSteps)
       device.skippedState = i;
+    if (scalarF32 && state.role == StateRole::GradNorm)
+      device.gradNormState = i;
   }
   if (lossScaled && device.skippedState < 0)
     return Status::error("the loss-scaled step has no loss_scale.skipped_steps state");

@@ -31,6 +31,8 @@ struct RunDevice {
   /// The loss scaler's scale and skipped-step count among the states (-1:
   /// none; a fixed scale has no scale state).
   int scaleState = -1, skippedState = -1;
+  /// The gradient norm's state (-1: the step keeps none).
+  int gradNormState = -1;
 };
 
 /// Creates the context (joined to `ranks` when data-parallel), uploads the

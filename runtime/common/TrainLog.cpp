@@ -108,6 +108,8 @@ Status TrainLog::step(const StepRecord &step) {
   record["loss"] = step.loss;
   record["lr"] = step.lr;
   record[step.momentumName] = step.momentum;
+  if (step.gradNorm)
+    record["grad_norm"] = *step.gradNorm; // null when not finite (a skipped fp16 step)
   if (step.lossScale)
     record["loss_scale"] = *step.lossScale;
   if (step.skipped)

@@ -1,7 +1,7 @@
 //===- TrainLog.h - the trainer's --log (JSON lines) ------------*- C++ -*-===//
 //
 // One JSON record per line: {"step", "epoch", "loss", "lr", "momentum" or
-// "beta1", "wall_time", "samples_per_s"} per step (with "loss_scale" and, on
+// "beta1", "grad_norm", "wall_time", "samples_per_s"} per step (with "loss_scale" and, on
 // a skipped step, "skipped": true under fp16 loss scaling; a non-finite loss
 // is null) and
 // {"step", "epoch", "eval_loss", "eval_accuracy"} per evaluation (after that
@@ -60,6 +60,9 @@ public:
     /// When the host read the step's loss (seconds since the Unix epoch),
     /// and the samples per second since the step before.
     double wallTime = 0, samplesPerSecond = 0;
+    /// The global norm of the step's gradients, unscaled, before clipping
+    /// (null: the step keeps none).
+    const double *gradNorm = nullptr;
   };
   Status step(const StepRecord &record);
   /// The evaluation after step `step` (of epoch `epoch`): "eval_loss",

@@ -588,8 +588,13 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
                                              : std::string()) +
                          ": " + ran.message());
   TRAINC_RETURN_IF_ERROR(pipeline->queueLossReadback(d));
-  if (last)
+  if (last) {
     TRAINC_RETURN_IF_ERROR(scaler->queueReadback(pipeline->record(d)));
+    // The step's gradient norm into record[3], behind the step as its loss.
+    if (device.gradNormState >= 0)
+      TRAINC_RETURN_IF_ERROR(device.context->downloadAsync(
+          pipeline->record(d) + 3, device.statePtrs[device.gradNormState], 4));
+  }
   TRAINC_RETURN_IF_ERROR(pipeline->finishLaunch(d));
   pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr,
                      isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
@@ -776,10 +781,12 @@ Status TrainRun::finishOldest() {
   const double seconds = std::chrono::duration<double>(now - recent.front().first).count();
   const double wallTime =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double gradNorm = record[3];
   TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr,
                                    isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum,
                                    lossScaled ? &ranWith : nullptr, skipped, wallTime,
-                                   seconds > 0 ? windowSamples / seconds : 0.0}));
+                                   seconds > 0 ? windowSamples / seconds : 0.0,
+                                   device.gradNormState >= 0 ? &gradNorm : nullptr}));
   if (chatty && secondsSince(lastLine) >= progress.interval())
     progressLine(p);
   return Status();

@@ -62,7 +62,10 @@ namespace trainc::rt {
   X(GradAccum, "grad_accum")                                                   \
   X(LossScale, "loss_scale")                                                   \
   X(LossScaleGrowthTracker, "loss_scale.growth_tracker")                       \
-  X(LossScaleSkippedSteps, "loss_scale.skipped_steps")
+  X(LossScaleSkippedSteps, "loss_scale.skipped_steps")                       \
+  /* The global L2 norm of the step's gradients (unscaled, before clipping),  \
+     written by every update for the trainer's log; not checkpointed. */       \
+  X(GradNorm, "grad_norm")
 
 /// The optimizer a step's update implements (trainc compile --optimizer).
 #define TRAINC_RT_OPTIMIZERS(X)                                                \
