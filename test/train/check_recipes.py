@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Training recipes against PyTorch's own implementations.
 
-Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest,evaluation,loss]
+Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest,evaluation,loss,gradnorm]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -32,6 +32,8 @@ ONNX initial weights):
     --clip-grad-value against clip_grad_value_, 10 steps of SGD with
     momentum: each step's loss (relative 1e-5) and the weights (as above)
     against PyTorch float64.
+  * gradnorm: the log's grad_norm (--log-grad-norm, and --clip-grad-norm's
+    own) against the total norm clip_grad_norm_ returns, step for step.
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -495,9 +497,50 @@ def check_loss_options(trainc, work, check, case):
         check(ok, "%s: weights after 10 steps against PyTorch float64, %s" % (tag, text))
 
 
+def check_grad_norm(trainc, work, check, case):
+    """The log's grad_norm against the total norm torch.nn.utils.
+    clip_grad_norm_ returns (before clipping), step for step."""
+    for tag, flags, clip in (("--log-grad-norm", ["--log-grad-norm"], None),
+                             ("--clip-grad-norm=0.5", ["--clip-grad-norm=0.5"], 0.5)):
+        prog = os.path.join(work, "norm_" + flags[0].strip("-").split("=")[0])
+        build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
+                                "--batch-size=%d" % BATCH, "--loss=cross-entropy",
+                                "--optimizer=sgd", "-o", prog] + flags,
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
+            continue
+        run, records, _ = run_trainer(prog, case, "norm-" + tag.strip("-").split("=")[0],
+                                      ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"],
+                                      work)
+        torch.manual_seed(0)
+        net = case["spec"]["build"]()
+        net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                             for k, v in net.state_dict().items()})
+        net = net.double()
+        net.train()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        norms = []
+        for k in range(10):
+            first = k * BATCH
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(
+                net(torch.tensor(case["inputs"]["x"][first:first + BATCH]).double()),
+                torch.tensor(case["labels"][first:first + BATCH])).backward()
+            norms.append(float(torch.nn.utils.clip_grad_norm_(
+                net.parameters(), clip if clip else float("inf"))))
+            optimizer.step()
+        got = [r.get("grad_norm") for r in records]
+        error = relative_error([g or 0.0 for g in got], norms)
+        check(run.returncode == 0 and len(got) == 10 and None not in got and error <= 1e-5,
+              "%s: the log's grad_norm of each of 10 steps equals the total norm PyTorch "
+              "float64's clip_grad_norm_ measures (max relative error %.3g, tolerance 1e-5; "
+              "%.4g to %.4g)" % (tag, error, min(norms), max(norms)))
+
+
 def main():
     trainc, work = sys.argv[1], sys.argv[2]
-    parts = {"schedules", "rangetest", "evaluation", "loss"}
+    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm"}
     if len(sys.argv) > 4 and sys.argv[3] == "--only":
         parts = set(sys.argv[4].split(","))
     os.makedirs(work, exist_ok=True)
@@ -517,6 +560,8 @@ def main():
         check_evaluation(trainc, work, check, case)
     if "loss" in parts:
         check_loss_options(trainc, work, check, case)
+    if "gradnorm" in parts:
+        check_grad_norm(trainc, work, check, case)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -2,6 +2,7 @@
 // RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
 // RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd" --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LATE
 // RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true clip-grad-value=0.5" | FileCheck %s --check-prefix=VALUE
+// RUN: trainc-opt %s --trainc-optimizer="optimizer=sgd early-updates=true grad-norm=true" | FileCheck %s --check-prefix=NORM
 // RUN: not trainc-opt %s --trainc-optimizer="optimizer=sgd clip-grad-value=0.5 clip-grad-norm=1.0" 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // Early updates: w2's gradient is complete after the first backward op and
@@ -32,6 +33,23 @@
 // VALUE: %[[C1:.*]] = tc.clip %[[G1]]
 // VALUE: tc.sgd_update %arg1, %[[C1]]
 // BOTH: error: --clip-grad-value must be positive, and excludes --clip-grad-norm
+//
+// The gradient norm for the log (grad-norm) does not hold the gradients
+// back: each one's square and sum follow it at once, the updates still run
+// early, and the norm is kept as the grad_norm state.
+// NORM-LABEL: func.func @train_step
+// NORM-SAME: tc.state = "grad_norm", tc.state_role = #tc.state_role<grad_norm>
+// NORM: %[[G2:.*]] = tc.mul %arg0, %arg0
+// NORM-NEXT: %[[S2:.*]] = tc.mul %[[G2]], %[[G2]]
+// NORM-NEXT: %[[N2:.*]] = tc.reduce_sum %[[S2]]
+// NORM-NEXT: tc.sgd_update %arg2, %[[G2]]
+// NORM-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]]
+// NORM-NEXT: %[[S1:.*]] = tc.mul %[[G1]], %[[G1]]
+// NORM-NEXT: %[[N1:.*]] = tc.reduce_sum %[[S1]]
+// NORM-NEXT: %[[T:.*]] = tc.add %[[N1]], %[[N2]]
+// NORM-NEXT: %[[NORM:.*]] = tc.sqrt %[[T]]
+// NORM: tc.sgd_update %arg1, %[[G1]]
+// NORM: return {{.*}}%[[NORM]]
 //
 // Without the option the updates run together at the end.
 // LATE: tc.mul %{{.*}}, %arg1 {{.*}}loc("backward of x"(fused<#tc.phase<backward>>["x"]))
