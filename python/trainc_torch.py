@@ -10,6 +10,17 @@ trains and records what only PyTorch knows in the model's `metadata_props`:
   trainc.padding_index  JSON object {initializer name: padding index} for every
                         nn.Embedding with padding_idx set (its row gets no gradient)
 
+`compile(module, example_inputs, loss=..., optimizer=..., **flags)` exports and
+compiles in one call; its Trainer's `fit(data, eval_data=..., **trainer_flags)`
+writes the data as the trainer reads it, trains with the progress shown and
+returns the log records, `predict(data)` runs the trained program, and
+`load_into(module)` copies the trained parameters and buffers back:
+
+    trainer = compile(model, torch.zeros(32, 3, 32, 32), loss="cross-entropy",
+                      optimizer="sgd", target="cpu")
+    log = trainer.fit((x, y), eval_data=(vx, vy), epochs=10, lr=0.1, momentum=0.9)
+    trainer.load_into(model)
+
 Usage (tested with torch 1.13 and 2.9.1 on onnx 1.12; torch 2.x exports with the
 TorchScript exporter, see torchscript_exporter):
 
@@ -28,6 +39,10 @@ F.embedding(..., padding_idx=p) in a forward is not.
 import inspect
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -181,3 +196,190 @@ def export_for_training(model, args, path, input_names, output_names,
     onnx.save(proto, path)  # external data, if any, stays where torch wrote it
     return trainable, padding
 
+
+
+# ---------------------------------------------------------------------------
+# compile / fit / load_into: a thin layer over the trainc CLI (the CLI stays
+# the one truth; every flag below is the command line's).
+
+
+def _find_trainc(trainc=None):
+    """The trainc binary: `trainc`, $TRAINC, trainc on PATH, or this
+    checkout's build/bin/trainc."""
+    candidates = [trainc, os.environ.get("TRAINC"), shutil.which("trainc"),
+                  os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "build", "bin", "trainc")]
+    for path in candidates:
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise FileNotFoundError("trainc not found: pass trainc=PATH, set $TRAINC or put it on PATH")
+
+
+def _flag_words(flags):
+    """Python keyword flags as command-line words: lr=0.1 -> --lr=0.1,
+    no_shuffle=True -> --no-shuffle (False and None are left out)."""
+    words = []
+    for key, value in flags.items():
+        name = "--" + key.replace("_", "-")
+        if value is True:
+            words.append(name)
+        elif value is False or value is None:
+            continue
+        else:
+            words.append("%s=%s" % (name, value))
+    return words
+
+
+def _run(words, what, stream_stderr=False):
+    """Runs a command; an error carries its last lines of stderr."""
+    if stream_stderr:
+        # The trainer's progress goes straight to the caller's stderr (redrawn
+        # in place on a terminal); only the last lines are kept for an error.
+        process = subprocess.Popen(words, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        tail = []
+        for line in process.stderr:
+            sys.stderr.write(line)
+            tail = (tail + [line])[-5:]
+        stdout = process.stdout.read()
+        code = process.wait()
+        stderr = "".join(tail)
+    else:
+        run = subprocess.run(words, capture_output=True, text=True)
+        code, stdout, stderr = run.returncode, run.stdout, run.stderr
+    if code != 0:
+        raise RuntimeError("%s failed (exit %d): %s" % (what, code, stderr.strip()[-2000:]))
+    return stdout
+
+
+class Trainer:
+    """A program trainc compiled from a PyTorch module (see `compile`)."""
+
+    def __init__(self, program, workdir, input_names, output_names, label, names):
+        self.program = program
+        self.workdir = workdir
+        self.input_names = list(input_names)
+        self.output_names = list(output_names)
+        self.label = label
+        # ONNX initializer name -> the module's state_dict keys it stands for.
+        self.names = names
+        self.params_dir = None
+
+    def _write_data(self, data, folder, with_labels):
+        """A folder as the trainer reads it: one .npy per input (float
+        arrays as float32, integer ones as int64) and LABEL.npy."""
+        if isinstance(data, (str, os.PathLike)):
+            return os.fspath(data)
+        if isinstance(data, dict):
+            arrays = dict(data)
+        else:
+            data = list(data) if isinstance(data, (tuple, list)) else [data]
+            names = self.input_names + ([self.label] if with_labels else [])
+            if len(data) != len(names):
+                raise ValueError("expected %d arrays (%s), got %d"
+                                 % (len(names), ", ".join(names), len(data)))
+            arrays = dict(zip(names, data))
+        os.makedirs(folder, exist_ok=True)
+        for name, value in arrays.items():
+            array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else \
+                np.asarray(value)
+            if np.issubdtype(array.dtype, np.floating):
+                array = array.astype(np.float32)
+            elif np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_:
+                array = array.astype(np.int64)
+            if os.path.basename(name) != name or name in ("", ".", ".."):
+                raise ValueError("'%s' is not a file name" % name)
+            np.save(os.path.join(folder, name + ".npy"), array)
+        return folder
+
+    def fit(self, data, eval_data=None, **flags):
+        """Trains on `data` (a folder as the trainer reads it, a dict
+        {input or label name: array}, or a tuple of the inputs' arrays and the
+        labels) with the trainer's flags as keywords (epochs=10, lr=0.1,
+        lr_schedule="onecycle", ...). The progress goes to stderr; returns the
+        run's log records. The trained parameters stay for `load_into`."""
+        train_dir = self._write_data(data, os.path.join(self.workdir, "train"), True)
+        words = [self.program, "--data", train_dir]
+        if eval_data is not None:
+            words += ["--eval-data",
+                      self._write_data(eval_data, os.path.join(self.workdir, "eval"), True)]
+        log = os.path.join(self.workdir, "fit.jsonl")
+        params = os.path.join(self.workdir, "params")
+        if "epochs" not in flags and "steps" not in flags and not flags.get("find_lr"):
+            raise ValueError("fit needs epochs=N or steps=N")
+        range_test_only = flags.get("find_lr") and flags.get("lr") != "auto"
+        if range_test_only:
+            # The range test alone writes its curve, not a log or parameters.
+            _run(words + _flag_words(flags), "the trainer", stream_stderr=True)
+            return []
+        words += ["--log", log, "--save-params", params] + _flag_words(flags)
+        _run(words, "the trainer", stream_stderr=True)
+        self.params_dir = params
+        with open(log) as stream:
+            return [json.loads(line) for line in stream]
+
+    def predict(self, data):
+        """The trained model's outputs on `data` (arrays of the inputs, as
+        `fit` takes them, without labels): {output name: array}."""
+        if self.params_dir is None:
+            raise RuntimeError("predict after fit (the trained parameters come from it)")
+        folder = self._write_data(data, os.path.join(self.workdir, "predict-in"), False)
+        out = os.path.join(self.workdir, "predict-out")
+        _run([self.program, "--predict", "--params", self.params_dir, "--data", folder,
+              "--out", out], "the trainer's --predict")
+        return {n: np.load(os.path.join(out, n + ".npy")) for n in self.output_names}
+
+    def load_into(self, module):
+        """Copies the trained parameters and buffers (batch-norm statistics)
+        into `module`, by the names the export recorded; a tensor whose
+        shape differs is an error."""
+        if self.params_dir is None:
+            raise RuntimeError("load_into after fit (the trained parameters come from it)")
+        state = module.state_dict()
+        loaded = set()
+        with torch.no_grad():
+            for init_name, keys in self.names.items():
+                path = os.path.join(self.params_dir, init_name + ".npy")
+                if not os.path.isfile(path):
+                    continue
+                value = np.load(path, allow_pickle=False)
+                for key in keys:
+                    target = state[key]
+                    if tuple(target.shape) != value.shape:
+                        raise ValueError("%s: trained %s, module %s"
+                                         % (key, value.shape, tuple(target.shape)))
+                    target.copy_(torch.from_numpy(value).to(target.dtype))
+                    loaded.add(key)
+        return sorted(loaded)
+
+
+def compile(module, example_inputs, loss="cross-entropy", optimizer="sgd", workdir=None,
+            input_names=None, output_names=None, trainc=None, **flags):
+    """Exports `module` for training and compiles it with `trainc compile`:
+    the loss and optimizer as the CLI's --loss and --optimizer, the batch
+    size that of `example_inputs` unless batch_size= says, and every other
+    trainc compile flag as a keyword (precision="bf16", label_smoothing=0.1,
+    target="cpu", ...). Returns a Trainer whose fit() trains."""
+    if not isinstance(example_inputs, tuple):
+        example_inputs = (example_inputs,)
+    workdir = workdir or tempfile.mkdtemp(prefix="trainc-")
+    os.makedirs(workdir, exist_ok=True)
+    input_names = list(input_names or (["x"] if len(example_inputs) == 1 else
+                                       ["x%d" % i for i in range(len(example_inputs))]))
+    output_names = list(output_names or ["logits"])
+    path = os.path.join(workdir, "model.onnx")
+    export_for_training(module, example_inputs, path, input_names, output_names)
+    # ONNX initializer -> the state_dict keys of the tensors it holds.
+    proto = onnx.load(path, load_external_data=False)
+    named = _module_tensors(module)
+    keys = {}
+    for init_name, tensors in _match_initializers(proto, named, workdir).items():
+        keys[init_name] = sorted(k for k, t in module.state_dict(keep_vars=True).items()
+                                 if any(t is m for m in tensors))
+    batch_size = flags.pop("batch_size", int(example_inputs[0].shape[0]))
+    label = flags.get("label", "label")
+    program = os.path.join(workdir, "trainer")
+    words = [_find_trainc(trainc), "compile", path, "--batch-size=%d" % batch_size,
+             "--loss=" + loss, "--optimizer=" + optimizer, "-o", program] + _flag_words(flags)
+    _run(words, "trainc compile")
+    return Trainer(program, workdir, input_names, output_names, label, keys)

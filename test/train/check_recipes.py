@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Training recipes against PyTorch's own implementations.
 
-Usage: check_recipes.py TRAINC WORKDIR [--only schedules,rangetest,evaluation,loss,gradnorm]
+Usage: check_recipes.py TRAINC WORKDIR
+           [--only schedules,rangetest,evaluation,loss,gradnorm,python]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -34,6 +35,9 @@ ONNX initial weights):
     against PyTorch float64.
   * gradnorm: the log's grad_norm (--log-grad-norm, and --clip-grad-norm's
     own) against the total norm clip_grad_norm_ returns, step for step.
+  * python: python/trainc_torch.py's compile, fit (arrays in, log records
+    out), load_into and predict on a module with batch norm and dropout: the
+    module's eval() output after load_into equals the trainer's --predict.
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -538,9 +542,51 @@ def check_grad_norm(trainc, work, check, case):
               "%.4g to %.4g)" % (tag, error, min(norms), max(norms)))
 
 
+def check_python(trainc, work, check):
+    """python/trainc_torch.py's compile, fit, predict and load_into on a
+    module with batch norm and dropout."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    import trainc_torch
+    torch.manual_seed(3)
+    module = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32),
+                                 torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(32, 4))
+    rng = np.random.RandomState(4)
+    x = rng.randn(96, 16).astype(np.float32)
+    y = (x[:, :4].argmax(axis=1)).astype(np.int64)  # learnable
+    vx, vy = x[:24] + 0.1 * rng.randn(24, 16).astype(np.float32), y[:24]
+    before = {k: v.detach().clone() for k, v in module.state_dict().items()}
+    folder = os.path.join(work, "python-api")
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        trainer = trainc_torch.compile(module, torch.zeros(8, 16), loss="cross-entropy",
+                                       optimizer="sgd", target="cpu", workdir=folder,
+                                       trainc=trainc)
+        log = trainer.fit((x, y), eval_data=(vx, vy), epochs=4, lr=0.1, momentum=0.9)
+        loaded = trainer.load_into(module)
+    except (RuntimeError, ValueError, OSError) as error:
+        check(False, "python: compile, fit and load_into run: %s" % str(error)[-300:])
+        return
+    evals = [r for r in log if "eval_accuracy" in r]
+    check(len([r for r in log if "loss" in r]) == 48 and len(evals) == 4,
+          "python: fit trains 4 epochs of 12 steps and returns the log (%d records, last "
+          "held-out accuracy %s)" % (len(log), evals[-1]["eval_accuracy"] if evals else None))
+    changed = [k for k in loaded if not torch.equal(module.state_dict()[k], before[k])]
+    check(len(loaded) == len(before) - 1 and "1.running_mean" in changed,
+          "python: load_into copies the %d trained parameters and batch-norm statistics (%s), "
+          "all but num_batches_tracked" % (len(loaded), ", ".join(loaded)))
+    module.eval()
+    with torch.no_grad():
+        ours = module(torch.tensor(vx)).numpy()
+    theirs = trainer.predict((vx,))["logits"]
+    error = float(np.abs(ours - theirs).max())
+    check(np.allclose(ours, theirs, rtol=1e-5, atol=1e-5),
+          "python: the module's eval() output after load_into equals the trainer's --predict "
+          "(max abs error %.3g)" % error)
+
+
 def main():
     trainc, work = sys.argv[1], sys.argv[2]
-    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm"}
+    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm", "python"}
     if len(sys.argv) > 4 and sys.argv[3] == "--only":
         parts = set(sys.argv[4].split(","))
     os.makedirs(work, exist_ok=True)
@@ -562,6 +608,8 @@ def main():
         check_loss_options(trainc, work, check, case)
     if "gradnorm" in parts:
         check_grad_norm(trainc, work, check, case)
+    if "python" in parts:
+        check_python(trainc, work, check)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
