@@ -61,10 +61,12 @@ STEPS = 50
 sched = torch.optim.lr_scheduler
 
 
-def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_step=None):
+def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_step=None,
+                   criterion=None, after_backward=None):
     """`steps` optimizer steps over the case's data in file order (epochs
     repeated), as the trainer runs them: the per-step learning rate, momentum
-    (or beta1) and loss, and the final state dict."""
+    (or beta1), loss and what `after_backward(net)` returns (a clipping
+    rule's measure), and the final state dict."""
     torch.manual_seed(0)
     net = case["spec"]["build"]()
     net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
@@ -73,7 +75,8 @@ def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_ste
     net.train()
     optimizer = make_optimizer(net.parameters())
     scheduler = make_scheduler(optimizer) if make_scheduler else None
-    lrs, momenta, losses = [], [], []
+    criterion = criterion or torch.nn.functional.cross_entropy
+    lrs, momenta, losses, measured = [], [], [], []
     for k in range(steps):
         first = (k * BATCH) % SAMPLES
         group = optimizer.param_groups[0]
@@ -84,32 +87,37 @@ def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_ste
         x = torch.tensor(case["inputs"]["x"][first:first + BATCH]).to(dtype)
         y = torch.tensor(case["labels"][first:first + BATCH])
         optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss = criterion(net(x), y)
         loss.backward()
+        if after_backward:
+            measured.append(after_backward(net))
         optimizer.step()
         if scheduler:
             scheduler.step()
         losses.append(float(loss))
     state = {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
-    return lrs, momenta, losses, state
+    return lrs, momenta, losses, state, measured
 
 
 COMPILED = {}
 
 
-def compile_mlp(trainc, check, case, work, optimizer):
-    """The MLP's CPU trainer with `optimizer`, compiled once per run."""
-    prog = os.path.join(work, "mlp_" + optimizer)
-    if optimizer in COMPILED:
-        return COMPILED[optimizer]
+def compile_mlp(trainc, check, case, work, optimizer, flags=()):
+    """The MLP's CPU trainer with `optimizer` and compile `flags`, compiled
+    once per run."""
+    key = (optimizer,) + tuple(flags)
+    if key in COMPILED:
+        return COMPILED[key]
+    name = "_".join([optimizer] + [f.strip("-").split("=")[0] for f in flags])
+    prog = os.path.join(work, "mlp_" + name)
     build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
                             "--batch-size=%d" % BATCH, "--loss=cross-entropy",
-                            "--optimizer=" + optimizer, "-o", prog],
+                            "--optimizer=" + optimizer, "-o", prog] + list(flags),
                            capture_output=True, text=True)
     if build.returncode != 0:
-        check(False, "mlp %s compiles: %s" % (optimizer, build.stderr.strip()[:300]))
+        check(False, "mlp %s compiles: %s" % (" ".join(key), build.stderr.strip()[:300]))
         prog = None
-    COMPILED[optimizer] = prog
+    COMPILED[key] = prog
     return prog
 
 
@@ -184,10 +192,9 @@ def check_schedules(trainc, work, check, case):
         if run.returncode != 0:
             check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
             continue
-        lrs, momenta, _, ref64 = reference_loop(case, torch.float64, make_optimizer,
-                                                make_scheduler, STEPS)
-        _, _, _, ref32 = reference_loop(case, torch.float32, make_optimizer, make_scheduler,
-                                        STEPS)
+        lrs, momenta, _, ref64, _ = reference_loop(case, torch.float64, make_optimizer,
+                                                   make_scheduler, STEPS)
+        ref32 = reference_loop(case, torch.float32, make_optimizer, make_scheduler, STEPS)[3]
         key = "beta1" if optimizer == "adam" else "momentum"
         got_lrs = [r["lr"] for r in records]
         got_momenta = [r.get(key) for r in records]
@@ -275,7 +282,7 @@ def check_range_test(trainc, work, check, case):
     # smoothed loss (past it the steps blow up and differences grow).
     lowest = min(range(len(points)), key=lambda i: got_smoothed[i]
                  if math.isfinite(got_smoothed[i]) else math.inf)
-    _, _, ref_losses, _ = reference_loop(case, torch.float64,
+    _, _, ref_losses, _, _ = reference_loop(case, torch.float64,
                                          lambda p: torch.optim.SGD(p, lr=low, momentum=0.9),
                                          None, lowest + 1, lambda k: want_lrs[k])
     error = relative_error(losses[:lowest + 1], ref_losses)
@@ -449,13 +456,8 @@ def check_loss_options(trainc, work, check, case):
             ["--clip-grad-value=0.01"], lambda dtype: torch.nn.CrossEntropyLoss(), 0.01),
     }
     for tag, (flags, make_loss, clip) in cases.items():
-        prog = os.path.join(work, "loss_" + tag.split(",")[0].replace(" ", "_"))
-        build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
-                                "--batch-size=%d" % BATCH, "--loss=cross-entropy",
-                                "--optimizer=sgd", "-o", prog] + flags,
-                               capture_output=True, text=True)
-        if build.returncode != 0:
-            check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
+        prog = compile_mlp(trainc, check, case, work, "sgd", flags)
+        if not prog:
             continue
         run, records, saved = run_trainer(prog, case, "loss-" + tag.split(",")[0].replace(" ", "_"),
                                           ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"],
@@ -465,27 +467,12 @@ def check_loss_options(trainc, work, check, case):
             continue
 
         def reference(dtype):
-            torch.manual_seed(0)
-            net = case["spec"]["build"]()
-            net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"]
-                                 else v for k, v in net.state_dict().items()})
-            net = net.to(dtype)
-            net.train()
-            optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-            criterion = make_loss(dtype)
-            losses = []
-            for k in range(10):
-                first = k * BATCH
-                optimizer.zero_grad()
-                loss = criterion(net(torch.tensor(case["inputs"]["x"][first:first + BATCH])
-                                     .to(dtype)),
-                                 torch.tensor(case["labels"][first:first + BATCH]))
-                loss.backward()
-                if clip:
-                    torch.nn.utils.clip_grad_value_(net.parameters(), clip)
-                optimizer.step()
-                losses.append(float(loss))
-            return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+            clipping = ((lambda net: torch.nn.utils.clip_grad_value_(net.parameters(), clip))
+                        if clip else None)
+            _, _, losses, state, _ = reference_loop(
+                case, dtype, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), None, 10,
+                criterion=make_loss(dtype), after_backward=clipping)
+            return losses, state
 
         losses64, ref64 = reference(torch.float64)
         _, ref32 = reference(torch.float32)
@@ -506,34 +493,16 @@ def check_grad_norm(trainc, work, check, case):
     clip_grad_norm_ returns (before clipping), step for step."""
     for tag, flags, clip in (("--log-grad-norm", ["--log-grad-norm"], None),
                              ("--clip-grad-norm=0.5", ["--clip-grad-norm=0.5"], 0.5)):
-        prog = os.path.join(work, "norm_" + flags[0].strip("-").split("=")[0])
-        build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
-                                "--batch-size=%d" % BATCH, "--loss=cross-entropy",
-                                "--optimizer=sgd", "-o", prog] + flags,
-                               capture_output=True, text=True)
-        if build.returncode != 0:
-            check(False, "%s compiles: %s" % (tag, build.stderr.strip()[:300]))
+        prog = compile_mlp(trainc, check, case, work, "sgd", flags)
+        if not prog:
             continue
         run, records, _ = run_trainer(prog, case, "norm-" + tag.strip("-").split("=")[0],
                                       ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"],
                                       work)
-        torch.manual_seed(0)
-        net = case["spec"]["build"]()
-        net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
-                             for k, v in net.state_dict().items()})
-        net = net.double()
-        net.train()
-        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-        norms = []
-        for k in range(10):
-            first = k * BATCH
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(
-                net(torch.tensor(case["inputs"]["x"][first:first + BATCH]).double()),
-                torch.tensor(case["labels"][first:first + BATCH])).backward()
-            norms.append(float(torch.nn.utils.clip_grad_norm_(
-                net.parameters(), clip if clip else float("inf"))))
-            optimizer.step()
+        norms = reference_loop(
+            case, torch.float64, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), None, 10,
+            after_backward=lambda net: float(torch.nn.utils.clip_grad_norm_(
+                net.parameters(), clip if clip else float("inf"))))[4]
         got = [r.get("grad_norm") for r in records]
         error = relative_error([g or 0.0 for g in got], norms)
         check(run.returncode == 0 and len(got) == 10 and None not in got and error <= 1e-5,
