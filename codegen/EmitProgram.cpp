@@ -141,6 +141,13 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       else if (index == states.size())
         return func.emitError("state '") << state.getValue() << "' is not one of @train_step's";
       std::string name = "s" + std::to_string(index);
+      if (arg.use_empty()) {
+        // A state the step only writes (the gradient norm): no pointer to
+        // read it through, which the compilers would warn about.
+        body += "  " + commentLine("state '" + entry.name + "' " + shapeText(shapeOf(arg)) +
+                                   ": written only, args.states[" + std::to_string(index) + "]");
+        continue;
+      }
       body += "  const " + cType(type) + " *" + name + " = static_cast<const " + cType(type) +
               " *>(args.states[" + std::to_string(index) + "]); " +
               commentLine("state '" + entry.name + "' " + shapeText(shapeOf(arg)));

@@ -31,4 +31,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 venv_python = os.path.join(config.trainc_obj_root, "conformance-venv", "bin", "python")
 if os.path.exists(venv_python):
     config.available_features.add("onnxruntime")
+# ... and tensorboard, whose event reader checks --tensorboard.
+import glob
+if glob.glob(os.path.join(config.trainc_obj_root, "conformance-venv", "lib", "python3*",
+                          "site-packages", "tensorboard")):
+    config.available_features.add("tensorboard")
 config.substitutions.append(("%venv_python", venv_python))

@@ -1094,6 +1094,45 @@ bool checkModeFlags() {
   return true;
 }
 
+/// --log-grad-norm, --clip-grad-value and the cross-entropy options:
+/// what they need and exclude, and --class-weights read (classWeightValues).
+bool checkLossAndClippingFlags() {
+  if (clipGradValue != 0.0 && (!hasOptimizer() || !(clipGradValue > 0.0) ||
+                               !std::isfinite(clipGradValue))) {
+    errs() << "error: --clip-grad-value takes a positive finite bound and needs --optimizer\n";
+    return false;
+  }
+  if (logGradNorm && !hasOptimizer()) {
+    errs() << "error: --log-grad-norm keeps the norm the optimizer step measures; it needs "
+              "--optimizer\n";
+    return false;
+  }
+  if (clipGradValue > 0.0 && clipGradNorm > 0.0) {
+    errs() << "error: --clip-grad-value and --clip-grad-norm exclude each other (clip by one "
+              "rule)\n";
+    return false;
+  }
+  const bool crossEntropy = training() && lossKind == trainc::LossKind::CrossEntropy;
+  for (auto [given, name] : {std::pair{labelSmoothing.getNumOccurrences() > 0, "label-smoothing"},
+                             std::pair{classWeightsPath.getNumOccurrences() > 0, "class-weights"},
+                             std::pair{ignoreIndex.getNumOccurrences() > 0, "ignore-index"}})
+    if (given && !crossEntropy) {
+      errs() << "error: --" << name << " is a parameter of --loss=cross-entropy\n";
+      return false;
+    }
+  if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0)) {
+    errs() << "error: --label-smoothing must be in [0, 1], got " << labelSmoothing << "\n";
+    return false;
+  }
+  if (ignoreIndex == std::numeric_limits<int64_t>::min()) {
+    errs() << "error: --ignore-index is out of range\n";
+    return false;
+  }
+  if (!classWeightsPath.empty() && !loadClassWeights(classWeightsPath, classWeightValues))
+    return false;
+  return true;
+}
+
 /// The flags of training (--grad-accum, --data-parallel, --precision,
 /// --loss-scale, --optimizer, ...): each needs the others it works with, and
 /// --compile-to a phase that runs.
@@ -1185,38 +1224,7 @@ bool checkTrainingFlags() {
     errs() << "error: --clip-grad-norm takes a positive norm and needs --optimizer\n";
     return false;
   }
-  if (clipGradValue != 0.0 && (!hasOptimizer() || !(clipGradValue > 0.0) ||
-                               !std::isfinite(clipGradValue))) {
-    errs() << "error: --clip-grad-value takes a positive finite bound and needs --optimizer\n";
-    return false;
-  }
-  if (logGradNorm && !hasOptimizer()) {
-    errs() << "error: --log-grad-norm keeps the norm the optimizer step measures; it needs "
-              "--optimizer\n";
-    return false;
-  }
-  if (clipGradValue > 0.0 && clipGradNorm > 0.0) {
-    errs() << "error: --clip-grad-value and --clip-grad-norm exclude each other (clip by one "
-              "rule)\n";
-    return false;
-  }
-  const bool crossEntropy = training() && lossKind == trainc::LossKind::CrossEntropy;
-  for (auto [given, name] : {std::pair{labelSmoothing.getNumOccurrences() > 0, "label-smoothing"},
-                             std::pair{classWeightsPath.getNumOccurrences() > 0, "class-weights"},
-                             std::pair{ignoreIndex.getNumOccurrences() > 0, "ignore-index"}})
-    if (given && !crossEntropy) {
-      errs() << "error: --" << name << " is a parameter of --loss=cross-entropy\n";
-      return false;
-    }
-  if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0)) {
-    errs() << "error: --label-smoothing must be in [0, 1], got " << labelSmoothing << "\n";
-    return false;
-  }
-  if (ignoreIndex == std::numeric_limits<int64_t>::min()) {
-    errs() << "error: --ignore-index is out of range\n";
-    return false;
-  }
-  if (!classWeightsPath.empty() && !loadClassWeights(classWeightsPath, classWeightValues))
+  if (!checkLossAndClippingFlags())
     return false;
   if (entryName != "forward" && !training()) {
     errs() << "error: --entry=" << entryName << " needs --loss\n";

@@ -601,6 +601,12 @@ Status checkRangeTestFlags(Options &options) {
                              "--find-lr (or --lr=auto to train at its suggestion after it)");
     return Status();
   }
+  const std::string &prefix = t.rangeTest.outPrefix;
+  if (prefix.back() == '/' || prefix == "." || prefix == ".." ||
+      (prefix.size() > 2 && prefix.compare(prefix.size() - 3, 3, "/..") == 0) ||
+      (prefix.size() > 1 && prefix.compare(prefix.size() - 2, 2, "/.") == 0))
+    return Status::error("--find-lr-out " + prefix + ": a prefix of file names "
+                         "(PREFIX.jsonl and PREFIX.png), not a folder");
   if (!(t.rangeTest.minLr < t.rangeTest.maxLr))
     return Status::error("--find-lr-min must be below --find-lr-max (the range test's rate "
                          "grows from one to the other)");
@@ -612,6 +618,9 @@ Status checkRangeTestFlags(Options &options) {
   static const char *const kTrainingOnly[] = {
       "--epochs",        "--steps",         "--eval-data",      "--save-params",
       "--log",           "--export",        "--checkpoint-dir", "--checkpoint-every",
+      "--tensorboard",   "--eval-every",    "--topk",           "--eval-output",
+      "--keep-best",     "--keep-last",     "--early-stop-patience",
+      "--early-stop-min-delta",
       "--resume",        "--resume-other-model", "--report-memory", "--lr",
       "--warmup-steps",  "--step-size",     "--step-size-down", "--gamma",
       "--min-lr",        "--pct-start",     "--div-factor",     "--final-div-factor",

@@ -190,7 +190,7 @@ std::string description(const char *argv0, const Program &program) {
   return "usage: " + p +
          " --data DIR [--eval-data DIR] (--epochs N | --steps N) [--lr X|auto]\n"
          "          [--momentum M] [--weight-decay W] [--beta1 B] [--beta2 B] [--eps E]\n"
-         "          [--trust-coefficient T]\n"
+         "          [--trust-coefficient T] [--tensorboard DIR]\n"
          "          [--clip-grad-norm X]\n"
          "          [--seed S] [--no-shuffle] [--workers N] [--save-params DIR] [--log FILE]\n"
          "          [--export MODEL.onnx] [--checkpoint-dir DIR [--checkpoint-every N]\n"
@@ -222,6 +222,88 @@ void onOff(Parser &parser, const std::string &name, bool &value, const std::stri
 }
 
 /// Defines every flag on `parser`, bound to `options`.
+/// The evaluation flags (--eval-every, --topk, --keep-best, early stopping).
+void defineEvaluationFlags(Parser &parser, TrainOptions &t) {
+  parser.integer("--eval-every", t.evalEvery, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "with --eval-data: evaluate every N steps too (not only at epochs' ends)");
+  parser.integer("--topk", t.topk, 2, 1000000, "K",
+                 "with --eval-data: the top-K accuracy too (eval_topK in the log)");
+  parser.text("--eval-output", t.evalOutput, "NAME",
+              "with --eval-data: the output evaluated (default: the first)");
+  parser.text("--keep-best", t.keepBest, "METRIC",
+              "with --eval-data and --checkpoint-dir: keep DIR/best, the checkpoint of the best "
+              "eval_loss, eval_accuracy or eval_topK so far");
+  parser.integer("--keep-last", t.keepLast, 1, 1000000, "K",
+                 "with --checkpoint-dir: keep DIR/step-N of the last K checkpoints (the latest "
+                 "stays DIR/checkpoint.*)");
+  parser.integer("--early-stop-patience", t.earlyStopPatience, 1, 1000000000, "N",
+                 "with --eval-data: stop after N evaluations without improvement (of the "
+                 "--keep-best metric, else eval_loss)");
+  parser.number("--early-stop-min-delta", t.earlyStopMinDelta, "D",
+                "an improvement is by more than D (0)");
+}
+
+/// --lr-schedule and the parameters of its schedules.
+void defineScheduleFlags(Parser &parser, TrainOptions &t) {
+  parser.choice("--lr-schedule", "constant|step|cosine|onecycle|cyclic",
+                "per-step learning rate, as PyTorch's StepLR, CosineAnnealingLR, OneCycleLR "
+                "and CyclicLR (constant)",
+                [&t](const std::string &k) { t.schedule.kind = *parseSchedule(k); });
+  parser.integer("--warmup-steps", t.schedule.warmupSteps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "scale the schedule by min(1, (step + 1) / N)");
+  parser.integer("--step-size", t.schedule.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "step: steps per decay; cyclic: steps up (2000)");
+  parser.number("--gamma", t.schedule.gamma, "G", "step: the decay factor (0.1)");
+  parser.integer("--scale-growth-interval", t.scaleGrowthInterval, 1, 1u << 24, "N",
+                 "fp16 dynamic loss scaling: double the scale after N good steps in a row "
+                 "(2000)");
+  parser.number("--min-lr", t.schedule.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
+  LrSchedule &o = t.schedule;
+  parser.number("--pct-start", o.pctStart, "P",
+                "onecycle: the share of the steps spent raising the learning rate (0.3)", true);
+  parser.number("--div-factor", o.divFactor, "D", "onecycle: the first lr is lr / D (25)");
+  parser.number("--final-div-factor", o.finalDivFactor, "F",
+                "onecycle: the last lr is the first / F (1e4)");
+  parser.flag("--three-phase", o.threePhase,
+              "onecycle: back down to the first lr symmetrically, then to the last (fastai's "
+              "shape is the default two phases)");
+  parser.choice("--anneal-strategy", "cos|linear", "onecycle: how each phase moves (cos)",
+                [&o](const std::string &v) { o.anneal = parseAnneal(v); });
+  parser.choice("--cycle-momentum", "true|false",
+                "onecycle and cyclic: cycle the momentum (SGD, LARS) or beta1 (Adam, AdamW, "
+                "LAMB) against the learning rate, between --base-momentum and --max-momentum "
+                "(true)",
+                [&o](const std::string &v) { o.cycleMomentum = v == "true"; });
+  parser.number("--base-momentum", o.baseMomentum, "M",
+                "onecycle and cyclic: the momentum at the peak learning rate (0.85; cyclic 0.8)",
+                true);
+  parser.number("--max-momentum", o.maxMomentum, "M",
+                "onecycle and cyclic: the momentum at the lowest learning rate (0.95; cyclic "
+                "0.9)",
+                true);
+  parser.choice("--cyclic-mode", "triangular|triangular2|exp_range",
+                "cyclic: the cycle's amplitude constant, halved every cycle, or times "
+                "gamma^step (triangular)",
+                [&o](const std::string &v) { o.cyclicMode = parseCyclicMode(v); });
+  parser.number("--cyclic-gamma", o.cyclicGamma, "G", "cyclic exp_range: the decay (1)");
+  parser.integer("--step-size-down", o.stepSizeDown, 1, static_cast<uint64_t>(kMaxTrainSteps),
+                 "N", "cyclic: steps down (as many as up)");
+}
+
+/// The LR range test (--find-lr) and its parameters.
+void defineRangeTestFlags(Parser &parser, TrainOptions &t) {
+  RangeTestOptions &r = t.rangeTest;
+  parser.flag("--find-lr", t.findLr,
+              "the LR range test instead of training: from the initial weights, the learning "
+              "rate grows exponentially over the steps; prints the suggested rate and writes "
+              "the curve (PREFIX.jsonl, PREFIX.png); the model is left as it was");
+  parser.integer("--find-lr-steps", r.steps, 2, 1000000, "N", "the range test's steps (100)");
+  parser.number("--find-lr-min", r.minLr, "X", "the range test's first learning rate (1e-7)");
+  parser.number("--find-lr-max", r.maxLr, "X", "the range test's last learning rate (10)");
+  parser.text("--find-lr-out", r.outPrefix, "PREFIX",
+              "the range test's curve: PREFIX.jsonl and PREFIX.png (find-lr)");
+}
+
 void define(Parser &parser, Options &options) {
   TrainOptions &t = options.train;
   CLI::App &app = parser.app;
@@ -248,23 +330,6 @@ void define(Parser &parser, Options &options) {
   parser.text("--eval-data", t.evalDir, "DIR",
               "after every epoch: held-out loss and accuracy on DIR/<input>.npy and "
               "DIR/label.npy");
-  parser.integer("--eval-every", t.evalEvery, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
-                 "with --eval-data: evaluate every N steps too (not only at epochs' ends)");
-  parser.integer("--topk", t.topk, 2, 1000000, "K",
-                 "with --eval-data: the top-K accuracy too (eval_topK in the log)");
-  parser.text("--eval-output", t.evalOutput, "NAME",
-              "with --eval-data: the output evaluated (default: the first)");
-  parser.text("--keep-best", t.keepBest, "METRIC",
-              "with --eval-data and --checkpoint-dir: keep DIR/best, the checkpoint of the best "
-              "eval_loss, eval_accuracy or eval_topK so far");
-  parser.integer("--keep-last", t.keepLast, 1, 1000000, "K",
-                 "with --checkpoint-dir: keep DIR/step-N of the last K checkpoints (the latest "
-                 "stays DIR/checkpoint.*)");
-  parser.integer("--early-stop-patience", t.earlyStopPatience, 1, 1000000000, "N",
-                 "with --eval-data: stop after N evaluations without improvement (of the "
-                 "--keep-best metric, else eval_loss)");
-  parser.number("--early-stop-min-delta", t.earlyStopMinDelta, "D",
-                "an improvement is by more than D (0)");
   parser.integer("--epochs", t.epochs, 0, 1000000000, "N", "epochs to train");
   parser.integer("--steps", t.steps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "steps to train (instead of --epochs)");
@@ -294,6 +359,9 @@ void define(Parser &parser, Options &options) {
   parser.text("--log", t.logPath, "FILE",
               "JSON lines: step, epoch, loss, lr per step; epoch, eval_loss, eval_accuracy per "
               "evaluation");
+  parser.text("--tensorboard", t.tensorboardDir, "DIR",
+              "the log's scalars (loss, lr, momentum, gradient norm, evaluations) as "
+              "TensorBoard event files in DIR, a new file per run");
   parser.text("--export", t.exportPath, "MODEL.onnx",
               "after training: the ONNX model with the trained parameters");
   parser.text("--checkpoint-dir", t.checkpointDir, "DIR",
@@ -354,59 +422,9 @@ void define(Parser &parser, Options &options) {
                 });
   parser.flag("--deterministic", t.deterministic,
               "deterministic convolution algorithms only (the CPU target's always are)");
-  parser.choice("--lr-schedule", "constant|step|cosine|onecycle|cyclic",
-                "per-step learning rate, as PyTorch's StepLR, CosineAnnealingLR, OneCycleLR "
-                "and CyclicLR (constant)",
-                [&t](const std::string &k) { t.schedule.kind = *parseSchedule(k); });
-  parser.integer("--warmup-steps", t.schedule.warmupSteps, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
-                 "scale the schedule by min(1, (step + 1) / N)");
-  parser.integer("--step-size", t.schedule.stepSize, 0, static_cast<uint64_t>(kMaxTrainSteps), "N",
-                 "step: steps per decay; cyclic: steps up (2000)");
-  parser.number("--gamma", t.schedule.gamma, "G", "step: the decay factor (0.1)");
-  parser.integer("--scale-growth-interval", t.scaleGrowthInterval, 1, 1u << 24, "N",
-                 "fp16 dynamic loss scaling: double the scale after N good steps in a row "
-                 "(2000)");
-  parser.number("--min-lr", t.schedule.minLr, "X", "cosine: the final lr (0); cyclic: the lowest (lr/10)");
-  LrSchedule &o = t.schedule;
-  parser.number("--pct-start", o.pctStart, "P",
-                "onecycle: the share of the steps spent raising the learning rate (0.3)", true);
-  parser.number("--div-factor", o.divFactor, "D", "onecycle: the first lr is lr / D (25)");
-  parser.number("--final-div-factor", o.finalDivFactor, "F",
-                "onecycle: the last lr is the first / F (1e4)");
-  parser.flag("--three-phase", o.threePhase,
-              "onecycle: back down to the first lr symmetrically, then to the last (fastai's "
-              "shape is the default two phases)");
-  parser.choice("--anneal-strategy", "cos|linear", "onecycle: how each phase moves (cos)",
-                [&o](const std::string &v) { o.anneal = parseAnneal(v); });
-  parser.choice("--cycle-momentum", "true|false",
-                "onecycle and cyclic: cycle the momentum (SGD, LARS) or beta1 (Adam, AdamW, "
-                "LAMB) against the learning rate, between --base-momentum and --max-momentum "
-                "(true)",
-                [&o](const std::string &v) { o.cycleMomentum = v == "true"; });
-  parser.number("--base-momentum", o.baseMomentum, "M",
-                "onecycle and cyclic: the momentum at the peak learning rate (0.85; cyclic 0.8)",
-                true);
-  parser.number("--max-momentum", o.maxMomentum, "M",
-                "onecycle and cyclic: the momentum at the lowest learning rate (0.95; cyclic "
-                "0.9)",
-                true);
-  parser.choice("--cyclic-mode", "triangular|triangular2|exp_range",
-                "cyclic: the cycle's amplitude constant, halved every cycle, or times "
-                "gamma^step (triangular)",
-                [&o](const std::string &v) { o.cyclicMode = parseCyclicMode(v); });
-  parser.number("--cyclic-gamma", o.cyclicGamma, "G", "cyclic exp_range: the decay (1)");
-  parser.integer("--step-size-down", o.stepSizeDown, 1, static_cast<uint64_t>(kMaxTrainSteps),
-                 "N", "cyclic: steps down (as many as up)");
-  RangeTestOptions &r = t.rangeTest;
-  parser.flag("--find-lr", t.findLr,
-              "the LR range test instead of training: from the initial weights, the learning "
-              "rate grows exponentially over the steps; prints the suggested rate and writes "
-              "the curve (PREFIX.jsonl, PREFIX.png); the model is left as it was");
-  parser.integer("--find-lr-steps", r.steps, 2, 1000000, "N", "the range test's steps (100)");
-  parser.number("--find-lr-min", r.minLr, "X", "the range test's first learning rate (1e-7)");
-  parser.number("--find-lr-max", r.maxLr, "X", "the range test's last learning rate (10)");
-  parser.text("--find-lr-out", r.outPrefix, "PREFIX",
-              "the range test's curve: PREFIX.jsonl and PREFIX.png (find-lr)");
+  defineEvaluationFlags(parser, t);
+  defineScheduleFlags(parser, t);
+  defineRangeTestFlags(parser, t);
 }
 
 /// CLI11's own errors (a missing value, a value for a flag, a repeated

@@ -99,6 +99,8 @@ struct TrainOptions {
   double earlyStopMinDelta = std::nan("");
   /// --resume=auto: resume where DIR holds a checkpoint, else start.
   bool resumeAuto = false;
+  /// --tensorboard DIR: the log's scalars as TensorBoard event files.
+  std::string tensorboardDir;
   /// --find-lr: the LR range test (LrRangeTest.h) instead of training;
   /// --lr=auto: the test, then training at its suggested rate.
   bool findLr = false, lrAuto = false;

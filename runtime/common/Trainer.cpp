@@ -24,6 +24,7 @@
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
 #include "TrainChecks.h"
+#include "TensorBoard.h"
 #include "TrainLog.h"
 #include "trainc_rt/defaults.h"
 #include "trainc_rt/launch.h"
@@ -233,6 +234,7 @@ public:
         lossScaled(train.lossScaling != LossScaling::None) {
     if (rank > 0) {
       options.logPath.clear();
+      options.tensorboardDir.clear();
       options.exportPath.clear();
       options.saveDir.clear();
       options.evalDir.clear();
@@ -269,6 +271,8 @@ private:
   void fillTrainerInputs(int h, int64_t b, const Group &group);
   Status afterStep(int64_t epoch, int64_t b);
   Status finishOldest();
+  Status recordStep(const Pending &p, float loss, bool skipped, double ranWith,
+                    double gradNorm);
   Status drain();
   void progressLine(const Pending &p);
   /// `nextBatch`: where in `epoch` the run stands (for DIR/best).
@@ -309,6 +313,7 @@ private:
   /// The manifest's fields that hold for the whole run.
   std::map<std::string, std::string> runManifest;
   TrainLog log;
+  TensorBoardWriter board;
   /// The log holds the evaluation of startEpoch.
   bool evalLogged = false;
   std::mt19937_64 rng;
@@ -407,6 +412,8 @@ Status TrainRun::setUp() {
     runManifest["fingerprint"] = program.fingerprint;
   if (program.modelFingerprint)
     runManifest["model_fingerprint"] = program.modelFingerprint;
+  if (!options.tensorboardDir.empty())
+    TRAINC_RETURN_IF_ERROR(board.open(options.tensorboardDir));
   return openLog();
 }
 
@@ -708,6 +715,7 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
   if (rank != 0)
     return Status();
   TRAINC_RETURN_IF_ERROR(log.sync());
+  TRAINC_RETURN_IF_ERROR(board.sync());
   std::map<std::string, std::string> manifest = runManifest;
   if (monitor)
     monitor->save(manifest);
@@ -770,6 +778,17 @@ Status TrainRun::finishOldest() {
     lineWeight += p.count;
     lastLoss = loss;
   }
+  TRAINC_RETURN_IF_ERROR(recordStep(p, loss, skipped, ranWith, record[3]));
+  if (chatty && secondsSince(lastLine) >= progress.interval())
+    progressLine(p);
+  return Status();
+}
+
+/// A finished step in the log and the TensorBoard file: its loss, rates,
+/// gradient norm (`gradNorm`, where the step keeps one), the loss scale it
+/// ran with, and the samples per second over the last steps.
+Status TrainRun::recordStep(const Pending &p, float loss, bool skipped, double ranWith,
+                            double gradNorm) {
   // The window's samples over the time since the step before it was read.
   const auto now = std::chrono::steady_clock::now();
   recent.emplace_back(now, p.count);
@@ -781,14 +800,24 @@ Status TrainRun::finishOldest() {
   const double seconds = std::chrono::duration<double>(now - recent.front().first).count();
   const double wallTime =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const double gradNorm = record[3];
-  TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr,
-                                   isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum,
+  const char *momentumName = isAdam(train.optimizer) ? "beta1" : "momentum";
+  const double samplesPerSecond = seconds > 0 ? windowSamples / seconds : 0.0;
+  TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr, momentumName, p.momentum,
                                    lossScaled ? &ranWith : nullptr, skipped, wallTime,
-                                   seconds > 0 ? windowSamples / seconds : 0.0,
+                                   samplesPerSecond,
                                    device.gradNormState >= 0 ? &gradNorm : nullptr}));
-  if (chatty && secondsSince(lastLine) >= progress.interval())
-    progressLine(p);
+  if (board.enabled()) {
+    std::vector<std::pair<std::string, double>> scalars = {
+        {"train/lr", p.lr}, {std::string("train/") + momentumName, p.momentum},
+        {"train/samples_per_s", samplesPerSecond}};
+    if (std::isfinite(loss))
+      scalars.push_back({"train/loss", loss});
+    if (device.gradNormState >= 0 && std::isfinite(gradNorm))
+      scalars.push_back({"train/grad_norm", gradNorm});
+    if (lossScaled)
+      scalars.push_back({"train/loss_scale", ranWith});
+    TRAINC_RETURN_IF_ERROR(board.scalars(p.step, wallTime, scalars));
+  }
   return Status();
 }
 
@@ -853,9 +882,20 @@ Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
                          "accuracy %.2f%%%s\n",
                  static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
                  static_cast<long long>(step), lastEval.loss, 100.0 * lastEval.accuracy, topk);
-  if (logged)
+  if (logged) {
     TRAINC_RETURN_IF_ERROR(log.eval(step, epoch, lastEval.loss, lastEval.accuracy,
                                     evalSet.topk, lastEval.topk));
+    std::vector<std::pair<std::string, double>> scalars;
+    for (auto [tag, value] : {std::pair<std::string, double>{"eval/loss", lastEval.loss},
+                              {"eval/accuracy", lastEval.accuracy},
+                              {"eval/top" + std::to_string(evalSet.topk), lastEval.topk}})
+      if (std::isfinite(value))
+        scalars.push_back({tag, value});
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    TRAINC_RETURN_IF_ERROR(board.scalars(step, now, scalars));
+  }
   if (!monitor || !logged || !monitor->take(lastEval, step, epoch) ||
       options.keepBest.empty() || rank != 0)
     return Status();
@@ -913,6 +953,7 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
   if (chatty)
     runSummary();
   TRAINC_RETURN_IF_ERROR(log.sync());
+  TRAINC_RETURN_IF_ERROR(board.sync());
   Context &context = *device.context;
   waitedForSums = context.secondsWaitingForSums();
   overlappedSums = context.overlapsSums();
@@ -930,6 +971,22 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
 
 } // namespace
 
+/// The range test's result on stderr: its steps, why it ended, both rates
+/// and where the curve is (`files`).
+static void reportRangeTest(const LrRangeTest &finder, const LrRangeTest::Suggestion &suggestion,
+                            const RangeTestOptions &options, double seconds,
+                            const std::string &files) {
+  std::fprintf(stderr,
+               "LR range test: %zu of %lld steps (%s) in %.1f s; suggested lr %.4g (the lowest "
+               "smoothed loss, at lr %.4g in step %lld, / 10); steepest descent at lr %.4g "
+               "(step %lld); the curve is in %s\n",
+               finder.points().size(), static_cast<long long>(options.steps),
+               finder.endReason() == "diverged" ? "stopped: the loss diverged" : "all of them",
+               seconds, suggestion.suggested, suggestion.minimum * 10,
+               static_cast<long long>(suggestion.lowestStep), suggestion.steepest,
+               static_cast<long long>(suggestion.steepestStep), files.c_str());
+}
+
 /// --find-lr: the range test, as a run of its own from the initial weights
 /// with the run's data, seed and hyperparameters (the momentum or beta1 that
 /// training has at its peak rate where the schedule cycles it), and no
@@ -945,6 +1002,7 @@ static Status findLearningRate(const Program &program, const TrainOptions &optio
     (isAdam(program.train->optimizer) ? test.beta1 : test.momentum) = momentum;
   test.evalDir.clear();
   test.logPath.clear();
+  test.tensorboardDir.clear();
   test.exportPath.clear();
   test.saveDir.clear();
   test.checkpointDir.clear();
@@ -985,18 +1043,8 @@ static Status findLearningRate(const Program &program, const TrainOptions &optio
     std::fprintf(stderr, "warning: %s was not drawn: %s\n", plot.c_str(),
                  drawn.message().c_str());
   TRAINC_RETURN_IF_ERROR(suggestedOk);
-  const auto &points = finder.points();
-  std::fprintf(stderr,
-               "LR range test: %zu of %lld steps (%s) in %.1f s; suggested lr %.4g (the lowest "
-               "smoothed loss, at lr %.4g in step %lld, / 10); steepest descent at lr %.4g "
-               "(step %lld); the curve is in %s%s%s\n",
-               points.size(), static_cast<long long>(options.rangeTest.steps),
-               finder.endReason() == "diverged" ? "stopped: the loss diverged"
-                                                : "all of them",
-               seconds, suggestion.suggested, suggestion.minimum * 10,
-               static_cast<long long>(suggestion.lowestStep), suggestion.steepest,
-               static_cast<long long>(suggestion.steepestStep), curve.c_str(),
-               drawn.ok() ? " and " : "", drawn.ok() ? plot.c_str() : "");
+  reportRangeTest(finder, suggestion, options.rangeTest, seconds,
+                  drawn.ok() ? curve + " and " + plot : curve);
   return Status();
 }
 
