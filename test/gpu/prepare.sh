@@ -7,7 +7,8 @@
 # bf16/fp16 steps and fp16 loss-scaling trainers of
 # test/train/check_precision.py --gpu-prepare (the data-parallel trainers
 # among them, with Open MPI's libraries), and the LAMB and LARS trainers of
-# test/train/check_optimizers.py --gpu-prepare. OUTDIR
+# test/train/check_optimizers.py --gpu-prepare, and the recipe trainers of
+# test/train/check_recipes.py --gpu-prepare. OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 # ResNet-18's prediction program holds its 47 MB of weights: it goes to
 # OUTDIR.resnet18 (with its own run.sh), so that each folder stays under the
@@ -64,6 +65,11 @@ rm -rf "$out/precision-work"
 cpu_checks check_optimizers /usr/bin/python3 test/train/check_optimizers.py build/bin/trainc \
   "$out/optimizers-work" --only lamb,lars --gpu-prepare "$out/optimizers"
 rm -rf "$out/optimizers-work"
+# Training recipes: CUDA trainers of 1cycle with Adam and of the gradient
+# norm with the CPU trainer's logs and weights.
+cpu_checks check_recipes /usr/bin/python3 test/train/check_recipes.py build/bin/trainc \
+  "$out/recipes-work" --only schedules,gradnorm --gpu-prepare "$out/recipes"
+rm -rf "$out/recipes-work"
 # Open MPI's libraries, which data-parallel trainers load (the GPU machine's
 # image has NCCL in its wheels, not Open MPI); run.sh puts them last on the
 # library path.
@@ -75,7 +81,7 @@ if [ -x "$out/train/zoo_mlp_sgd_dp/prog" ]; then
 fi
 # Packed with xz (the trainers shrink to a third), so that OUTDIR stays under
 # the 64 MiB a device run may carry; run.sh unpacks them.
-for part in train precision optimizers; do
+for part in train precision optimizers recipes; do
   [ -d "$out/$part" ] || { failed+=("$part (nothing prepared)"); continue; }
   /usr/bin/python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], "w:xz"); t.add(sys.argv[2], sys.argv[3]); t.close()' \
     "$out/$part.tar.xz" "$out/$part" "$part"
@@ -86,7 +92,8 @@ done
 # trainers at batch 32 and 256, NCHW and NHWC, zero weights (they pack small).
 /usr/bin/python3 bench/gpu_layout.py prepare "$out" | tail -1
 cp test/gpu/run.sh test/gpu/compare.py test/gpu/compare_train.py test/gpu/compare_precision.py \
-  test/gpu/compare_scaler.py test/gpu/compare_optimizers.py test/pylib/loss_scaling.py \
+  test/gpu/compare_scaler.py test/gpu/compare_optimizers.py test/gpu/compare_recipes.py \
+  test/pylib/loss_scaling.py \
   test/pylib/float64_compare.py "$out/"
 cp test/gpu/run.sh test/gpu/compare.py "$out.resnet18/"
 du -sh "$out" "$out.resnet18"

@@ -43,7 +43,7 @@ for model in "$dir"/*/; do
   "$py" "$dir/compare.py" "$model" "$name" || status=1
 done
 # Training: each prepared CUDA trainer against PyTorch's losses and weights.
-for part in train precision optimizers; do
+for part in train precision optimizers recipes; do
   if [ -f "$dir/$part.tar.xz" ] && [ ! -d "$dir/$part" ]; then
     "$py" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
       "$dir/$part.tar.xz" "$dir"
@@ -156,5 +156,20 @@ for case in "$dir"/optimizers/*/; do
     continue
   fi
   "$py" "$dir/compare_optimizers.py" "$case" "$name" || status=1
+done
+# Training recipes (1cycle with Adam's beta1 cycled, the gradient norm):
+# each CUDA trainer against the CPU trainer's log and weights.
+for case in "$dir"/recipes/*/; do
+  [ -x "$case/prog" ] || continue
+  name="$(basename "$case")"
+  mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
+  rm -rf "$case/saved" "$case/log.jsonl"
+  if ! limit "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
+      "${flags[@]}" 2> "$case/train.log"; then
+    echo "FAIL: gpu recipe :: $name: $(tail -c 400 "$case/train.log")"
+    status=1
+    continue
+  fi
+  "$py" "$dir/compare_recipes.py" "$case" "$name" || status=1
 done
 exit $status

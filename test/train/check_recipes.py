@@ -2,7 +2,7 @@
 """Training recipes against PyTorch's own implementations.
 
 Usage: check_recipes.py TRAINC WORKDIR
-           [--only schedules,rangetest,evaluation,loss,gradnorm,python]
+           [--only schedules,rangetest,evaluation,loss,gradnorm,python] [--gpu-prepare DIR]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -38,6 +38,10 @@ ONNX initial weights):
   * python: python/trainc_torch.py's compile, fit (arrays in, log records
     out), load_into and predict on a module with batch norm and dropout: the
     module's eval() output after load_into equals the trainer's --predict.
+--gpu-prepare DIR packs CUDA trainers of 1cycle with Adam (beta1 cycled)
+and of --log-grad-norm with the CPU trainer's log and weights (two cases:
+the GPU check's folder must stay under the 64 MiB a device run carries)
+(test/gpu/compare_recipes.py compares them on the GPU machine).
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -182,6 +186,34 @@ SCHEDULES = {
 }
 
 
+GPU_DIR = None
+
+
+def prepare_gpu_case(trainc, tag, case, optimizer, compile_flags, run_flags, saved, log):
+    """With --gpu-prepare: the case's CUDA trainer, data, initial weights and
+    the CPU trainer's log and weights, for test/gpu/compare_recipes.py."""
+    if GPU_DIR is None:
+        return
+    out = os.path.join(GPU_DIR, "recipe_" + "".join(c if c.isalnum() else "_" for c in tag))
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "initial"))
+    shutil.copytree(case["data"], os.path.join(out, "data"))
+    shutil.copytree(saved, os.path.join(out, "cpu"))
+    shutil.copy(log, os.path.join(out, "cpu.jsonl"))
+    build = subprocess.run([trainc, "compile", case["path"], "--target=cuda",
+                            "--cuda-arch=sm_90", "--batch-size=%d" % BATCH,
+                            "--loss=cross-entropy", "--optimizer=" + optimizer,
+                            "-o", os.path.join(out, "prog")] + list(compile_flags),
+                           capture_output=True, text=True)
+    if build.returncode != 0:
+        raise RuntimeError("CUDA trainer %s: %s" % (tag, build.stderr.strip()[:300]))
+    shutil.rmtree(os.path.join(out, "prog.build"), ignore_errors=True)
+    for k in trained_params(case):
+        np.save(os.path.join(out, "initial", k + ".npy"), case["initial"][k])
+    with open(os.path.join(out, "case.json"), "w") as f:
+        json.dump({"flags": ["--no-shuffle"] + list(run_flags)}, f)
+
+
 def check_schedules(trainc, work, check, case):
     for tag, (optimizer, flags, make_optimizer, make_scheduler) in SCHEDULES.items():
         prog = compile_mlp(trainc, check, case, work, optimizer)
@@ -192,6 +224,9 @@ def check_schedules(trainc, work, check, case):
         if run.returncode != 0:
             check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
             continue
+        if tag == "onecycle adam beta1":
+            prepare_gpu_case(trainc, tag, case, optimizer, [], ["--steps", str(STEPS)] + flags,
+                             saved, os.path.join(work, tag.replace(" ", "_") + ".jsonl"))
         lrs, momenta, _, ref64, _ = reference_loop(case, torch.float64, make_optimizer,
                                                    make_scheduler, STEPS)
         ref32 = reference_loop(case, torch.float32, make_optimizer, make_scheduler, STEPS)[3]
@@ -459,12 +494,13 @@ def check_loss_options(trainc, work, check, case):
         prog = compile_mlp(trainc, check, case, work, "sgd", flags)
         if not prog:
             continue
-        run, records, saved = run_trainer(prog, case, "loss-" + tag.split(",")[0].replace(" ", "_"),
-                                          ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"],
-                                          work)
+        name = "loss-" + tag.split(",")[0].replace(" ", "_")
+        run_flags = ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"]
+        run, records, saved = run_trainer(prog, case, name, run_flags, work)
         if run.returncode != 0:
             check(False, "%s trains: %s" % (tag, run.stderr.strip()[:300]))
             continue
+
 
         def reference(dtype):
             clipping = ((lambda net: torch.nn.utils.clip_grad_value_(net.parameters(), clip))
@@ -496,9 +532,12 @@ def check_grad_norm(trainc, work, check, case):
         prog = compile_mlp(trainc, check, case, work, "sgd", flags)
         if not prog:
             continue
-        run, records, _ = run_trainer(prog, case, "norm-" + tag.strip("-").split("=")[0],
-                                      ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"],
-                                      work)
+        name = "norm-" + tag.strip("-").split("=")[0]
+        run_flags = ["--steps", "10", "--lr", "0.1", "--momentum", "0.9"]
+        run, records, saved = run_trainer(prog, case, name, run_flags, work)
+        if run.returncode == 0 and not clip:
+            prepare_gpu_case(trainc, tag, case, "sgd", flags, run_flags, saved,
+                             os.path.join(work, name + ".jsonl"))
         norms = reference_loop(
             case, torch.float64, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), None, 10,
             after_backward=lambda net: float(torch.nn.utils.clip_grad_norm_(
@@ -554,10 +593,20 @@ def check_python(trainc, work, check):
 
 
 def main():
+    global GPU_DIR
     trainc, work = sys.argv[1], sys.argv[2]
     parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm", "python"}
-    if len(sys.argv) > 4 and sys.argv[3] == "--only":
-        parts = set(sys.argv[4].split(","))
+    args = sys.argv[3:]
+    while args:
+        if args[0] == "--only" and len(args) > 1:
+            parts = set(args[1].split(","))
+        elif args[0] == "--gpu-prepare" and len(args) > 1:
+            GPU_DIR = os.path.abspath(args[1])
+            os.makedirs(GPU_DIR, exist_ok=True)
+        else:
+            print(__doc__)
+            return 2
+        args = args[2:]
     os.makedirs(work, exist_ok=True)
     passed = failed = 0
 
