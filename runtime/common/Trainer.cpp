@@ -231,6 +231,8 @@ public:
         rangeTest(rangeTest),
         rank(ranks ? ranks->rank() : 0), ranksCount(ranks ? ranks->size() : 1),
         chatty(rank == 0), batch(program.batchSize),
+        stopsEarly(!givenOptions.evalDir.empty() && givenOptions.earlyStopPatience > 0),
+        evalEvery(givenOptions.evalEvery),
         lossScaled(train.lossScaling != LossScaling::None) {
     if (rank > 0) {
       options.logPath.clear();
@@ -238,6 +240,12 @@ public:
       options.exportPath.clear();
       options.saveDir.clear();
       options.evalDir.clear();
+      // Rank 0 alone evaluates: what is about evaluation goes with it.
+      options.evalEvery = options.topk = 0;
+      options.evalOutput.clear();
+      options.keepBest.clear();
+      options.earlyStopPatience = 0;
+      options.earlyStopMinDelta = std::nan("");
     }
   }
 
@@ -278,6 +286,7 @@ private:
   /// `nextBatch`: where in `epoch` the run stands (for DIR/best).
   Status runEval(int64_t epoch, int64_t nextBatch, bool logged);
   Status saveCheckpoint(int64_t epoch, int64_t b);
+  Status decideEarlyStop();
   void runSummary();
   Status setUpEvaluation();
   void epochSummary(int64_t epoch);
@@ -300,6 +309,11 @@ private:
   const int rank, ranksCount;
   const bool chatty;
   const int64_t batch;
+  /// --early-stop-patience with --eval-data: rank 0 evaluates and decides,
+  /// and every rank learns the decision at the same step (after the
+  /// evaluations: at epochs' ends and every `evalEvery` steps).
+  const bool stopsEarly;
+  const int64_t evalEvery;
   const bool lossScaled;
   RunSettings settings;
   TrainingData data;
@@ -505,7 +519,8 @@ Status TrainRun::trainEpochs() {
   start = lastLine = std::chrono::steady_clock::now();
   recent = {{start, 0}};
   firstStep = step;
-  if (monitor && monitor->exhausted()) {
+  TRAINC_RETURN_IF_ERROR(decideEarlyStop());
+  if (stoppedEarly) {
     if (chatty)
       std::fprintf(stderr, "the run stopped early at step %lld: %lld evaluations without "
                            "improving %s on step %lld's; nothing left to train\n",
@@ -680,7 +695,12 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
     TRAINC_RETURN_IF_ERROR(runEval(epoch, b + 1, true));
   }
   const int stopping = ranks ? 0 : stopSignal.load();
-  stoppedEarly = monitor && monitor->exhausted();
+  if (stopsEarly && (epochEnd || (evalEvery > 0 && step % evalEvery == 0))) {
+    // Every rank at the same point of its sums: drained, as rank 0 is for
+    // its evaluation.
+    TRAINC_RETURN_IF_ERROR(drain());
+    TRAINC_RETURN_IF_ERROR(decideEarlyStop());
+  }
   if (!options.checkpointDir.empty() &&
       (stopping || stoppedEarly ||
        (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)))
@@ -703,6 +723,19 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
                             ? "; nothing to resume from (--checkpoint-dir DIR keeps the run)"
                             : "; the checkpoint in " + options.checkpointDir +
                                   " continues it (--resume)"));
+}
+
+/// Whether --early-stop-patience has run out (`stoppedEarly`): rank 0's
+/// monitor decides, and with data parallelism every rank takes its decision
+/// (one sum over the ranks, at the same step on each).
+Status TrainRun::decideEarlyStop() {
+  if (!stopsEarly)
+    return Status();
+  double stop = monitor && monitor->exhausted() ? 1.0 : 0.0;
+  if (ranks)
+    TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(&stop, 1));
+  stoppedEarly = stop > 0;
+  return Status();
 }
 
 /// The checkpoint after step `step` (batch b of `epoch`) in --checkpoint-dir,

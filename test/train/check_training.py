@@ -1570,6 +1570,29 @@ def check_data_parallel(trainc, work, check):
         check(bool(same), "data parallel: 2 ranks checkpointing every 2 steps (written by rank "
               "0) resume after 5 steps to the weights of 8 steps in one go, bit for bit")
 
+    # Early stopping: rank 0 evaluates and decides, every rank stops at the
+    # same step (no rank left waiting in a sum), as one process at batch 4
+    # does; resumed from the stop's checkpoint, no rank trains further.
+    one = os.path.join(work, "dp_mlp_2_one")
+    ckpt = os.path.join(work, "dp_early_stop")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    stop_flags = ["--eval-data", data, "--eval-every", "2", "--early-stop-patience", "2",
+                  "--early-stop-min-delta", "0.5", "--steps", "60", "--no-shuffle"]
+    error = (train(prog, data, 2, stop_flags + ["--checkpoint-dir", ckpt], prog + ".early") or
+             train(one, data, 1, stop_flags, one + ".early") or
+             train(prog, data, 2, stop_flags + ["--checkpoint-dir", ckpt, "--resume"],
+                   prog + ".early-resumed"))
+    if error:
+        check(False, "data parallel early stopping: " + error)
+    else:
+        stops = [re.search(r"early stop after step (\d+)", said[out])
+                 for out in (prog + ".early", one + ".early")]
+        steps = [int(m.group(1)) if m else None for m in stops]
+        check(None not in steps and steps[0] == steps[1] and
+              "nothing left to train" in said[prog + ".early-resumed"],
+              "data parallel: 2 ranks stop early at the step one process stops at (%s), and "
+              "resumed from that checkpoint train no further" % steps)
+
     # A rank that dies (SIGKILL: mpirun ends the run) or stops answering
     # (SIGSTOP: the other's --comm-timeout ends it): the run exits non-zero
     # within a minute, with no rank left behind.
