@@ -346,7 +346,13 @@ LogicalResult convertScatterND(NodeContext &ctx) {
       return failure();
     return ctx.emit<tc::ScatterNDOp>(*operands, {ctx.namedString("reduction", reduction)});
   }
+  // Folded on the host: exactly the three inputs (all constants here).
+  if (ctx.numInputs() != 3)
+    return ctx.error("expects 3 inputs (data, indices, updates), got " +
+                     llvm::Twine(ctx.numInputs()));
   const Tensor *data = ctx.constant(0), *indices = ctx.constant(1), *updates = ctx.constant(2);
+  if (!data || !indices || !updates)
+    return ctx.error("expects 3 inputs (data, indices, updates)");
   if (isFloat(indices->dtype()) || indices->rank() < 1)
     return ctx.error("indices must be integers of rank 1 or more");
   if (updates->dtype() != data->dtype())
