@@ -325,6 +325,8 @@ LogicalResult trainc::frontend::convertVariadic(NodeContext &ctx) {
 namespace trainc::frontend {
 
 LogicalResult convertWhere(NodeContext &ctx) {
+  if (ctx.numInputs() != 3)
+    return ctx.error("expects 3 inputs (condition, X, Y), got " + llvm::Twine(ctx.numInputs()));
   if (ctx.allInputsConstant()) {
     const Tensor *c = ctx.constant(0), *x = ctx.constant(1), *y = ctx.constant(2);
     if (x->dtype() != y->dtype())
