@@ -381,31 +381,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       scaler = buildScaler(step, b, NameLoc::get(b.getStringAttr("loss scaling"), loc), scaling,
                            ret.getOperands());
     }
-    // The gradients the clipping measures: unscaled ones under loss scaling
-    // (GradScaler's unscale_ comes before clip_grad_norm_).
-    SmallVector<Value> measured(ret.getOperands());
-    if (scaler)
-      for (unsigned i = 1; i < measured.size(); ++i)
-        if (step.getResultAttr(i, tc::kGradAttrName))
-          measured[i] = b.create<tc::MulOp>(NameLoc::get(b.getStringAttr("gradient clipping"), loc),
-                                            ValueRange{measured[i], scaler->unscale})
-                            ->getResult(0);
     StepFactors factors;
-    // The global gradient norm (unscaled, before clipping), kept as a state
-    // for the trainer's log: clipping's own norm, else (with grad-norm) one
-    // of the gradients as they are, times 1 / scale under loss scaling.
-    Value norm;
-    if (clipGradNorm > 0) {
-      Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping"), loc);
-      norm = globalNorm(step, b, clipLoc, measured);
-      factors.gradScale = clipCoefficient(step, b, clipLoc, norm);
-      step->setAttr(tc::kClipGradNormAttrName, b.getF64FloatAttr(clipGradNorm));
-    } else if (gradNorm) {
-      Location normLoc = NameLoc::get(b.getStringAttr(kGradNormLoc), loc);
-      norm = globalNorm(step, b, normLoc, ret.getOperands());
-      if (norm && scaler)
-        norm = b.create<tc::MulOp>(normLoc, ValueRange{norm, scaler->unscale})->getResult(0);
-    }
+    Value norm = measureGradients(step, b, loc, ret.getOperands(), scaler, factors);
     if (norm) {
       (void)state(step, norm.getType(), tc::StateRole::GradNorm);
       keepState(norm, tc::stateName(tc::StateRole::GradNorm));
@@ -435,34 +412,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                         factors, keepState);
     }
 
-    // clip_grad_value_ (after GradScaler's unscale_): each gradient element
-    // clamped to [-X, X]; under loss scaling the scaled gradient to
-    // [-X scale, X scale], the same for the dynamic scale's powers of two.
-    // The scaler's probe above saw the gradients unclamped.
-    SmallVector<Value> grads(ret.getOperands());
-    if (clipGradValue > 0) {
-      Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping by value"), loc);
-      Value bound, lowest;
-      if (scaler) {
-        bound = b.create<tc::MulOp>(clipLoc, ValueRange{scaler->scale,
-                                                        f32Scalar(b, clipLoc, clipGradValue)})
-                    ->getResult(0);
-        lowest = b.create<tc::NegOp>(clipLoc, bound)->getResult(0);
-      }
-      for (unsigned i = 1; i < grads.size(); ++i) {
-        if (!step.getResultAttr(i, tc::kGradAttrName))
-          continue;
-        if (!scaler) {
-          grads[i] = b.create<tc::ClipOp>(clipLoc, grads[i],
-                                          b.getF32FloatAttr(-clipGradValue),
-                                          b.getF32FloatAttr(clipGradValue))
-                         .getResult();
-          continue;
-        }
-        Value raised = b.create<tc::MaxOp>(clipLoc, ValueRange{grads[i], lowest})->getResult(0);
-        grads[i] = b.create<tc::MinOp>(clipLoc, ValueRange{raised, bound})->getResult(0);
-      }
-    }
+    SmallVector<Value> grads = clipByValue(step, b, loc, ret.getOperands(), scaler);
 
     // The updates, those with weight decay first: a run of updates with the
     // same operands and flags is one multi-tensor kernel.
@@ -549,6 +499,69 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     keepState(where(b, loc, s.ok, where(b, loc, due, f32Scalar(b, loc, 0.0f), next),
                     f32Scalar(b, loc, 0.0f)),
               tc::stateName(tc::StateRole::LossScaleGrowthTracker));
+  }
+
+  /// The global gradient norm (unscaled, before clipping), for the
+  /// trainer's log and --clip-grad-norm: with clipping, the norm of the
+  /// unscaled gradients (GradScaler's unscale_ comes before
+  /// clip_grad_norm_), whose clip coefficient goes to `factors`; else (with
+  /// grad-norm) the norm of the gradients as they are, times 1 / scale
+  /// under loss scaling; else null.
+  Value measureGradients(func::FuncOp step, OpBuilder &b, Location loc, ValueRange grads,
+                         const std::optional<Scaler> &scaler, StepFactors &factors) {
+    if (clipGradNorm > 0) {
+      Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping"), loc);
+      SmallVector<Value> measured(grads);
+      if (scaler)
+        for (unsigned i = 1; i < measured.size(); ++i)
+          if (step.getResultAttr(i, tc::kGradAttrName))
+            measured[i] = b.create<tc::MulOp>(clipLoc, ValueRange{measured[i], scaler->unscale})
+                              ->getResult(0);
+      Value norm = globalNorm(step, b, clipLoc, measured);
+      factors.gradScale = clipCoefficient(step, b, clipLoc, norm);
+      step->setAttr(tc::kClipGradNormAttrName, b.getF64FloatAttr(clipGradNorm));
+      return norm;
+    }
+    if (!gradNorm)
+      return nullptr;
+    Location normLoc = NameLoc::get(b.getStringAttr(kGradNormLoc), loc);
+    Value norm = globalNorm(step, b, normLoc, grads);
+    if (norm && scaler)
+      norm = b.create<tc::MulOp>(normLoc, ValueRange{norm, scaler->unscale})->getResult(0);
+    return norm;
+  }
+
+  /// clip_grad_value_ (after GradScaler's unscale_): each gradient element
+  /// (results 1.. of the return that are gradients) clamped to [-X, X];
+  /// under loss scaling the scaled gradient to [-X scale, X scale], the same
+  /// for the dynamic scale's powers of two. The scaler's probe saw the
+  /// gradients unclamped. Without --clip-grad-value, `grads` as they are.
+  SmallVector<Value> clipByValue(func::FuncOp step, OpBuilder &b, Location loc,
+                                 ValueRange grads, const std::optional<Scaler> &scaler) {
+    SmallVector<Value> out(grads);
+    if (clipGradValue <= 0)
+      return out;
+    Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping by value"), loc);
+    Value bound, lowest;
+    if (scaler) {
+      bound = b.create<tc::MulOp>(clipLoc, ValueRange{scaler->scale,
+                                                      f32Scalar(b, clipLoc, clipGradValue)})
+                  ->getResult(0);
+      lowest = b.create<tc::NegOp>(clipLoc, bound)->getResult(0);
+    }
+    for (unsigned i = 1; i < out.size(); ++i) {
+      if (!step.getResultAttr(i, tc::kGradAttrName))
+        continue;
+      if (!scaler) {
+        out[i] = b.create<tc::ClipOp>(clipLoc, out[i], b.getF32FloatAttr(-clipGradValue),
+                                      b.getF32FloatAttr(clipGradValue))
+                     .getResult();
+        continue;
+      }
+      Value raised = b.create<tc::MaxOp>(clipLoc, ValueRange{out[i], lowest})->getResult(0);
+      out[i] = b.create<tc::MinOp>(clipLoc, ValueRange{raised, bound})->getResult(0);
+    }
+    return out;
   }
 
   /// sqrt of the sum of all squared gradient elements (results 1.. of the

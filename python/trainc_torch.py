@@ -339,6 +339,10 @@ class Trainer:
         loaded = set()
         with torch.no_grad():
             for init_name, keys in self.names.items():
+                # A name from the model is a file name here only when it is
+                # one (the trainer refuses to save any other).
+                if os.path.basename(init_name) != init_name or init_name in ("", ".", ".."):
+                    continue
                 path = os.path.join(self.params_dir, init_name + ".npy")
                 if not os.path.isfile(path):
                     continue
