@@ -83,6 +83,9 @@ private:
     Type type;
     uint64_t offset, bytes;
     bool trainable, constant, noDecay;
+    /// The batch normalization whose running statistic it is (ParamInfo's
+    /// statisticOf), or empty.
+    std::string statisticOf = {};
   };
 
   LogicalResult declareArguments(mlir::func::FuncOp func);
@@ -251,6 +254,9 @@ private:
   };
   static llvm::StringMap<IndexLimit> indexLimits(mlir::func::FuncOp func);
   LogicalResult emitTables(raw_ostream &os, const Functions &fns);
+  /// Marks the parameters the forward's batch normalizations read as
+  /// running statistics (ParamEntry::statisticOf).
+  void markStatistics(mlir::func::FuncOp forward);
   static std::string tensorInfo(const std::string &name, Type type,
                                 std::optional<rt::InputRole> role,
                                 const llvm::StringMap<IndexLimit> &limits);

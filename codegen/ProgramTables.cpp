@@ -220,12 +220,32 @@ void ProgramEmitter::emitParamTable(raw_ostream &os) {
                       {"bytes", std::to_string(p.bytes)},
                       {"trainable", p.trainable ? "true" : "false"},
                       {"constant", p.constant ? "true" : "false"},
-                      {"noDecay", p.noDecay ? "true" : "false"}})
+                      {"noDecay", p.noDecay ? "true" : "false"},
+                      {"statisticOf",
+                       p.statisticOf.empty() ? "nullptr" : cStringLiteral(p.statisticOf)}})
        << ",\n";
   os << "};\n";
 }
 
+void ProgramEmitter::markStatistics(func::FuncOp forward) {
+  forward.walk([&](tc::BatchNormOp norm) {
+    for (Value statistic : {norm.getMean(), norm.getVar()}) {
+      auto arg = dyn_cast<BlockArgument>(statistic);
+      if (!arg || arg.getOwner()->getParentOp() != forward)
+        continue;
+      auto symbol = forward.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
+                                                                tc::kParamAttrName);
+      auto it = symbol ? paramIndex.find(symbol.getValue()) : paramIndex.end();
+      if (it == paramIndex.end())
+        continue;
+      std::string node = nodeName(norm.getLoc());
+      params[it->second].statisticOf = node.empty() ? "BatchNormalization" : node;
+    }
+  });
+}
+
 LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) {
+  markStatistics(fns.forwardFunc);
   // The forward's token-id inputs, which the step reads as they are.
   const llvm::StringMap<IndexLimit> limits = indexLimits(fns.forwardFunc);
   emitTensorTable(os, "kInputs", inputs, fns.forward->roles, limits);

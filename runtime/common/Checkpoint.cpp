@@ -210,6 +210,19 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
                    (accum > 1 ? " in groups of " + std::to_string(accum) : std::string()) +
                    " (a checkpoint of other data?)");
 
+  // Averaged weights: the same averaging, and no more updates than steps.
+  auto averaging = manifest.find("averaging");
+  const std::string theirs = averaging == manifest.end() ? "none" : averaging->second;
+  if (theirs != expect.averaging)
+    return Status::error("the checkpoint " + path + " was written " +
+                         (theirs == "none" ? std::string("without averaged weights")
+                                           : "with " + theirs) +
+                         "; resume it with the same averaging flags (this run has " +
+                         (expect.averaging == "none" ? std::string("none") : expect.averaging) +
+                         ")");
+  if (theirs != "none")
+    TRAINC_RETURN_IF_ERROR(integer("averaged_updates", point.averagedUpdates, 0, point.step,
+                                   "the updates of the average, at most one per step"));
   for (const auto &[key, value] : manifest)
     if (key.rfind("monitor_", 0) == 0)
       point.monitor[key] = value;

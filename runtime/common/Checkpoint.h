@@ -60,6 +60,9 @@ struct ResumeExpectation {
   /// resumed run with others would not continue the same run.
   int64_t samples = 0;
   bool shuffle = true;
+  /// The run's weight averaging (WeightAverage::identity(); "none"), and
+  /// with it the checkpoint's "averaged_updates".
+  std::string averaging = "none";
 };
 
 /// The position a checkpoint continues from.
@@ -70,6 +73,8 @@ struct ResumePoint {
   /// The manifest's "monitor_*" fields (the best evaluation so far,
   /// EvalMonitor's), unchecked.
   std::map<std::string, std::string> monitor;
+  /// The updates the averaged weights hold (0 without averaging).
+  int64_t averagedUpdates = 0;
 };
 
 /// Reads DIR/checkpoint.safetensors. First the manifest: every field is

@@ -137,7 +137,7 @@ void printInfo(const Program &program) {
   // Constants of the computation travel with the parameters but are not
   // part of the model, so they are counted apart.
   uint64_t paramBytes = 0, constantBytes = 0;
-  int params = 0, trainable = 0, constants = 0;
+  int params = 0, trainable = 0, constants = 0, statistics = 0;
   for (int i = 0; i < program.numParams; ++i) {
     const ParamInfo &p = program.params[i];
     if (p.constant) {
@@ -148,9 +148,12 @@ void printInfo(const Program &program) {
     ++params;
     paramBytes += p.bytes;
     trainable += p.trainable ? 1 : 0;
+    statistics += p.statisticOf ? 1 : 0;
   }
-  std::printf("parameters: %d (%d trainable), %llu bytes\n", params, trainable,
-              static_cast<unsigned long long>(paramBytes));
+  std::printf("parameters: %d (%d trainable", params, trainable);
+  if (statistics > 0)
+    std::printf(", %d batch-norm running statistics", statistics);
+  std::printf("), %llu bytes\n", static_cast<unsigned long long>(paramBytes));
   std::printf("constants: %d, %llu bytes\n", constants,
               static_cast<unsigned long long>(constantBytes));
   std::printf("arena: %llu bytes\n",
@@ -625,7 +628,9 @@ Status checkRangeTestFlags(Options &options) {
       "--warmup-steps",  "--step-size",     "--step-size-down", "--gamma",
       "--min-lr",        "--pct-start",     "--div-factor",     "--final-div-factor",
       "--three-phase",   "--anneal-strategy", "--max-momentum", "--cyclic-mode",
-      "--cyclic-gamma"};
+      "--cyclic-gamma",  "--ema-decay",     "--ema-warmup",     "--swa-start",
+      "--swa-every",     "--swa-lr",        "--swa-anneal-steps", "--swa-anneal",
+      "--eval-averaged"};
   for (const char *flag : kTrainingOnly)
     if (given(flag))
       return Status::error(std::string(flag) + " is a training flag; --find-lr runs only the "

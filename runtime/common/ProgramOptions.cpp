@@ -206,7 +206,9 @@ std::string description(const char *argv0, const Program &program) {
          "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
          "          [--cudnn-cache FILE|off] [--deterministic] [--comm-timeout SECONDS]\n"
          "          [--comm-overlap auto|on|off]\n"
-         "          [--report-memory]\n"
+         "          [--ema-decay D [--ema-warmup] | --swa-start S [--swa-every E]\n"
+         "          [--swa-lr X [--swa-anneal-steps N] [--swa-anneal cos|linear]]]\n"
+         "          [--eval-averaged] [--report-memory]\n"
          "       " + p + " --find-lr --data DIR [--find-lr-steps N] [--find-lr-min X]\n"
          "          [--find-lr-max X] [--find-lr-out PREFIX]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
@@ -288,6 +290,34 @@ void defineScheduleFlags(Parser &parser, TrainOptions &t) {
   parser.number("--cyclic-gamma", o.cyclicGamma, "G", "cyclic exp_range: the decay (1)");
   parser.integer("--step-size-down", o.stepSizeDown, 1, static_cast<uint64_t>(kMaxTrainSteps),
                  "N", "cyclic: steps down (as many as up)");
+}
+
+/// Weight averaging: EMA, SWA with SWALR.
+void defineAveragingFlags(Parser &parser, TrainOptions &t) {
+  AveragingOptions &a = t.averaging;
+  parser.number("--ema-decay", a.emaDecay, "D",
+                "keep an exponential moving average of the weights and batch-norm statistics "
+                "(timm's ModelEmaV2): after every optimizer step, D * average + (1 - D) * "
+                "weights; --export, --save-params and checkpoints carry it",
+                true);
+  parser.flag("--ema-warmup", a.emaWarmup,
+              "--ema-decay: the decay of update k is min(D, 1 - k^(-2/3)) (timm's ModelEmaV3 "
+              "warmup; the first update copies)");
+  parser.integer("--swa-start", a.swaStart, 0, static_cast<uint64_t>(kMaxTrainSteps), "S",
+                 "stochastic weight averaging (torch.optim.swa_utils.AveragedModel): the "
+                 "average of the weights after every step k > S with (k - S) % E == 0; "
+                 "--export, --save-params and checkpoints carry it");
+  parser.integer("--swa-every", a.swaEvery, 1, static_cast<uint64_t>(kMaxTrainSteps), "E",
+                 "--swa-start: average every E steps (1)");
+  parser.number("--swa-lr", a.swaLr, "X",
+                "--swa-start: from step S + 1 on, anneal the learning rate to X (SWALR)");
+  parser.integer("--swa-anneal-steps", a.swaAnnealSteps, 0,
+                 static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "--swa-lr: steps of the anneal (10; 0: X at once)");
+  parser.choice("--swa-anneal", "cos|linear", "--swa-lr: the anneal's shape (cos)",
+                [&a](const std::string &v) { a.swaAnneal = parseAnneal(v); });
+  parser.flag("--eval-averaged", a.evalAveraged,
+              "with --eval-data: evaluate the averaged weights (--ema-decay, --swa-start)");
 }
 
 /// The LR range test (--find-lr) and its parameters.
@@ -425,6 +455,7 @@ void define(Parser &parser, Options &options) {
   defineEvaluationFlags(parser, t);
   defineScheduleFlags(parser, t);
   defineRangeTestFlags(parser, t);
+  defineAveragingFlags(parser, t);
 }
 
 /// CLI11's own errors (a missing value, a value for a flag, a repeated

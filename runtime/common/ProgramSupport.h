@@ -11,6 +11,7 @@
 #include "LrRangeTest.h"
 #include "Npy.h"
 #include "Schedule.h"
+#include "WeightAverage.h"
 #include "trainc_rt/device.h"
 #include "trainc_rt/program.h"
 
@@ -99,6 +100,8 @@ struct TrainOptions {
   double earlyStopMinDelta = std::nan("");
   /// --resume=auto: resume where DIR holds a checkpoint, else start.
   bool resumeAuto = false;
+  /// --ema-decay or --swa-start: averaged weights (WeightAverage.h).
+  AveragingOptions averaging;
   /// --tensorboard DIR: the log's scalars as TensorBoard event files.
   std::string tensorboardDir;
   /// --find-lr: the LR range test (LrRangeTest.h) instead of training;

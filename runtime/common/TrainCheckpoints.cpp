@@ -16,8 +16,8 @@ namespace trainc::rt::detail {
 
 TrainCheckpoints::TrainCheckpoints(Context &context, const Program &program,
                                    const std::vector<void *> &params,
-                                   const std::vector<void *> &states)
-    : context(context), program(program) {
+                                   const std::vector<void *> &states, WeightAverage &average)
+    : context(context), program(program), average(average) {
   for (int i = 0; i < program.numParams; ++i)
     if (!program.params[i].constant)
       add(std::string("param/") + program.params[i].tensor.name, program.params[i].tensor,
@@ -32,6 +32,11 @@ TrainCheckpoints::TrainCheckpoints(Context &context, const Program &program,
     bool scalar = isLossScalerState(state.role) && tensorBytes(state.tensor) == 4;
     add(std::string("state/") + state.tensor.name, state.tensor, states[i], scalar ? i : -1);
   }
+  if (average.enabled())
+    for (int i = 0; i < program.numParams; ++i)
+      if (!program.params[i].constant)
+        add(std::string("average/") + program.params[i].tensor.name, program.params[i].tensor,
+            average.params()[i], -1);
 }
 
 void TrainCheckpoints::add(const std::string &name, const TensorInfo &tensor, void *buffer,
@@ -139,6 +144,7 @@ Status TrainCheckpoints::restore(const std::string &dir, const ResumeExpectation
   // The reader checks every tensor against the file and fills its bytes.
   std::vector<CheckpointTensor> tensors = specs;
   TRAINC_RETURN_IF_ERROR(readCheckpoint(dir, expect, tensors, point));
+  average.setUpdates(point.averagedUpdates);
   for (size_t i = 0; i < tensors.size(); ++i)
     TRAINC_RETURN_IF_ERROR(
         context.copyToDevice(slots[i].buffer, tensors[i].bytes.data(), slots[i].bytes));
@@ -155,6 +161,8 @@ Status TrainCheckpoints::save(const std::string &dir,
   manifest["epoch"] = std::to_string(at.epoch);
   manifest["batch"] = std::to_string(at.nextBatch);
   manifest["rng"] = at.rng;
+  if (average.enabled())
+    manifest["averaged_updates"] = std::to_string(average.updates());
   for (size_t i = 0; i < tensors.size(); ++i) {
     tensors[i].bytes.resize(slots[i].bytes);
     TRAINC_RETURN_IF_ERROR(

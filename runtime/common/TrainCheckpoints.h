@@ -4,7 +4,8 @@
 // trained model it writes at its end (--export, --save-params). The
 // tensors are the parameters (but constants) and the optimizer state (but
 // the gradient accumulators: a checkpoint follows a group's last batch, and
-// the next group's first batch overwrites them), each with the device
+// the next group's first batch overwrites them) and the averaged weights
+// (--ema-decay, --swa-start), each with the device
 // buffer it is saved from and restored to; the file format is Checkpoint.h's.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +14,7 @@
 #define TRAINC_RT_COMMON_TRAINCHECKPOINTS_H
 
 #include "Checkpoint.h"
+#include "WeightAverage.h"
 #include "trainc_rt/device.h"
 
 #include <map>
@@ -30,8 +32,10 @@ struct CheckpointPosition {
 
 class TrainCheckpoints {
 public:
+  /// `average`: the averaged weights, saved and restored too where enabled
+  /// (as average/<parameter>, with its update count).
   TrainCheckpoints(Context &context, const Program &program, const std::vector<void *> &params,
-                   const std::vector<void *> &states);
+                   const std::vector<void *> &states, WeightAverage &average);
 
   /// Creates `dir` if needed and checks that a checkpoint can be written
   /// there (a temporary file, as writing one makes, removed again); removes
@@ -64,6 +68,7 @@ private:
 
   Context &context;
   const Program &program;
+  WeightAverage &average;
   std::vector<CheckpointTensor> specs;
   std::vector<Slot> slots;
 };

@@ -246,6 +246,7 @@ public:
       options.keepBest.clear();
       options.earlyStopPatience = 0;
       options.earlyStopMinDelta = std::nan("");
+      options.averaging.evalAveraged = false;
     }
   }
 
@@ -323,6 +324,8 @@ private:
   std::vector<int64_t> order;
   std::unique_ptr<StepPipeline> pipeline;
   std::unique_ptr<TrainCheckpoints> checkpoints;
+  /// --ema-decay, --swa-start: the averaged weights (disabled: none).
+  std::unique_ptr<WeightAverage> average;
   std::unique_ptr<LossScaleMonitor> scaler;
   /// The manifest's fields that hold for the whole run.
   std::map<std::string, std::string> runManifest;
@@ -385,13 +388,17 @@ Status TrainRun::setUp() {
   TRAINC_RETURN_IF_ERROR(pipeline->init());
   rng.seed(options.seed);
   TRAINC_RETURN_IF_ERROR(planSteps());
+  TRAINC_RETURN_IF_ERROR(
+      checkAveraging(options.averaging, program, totalSteps, !options.evalDir.empty()));
+  average = std::make_unique<WeightAverage>(*device.context, program, options.averaging);
+  TRAINC_RETURN_IF_ERROR(average->init(device.paramPtrs));
   if (chatty)
     std::fprintf(stderr, "%s\n",
                  settingsLine(program, options, settings.hyper, ranksCount, settings.accum,
                               data.samples, batchesPerEpoch, totalSteps, rangeTest != nullptr)
                      .c_str());
   checkpoints = std::make_unique<TrainCheckpoints>(*device.context, program, device.paramPtrs,
-                                                   device.statePtrs);
+                                                   device.statePtrs, *average);
   // Checkpoints: a folder we can write, checked before the first step (by
   // rank 0, which writes them).
   if (!options.checkpointDir.empty() && rank == 0) {
@@ -422,6 +429,8 @@ Status TrainRun::setUp() {
                  {"seed", std::to_string(options.seed)},
                  {"samples", std::to_string(data.samples)},
                  {"shuffle", options.shuffle ? "true" : "false"}};
+  if (average->enabled())
+    runManifest["averaging"] = average->identity();
   if (program.fingerprint)
     runManifest["fingerprint"] = program.fingerprint;
   if (program.modelFingerprint)
@@ -480,6 +489,7 @@ Status TrainRun::resume() {
   expect.seed = options.seed;
   expect.samples = data.samples;
   expect.shuffle = options.shuffle;
+  expect.averaging = average->identity();
   ResumePoint point;
   TRAINC_RETURN_IF_ERROR(checkpoints->restore(options.checkpointDir, expect, point));
   step = point.step;
@@ -617,6 +627,9 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
       TRAINC_RETURN_IF_ERROR(device.context->downloadAsync(
           pipeline->record(d) + 3, device.statePtrs[device.gradNormState], 4));
   }
+  if (last)
+    // The averaged weights take the step's, behind it on the device.
+    TRAINC_RETURN_IF_ERROR(average->afterStep(step + 1));
   TRAINC_RETURN_IF_ERROR(pipeline->finishLaunch(d));
   pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr,
                      isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
@@ -656,7 +669,8 @@ void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
   if (rangeTest) {
     hyper.lr = rangeTest->lr(step);
   } else {
-    const ScheduledStep at = scheduledStep(options.schedule, settings.baseLr, step, totalSteps);
+    const ScheduledStep at = averagedScheduleStep(options.averaging, options.schedule,
+                                                  settings.baseLr, step, totalSteps);
     hyper.lr = at.lr;
     if (!std::isnan(at.momentum))
       (isAdam(train.optimizer) ? hyper.beta1 : hyper.momentum) = at.momentum;
@@ -898,8 +912,11 @@ void TrainRun::epochSummary(int64_t epoch) {
 /// and, when `logged`, in the log; with --keep-best a new best is saved as
 /// DIR/best.
 Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
-  TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet, device.paramPtrs,
+  const bool averaged = options.averaging.evalAveraged && average->holdsUpdates();
+  TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet,
+                                  averaged ? average->params() : device.paramPtrs,
                                   static_cast<char *>(device.arena.get()), lastEval));
+  const std::string which = averaged ? std::string(" of the ") + average->name() + " weights" : "";
   evaluated = true;
   progress.end();
   char topk[64] = "";
@@ -911,9 +928,10 @@ Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
                  static_cast<long long>(epoch), static_cast<long long>(evalSet.evaluated),
                  lastEval.loss);
   else
-    std::fprintf(stderr, "epoch %lld: eval on %lld samples after step %lld, loss %.5f, "
+    std::fprintf(stderr, "epoch %lld: eval%s on %lld samples after step %lld, loss %.5f, "
                          "accuracy %.2f%%%s\n",
-                 static_cast<long long>(epoch), static_cast<long long>(evalSet.samples),
+                 static_cast<long long>(epoch), which.c_str(),
+                 static_cast<long long>(evalSet.samples),
                  static_cast<long long>(step), lastEval.loss, 100.0 * lastEval.accuracy, topk);
   if (logged) {
     TRAINC_RETURN_IF_ERROR(log.eval(step, epoch, lastEval.loss, lastEval.accuracy,
@@ -990,15 +1008,31 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
   Context &context = *device.context;
   waitedForSums = context.secondsWaitingForSums();
   overlappedSums = context.overlapsSums();
-  if (options.reportMemory)
+  if (options.reportMemory) {
     TRAINC_RETURN_IF_ERROR(reportArenaUse(device));
+    if (average->enabled())
+      std::printf("averaged weights (%s): %llu bytes\n", average->name(),
+                  static_cast<unsigned long long>(average->bytes()));
+  }
   saveAlgorithmChoices(device);
+  if (options.exportPath.empty() && options.saveDir.empty())
+    return Status();
+  // What the run trained for: the averaged weights where it keeps them.
+  const std::vector<void *> *weights = &device.paramPtrs;
+  if (average->enabled() && chatty) {
+    if (average->holdsUpdates()) {
+      weights = &average->params();
+      std::fprintf(stderr, "writing the %s weights (%lld updates)\n", average->name(),
+                   static_cast<long long>(average->updates()));
+    } else {
+      std::fprintf(stderr, "note: the run ended before --swa-start took a step; writing the "
+                           "trained weights\n");
+    }
+  }
   if (!options.exportPath.empty())
-    TRAINC_RETURN_IF_ERROR(
-        exportTrainedModel(context, program, device.paramPtrs, options.exportPath));
+    TRAINC_RETURN_IF_ERROR(exportTrainedModel(context, program, *weights, options.exportPath));
   if (!options.saveDir.empty())
-    TRAINC_RETURN_IF_ERROR(
-        saveTrainedParams(context, program, device.paramPtrs, options.saveDir));
+    TRAINC_RETURN_IF_ERROR(saveTrainedParams(context, program, *weights, options.saveDir));
   return Status();
 }
 
@@ -1040,6 +1074,7 @@ static Status findLearningRate(const Program &program, const TrainOptions &optio
   test.saveDir.clear();
   test.checkpointDir.clear();
   test.resume = test.reportMemory = false;
+  test.averaging = AveragingOptions{};
   const bool writes = !ranks || ranks->rank() == 0;
   const std::string curve = options.rangeTest.outPrefix + ".jsonl",
                     plot = options.rangeTest.outPrefix + ".png";

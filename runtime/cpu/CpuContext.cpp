@@ -9,6 +9,7 @@
 
 #include "trainc_rt/device.h"
 #include "trainc_rt/launch.h"
+#include "trainc_rt/lerp.h"
 
 #include "BackgroundSums.h"
 
@@ -127,6 +128,21 @@ public:
   Status recordEvent(int event, Queue) override { return checkEvent(event); }
   Status queueWait(Queue, int event) override { return checkEvent(event); }
   Status hostWait(int event) override { return checkEvent(event); }
+
+  Status lerpTensors(float *const *averages, const float *const *values, const int64_t *sizes,
+                     int count, float weight) override {
+    for (int t = 0; t < count; ++t) {
+      if ((!averages[t] || !values[t]) && sizes[t] > 0)
+        return Status::error("cpu: lerpTensors: tensor " + std::to_string(t) + " is null");
+      float *a = averages[t];
+      const float *v = values[t];
+      const int64_t n = sizes[t];
+#pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
+      for (int64_t i = 0; i < n; ++i)
+        a[i] = lerpTowards(a[i], v[i], weight);
+    }
+    return Status();
+  }
 
   /// Auto overlaps where this process may run on more cores than its
   /// kernels' threads and the machine has a core per rank to spare: the

@@ -65,10 +65,10 @@ rm -rf "$out/precision-work"
 cpu_checks check_optimizers /usr/bin/python3 test/train/check_optimizers.py build/bin/trainc \
   "$out/optimizers-work" --only lamb,lars --gpu-prepare "$out/optimizers"
 rm -rf "$out/optimizers-work"
-# Training recipes: CUDA trainers of 1cycle with Adam and of the gradient
-# norm with the CPU trainer's logs and weights.
+# Training recipes: CUDA trainers of 1cycle with Adam, of the gradient
+# norm and of EMA weights with the CPU trainer's logs and weights.
 cpu_checks check_recipes /usr/bin/python3 test/train/check_recipes.py build/bin/trainc \
-  "$out/recipes-work" --only schedules,gradnorm --gpu-prepare "$out/recipes"
+  "$out/recipes-work" --only schedules,gradnorm,averaging --gpu-prepare "$out/recipes"
 rm -rf "$out/recipes-work"
 # Open MPI's libraries, which data-parallel trainers load (the GPU machine's
 # image has NCCL in its wheels, not Open MPI); run.sh puts them last on the

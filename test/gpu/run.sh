@@ -157,7 +157,7 @@ for case in "$dir"/optimizers/*/; do
   fi
   "$py" "$dir/compare_optimizers.py" "$case" "$name" || status=1
 done
-# Training recipes (1cycle with Adam's beta1 cycled, the gradient norm):
+# Training recipes (1cycle with Adam's beta1 cycled, the gradient norm, EMA):
 # each CUDA trainer against the CPU trainer's log and weights.
 for case in "$dir"/recipes/*/; do
   [ -x "$case/prog" ] || continue

@@ -2,8 +2,10 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace trainc::test {
 namespace {
@@ -48,6 +50,41 @@ TEST(CpuContext, WorkspaceGrowsAndIsAligned) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(large) % 256, 0u);
   EXPECT_OK(ctx->workspace(&again, 1000)); // smaller: same buffer
   EXPECT_EQ(again, large);
+}
+
+TEST(CpuContext, LerpTensorsAsTorchLerp) {
+  // Two tensors in one call (one long enough for the threaded loop), with
+  // torch.lerp's two formulas: weight 1 copies exactly, 0 keeps, and a
+  // weight below and above 0.5 against float64.
+  auto ctx = makeContext();
+  const int64_t sizes[2] = {5, 70000};
+  std::vector<float> a0 = {1.0f, -2.0f, 1e-8f, 3.0f, 0.0f}, v0 = {2.0f, 4.0f, 1.0f, -3.0f, 7.0f};
+  std::vector<float> a1(sizes[1]), v1(sizes[1]);
+  for (int64_t i = 0; i < sizes[1]; ++i) {
+    a1[i] = std::sin(0.001f * i);
+    v1[i] = std::cos(0.002f * i) * 3;
+  }
+  for (float weight : {0.25f, 0.75f, 0.0f, 1.0f}) {
+    std::vector<float> x0 = a0, x1 = a1;
+    float *averages[2] = {x0.data(), x1.data()};
+    const float *values[2] = {v0.data(), v1.data()};
+    EXPECT_OK(ctx->lerpTensors(averages, values, sizes, 2, weight));
+    for (int t = 0; t < 2; ++t)
+      for (int64_t i = 0; i < sizes[t]; ++i) {
+        const float a = t == 0 ? a0[i] : a1[i], v = t == 0 ? v0[i] : v1[i];
+        const float got = t == 0 ? x0[i] : x1[i];
+        if (weight == 1.0f || weight == 0.0f) {
+          ASSERT_EQ(got, weight == 1.0f ? v : a) << t << " " << i;
+          continue;
+        }
+        const double want = a + static_cast<double>(weight) * (static_cast<double>(v) - a);
+        ASSERT_NEAR(got, want, 4e-7 * (std::fabs(a) + std::fabs(v))) << t << " " << i;
+      }
+  }
+  float *none[1] = {nullptr};
+  const float *nothing[1] = {nullptr};
+  const int64_t one[1] = {1};
+  EXPECT_ERROR(ctx->lerpTensors(none, nothing, one, 1, 0.5f), "tensor 0 is null");
 }
 
 TEST(CpuContext, AsynchronousTransfersAndEvents) {

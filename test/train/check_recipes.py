@@ -2,7 +2,7 @@
 """Training recipes against PyTorch's own implementations.
 
 Usage: check_recipes.py TRAINC WORKDIR
-           [--only schedules,rangetest,evaluation,loss,gradnorm,python] [--gpu-prepare DIR]
+           [--only schedules,rangetest,evaluation,loss,gradnorm,averaging,python] [--gpu-prepare DIR]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -35,11 +35,20 @@ ONNX initial weights):
     against PyTorch float64.
   * gradnorm: the log's grad_norm (--log-grad-norm, and --clip-grad-norm's
     own) against the total norm clip_grad_norm_ returns, step for step.
+  * averaging: --ema-decay (and --ema-warmup) against timm's ModelEmaV2 by
+    hand over the weights and batch-norm statistics, --swa-start with
+    --swa-every and SWALR against torch.optim.swa_utils (the learning rate
+    of each step, relative 1e-12; the averaged weights --save-params writes,
+    as above); an EMA run stopped and resumed writes the uninterrupted
+    run's bytes; --eval-averaged evaluates what --save-params writes;
+    --report-memory shows the averaged weights; SWA on a model with batch
+    norm is refused (update_bn is not there yet).
   * python: python/trainc_torch.py's compile, fit (arrays in, log records
     out), load_into and predict on a module with batch norm and dropout: the
     module's eval() output after load_into equals the trainer's --predict.
---gpu-prepare DIR packs CUDA trainers of 1cycle with Adam (beta1 cycled)
-and of --log-grad-norm with the CPU trainer's log and weights (two cases:
+--gpu-prepare DIR packs CUDA trainers of 1cycle with Adam (beta1 cycled),
+of --log-grad-norm and of --ema-decay (its weights the EMA's) with the CPU
+trainer's log and weights (three cases:
 the GPU check's folder must stay under the 64 MiB a device run carries)
 (test/gpu/compare_recipes.py compares them on the GPU machine).
 Prints one line per check and 'N passed, N failed'.
@@ -66,11 +75,12 @@ sched = torch.optim.lr_scheduler
 
 
 def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_step=None,
-                   criterion=None, after_backward=None):
+                   criterion=None, after_backward=None, after_step=None):
     """`steps` optimizer steps over the case's data in file order (epochs
     repeated), as the trainer runs them: the per-step learning rate, momentum
     (or beta1), loss and what `after_backward(net)` returns (a clipping
-    rule's measure), and the final state dict."""
+    rule's measure), and the final state dict. `after_step(net, k)` runs
+    after optimizer step k (0-based), before the scheduler's step."""
     torch.manual_seed(0)
     net = case["spec"]["build"]()
     net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
@@ -96,6 +106,8 @@ def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_ste
         if after_backward:
             measured.append(after_backward(net))
         optimizer.step()
+        if after_step:
+            after_step(net, k)
         if scheduler:
             scheduler.step()
         losses.append(float(loss))
@@ -109,17 +121,17 @@ COMPILED = {}
 def compile_mlp(trainc, check, case, work, optimizer, flags=()):
     """The MLP's CPU trainer with `optimizer` and compile `flags`, compiled
     once per run."""
-    key = (optimizer,) + tuple(flags)
+    key = (case["name"], optimizer) + tuple(flags)
     if key in COMPILED:
         return COMPILED[key]
     name = "_".join([optimizer] + [f.strip("-").split("=")[0] for f in flags])
-    prog = os.path.join(work, "mlp_" + name)
+    prog = os.path.join(work, case["name"] + "_" + name)
     build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
                             "--batch-size=%d" % BATCH, "--loss=cross-entropy",
                             "--optimizer=" + optimizer, "-o", prog] + list(flags),
                            capture_output=True, text=True)
     if build.returncode != 0:
-        check(False, "mlp %s compiles: %s" % (" ".join(key), build.stderr.strip()[:300]))
+        check(False, "%s compiles: %s" % (" ".join(key), build.stderr.strip()[:300]))
         prog = None
     COMPILED[key] = prog
     return prog
@@ -371,6 +383,25 @@ def checkpoint_step(folder):
     return int(json.load(open(os.path.join(folder, "checkpoint.json")))["step"])
 
 
+def predicted_metrics(prog, params, held, work):
+    """The held-out loss, accuracy and top-3 accuracy (float64, numpy) of
+    --predict's logits with the parameters in `params`."""
+    out = os.path.join(work, "eval-pred")
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([prog, "--predict", "--params", params, "--data", held, "--out", out],
+                   check=True, capture_output=True)
+    labels = np.load(os.path.join(held, "label.npy"))
+    kept = labels != -100
+    logits = np.load(os.path.join(out, "logits.npy")).astype(np.float64)[kept]
+    labels = labels[kept]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(np.exp(shifted).sum(axis=1)) -
+                         shifted[np.arange(len(labels)), labels]))
+    accuracy = float(np.mean(logits.argmax(axis=1) == labels))
+    top3 = float(np.mean([(row > row[y]).sum() < 3 for row, y in zip(logits, labels)]))
+    return loss, accuracy, top3
+
+
 def check_evaluation(trainc, work, check, case):
     prog = compile_mlp(trainc, check, case, work, "sgd")
     if not prog:
@@ -393,19 +424,7 @@ def check_evaluation(trainc, work, check, case):
           "--eval-every 7: evaluations after steps %s (every 7 and at each epoch's end, once "
           "each)" % [r["step"] for r in evals])
     # The last evaluation against the trained parameters' predictions.
-    out = os.path.join(work, "eval-pred")
-    shutil.rmtree(out, ignore_errors=True)
-    subprocess.run([prog, "--predict", "--params", saved, "--data", held, "--out", out],
-                   check=True, capture_output=True)
-    labels = np.load(os.path.join(held, "label.npy"))
-    kept = labels != -100
-    logits = np.load(os.path.join(out, "logits.npy")).astype(np.float64)[kept]
-    labels = labels[kept]
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    loss = float(np.mean(np.log(np.exp(shifted).sum(axis=1)) -
-                         shifted[np.arange(len(labels)), labels]))
-    accuracy = float(np.mean(logits.argmax(axis=1) == labels))
-    top3 = float(np.mean([(row > row[y]).sum() < 3 for row, y in zip(logits, labels)]))
+    loss, accuracy, top3 = predicted_metrics(prog, saved, held, work)
     last = evals[-1]
     check(abs(last["eval_loss"] - loss) <= 1e-6 * abs(loss) and last["eval_accuracy"] == accuracy
           and last["eval_top3"] == top3,
@@ -550,6 +569,221 @@ def check_grad_norm(trainc, work, check, case):
               "%.4g to %.4g)" % (tag, error, min(norms), max(norms)))
 
 
+def ema_hook(case, dtype, decay, warmup, out):
+    """timm's ModelEmaV2 by hand (ModelEmaV3's decay warmup with `warmup`),
+    over every float entry of the state dict (weights and batch-norm
+    statistics), from the initial weights: an after_step hook that leaves
+    the average in `out`."""
+    def after_step(net, k):
+        if not out:
+            out.update({name: torch.tensor(case["initial"][name]).to(dtype)
+                        for name, v in net.state_dict().items() if v.is_floating_point()})
+        n = k + 1
+        d = decay
+        if warmup:
+            d = 0.0 if n - 1 <= 0 else max(0.0, min(decay, 1 - (1 + (n - 1)) ** (-2.0 / 3.0)))
+        with torch.no_grad():
+            for name, v in net.state_dict().items():
+                if name in out:
+                    out[name] = out[name] * d + (1 - d) * v
+    return after_step
+
+
+class SwaRecipe:
+    """torch.optim.swa_utils' recipe stepped per optimizer step: the base
+    schedule (or none) until step `start`, then AveragedModel.update_parameters
+    every `every` steps and SWALR (with `swa_lr`)."""
+
+    def __init__(self, start, every, swa_lr=None, anneal=10, strategy="cos", base=None):
+        self.start, self.every, self.swa_lr = start, every, swa_lr
+        self.anneal, self.strategy, self.base = anneal, strategy, base
+        self.model = None
+
+    def make_scheduler(self, optimizer):
+        self.scheduler = self.base(optimizer) if self.base else None
+        self.swalr = (torch.optim.swa_utils.SWALR(optimizer, swa_lr=self.swa_lr,
+                                                  anneal_epochs=self.anneal,
+                                                  anneal_strategy=self.strategy)
+                      if self.swa_lr is not None else None)
+        self.steps = 0
+        return self
+
+    def step(self):
+        self.steps += 1
+        if self.steps > self.start and self.swalr:
+            self.swalr.step()
+        elif self.scheduler:
+            self.scheduler.step()
+
+    def after_step(self, net, k):
+        if self.model is None:
+            self.model = torch.optim.swa_utils.AveragedModel(net)
+        if k + 1 > self.start and (k + 1 - self.start) % self.every == 0:
+            self.model.update_parameters(net)
+
+    def averaged(self):
+        return {name[len("module."):]: v.detach() for name, v in self.model.state_dict().items()
+                if name.startswith("module.")}
+
+
+def bn_case(work):
+    """A small model with batch normalization, as zoo_case gives the zoo's."""
+    torch.manual_seed(2)
+    build = lambda: torch.nn.Sequential(torch.nn.Linear(16, 24), torch.nn.BatchNorm1d(24),
+                                        torch.nn.ReLU(), torch.nn.Linear(24, 10))
+    model = build()
+    rng = np.random.RandomState(6)
+    x = rng.randn(SAMPLES, 16).astype(np.float32)
+    labels = rng.randint(0, 10, SAMPLES).astype(np.int64)
+    path = os.path.join(work, "bn_train.onnx")
+    torch.onnx.export(model, (torch.tensor(x[:BATCH]),), path, input_names=["x"],
+                      output_names=["logits"], dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}},
+                      opset_version=17, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    initial = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    data = os.path.join(work, "bn-data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "x.npy"), x)
+    np.save(os.path.join(data, "label.npy"), labels)
+    return dict(name="bn", spec={"build": lambda: build()}, path=path, initial=initial,
+                inputs={"x": x}, labels=labels, data=data, loss_flags=[])
+
+
+def compare_averaged(check, case, saved, ref64, ref32, what):
+    names = [k for k in ref64 if k in case["initial"]]
+    ours = {k: np.load(os.path.join(saved, k + ".npy")) for k in names}
+    ok, text = compare_weights({k: case["initial"][k] for k in names}, ours,
+                               {k: ref64[k].double().numpy() for k in names},
+                               {k: ref32[k].double().numpy() for k in names})
+    check(ok, "%s (%d tensors), %s" % (what, len(names), text))
+
+
+def check_ema(trainc, work, check, case, bn):
+    """--ema-decay against timm's rule by hand, --ema-warmup, resume."""
+    for tag, c, decay, warmup in (("mlp", case, 0.9, False), ("mlp", case, 0.99, True),
+                                  ("bn", bn, 0.8, False)):
+        prog = compile_mlp(trainc, check, c, work, "sgd")
+        if not prog:
+            continue
+        flags = ["--steps", "30", "--lr", "0.05", "--momentum", "0.9", "--ema-decay", str(decay)]
+        flags += ["--ema-warmup"] if warmup else []
+        run, _, saved = run_trainer(prog, c, "ema_" + tag, flags, work)
+        if run.returncode != 0:
+            check(False, "ema %s trains: %s" % (tag, run.stderr.strip()[-300:]))
+            continue
+        if tag == "mlp" and not warmup:
+            prepare_gpu_case(trainc, "ema", c, "sgd", [], flags, saved,
+                             os.path.join(work, "ema_" + tag + ".jsonl"))
+        refs = []
+        for dtype in (torch.float64, torch.float32):
+            out = {}
+            reference_loop(c, dtype, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), None,
+                           30, after_step=ema_hook(c, dtype, decay, warmup, out))
+            refs.append(out)
+        compare_averaged(check, c, saved, refs[0], refs[1],
+                         "%s --ema-decay %g%s: --save-params writes timm's EMA after 30 steps "
+                         "of SGD against PyTorch float64, weights%s" %
+                         (tag, decay, " --ema-warmup" if warmup else "",
+                          " and batch-norm statistics" if tag == "bn" else ""))
+    prog = compile_mlp(trainc, check, case, work, "sgd")
+    if not prog:
+        return
+    common = ["--lr", "0.05", "--momentum", "0.9", "--ema-decay", "0.9", "--checkpoint-every", "5"]
+    whole_ck, part_ck = os.path.join(work, "ema-whole-ck"), os.path.join(work, "ema-part-ck")
+    for folder in (whole_ck, part_ck):
+        shutil.rmtree(folder, ignore_errors=True)
+    whole, whole_log, whole_saved = run_trainer(
+        prog, case, "ema_whole", common + ["--steps", "30", "--checkpoint-dir", whole_ck], work)
+    first = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--steps", "17",
+                            "--log", os.path.join(work, "ema_part.jsonl"),
+                            "--checkpoint-dir", part_ck] + common, capture_output=True, text=True)
+    other = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--steps", "30",
+                            "--checkpoint-dir", part_ck, "--resume"] + common[:-4] +
+                           ["--ema-decay", "0.95"], capture_output=True, text=True)
+    part, part_log, part_saved = run_trainer(
+        prog, case, "ema_part", common + ["--steps", "30", "--checkpoint-dir", part_ck,
+                                          "--resume"], work)
+    same = (whole.returncode == 0 and first.returncode == 0 and part.returncode == 0 and
+            whole_log == part_log and sorted(os.listdir(whole_saved)) and all(
+                open(os.path.join(whole_saved, f), "rb").read() ==
+                open(os.path.join(part_saved, f), "rb").read() for f in os.listdir(whole_saved)))
+    check(same, "--ema-decay: stopped after step 17 and resumed from the checkpoint after step "
+          "15, the run writes the uninterrupted one's EMA weights, byte for byte%s"
+          % ("" if part.returncode == 0 else ": " + part.stderr[-300:]))
+    check(other.returncode != 0 and "written with --ema-decay 0.9" in other.stderr,
+          "a checkpoint of --ema-decay 0.9 resumed with --ema-decay 0.95 is refused (%s)"
+          % other.stderr.strip()[-160:])
+    # --eval-averaged evaluates the weights --save-params writes.
+    held = eval_data(case, work)
+    run, records, saved = run_trainer(prog, case, "ema_eval", [
+        "--steps", "30", "--lr", "0.05", "--momentum", "0.9", "--ema-decay", "0.9",
+        "--eval-data", held, "--eval-averaged", "--report-memory"], work)
+    evals = [r for r in records if "eval_loss" in r]
+    if run.returncode != 0 or not evals:
+        check(False, "--eval-averaged runs: %s" % run.stderr.strip()[-300:])
+        return
+    loss, accuracy, _ = predicted_metrics(prog, saved, held, work)
+    check(abs(evals[-1]["eval_loss"] - loss) <= 1e-6 * abs(loss) and
+          evals[-1]["eval_accuracy"] == accuracy and "of the EMA weights" in run.stderr,
+          "--eval-averaged: the last evaluation is that of the EMA weights --save-params wrote "
+          "(loss %.6g vs %.6g)" % (evals[-1]["eval_loss"], loss))
+    averaged = sum(v.nbytes for v in case["initial"].values())
+    check("averaged weights (EMA): %d bytes" % averaged in run.stdout,
+          "--report-memory shows the EMA weights as their own kind (%d bytes): %s"
+          % (averaged, [l for l in run.stdout.splitlines() if "averaged" in l]))
+
+
+SWA_RECIPES = {
+    # tag: (trainer flags, SwaRecipe arguments)
+    "cosine then SWALR cos": (
+        ["--lr-schedule", "cosine", "--swa-start", "20", "--swa-every", "5", "--swa-lr", "0.01",
+         "--swa-anneal-steps", "4"],
+        dict(start=20, every=5, swa_lr=0.01, anneal=4,
+             base=lambda o: sched.CosineAnnealingLR(o, T_max=STEPS))),
+    "constant then SWALR linear": (
+        ["--swa-start", "30", "--swa-lr", "0.02", "--swa-anneal-steps", "7", "--swa-anneal",
+         "linear"],
+        dict(start=30, every=1, swa_lr=0.02, anneal=7, strategy="linear")),
+}
+
+
+def check_swa(trainc, work, check, case, bn):
+    """--swa-start against AveragedModel and SWALR."""
+    prog = compile_mlp(trainc, check, case, work, "sgd")
+    if not prog:
+        return
+    for tag, (flags, recipe) in SWA_RECIPES.items():
+        run, records, saved = run_trainer(prog, case, "swa_" + tag.replace(" ", "_"), [
+            "--steps", str(STEPS), "--lr", "0.05", "--momentum", "0.9"] + flags, work)
+        if run.returncode != 0:
+            check(False, "swa %s trains: %s" % (tag, run.stderr.strip()[-300:]))
+            continue
+        refs = []
+        for dtype in (torch.float64, torch.float32):
+            swa = SwaRecipe(**recipe)
+            lrs = reference_loop(case, dtype, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+                                 swa.make_scheduler, STEPS, after_step=swa.after_step)[0]
+            refs.append(swa.averaged())
+            if dtype == torch.float64:
+                want_lrs = lrs
+        got = [r["lr"] for r in records if "lr" in r]
+        check(len(got) == STEPS and relative_error(got, want_lrs) <= 1e-12,
+              "swa %s: the learning rate of each of %d steps equals the schedule's, then "
+              "SWALR's (relative error %.3g; %.4g at step 20, %.4g at the end)"
+              % (tag, STEPS, relative_error(got, want_lrs), want_lrs[19], want_lrs[-1]))
+        compare_averaged(check, case, saved, refs[0], refs[1],
+                         "swa %s: --save-params writes AveragedModel's average against "
+                         "PyTorch float64" % tag)
+    bn_prog = compile_mlp(trainc, check, bn, work, "sgd")
+    if bn_prog:
+        run = subprocess.run([bn_prog, "--data", bn["data"], "--steps", "10", "--swa-start", "5"],
+                             capture_output=True, text=True)
+        check(run.returncode != 0 and "batch statistics (ONNX node '" in run.stderr and
+              "update_bn" in run.stderr,
+              "--swa-start on a model with batch norm is refused, naming the node (%s)"
+              % run.stderr.strip()[-200:])
+
+
 def check_python(trainc, work, check):
     """python/trainc_torch.py's compile, fit, predict and load_into on a
     module with batch norm and dropout."""
@@ -595,7 +829,7 @@ def check_python(trainc, work, check):
 def main():
     global GPU_DIR
     trainc, work = sys.argv[1], sys.argv[2]
-    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm", "python"}
+    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm", "averaging", "python"}
     args = sys.argv[3:]
     while args:
         if args[0] == "--only" and len(args) > 1:
@@ -626,6 +860,10 @@ def main():
         check_loss_options(trainc, work, check, case)
     if "gradnorm" in parts:
         check_grad_norm(trainc, work, check, case)
+    if "averaging" in parts:
+        bn = bn_case(work)
+        check_ema(trainc, work, check, case, bn)
+        check_swa(trainc, work, check, case, bn)
     if "python" in parts:
         check_python(trainc, work, check)
     print("%d passed, %d failed" % (passed, failed))

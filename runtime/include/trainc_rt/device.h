@@ -147,6 +147,15 @@ public:
   /// (null: none). Not owned; it outlives the plans' first calls.
   virtual void useAlgorithmCache(AlgoCache * /*cache*/) {}
 
+  // Weight averaging (the trainer's --ema-decay and --swa-start).
+  /// Moves each of `count` f32 tensors averages[i] (sizes[i] elements)
+  /// toward values[i] on the compute queue, after the work issued so far, as
+  /// torch._foreach_lerp_(averages, values, weight) does (lerpTowards): one
+  /// launch for many tensors. The arrays are host memory, read during the
+  /// call.
+  virtual Status lerpTensors(float *const *averages, const float *const *values,
+                             const int64_t *sizes, int count, float weight) = 0;
+
   // Data parallelism (trainc compile --data-parallel).
   /// Starts replacing the `count` f32 values at `data` (one bucket of
   /// gradients, contiguous) by their sums over the processes of the run,

@@ -59,6 +59,9 @@ struct ParamInfo {
   /// In trainc compile's --no-decay group: the optimizer gives it no weight
   /// decay (and, under LAMB and LARS, no layer adaptation).
   bool noDecay;
+  /// A running statistic (mean or variance) of a batch normalization: the
+  /// ONNX node that keeps it; null for anything else.
+  const char *statisticOf = nullptr;
 };
 
 /// An optimizer state tensor of the training step.
