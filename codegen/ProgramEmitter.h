@@ -86,6 +86,7 @@ private:
     /// The batch normalization whose running statistic it is (ParamInfo's
     /// statisticOf), or empty.
     std::string statisticOf = {};
+    double statisticMomentum = 0;
   };
 
   LogicalResult declareArguments(mlir::func::FuncOp func);

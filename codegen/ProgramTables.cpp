@@ -222,7 +222,8 @@ void ProgramEmitter::emitParamTable(raw_ostream &os) {
                       {"constant", p.constant ? "true" : "false"},
                       {"noDecay", p.noDecay ? "true" : "false"},
                       {"statisticOf",
-                       p.statisticOf.empty() ? "nullptr" : cStringLiteral(p.statisticOf)}})
+                       p.statisticOf.empty() ? "nullptr" : cStringLiteral(p.statisticOf)},
+                      {"statisticMomentum", literal(p.statisticMomentum, true)}})
        << ",\n";
   os << "};\n";
 }
@@ -240,6 +241,7 @@ void ProgramEmitter::markStatistics(func::FuncOp forward) {
         continue;
       std::string node = nodeName(norm.getLoc());
       params[it->second].statisticOf = node.empty() ? "BatchNormalization" : node;
+      params[it->second].statisticMomentum = norm.getMomentum().convertToDouble();
     }
   });
 }

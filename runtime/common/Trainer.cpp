@@ -26,6 +26,7 @@
 #include "TrainChecks.h"
 #include "TensorBoard.h"
 #include "TrainLog.h"
+#include "UpdateBn.h"
 #include "trainc_rt/defaults.h"
 #include "trainc_rt/launch.h"
 
@@ -291,6 +292,9 @@ private:
   void runSummary();
   Status setUpEvaluation();
   void epochSummary(int64_t epoch);
+  /// The averaged weights, ready to use: SWA's batch-norm statistics
+  /// recomputed for them (update_bn) where they have changed since.
+  Status averagedWeights(const std::vector<void *> *&weights);
 
   Group groupOf(int64_t b) const;
   /// The real samples of this rank in global batch b (0 in a short last one).
@@ -326,6 +330,8 @@ private:
   std::unique_ptr<TrainCheckpoints> checkpoints;
   /// --ema-decay, --swa-start: the averaged weights (disabled: none).
   std::unique_ptr<WeightAverage> average;
+  /// The average's updates when update_bn last ran for it (-1: never).
+  int64_t statisticsAt = -1;
   std::unique_ptr<LossScaleMonitor> scaler;
   /// The manifest's fields that hold for the whole run.
   std::map<std::string, std::string> runManifest;
@@ -389,7 +395,8 @@ Status TrainRun::setUp() {
   rng.seed(options.seed);
   TRAINC_RETURN_IF_ERROR(planSteps());
   TRAINC_RETURN_IF_ERROR(
-      checkAveraging(options.averaging, program, totalSteps, !options.evalDir.empty()));
+      checkAveraging(options.averaging, program, totalSteps, !options.evalDir.empty(),
+                     ranksCount > 1));
   average = std::make_unique<WeightAverage>(*device.context, program, options.averaging);
   TRAINC_RETURN_IF_ERROR(average->init(device.paramPtrs));
   if (chatty)
@@ -913,8 +920,10 @@ void TrainRun::epochSummary(int64_t epoch) {
 /// DIR/best.
 Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
   const bool averaged = options.averaging.evalAveraged && average->holdsUpdates();
-  TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet,
-                                  averaged ? average->params() : device.paramPtrs,
+  const std::vector<void *> *weights = &device.paramPtrs;
+  if (averaged)
+    TRAINC_RETURN_IF_ERROR(averagedWeights(weights));
+  TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet, *weights,
                                   static_cast<char *>(device.arena.get()), lastEval));
   const std::string which = averaged ? std::string(" of the ") + average->name() + " weights" : "";
   evaluated = true;
@@ -954,6 +963,32 @@ Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
   monitor->save(manifest);
   return checkpoints->save(options.checkpointDir + "/best", manifest,
                            {step, epoch, nextBatch, epochRng});
+}
+
+Status TrainRun::averagedWeights(const std::vector<void *> *&weights) {
+  weights = &average->params();
+  if (options.averaging.kind() != AveragingKind::Swa || !hasRunningStatistics(program) ||
+      statisticsAt == average->updates())
+    return Status();
+  // The step's hyperparameters as a group's first batch has them.
+  std::vector<float> hypers(train.numHypers);
+  for (int k = 0; k < train.numHypers; ++k)
+    hypers[k] = static_cast<float>(settings.hyper.value(train.hypers[k]));
+  for (int k : {settings.weightHyper, settings.shareHyper})
+    if (k >= 0)
+      hypers[k] = 1.0f;
+  if (settings.keepHyper >= 0)
+    hypers[settings.keepHyper] = 0.0f;
+  const auto began = std::chrono::steady_clock::now();
+  TRAINC_RETURN_IF_ERROR(updateBatchNormStatistics(program, device, data, batch, hypers,
+                                                   options.seed, average->params()));
+  statisticsAt = average->updates();
+  progress.end();
+  if (chatty)
+    std::fprintf(stderr, "update_bn: the SWA weights' batch-norm statistics over %lld "
+                         "training samples (%.2f s)\n",
+                 static_cast<long long>(data.samples), secondsSince(began));
+  return Status();
 }
 
 /// The run in one line at its end: its steps and time, the last losses and
@@ -1021,7 +1056,7 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
   const std::vector<void *> *weights = &device.paramPtrs;
   if (average->enabled() && chatty) {
     if (average->holdsUpdates()) {
-      weights = &average->params();
+      TRAINC_RETURN_IF_ERROR(averagedWeights(weights));
       std::fprintf(stderr, "writing the %s weights (%lld updates)\n", average->name(),
                    static_cast<long long>(average->updates()));
     } else {

@@ -35,7 +35,7 @@ int firstStatistic(const Program &program) {
 } // namespace
 
 Status checkAveraging(const AveragingOptions &o, const Program &program, int64_t totalSteps,
-                      bool evaluates) {
+                      bool evaluates, bool dataParallel) {
   const AveragingKind kind = o.kind();
   if (kind == AveragingKind::Ema && o.swaStart >= 0)
     return Status::error("--ema-decay and --swa-start are two ways to average the weights; "
@@ -62,13 +62,13 @@ Status checkAveraging(const AveragingOptions &o, const Program &program, int64_t
     return Status::error("--swa-start " + std::to_string(o.swaStart) +
                          ": the average takes steps after step " + std::to_string(o.swaStart) +
                          ", and this run has " + std::to_string(totalSteps));
-  if (int i = firstStatistic(program); i >= 0)
+  if (int i = firstStatistic(program); i >= 0 && dataParallel)
     return Status::error(
         std::string("--swa-start: the model normalizes with batch statistics (ONNX node '") +
         program.params[i].statisticOf +
         "'), which SWA recomputes for the averaged weights over the training data "
-        "(update_bn); the trainer does not do that yet. --ema-decay averages the statistics "
-        "with the weights");
+        "(update_bn); the trainer does not do that under data parallelism yet. --ema-decay "
+        "averages the statistics with the weights");
   return Status();
 }
 
@@ -118,14 +118,24 @@ Status WeightAverage::init(const std::vector<void *> &params) {
     // Zeros, so that the copy below (v - (v - a) * 0) is exact.
     TRAINC_RETURN_IF_ERROR(context.fill(buffer, 0, p.bytes));
     averaged[i] = buffer;
+    totalBytes += p.bytes;
+    // SWA averages the weights alone (AveragedModel's use_buffers=False):
+    // update_bn recomputes the statistics. The first copy takes them too.
+    if (kind == AveragingKind::Swa && p.statisticOf)
+      statistics.push_back(static_cast<int>(targets.size()));
     targets.push_back(static_cast<float *>(buffer));
     sources.push_back(static_cast<const float *>(params[i]));
     sizes.push_back(static_cast<int64_t>(p.bytes / 4));
-    totalBytes += p.bytes;
   }
   // Weight 1 copies: the average starts as the weights.
-  return context.lerpTensors(targets.data(), sources.data(), sizes.data(),
-                             static_cast<int>(targets.size()), 1.0f);
+  TRAINC_RETURN_IF_ERROR(context.lerpTensors(targets.data(), sources.data(), sizes.data(),
+                                             static_cast<int>(targets.size()), 1.0f));
+  for (auto it = statistics.rbegin(); it != statistics.rend(); ++it) {
+    targets.erase(targets.begin() + *it);
+    sources.erase(sources.begin() + *it);
+    sizes.erase(sizes.begin() + *it);
+  }
+  return Status();
 }
 
 double WeightAverage::weightAfter(int64_t step) const {

@@ -6,7 +6,8 @@
 // after every optimizer step moves toward every parameter and batch-norm
 // statistic by 1 - D. --swa-start S is torch.optim.swa_utils' AveragedModel:
 // the average of the weights after every step k > S with (k - S) % E == 0
-// (--swa-every E). Both are one Context::lerpTensors launch per update, on
+// (--swa-every E), its batch-norm statistics recomputed where they are used
+// (UpdateBn.h). Both are one Context::lerpTensors launch per update, on
 // the device, behind the step; evaluation (--eval-averaged), --export,
 // --save-params and checkpoints (which hold both) take the average.
 //
@@ -54,11 +55,12 @@ struct AveragingOptions {
 /// The flags' own errors (both kinds at once, an SWA flag without
 /// --swa-start, --eval-averaged without averaging or --eval-data) and those
 /// of the program and the run: --swa-start at or past the run's last step,
-/// and SWA of a model with batch normalization, whose statistics SWA
-/// recomputes over the training data (update_bn), which the trainer does
-/// not do yet (EMA averages them instead).
+/// and, under data parallelism, SWA of a model with batch normalization,
+/// whose statistics SWA recomputes over the training data (update_bn,
+/// UpdateBn.h), which the trainer does in one process only (EMA averages
+/// them instead).
 Status checkAveraging(const AveragingOptions &options, const Program &program,
-                      int64_t totalSteps, bool evaluates);
+                      int64_t totalSteps, bool evaluates, bool dataParallel);
 
 /// The learning rate and momentum of step `k` (0-based) of `total`: the
 /// schedule's, and with --swa-lr from step S + 2 on, SWALR's (stepped after
@@ -112,6 +114,8 @@ private:
   std::vector<float *> targets;
   std::vector<const float *> sources;
   std::vector<int64_t> sizes;
+  /// SWA: the statistics' places in the lists, left out after the copy.
+  std::vector<int> statistics;
   int64_t count = 0;
   uint64_t totalBytes = 0;
 };

@@ -60,8 +60,10 @@ struct ParamInfo {
   /// decay (and, under LAMB and LARS, no layer adaptation).
   bool noDecay;
   /// A running statistic (mean or variance) of a batch normalization: the
-  /// ONNX node that keeps it; null for anything else.
+  /// ONNX node that keeps it, null for anything else; and the node's
+  /// momentum (running = momentum * running + (1 - momentum) * batch).
   const char *statisticOf = nullptr;
+  float statisticMomentum = 0;
 };
 
 /// An optimizer state tensor of the training step.
