@@ -4,13 +4,48 @@
 
 #include <cstring>
 #include <utility>
+#include <vector>
 
 namespace trainc::rt::detail {
 
+namespace {
+
+/// The field's rows through its transform: the file's rows of each run of
+/// consecutive samples, then one sample at a time into `out`.
+Status fillTransformed(const BatchField &f, const int64_t *order, int64_t first, int64_t count,
+                       char *out, int64_t epoch) {
+  const SampleTransform &t = *f.transform;
+  std::vector<unsigned char> rows;
+  for (int64_t r = 0; r < count;) {
+    int64_t run = 1;
+    while (r + run < count && order[first + r + run] == order[first + r] + run)
+      ++run;
+    rows.resize(run * t.fileRowBytes);
+    TRAINC_RETURN_IF_ERROR(f.array->readBytes(order[first + r] * t.fileRowBytes,
+                                              run * t.fileRowBytes, rows.data()));
+    for (int64_t k = 0; k < run; ++k) {
+      const int64_t sample = order[first + r + k];
+      const AugmentDraw draw =
+          t.augments() ? augmentDraw(t.seed, epoch, sample, t.cropPadding) : AugmentDraw{};
+      t.apply(rows.data() + k * t.fileRowBytes,
+              reinterpret_cast<float *>(out + (r + k) * f.rowBytes), draw);
+    }
+    r += run;
+  }
+  return Status();
+}
+
+} // namespace
+
 Status fillBatch(const std::vector<BatchField> &fields, int64_t batch, const int64_t *order,
-                 int64_t first, int64_t count, char *dst) {
+                 int64_t first, int64_t count, char *dst, int64_t epoch) {
   for (const BatchField &f : fields) {
     char *out = dst + f.offset;
+    if (f.transform && !f.transform->identity) {
+      TRAINC_RETURN_IF_ERROR(fillTransformed(f, order, first, count, out, epoch));
+      std::memset(out + count * f.rowBytes, 0, (batch - count) * f.rowBytes);
+      continue;
+    }
     // One pread per run of consecutive rows: a whole batch without
     // shuffling, mostly single rows with it.
     for (int64_t r = 0; r < count;) {
@@ -63,9 +98,9 @@ void BatchLoader::grow(int slot) {
 }
 
 void BatchLoader::submit(int slot, char *dst, const int64_t *order, int64_t first,
-                         int64_t count) {
+                         int64_t count, int64_t epoch) {
   if (threads.empty()) {
-    Status filled = fillBatch(fields, batch, order, first, count, dst);
+    Status filled = fillBatch(fields, batch, order, first, count, dst, epoch);
     grow(slot);
     if (!filled.ok() && errors[slot].ok())
       errors[slot] = std::move(filled);
@@ -75,7 +110,7 @@ void BatchLoader::submit(int slot, char *dst, const int64_t *order, int64_t firs
     std::lock_guard<std::mutex> lock(mutex);
     grow(slot);
     ++submitted[slot];
-    jobs.push_back({slot, dst, order, first, count});
+    jobs.push_back({slot, dst, order, first, count, epoch});
   }
   jobReady.notify_one();
 }
@@ -101,7 +136,8 @@ void BatchLoader::work() {
       job = jobs.front();
       jobs.pop_front();
     }
-    Status filled = fillBatch(fields, batch, job.order, job.first, job.count, job.dst);
+    Status filled =
+        fillBatch(fields, batch, job.order, job.first, job.count, job.dst, job.epoch);
     {
       std::lock_guard<std::mutex> lock(mutex);
       ++finished[job.slot];

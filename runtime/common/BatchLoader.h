@@ -14,6 +14,7 @@
 #define TRAINC_RT_COMMON_BATCHLOADER_H
 
 #include "Npy.h"
+#include "SampleTransform.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -25,18 +26,21 @@
 namespace trainc::rt::detail {
 
 /// One array's rows: `rowBytes` per sample, written at `offset` of a batch
-/// buffer.
+/// buffer, through `transform` where it is not null nor the identity (its
+/// file rows then have the transform's fileRowBytes).
 struct BatchField {
   const NpyArray *array;
   uint64_t rowBytes;
   uint64_t offset;
+  const SampleTransform *transform = nullptr;
 };
 
 /// Reads rows `order[first, first + count)` of every field into `dst` and
-/// zero-fills the rest of the `batch` rows. A failed read is an error naming
-/// the file; `dst` is then partly filled.
+/// zero-fills the rest of the `batch` rows; an augmenting transform draws
+/// for (`epoch`, sample). A failed read is an error naming the file; `dst`
+/// is then partly filled.
 Status fillBatch(const std::vector<BatchField> &fields, int64_t batch, const int64_t *order,
-                 int64_t first, int64_t count, char *dst);
+                 int64_t first, int64_t count, char *dst, int64_t epoch = 0);
 
 class BatchLoader {
 public:
@@ -49,7 +53,8 @@ public:
 
   /// Fills `dst` with rows `order[first, first + count)` as slot `slot`. The
   /// order, `dst` and the arrays must stay valid until wait(slot) returns.
-  void submit(int slot, char *dst, const int64_t *order, int64_t first, int64_t count);
+  void submit(int slot, char *dst, const int64_t *order, int64_t first, int64_t count,
+              int64_t epoch);
   /// Returns once everything submitted to `slot` is filled: the first read
   /// error of those batches, if any (the slot's contents are then garbage).
   Status wait(int slot);
@@ -59,7 +64,7 @@ private:
     int slot;
     char *dst;
     const int64_t *order;
-    int64_t first, count;
+    int64_t first, count, epoch;
   };
   void work();
   /// Drops the queued jobs and joins the workers.

@@ -34,6 +34,7 @@ const char *safetensorsDtype(DType type) {
   case DType::I64: return "I64";
   case DType::I32: return "I32";
   case DType::I1: return "BOOL";
+  case DType::U8: return "U8";
   }
   return "?";
 }

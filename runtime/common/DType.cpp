@@ -19,6 +19,7 @@ size_t dtypeSize(DType type) {
   case DType::I64:
     return 8;
   case DType::I1:
+  case DType::U8:
     return 1;
   }
   // An out-of-range value cast to DType (a corrupt descriptor): report size 0
@@ -42,6 +43,8 @@ const char *dtypeName(DType type) {
     return "i32";
   case DType::I1:
     return "i1";
+  case DType::U8:
+    return "u8";
   }
   return "<invalid dtype>";
 }

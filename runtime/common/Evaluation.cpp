@@ -110,9 +110,12 @@ Status findOutput(const Program &program, const std::string &name, int &index) {
 } // namespace
 
 Status openEvalSet(Context &context, const Program &program, const std::string &dir,
-                   bool modelLoss, const std::string &outputName, int topk, EvalSet &set) {
+                   bool modelLoss, const std::string &outputName, int topk,
+                   const SampleOptions &samples, EvalSet &set) {
   TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, program.inputs, program.numInputs, set.arrays,
                                           set.samples));
+  TRAINC_RETURN_IF_ERROR(sampleTransforms(program.inputs, program.numInputs, set.arrays, samples,
+                                          false, 0, set.transforms));
   TRAINC_RETURN_IF_ERROR(
       checkIndexInputs(program.inputs, program.numInputs, set.arrays, set.samples));
   TRAINC_RETURN_IF_ERROR(findOutput(program, outputName, set.output));
@@ -140,7 +143,8 @@ Status openEvalSet(Context &context, const Program &program, const std::string &
   }
   uint64_t bytes = 0;
   for (int i = 0; i < program.numInputs; ++i) {
-    set.fields.push_back({&set.arrays[i], tensorBytes(program.inputs[i], 1), bytes});
+    set.fields.push_back(
+        {&set.arrays[i], tensorBytes(program.inputs[i], 1), bytes, &set.transforms[i]});
     bytes += tensorBytes(program.inputs[i]);
     set.inputs.emplace_back(nullptr, DeviceFree{&context});
     TRAINC_RETURN_IF_ERROR(

@@ -41,6 +41,8 @@ double metricValue(const EvalResult &result, EvalMetric metric);
 /// Held-out data: the inputs read batch by batch, the labels whole.
 struct EvalSet {
   std::vector<NpyArray> arrays;
+  /// uint8 conversion and --normalize (never augmented).
+  std::vector<SampleTransform> transforms;
   NpyArray labels;
   /// The labels, read whole (8 bytes a sample).
   std::vector<int64_t> truth;
@@ -63,9 +65,11 @@ struct EvalSet {
 
 /// Opens DIR's inputs and labels and allocates the forward pass's buffers;
 /// `outputName` (empty: the first output) must be class scores [N, C] (or,
-/// with `modelLoss`, the scalar loss), and `topk` at most C.
+/// with `modelLoss`, the scalar loss), and `topk` at most C. `samples`: the
+/// inputs' uint8 conversion and normalization, as training's.
 Status openEvalSet(Context &context, const Program &program, const std::string &dir,
-                   bool modelLoss, const std::string &outputName, int topk, EvalSet &set);
+                   bool modelLoss, const std::string &outputName, int topk,
+                   const SampleOptions &samples, EvalSet &set);
 
 /// Runs the forward pass over the held-out set with `params`.
 Status evaluate(Context &context, const Program &program, EvalSet &set,

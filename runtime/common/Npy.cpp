@@ -178,7 +178,8 @@ private:
 bool descrToDType(const std::string &descr, DType &type) {
   static const std::pair<const char *, DType> kTable[] = {
       {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
-      {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::I1}};
+      {"<i8", DType::I64}, {"<i4", DType::I32}, {"|b1", DType::I1},
+      {"|u1", DType::U8}};
   for (const auto &[name, dtype] : kTable) {
     if (descr == name) {
       type = dtype;
@@ -204,6 +205,8 @@ const char *npyDescr(DType type) {
     return "<i4";
   case DType::I1:
     return "|b1";
+  case DType::U8:
+    return "|u1";
   case DType::BF16:
     break;
   }
@@ -266,7 +269,7 @@ Status NpyArray::open(const std::string &path, NpyArray &result, uint64_t maxFil
   DType dtype;
   if (!descrToDType(header.descr, dtype))
     return fail(path, "unsupported dtype '" + header.descr +
-                          "' (supported: <f4, <f8, <f2, <i8, <i4, |b1)");
+                          "' (supported: <f4, <f8, <f2, <i8, <i4, |b1, |u1)");
   if (header.fortranOrder)
     return fail(path, "fortran_order arrays are not supported (save a "
                       "C-order array, e.g. np.ascontiguousarray)");

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BatchLoader.h"
 #include "Npy.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
@@ -24,6 +25,7 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -415,15 +417,22 @@ Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int cou
       return Status::error("input " + std::string(t.name) + ": " +
                            opened.message());
     const NpyArray &array = arrays[i];
-    if (array.dtype() != t.dtype)
+    // A uint8 file of an f32 input: images as stored (SampleTransform.h).
+    const bool image = array.dtype() == DType::U8 && t.dtype == DType::F32;
+    if (array.dtype() != t.dtype && !image)
       return Status::error(
           "input " + std::string(t.name) + ": " + path + " has dtype " +
           dtypeName(array.dtype()) + " (" + npyDescr(array.dtype()) +
           "), expected " + dtypeName(t.dtype) + " (" +
-          (npyDescr(t.dtype) ? npyDescr(t.dtype) : "none") + ")");
+          (npyDescr(t.dtype) ? npyDescr(t.dtype) : "none") + ")" +
+          (t.dtype == DType::F32 ? " or uint8 images (|u1)" : ""));
     const std::vector<int64_t> &shape = array.shape();
     bool shapeOk = static_cast<int>(shape.size()) == t.rank &&
                    std::equal(shape.begin() + 1, shape.end(), t.shape + 1);
+    // Or H x W x C, ToTensor's layout.
+    if (image && t.rank == 4 && shape.size() == 4 && shape[1] == t.shape[2] &&
+        shape[2] == t.shape[3] && shape[3] == t.shape[1])
+      shapeOk = true;
     if (!shapeOk) {
       std::string expected = "(N";
       for (int d = 1; d < t.rank; ++d)
@@ -483,6 +492,12 @@ Status runPredict(const Program &program, const Options &options) {
   TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, program.inputs,
                                           program.numInputs, arrays, samples));
   TRAINC_RETURN_IF_ERROR(checkIndexInputs(program.inputs, program.numInputs, arrays, samples));
+  // uint8 images and --normalize, as training read them (never augmented).
+  std::vector<SampleTransform> transforms;
+  TRAINC_RETURN_IF_ERROR(sampleTransforms(program.inputs, program.numInputs, arrays,
+                                          options.train.samples, false, 0, transforms));
+  std::vector<int64_t> order(samples);
+  std::iota(order.begin(), order.end(), 0);
 
   // Outputs are streamed batch by batch into their files.
   std::error_code error;
@@ -526,7 +541,9 @@ Status runPredict(const Program &program, const Options &options) {
     for (int i = 0; i < program.numInputs; ++i) {
       const uint64_t rowBytes = inputSampleBytes[i];
       char *device = static_cast<char *>(inputPtrs[i]);
-      TRAINC_RETURN_IF_ERROR(arrays[i].readRows(first, count, inputStaging[i].data()));
+      const std::vector<BatchField> field{{&arrays[i], rowBytes, 0, &transforms[i]}};
+      TRAINC_RETURN_IF_ERROR(fillBatch(field, count, order.data(), first, count,
+                                       reinterpret_cast<char *>(inputStaging[i].data())));
       TRAINC_RETURN_IF_ERROR(
           context->copyToDevice(device, inputStaging[i].data(), count * rowBytes));
       // The short last batch is padded with zeros: the padding rows are
@@ -571,9 +588,13 @@ Status checkForwardFlags(const Options &options) {
   if (!options.predict && !options.runOnce)
     return Status();
   const char *mode = options.predict ? "--predict" : "--run";
-  static const char *const kUsed[] = {"--predict", "--run",    "--data", "--out",
-                                      "--threads", "--params", "--info", "--help"};
+  static const char *const kUsed[] = {"--predict", "--run",    "--data",      "--out",
+                                      "--threads", "--params", "--normalize", "--info",
+                                      "--help"};
   for (const std::string &flag : options.given) {
+    if (flag == "--normalize" && options.runOnce)
+      return Status::error("--normalize: --run takes the inputs as they are; --predict "
+                           "normalizes");
     if (std::find(std::begin(kUsed), std::end(kUsed), flag) != std::end(kUsed))
       continue;
     if (flag == "--checkpoint-dir" || flag == "--resume")
@@ -582,7 +603,7 @@ Status checkForwardFlags(const Options &options) {
                            "with --params DIR, the folder a training run's --save-params "
                            "wrote");
     return Status::error(flag + " is a training flag; " + mode +
-                         " reads only --data, --out, --params and --threads");
+                         " reads only --data, --out, --params, --normalize and --threads");
   }
   return Status();
 }

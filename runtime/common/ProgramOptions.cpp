@@ -208,10 +208,12 @@ std::string description(const char *argv0, const Program &program) {
          "          [--comm-overlap auto|on|off]\n"
          "          [--ema-decay D [--ema-warmup] | --swa-start S [--swa-every E]\n"
          "          [--swa-lr X [--swa-anneal-steps N] [--swa-anneal cos|linear]]]\n"
-         "          [--eval-averaged] [--report-memory]\n"
+         "          [--eval-averaged] [--normalize INPUT:MEANS:STDS]...\n"
+         "          [--augment crop:P,flip] [--report-memory]\n"
          "       " + p + " --find-lr --data DIR [--find-lr-steps N] [--find-lr-min X]\n"
          "          [--find-lr-max X] [--find-lr-out PREFIX]\n"
          "       " + p + " --predict --data DIR --out OUTDIR [--threads N]\n"
+         "          [--normalize INPUT:MEANS:STDS]...\n"
          "       " + p + " --run --data DIR --out OUTDIR [--threads N]\n"
          "       " + p + " --info\n"
          "       " + p + " --help\n"
@@ -318,6 +320,46 @@ void defineAveragingFlags(Parser &parser, TrainOptions &t) {
                 [&a](const std::string &v) { a.swaAnneal = parseAnneal(v); });
   parser.flag("--eval-averaged", a.evalAveraged,
               "with --eval-data: evaluate the averaged weights (--ema-decay, --swa-start)");
+}
+
+/// How sample files become inputs: --normalize (repeatable), --augment.
+void defineSampleFlags(Parser &parser, TrainOptions &t) {
+  SampleOptions &s = t.samples;
+  parser.app
+      .add_option_function<std::vector<std::string>>(
+          "--normalize",
+          [&s](const std::vector<std::string> &values) {
+            for (const std::string &value : values) {
+              s.normalize.emplace_back();
+              (void)parseNormalization(value, s.normalize.back()); // checked below
+            }
+          },
+          "INPUT:M1,M2,...:S1,S2,...: (x - mean) / std per channel of an f32 input, as "
+          "torchvision's Normalize (after a uint8 file's / 255, as ToTensor); one value or one "
+          "per channel; repeat for other inputs")
+      ->type_name("INPUT:MEANS:STDS")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator(
+          [&parser](std::string &value) {
+            Normalization n;
+            Status parsed = parseNormalization(value, n);
+            return parsed.ok() ? std::string() : parser.error(parsed.message());
+          },
+          "", "normalization"));
+  parser.app
+      .add_option_function<std::string>(
+          "--augment", [&s](const std::string &value) { (void)parseAugment(value, s); },
+          "crop:P,flip: each training sample of the image input as torchvision's "
+          "RandomCrop(padding=P) and RandomHorizontalFlip, drawn from the seed, the epoch "
+          "and the sample (a resumed run draws the same)")
+      ->type_name("crop:P,flip")
+      ->check(CLI::Validator(
+          [&parser](std::string &value) {
+            SampleOptions o;
+            Status parsed = parseAugment(value, o);
+            return parsed.ok() ? std::string() : parser.error(parsed.message());
+          },
+          "", "augment"));
 }
 
 /// The LR range test (--find-lr) and its parameters.
@@ -456,6 +498,7 @@ void define(Parser &parser, Options &options) {
   defineScheduleFlags(parser, t);
   defineRangeTestFlags(parser, t);
   defineAveragingFlags(parser, t);
+  defineSampleFlags(parser, t);
 }
 
 /// CLI11's own errors (a missing value, a value for a flag, a repeated

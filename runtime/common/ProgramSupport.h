@@ -10,6 +10,7 @@
 
 #include "LrRangeTest.h"
 #include "Npy.h"
+#include "SampleTransform.h"
 #include "Schedule.h"
 #include "WeightAverage.h"
 #include "trainc_rt/device.h"
@@ -100,6 +101,9 @@ struct TrainOptions {
   double earlyStopMinDelta = std::nan("");
   /// --resume=auto: resume where DIR holds a checkpoint, else start.
   bool resumeAuto = false;
+  /// --normalize, --augment: how sample files become inputs
+  /// (SampleTransform.h).
+  SampleOptions samples;
   /// --ema-decay or --swa-start: averaged weights (WeightAverage.h).
   AveragingOptions averaging;
   /// --tensorboard DIR: the log's scalars as TensorBoard event files.

@@ -62,17 +62,18 @@ Status StepPipeline::init() {
   std::vector<BatchField> fields;
   for (size_t f = 0; f < data.fileInputs.size(); ++f)
     fields.push_back({&data.arrays[f], tensorBytes(data.fileInputs[f], 1),
-                      layout.inputs[data.fileIndex[f]]});
+                      layout.inputs[data.fileIndex[f]], &data.transforms[f]});
   loader = std::make_unique<BatchLoader>(fields, batch, static_cast<int>(hostSlotCount - 2));
   return Status();
 }
 
-Status StepPipeline::submit(int h, const int64_t *order, int64_t first, int64_t count) {
+Status StepPipeline::submit(int h, const int64_t *order, int64_t first, int64_t count,
+                            int64_t epoch) {
   if (uploadPending[h]) {
     TRAINC_RETURN_IF_ERROR(context.hostWait(uploaded[h]));
     uploadPending[h] = false;
   }
-  loader->submit(h, hostSlot(h), order, first, count);
+  loader->submit(h, hostSlot(h), order, first, count, epoch);
   return Status();
 }
 

@@ -137,9 +137,9 @@ public:
     return reinterpret_cast<float *>(hostSlot(h) + layout.hypers[hyper]);
   }
 
-  /// Queues the reading of rows order[first, first + count) into host slot
-  /// `h`, once the upload from it has finished.
-  Status submit(int h, const int64_t *order, int64_t first, int64_t count);
+  /// Queues the reading of rows order[first, first + count) of `epoch` into
+  /// host slot `h`, once the upload from it has finished.
+  Status submit(int h, const int64_t *order, int64_t first, int64_t count, int64_t epoch);
   /// Waits until host slot `h` is filled.
   Status waitFilled(int h) { return loader->wait(h); }
 

@@ -20,7 +20,8 @@ namespace trainc::rt::detail {
 /// ignore_index, so those are not checked), int64, and its class count is that of the first output, f32
 /// scores with one more axis than the label: axis 1 (--class-axis=1) or the
 /// last axis (--class-axis=-1), as evaluation reads them.
-Status openTrainingData(const Program &program, const std::string &dir, TrainingData &data) {
+Status openTrainingData(const Program &program, const std::string &dir,
+                        const SampleOptions &sampleOptions, uint64_t seed, TrainingData &data) {
   const TrainStep *train = program.train;
   for (int i = 0; i < train->numInputs; ++i) {
     InputRole role = train->inputs[i].role;
@@ -58,7 +59,7 @@ Status openTrainingData(const Program &program, const std::string &dir, Training
   // 1. The files are read in chunks of rows, never whole (a data set may be
   // larger than memory).
   for (size_t i = 0; i < arrays.size(); ++i) {
-    const DType type = fileInputs[i].dtype;
+    const DType type = arrays[i].dtype();
     if (type != DType::F32 && type != DType::F64 && type != DType::F16)
       continue;
     const uint64_t rowBytes = tensorBytes(fileInputs[i], 1);
@@ -78,6 +79,8 @@ Status openTrainingData(const Program &program, const std::string &dir, Training
     }
   }
 
+  TRAINC_RETURN_IF_ERROR(sampleTransforms(fileInputs.data(), static_cast<int>(fileInputs.size()),
+                                          arrays, sampleOptions, true, seed, data.transforms));
   TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
   TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
                                           arrays, samples));

@@ -10,6 +10,7 @@
 #define TRAINC_RT_COMMON_TRAINCHECKS_H
 
 #include "ProgramSupport.h"
+#include "SampleTransform.h"
 
 #include <vector>
 
@@ -36,6 +37,8 @@ struct TrainingData {
   /// trained, as PyTorch's DataLoader(drop_last=True) does.
   bool dropLast = false;
   std::vector<NpyArray> arrays;
+  /// Per file input: uint8 conversion, --normalize, --augment.
+  std::vector<SampleTransform> transforms;
   int64_t samples = 0;
 };
 
@@ -43,7 +46,9 @@ struct TrainingData {
 /// samples, no NaN or infinity in float inputs (read in chunks of rows,
 /// never whole: a data set may be larger than memory), labels and token ids
 /// in range (checkTrainingLabels, checkIndexInputs).
-Status openTrainingData(const Program &program, const std::string &dir, TrainingData &data);
+/// `samples` and `seed`: the inputs' transforms (SampleTransform.h).
+Status openTrainingData(const Program &program, const std::string &dir,
+                        const SampleOptions &samples, uint64_t seed, TrainingData &data);
 
 /// Class labels of the training data must lie in [0, classes) or be
 /// the ignored label (ignoredLabel), checked

@@ -384,7 +384,8 @@ Status TrainRun::setUp() {
     return Status::error("training needs --epochs N or --steps N");
   TRAINC_RETURN_IF_ERROR(settleRun(program, options, settings));
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
-  TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, data));
+  TRAINC_RETURN_IF_ERROR(
+      openTrainingData(program, options.dataDir, options.samples, options.seed, data));
   TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
   TRAINC_RETURN_IF_ERROR(setUpEvaluation());
   order.resize(data.samples);
@@ -452,7 +453,8 @@ Status TrainRun::setUpEvaluation() {
   if (options.evalDir.empty())
     return Status();
   TRAINC_RETURN_IF_ERROR(openEvalSet(*device.context, program, options.evalDir, data.dropLast,
-                                     options.evalOutput, options.topk, evalSet));
+                                     options.evalOutput, options.topk, options.samples,
+                                     evalSet));
   // Watched always (the run's summary names the best), eval_loss unless
   // --keep-best names another metric.
   EvalMetric metric = EvalMetric::Loss;
@@ -609,7 +611,8 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
   for (; submitted < std::min(b + pipeline->hostSlots() - 1, epochLastBatch); ++submitted) {
     int h = pipeline->hostSlotOf(epochFirstLaunch + submitted - epochFirstBatch);
     int64_t first = std::min(data.samples, submitted * globalBatch + rank * batch);
-    TRAINC_RETURN_IF_ERROR(pipeline->submit(h, order.data(), first, rankCount(submitted)));
+    TRAINC_RETURN_IF_ERROR(
+        pipeline->submit(h, order.data(), first, rankCount(submitted), epoch));
   }
   const int h = pipeline->hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
   const Group group = groupOf(b);

@@ -121,13 +121,15 @@ Status updateBatchNormStatistics(const Program &program, RunDevice &device,
   std::vector<BatchField> fields;
   for (size_t f = 0; f < data.fileInputs.size(); ++f)
     fields.push_back({&data.arrays[f], tensorBytes(data.fileInputs[f], 1),
-                      layout.inputs[data.fileIndex[f]]});
+                      layout.inputs[data.fileIndex[f]], &data.transforms[f]});
   std::vector<int64_t> order(data.samples);
   std::iota(order.begin(), order.end(), 0);
   const int64_t batches = data.dropLast ? data.samples / batch : (data.samples + batch - 1) / batch;
   for (int64_t b = 0; b < batches; ++b) {
     const int64_t count = std::min(batch, data.samples - b * batch);
-    TRAINC_RETURN_IF_ERROR(fillBatch(fields, batch, order.data(), b * batch, count, host.data()));
+    // Augmented as an epoch of training is, with the draws of epoch 0.
+    TRAINC_RETURN_IF_ERROR(
+        fillBatch(fields, batch, order.data(), b * batch, count, host.data(), 0));
     if (data.weightsIndex >= 0) {
       float *w = reinterpret_cast<float *>(host.data() + layout.inputs[data.weightsIndex]);
       std::fill(w, w + batch, 0.0f);

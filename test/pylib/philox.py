@@ -44,6 +44,22 @@ def dropout_scale_mask(shape, ratio, seed, step, stream):
     return np.where(keep, scale, np.float32(0)).astype(np.float32).reshape(shape)
 
 
+AUGMENT_STREAM = 0xA06D0001
+
+
+def augment_draw(seed, epoch, sample, padding):
+    """The trainer's --augment draw of `sample` in `epoch` (SampleTransform.h's
+    augmentDraw): Philox4x32-10 of counter [sample low, sample high, epoch
+    low, 0xA06D0001] under the seed; the crop's top and left are words 0 and
+    1 mod (2 padding + 1), the flip is word 2's top bit."""
+    seed, sample = int(seed) & (2**64 - 1), int(sample)
+    words = [int(w) for w in philox4x32_10(sample & 0xFFFFFFFF, sample >> 32,
+                                           int(epoch) & 0xFFFFFFFF, AUGMENT_STREAM,
+                                           seed & 0xFFFFFFFF, seed >> 32)]
+    span = 2 * padding + 1
+    return words[0] % span, words[1] % span, (words[2] >> 31) == 1
+
+
 def _self_check():
     kat = [((0, 0, 0, 0, 0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
            ((0xffffffff,) * 6, (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),

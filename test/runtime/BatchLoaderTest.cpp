@@ -55,7 +55,7 @@ TEST(BatchLoader, WorkersFillWhatASynchronousFillWould) {
       for (int64_t b = 0; b < batches; ++b) {
         int slot = static_cast<int>(b % 3);
         loader.submit(slot, slots.data() + slot * slotBytes, order.data(), b * batch,
-                      std::min(batch, samples - b * batch));
+                      std::min(batch, samples - b * batch), 1);
         EXPECT_OK(loader.wait(slot));
         std::memcpy(got.data() + b * slotBytes, slots.data() + slot * slotBytes, 384);
         std::memcpy(got.data() + b * slotBytes + 384, want.data() + b * slotBytes + 384,
@@ -105,16 +105,16 @@ TEST(BatchLoader, ReadErrorsComeBackThroughWait) {
     SCOPED_TRACE(std::to_string(workers) + " workers");
     BatchLoader loader(fields, batch, workers);
     std::vector<char> slots(4 * batch * 16);
-    loader.submit(0, slots.data(), order.data(), 0, batch); // rows 0-7: fine
+    loader.submit(0, slots.data(), order.data(), 0, batch, 1); // rows 0-7: fine
     EXPECT_OK(loader.wait(0));
-    loader.submit(1, slots.data() + 128, order.data(), 40, batch); // rows 40-47: gone
-    loader.submit(2, slots.data() + 256, order.data(), 8, batch);
+    loader.submit(1, slots.data() + 128, order.data(), 40, batch, 1); // rows 40-47: gone
+    loader.submit(2, slots.data() + 256, order.data(), 8, batch, 1);
     EXPECT_ERROR(loader.wait(1), dir / "x.npy" + " was truncated");
     EXPECT_OK(loader.wait(2));
     EXPECT_OK(loader.wait(1)); // the error was reported once
     // Batches queued behind a failure are dropped or finished on destruction.
     for (int k = 0; k < 3; ++k)
-      loader.submit(k, slots.data() + k * 128, order.data(), 48, batch);
+      loader.submit(k, slots.data() + k * 128, order.data(), 48, batch, 1);
   }
 }
 

@@ -2,7 +2,7 @@
 """Training recipes against PyTorch's own implementations.
 
 Usage: check_recipes.py TRAINC WORKDIR
-           [--only schedules,rangetest,evaluation,loss,gradnorm,averaging,python] [--gpu-prepare DIR]
+           [--only schedules,rangetest,evaluation,loss,gradnorm,averaging,images,python] [--gpu-prepare DIR]
 
 On the zoo's MLP (CPU trainers, batch 4, 40 samples in file order, from the
 ONNX initial weights):
@@ -43,6 +43,13 @@ ONNX initial weights):
     run's bytes; --eval-averaged evaluates what --save-params writes;
     --report-memory shows the averaged weights; SWA of a model with batch
     norm writes update_bn's statistics.
+  * images: a conv net on uint8 H x W x C images with --normalize and
+    --augment crop:2,flip: each step's loss (relative 1e-5) and the weights
+    (as above) against PyTorch on torchvision's RandomCrop(padding=2),
+    RandomHorizontalFlip, ToTensor and Normalize with the trainer's draws
+    (test/pylib/philox.py's augment_draw); without --augment, uint8 files
+    in either layout train, evaluate and predict bit for bit as the float32
+    file normalized by hand; a stopped and resumed run draws the same.
   * python: python/trainc_torch.py's compile, fit (arrays in, log records
     out), load_into and predict on a module with batch norm and dropout: the
     module's eval() output after load_into equals the trainer's --predict.
@@ -801,6 +808,165 @@ def check_swa(trainc, work, check, case, bn):
           run.stderr, "swa with batch norm: the run says it ran update_bn")
 
 
+MEAN, STD = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+NORMALIZE = "x:%s:%s" % (",".join(map(str, MEAN)), ",".join(map(str, STD)))
+
+
+def image_case(work):
+    """A small conv net on 8x8 RGB images stored as users store them: uint8,
+    H x W x C (CIFAR's numpy layout)."""
+    torch.manual_seed(4)
+    build = lambda: torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(4 * 8 * 8, 5))
+    model = build()
+    rng = np.random.RandomState(8)
+    images = rng.randint(0, 256, (SAMPLES, 8, 8, 3)).astype(np.uint8)
+    labels = rng.randint(0, 5, SAMPLES).astype(np.int64)
+    path = os.path.join(work, "images_train.onnx")
+    torch.onnx.export(model, (torch.zeros(BATCH, 3, 8, 8),), path, input_names=["x"],
+                      output_names=["logits"],
+                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}},
+                      opset_version=17, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    data = {}
+    for kind in ("hwc", "chw", "float"):
+        data[kind] = os.path.join(work, "images-" + kind)
+        os.makedirs(data[kind], exist_ok=True)
+        np.save(os.path.join(data[kind], "label.npy"), labels)
+    np.save(os.path.join(data["hwc"], "x.npy"), images)
+    np.save(os.path.join(data["chw"], "x.npy"), np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
+    # ToTensor and Normalize by hand, in float32.
+    scaled = images.transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255)
+    normalized = ((scaled - np.array(MEAN, np.float32)[:, None, None]) /
+                  np.array(STD, np.float32)[:, None, None]).astype(np.float32)
+    np.save(os.path.join(data["float"], "x.npy"), normalized)
+    initial = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    return dict(name="images", spec={"build": build}, path=path, initial=initial, images=images,
+                labels=labels, data=data["hwc"], folders=data, loss_flags=[])
+
+
+def torchvision_batch(case, first, epoch, seed, padding):
+    """Samples [first, first + BATCH) through torchvision's RandomCrop(padding),
+    RandomHorizontalFlip, ToTensor and Normalize, with the trainer's draws."""
+    import torchvision.transforms as T
+    import torchvision.transforms.functional as F
+    from philox import augment_draw
+    out = []
+    for sample in range(first, first + BATCH):
+        top, left, flip = augment_draw(seed, epoch, sample, padding)
+        x = T.ToTensor()(case["images"][sample])  # H x W x C uint8 -> C x H x W / 255
+        x = F.crop(F.pad(x, [padding]), top, left, 8, 8)
+        if flip:
+            x = F.hflip(x)
+        out.append(T.Normalize(MEAN, STD)(x))
+    return torch.stack(out)
+
+
+def augmented_reference(case, dtype, steps, seed, padding):
+    """SGD over the augmented batches in file order: the loss of each step
+    and the final state dict."""
+    net = case["spec"]["build"]()
+    net.load_state_dict({k: torch.tensor(v) for k, v in case["initial"].items()})
+    net = net.to(dtype).train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    per_epoch = SAMPLES // BATCH
+    for k in range(steps):
+        first = (k % per_epoch) * BATCH
+        x = torchvision_batch(case, first, k // per_epoch + 1, seed, padding).to(dtype)
+        y = torch.tensor(case["labels"][first:first + BATCH])
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+
+def same_files(a, b):
+    return sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
+        open(os.path.join(a, f), "rb").read() == open(os.path.join(b, f), "rb").read()
+        for f in os.listdir(a))
+
+
+def check_images(trainc, work, check):
+    """uint8 images, --normalize and --augment against torchvision."""
+    case = image_case(work)
+    prog = compile_mlp(trainc, check, case, work, "sgd")
+    if not prog:
+        return
+    base = ["--lr", "0.05", "--momentum", "0.9", "--seed", "7"]
+    flags = base + ["--steps", "20"]
+    augmentation = ["--normalize", NORMALIZE, "--augment", "crop:2,flip"]
+    augmented = flags + augmentation
+    run, records, saved = run_trainer(prog, case, "images_aug", augmented, work)
+    if run.returncode != 0:
+        check(False, "images: --augment trains: %s" % run.stderr.strip()[-300:])
+        return
+    losses64, ref64 = augmented_reference(case, torch.float64, 20, 7, 2)
+    losses32, ref32 = augmented_reference(case, torch.float32, 20, 7, 2)
+    got = [r["loss"] for r in records if "loss" in r and "step" in r]
+    check(len(got) == 20 and relative_error(got, losses64) <= 1e-5,
+          "images: uint8 H x W x C, --normalize and --augment crop:2,flip: the loss of each of "
+          "20 steps (2 epochs) equals PyTorch's on torchvision's RandomCrop(padding=2), "
+          "RandomHorizontalFlip, ToTensor and Normalize with the same draws (relative error "
+          "%.3g)" % relative_error(got, losses64))
+    names = [k for k in ref64 if k in case["initial"]]
+    ok, text = compare_weights({k: case["initial"][k] for k in names},
+                               {k: np.load(os.path.join(saved, k + ".npy")) for k in names},
+                               {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
+    check(ok, "images: the weights after 20 augmented steps against PyTorch float64, %s" % text)
+    # Without --augment, a uint8 file (either layout) trains exactly as the
+    # float32 file normalized by hand.
+    plain = flags + ["--normalize", NORMALIZE]
+    runs = {}
+    for kind in ("hwc", "chw", "float"):
+        folder = case["folders"][kind]
+        runs[kind] = run_trainer(prog, dict(case, data=folder), "images_" + kind,
+                                 plain if kind != "float" else flags, work)
+    check(all(r[0].returncode == 0 for r in runs.values()) and
+          runs["hwc"][1] == runs["float"][1] and same_files(runs["hwc"][2], runs["float"][2])
+          and same_files(runs["chw"][2], runs["float"][2]),
+          "images: uint8 files (H x W x C and C x H x W) with --normalize train bit for bit as "
+          "the float32 file normalized by hand (ToTensor and Normalize in float32)")
+    # --predict and evaluation read them the same way.
+    outs = {}
+    for kind in ("hwc", "float"):
+        outs[kind] = os.path.join(work, "images-pred-" + kind)
+        shutil.rmtree(outs[kind], ignore_errors=True)
+        extra = ["--normalize", NORMALIZE] if kind == "hwc" else []
+        subprocess.run([prog, "--predict", "--params", saved, "--data", case["folders"][kind],
+                        "--out", outs[kind]] + extra, check=True, capture_output=True)
+    check(same_files(outs["hwc"], outs["float"]),
+          "images: --predict --normalize on the uint8 file writes what it writes for the "
+          "normalized float32 file")
+    evals = {}
+    for kind in ("hwc", "float"):
+        evals[kind] = run_trainer(prog, dict(case, data=case["folders"][kind]),
+                                  "images_eval_" + kind, flags + ["--eval-data",
+                                                                  case["folders"][kind]] +
+                                  (["--normalize", NORMALIZE] if kind == "hwc" else []), work)
+    check(evals["hwc"][0].returncode == 0 and evals["hwc"][1] == evals["float"][1],
+          "images: evaluation of the uint8 file with --normalize logs what the normalized "
+          "float32 file's does (never augmented)")
+    # A run stopped after step 13 and resumed draws the same augmentations.
+    ck = os.path.join(work, "images-ck")
+    shutil.rmtree(ck, ignore_errors=True)
+    first = subprocess.run([prog, "--data", case["data"], "--no-shuffle", "--log",
+                            os.path.join(work, "images_part.jsonl"), "--checkpoint-dir", ck,
+                            "--checkpoint-every", "3", "--steps", "13"] + base + augmentation,
+                           capture_output=True, text=True)
+    part = run_trainer(prog, case, "images_part", augmented + ["--checkpoint-dir", ck,
+                                                               "--checkpoint-every", "3",
+                                                               "--resume"], work)
+    check(first.returncode == 0 and part[0].returncode == 0 and part[1] == records and
+          same_files(part[2], saved),
+          "images: a run stopped after step 13 and resumed (checkpoint after step 12) draws the "
+          "same augmentations and trains as the uninterrupted one%s"
+          % ("" if part[0].returncode == 0 else ": " + part[0].stderr[-300:]))
+
+
 def check_python(trainc, work, check):
     """python/trainc_torch.py's compile, fit, predict and load_into on a
     module with batch norm and dropout."""
@@ -846,7 +1012,8 @@ def check_python(trainc, work, check):
 def main():
     global GPU_DIR
     trainc, work = sys.argv[1], sys.argv[2]
-    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm", "averaging", "python"}
+    parts = {"schedules", "rangetest", "evaluation", "loss", "gradnorm", "averaging", "images",
+             "python"}
     args = sys.argv[3:]
     while args:
         if args[0] == "--only" and len(args) > 1:
@@ -881,6 +1048,8 @@ def main():
         bn = bn_case(work)
         check_ema(trainc, work, check, case, bn)
         check_swa(trainc, work, check, case, bn)
+    if "images" in parts:
+        check_images(trainc, work, check)
     if "python" in parts:
         check_python(trainc, work, check)
     print("%d passed, %d failed" % (passed, failed))

@@ -19,7 +19,8 @@
 namespace trainc::rt {
 
 /// Element types; the numbering is part of the generated-code ABI.
-enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, F64 = 3, I64 = 4, I32 = 5, I1 = 6 };
+/// U8 is a file type only (uint8 images, converted to f32 as they are read).
+enum class DType : int32_t { F32 = 0, F16 = 1, BF16 = 2, F64 = 3, I64 = 4, I32 = 5, I1 = 6, U8 = 7 };
 
 /// Bytes per element (i1 is stored as one byte).
 size_t dtypeSize(DType type);
