@@ -81,14 +81,16 @@ Status openTrainingData(const Program &program, const std::string &dir,
 
   TRAINC_RETURN_IF_ERROR(sampleTransforms(fileInputs.data(), static_cast<int>(fileInputs.size()),
                                           arrays, sampleOptions, true, seed, data.transforms));
-  TRAINC_RETURN_IF_ERROR(checkTrainingLabels(program, fileInputs, arrays, samples));
+  TRAINC_RETURN_IF_ERROR(
+      checkTrainingLabels(program, fileInputs, arrays, samples, &data.counted));
   TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
                                           arrays, samples));
   return Status();
 }
 
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
-                           const std::vector<NpyArray> &arrays, int64_t samples) {
+                           const std::vector<NpyArray> &arrays, int64_t samples,
+                           std::vector<uint8_t> *counted) {
   const TrainStep &train = *program.train;
   int label = -1;
   for (int i = 0; i < train.numInputs; ++i)
@@ -128,6 +130,8 @@ Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo>
   const int64_t chunkRows = std::max<int64_t>(1, (1 << 19) / std::max<int64_t>(perSample, 1));
   std::vector<int64_t> values;
   const int64_t ignored = ignoredLabel(program);
+  if (counted)
+    counted->assign(samples, 0);
   for (int64_t first = 0; first < samples; first += chunkRows) {
     const int64_t rows = std::min(chunkRows, samples - first);
     values.resize(rows * perSample);
@@ -140,6 +144,9 @@ Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo>
                              ") (the classes of output " + out.name + " " + shapeText(out) +
                              "; " + std::to_string(ignored) +
                              " marks a sample the loss ignores, as in PyTorch)");
+    if (counted)
+      for (int64_t k = 0; k < rows * perSample; ++k)
+        (*counted)[first + k / perSample] |= values[k] != ignored ? 1 : 0;
   }
   return Status();
 }

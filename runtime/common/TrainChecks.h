@@ -37,6 +37,10 @@ struct TrainingData {
   /// trained, as PyTorch's DataLoader(drop_last=True) does.
   bool dropLast = false;
   std::vector<NpyArray> arrays;
+  /// Per sample, whether the loss counts some label of it (empty: every
+  /// sample counts, or the labels are not class labels); a step none of
+  /// whose samples counts is not run (its loss would be 0/0).
+  std::vector<uint8_t> counted;
   /// Per file input: uint8 conversion, --normalize, --augment.
   std::vector<SampleTransform> transforms;
   int64_t samples = 0;
@@ -59,8 +63,11 @@ Status openTrainingData(const Program &program, const std::string &dir,
 /// checked), int64, and its class count is that of the first output, f32
 /// scores with one more axis than the label: axis 1 (--class-axis=1) or the
 /// last axis (--class-axis=-1), as evaluation reads them.
+/// `counted` (where given and the labels are class labels): per sample, 1
+/// where some label is not the ignored one, 0 where the loss ignores all.
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,
-                           const std::vector<NpyArray> &arrays, int64_t samples);
+                           const std::vector<NpyArray> &arrays, int64_t samples,
+                           std::vector<uint8_t> *counted = nullptr);
 
 /// Integer inputs that index a table (TensorInfo::indexLimit: an embedding's
 /// token ids) must lie in [0, indexLimit), checked over every sample before

@@ -114,6 +114,8 @@ Status TrainLog::step(const StepRecord &step) {
     record["loss_scale"] = *step.lossScale;
   if (step.skipped)
     record["skipped"] = true;
+  if (step.skipReason)
+    record["skip_reason"] = step.skipReason;
   // Milliseconds and three significant digits: what a reader plots.
   record["wall_time"] = std::round(step.wallTime * 1000) / 1000;
   record["samples_per_s"] = roundTo3(step.samplesPerSecond);

@@ -63,6 +63,8 @@ public:
     /// The global norm of the step's gradients, unscaled, before clipping
     /// (null: the step keeps none).
     const double *gradNorm = nullptr;
+    /// Why the step was skipped where it was not the scaler ("skip_reason").
+    const char *skipReason = nullptr;
   };
   Status step(const StepRecord &record);
   /// The evaluation after step `step` (of epoch `epoch`): "eval_loss",

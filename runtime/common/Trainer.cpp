@@ -265,12 +265,18 @@ private:
     double lr, momentum;
     int slot;
     bool last;
+    /// The group has a batch none of whose labels counts: nothing ran.
+    bool noLabel = false;
   };
   /// The group of batches a batch belongs to (groups start at the epoch's
   /// first batch; the last may be short): its batches [first, end), its
-  /// real samples on this rank and on all of them.
+  /// real samples on this rank and on all of them; whether one of its
+  /// batches, on some rank, has real samples but no label the loss counts
+  /// (every label --ignore-index): PyTorch's loss is 0/0 there, and the
+  /// group's step is not run (every rank decides alike, without a sum).
   struct Group {
     int64_t first, end, samples, globalSamples;
+    bool noLabel;
   };
 
   Status planSteps();
@@ -278,6 +284,11 @@ private:
   Status openLog();
   Status runEpoch(int64_t epoch);
   Status runBatch(int64_t epoch, int64_t b);
+  /// Uploads and runs batch b from host slot h (device slot d), and queues
+  /// the readbacks and the averaged weights' update behind it.
+  Status launchBatch(int h, int d, int64_t b, const Group &group, bool last);
+  /// The log record and note of a step that was not run (Group::noLabel).
+  Status recordNoLabelStep(const Pending &p);
   void fillTrainerInputs(int h, int64_t b, const Group &group);
   Status afterStep(int64_t epoch, int64_t b);
   Status finishOldest();
@@ -375,6 +386,10 @@ private:
   std::unique_ptr<EvalMonitor> monitor;
   /// --early-stop-patience ran out: the run ends after this step.
   bool stoppedEarly = false;
+  /// Steps not run because no label of a batch counted (Group::noLabel);
+  /// the first few get a note on stderr.
+  int64_t noLabelSteps = 0;
+  static constexpr int64_t kNoLabelNotes = 5;
   /// The range test has seen enough (the run stops at the next batch).
   bool rangeTestEnded() const { return rangeTest && rangeTest->ended(); }
 };
@@ -598,6 +613,16 @@ TrainRun::Group TrainRun::groupOf(int64_t b) const {
     group.samples += rankCount(g);
   group.globalSamples =
       std::min(group.end * globalBatch, data.samples) - group.first * globalBatch;
+  group.noLabel = false;
+  for (int64_t g = group.first; g < group.end && !data.counted.empty(); ++g)
+    for (int r = 0; r < ranksCount; ++r) {
+      const int64_t first = g * globalBatch + r * batch,
+                    end = std::min(first + batch, data.samples);
+      bool counts = first >= end; // a rank without real samples trains zero rows
+      for (int64_t i = first; i < end && !counts; ++i)
+        counts = data.counted[order[i]] != 0;
+      group.noLabel |= !counts;
+    }
   return group;
 }
 
@@ -621,6 +646,21 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
     return Status::error("reading the training data for step " + std::to_string(step + 1) +
                          ": " + filled.message());
   fillTrainerInputs(h, b, group);
+  if (!group.noLabel)
+    TRAINC_RETURN_IF_ERROR(launchBatch(h, d, b, group, last));
+  pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr,
+                     isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
+                     last, group.noLabel});
+  ++launched;
+  if (pending.size() >= StepPipeline::kDeviceSlots)
+    TRAINC_RETURN_IF_ERROR(finishOldest());
+  if (!last)
+    return Status();
+  ++step;
+  return afterStep(epoch, b);
+}
+
+Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool last) {
   TRAINC_RETURN_IF_ERROR(pipeline->upload(launched, h));
   Status ran = pipeline->run(launched, h, last);
   if (!ran.ok())
@@ -636,21 +676,10 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
     if (device.gradNormState >= 0)
       TRAINC_RETURN_IF_ERROR(device.context->downloadAsync(
           pipeline->record(d) + 3, device.statePtrs[device.gradNormState], 4));
-  }
-  if (last)
     // The averaged weights take the step's, behind it on the device.
     TRAINC_RETURN_IF_ERROR(average->afterStep(step + 1));
-  TRAINC_RETURN_IF_ERROR(pipeline->finishLaunch(d));
-  pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr,
-                     isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
-                     last});
-  ++launched;
-  if (pending.size() >= StepPipeline::kDeviceSlots)
-    TRAINC_RETURN_IF_ERROR(finishOldest());
-  if (!last)
-    return Status();
-  ++step;
-  return afterStep(epoch, b);
+  }
+  return pipeline->finishLaunch(d);
 }
 
 /// What the trainer sets in host slot h for batch b: the per-sample
@@ -789,6 +818,8 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
 Status TrainRun::finishOldest() {
   Pending p = pending.front();
   pending.pop_front();
+  if (p.noLabel)
+    return p.last ? recordNoLabelStep(p) : Status();
   TRAINC_RETURN_IF_ERROR(pipeline->waitStep(p.slot));
   const float *record = pipeline->record(p.slot);
   // The step's loss: the mean over the group's samples.
@@ -839,6 +870,26 @@ Status TrainRun::finishOldest() {
   if (chatty && secondsSince(lastLine) >= progress.interval())
     progressLine(p);
   return Status();
+}
+
+Status TrainRun::recordNoLabelStep(const Pending &p) {
+  ++noLabelSteps;
+  if (chatty && noLabelSteps <= kNoLabelNotes) {
+    progress.end();
+    std::fprintf(stderr, "step %lld: no label of its batch counts (every one is %lld, the "
+                         "ignored label): the loss is 0/0, the step is not run%s\n",
+                 static_cast<long long>(p.step), static_cast<long long>(ignoredLabel(program)),
+                 noLabelSteps == kNoLabelNotes ? " (further such steps: in the log)" : "");
+  }
+  if (rangeTest)
+    return Status();
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  TrainLog::StepRecord record{p.step, p.epoch, std::nan(""), p.lr,
+                              isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum};
+  record.skipped = true;
+  record.skipReason = "no label counts";
+  record.wallTime = std::chrono::duration<double>(now).count();
+  return log.step(record);
 }
 
 /// A finished step in the log and the TensorBoard file: its loss, rates,

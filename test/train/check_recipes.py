@@ -32,7 +32,9 @@ ONNX initial weights):
     torch.nn.CrossEntropyLoss(weight, ignore_index, label_smoothing), and
     --clip-grad-value against clip_grad_value_, 10 steps of SGD with
     momentum: each step's loss (relative 1e-5) and the weights (as above)
-    against PyTorch float64.
+    against PyTorch float64. A batch whose every label is ignored (0/0 in
+    PyTorch) is not run: the run goes on, its log record says so, and the
+    weights equal PyTorch's without that update.
   * gradnorm: the log's grad_norm (--log-grad-norm, and --clip-grad-norm's
     own) against the total norm clip_grad_norm_ returns, step for step.
   * averaging: --ema-decay (and --ema-warmup) against timm's ModelEmaV2 by
@@ -82,12 +84,14 @@ sched = torch.optim.lr_scheduler
 
 
 def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_step=None,
-                   criterion=None, after_backward=None, after_step=None):
+                   criterion=None, after_backward=None, after_step=None, labels=None):
     """`steps` optimizer steps over the case's data in file order (epochs
     repeated), as the trainer runs them: the per-step learning rate, momentum
     (or beta1), loss and what `after_backward(net)` returns (a clipping
     rule's measure), and the final state dict. `after_step(net, k)` runs
-    after optimizer step k (0-based), before the scheduler's step."""
+    after optimizer step k (0-based), before the scheduler's step. `labels`
+    replaces the case's; a batch whose labels are all -100 gets no update
+    (its loss, 0/0 in PyTorch, is NaN)."""
     torch.manual_seed(0)
     net = case["spec"]["build"]()
     net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
@@ -106,7 +110,12 @@ def reference_loop(case, dtype, make_optimizer, make_scheduler, steps, lr_of_ste
         lrs.append(group["lr"])
         momenta.append(group["betas"][0] if "betas" in group else group.get("momentum"))
         x = torch.tensor(case["inputs"]["x"][first:first + BATCH]).to(dtype)
-        y = torch.tensor(case["labels"][first:first + BATCH])
+        y = torch.tensor((case["labels"] if labels is None else labels)[first:first + BATCH])
+        if bool((y == -100).all()):
+            losses.append(math.nan)
+            if scheduler:
+                scheduler.step()
+            continue
         optimizer.zero_grad()
         loss = criterion(net(x), y)
         loss.backward()
@@ -548,6 +557,45 @@ def check_loss_options(trainc, work, check, case):
         ok, text = compare_weights({k: case["initial"][k] for k in names}, ours,
                                    {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
         check(ok, "%s: weights after 10 steps against PyTorch float64, %s" % (tag, text))
+
+
+def check_no_label(trainc, work, check, case):
+    """A batch whose every label is --ignore-index: no update, no stop, a
+    log record that says so; a batch with some ignored labels trains."""
+    prog = compile_mlp(trainc, check, case, work, "sgd")
+    if not prog:
+        return
+    labels = case["labels"].copy()
+    labels[8:12] = -100   # step 3: nothing counts
+    labels[17:19] = -100  # step 5: half counts
+    folder = os.path.join(work, "no-label")
+    os.makedirs(folder, exist_ok=True)
+    np.save(os.path.join(folder, "x.npy"), case["inputs"]["x"])
+    np.save(os.path.join(folder, "label.npy"), labels)
+    run, records, saved = run_trainer(prog, dict(case, data=folder), "no_label", [
+        "--steps", "10", "--lr", "0.1", "--momentum", "0.9"], work)
+    if run.returncode != 0:
+        check(False, "a batch without a counted label trains on: %s" % run.stderr.strip()[-300:])
+        return
+    refs = [reference_loop(case, dtype, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), None,
+                           10, labels=labels) for dtype in (torch.float64, torch.float32)]
+    third = records[2] if len(records) > 2 else {}
+    check(third.get("loss", 0) is None and third.get("skipped") is True and
+          third.get("skip_reason") == "no label counts" and "step 3: no label of its batch "
+          "counts" in run.stderr,
+          "every label of step 3's batch ignored: the run goes on, the log's record has loss "
+          "null, skipped and its reason (%s)" % third)
+    got = [r["loss"] for r in records if r.get("loss") is not None]
+    want = [l for l in refs[0][2] if not math.isnan(l)]
+    check(len(got) == 9 and relative_error(got, want) <= 1e-5,
+          "the other 9 steps' losses equal PyTorch's, which skips the update at step 3 "
+          "(relative error %.3g)" % relative_error(got, want))
+    names = [k for k in trained_params(case) if k in refs[0][3]]
+    ok, text = compare_weights({k: case["initial"][k] for k in names},
+                               {k: np.load(os.path.join(saved, k + ".npy")) for k in names},
+                               {k: refs[0][3][k] for k in names},
+                               {k: refs[1][3][k] for k in names})
+    check(ok, "no update at step 3: weights after 10 steps against PyTorch float64, %s" % text)
 
 
 def check_grad_norm(trainc, work, check, case):
@@ -1042,6 +1090,7 @@ def main():
         check_evaluation(trainc, work, check, case)
     if "loss" in parts:
         check_loss_options(trainc, work, check, case)
+        check_no_label(trainc, work, check, case)
     if "gradnorm" in parts:
         check_grad_norm(trainc, work, check, case)
     if "averaging" in parts:
