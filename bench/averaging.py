@@ -11,6 +11,10 @@ average; with EMA (--ema-decay 0.998), evaluated on the average. Prints the
 final held-out accuracy and loss of each run, their means over the seeds,
 and the steps per second of each (the averaging update's cost, side by side
 in the same run). DIR/averaging.png draws the first seed's three logs.
+Then the update's cost where it can be seen: the zoo's GPT (AdamW, batch 4)
+and ResNet-18 (SGD, batch 8) for a few steps plain, with --ema-decay and
+with SWA from step 0, alternated 3 times; prints the median of the runs'
+mean seconds per step and the ratio to plain.
 """
 import argparse
 import json
@@ -83,6 +87,38 @@ def main():
     run([args.trainc, "plot"] + [os.path.join(args.out, "%s-0.jsonl" % k) for k in results] +
         ["-o", os.path.join(args.out, "averaging.png"), "--title",
          "digits MLP: plain, SWA and EMA (evaluated on the averages)"])
+    update_cost(args.trainc, args.out)
+
+
+def step_seconds(words):
+    """The mean seconds per step of a run but its first (the log's wall
+    times)."""
+    log = words[words.index("--log") + 1]
+    run(words)
+    times = [json.loads(line)["wall_time"] for line in open(log)]
+    return (times[-1] - times[1]) / (len(times) - 2)  # the first step warms up
+
+
+def update_cost(trainc, out):
+    sys.path.insert(0, os.path.join(ROOT, "test", "train"))
+    from check_optimizers import zoo_case  # noqa: E402 (exports the zoo models)
+    for name, optimizer, batch, steps in (("gpt", "adamw", 4, 200), ("resnet18", "sgd", 8, 8)):
+        case = zoo_case(out, name)
+        prog = os.path.join(out, name)
+        run([trainc, "compile", case["path"], "--target=cpu", "--batch-size=%d" % batch,
+             "--loss=cross-entropy", "--optimizer=" + optimizer, "-o", prog] + case["loss_flags"])
+        params = sum(v.size for v in case["initial"].values())
+        kinds = {"plain": [], "ema": ["--ema-decay", "0.999"], "swa": ["--swa-start", "0"]}
+        seconds = {k: [] for k in kinds}
+        for _ in range(3):
+            for kind, flags in kinds.items():
+                log = os.path.join(out, "%s-%s.jsonl" % (name, kind))
+                seconds[kind].append(step_seconds([prog, "--data", case["data"], "--steps",
+                                                   str(steps), "--log", log] + flags))
+        plain = sorted(seconds["plain"])[1]
+        print("%s (%d parameters): %.4f s per step plain; " % (name, params, plain) + ", ".join(
+            "%s %.4f s (x%.3f)" % (k, sorted(v)[1], sorted(v)[1] / plain)
+            for k, v in seconds.items() if k != "plain"), flush=True)
 
 
 if __name__ == "__main__":
