@@ -19,18 +19,12 @@ mean seconds per step and the ratio to plain.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(words):
-    result = subprocess.run(words, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit("failed: %s\n%s" % (" ".join(words), result.stderr[-2000:]))
-    return result
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import run_or_exit as run  # noqa: E402
 
 
 def main():
@@ -67,7 +61,7 @@ def main():
         for kind, flags in kinds.items():
             log = os.path.join(args.out, "%s-%d.jsonl" % (kind, seed))
             began = time.time()
-            result = run(common + flags + ["--seed", str(seed), "--log", log])
+            run(common + flags + ["--seed", str(seed), "--log", log])
             seconds = time.time() - began
             records = [json.loads(line) for line in open(log)]
             last = [r for r in records if "eval_accuracy" in r][-1]

@@ -2,10 +2,20 @@
 
 import contextlib
 import fcntl
+import subprocess
+import sys
 import time
 
 
 @contextlib.contextmanager
+def run_or_exit(words):
+    """Runs `words`; a failure ends the benchmark with its stderr."""
+    result = subprocess.run(words, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit("failed: %s\n%s" % (" ".join(words), result.stderr[-2000:]))
+    return result
+
+
 def held(lock):
     """The file's flock for the duration (nothing without a file)."""
     if not lock:

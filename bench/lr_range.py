@@ -17,17 +17,11 @@ Everything runs on the CPU target in a minute or two.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(words):
-    result = subprocess.run(words, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit("failed: %s\n%s" % (" ".join(words), result.stderr[-2000:]))
-    return result
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import run_or_exit as run  # noqa: E402
 
 
 def suggestion(curve):

@@ -166,6 +166,17 @@ struct Parser {
             "", choices));
   }
 
+  /// A validator that runs `parse` on the text: its error is the flag's.
+  CLI::Validator parsing(std::function<Status(const std::string &)> parse,
+                         const std::string &what) {
+    return CLI::Validator(
+        [this, parse](std::string &value) {
+          Status parsed = parse(value);
+          return parsed.ok() ? std::string() : error(parsed.message());
+        },
+        "", what);
+  }
+
   CLI::Option *flag(const std::string &name, bool &out, const std::string &help) {
     return app.add_flag(name, out, help)->disable_flag_override();
   }
@@ -339,13 +350,12 @@ void defineSampleFlags(Parser &parser, TrainOptions &t) {
           "per channel; repeat for other inputs")
       ->type_name("INPUT:MEANS:STDS")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->check(CLI::Validator(
-          [&parser](std::string &value) {
+      ->check(parser.parsing(
+          [](const std::string &value) {
             Normalization n;
-            Status parsed = parseNormalization(value, n);
-            return parsed.ok() ? std::string() : parser.error(parsed.message());
+            return parseNormalization(value, n);
           },
-          "", "normalization"));
+          "normalization"));
   parser.app
       .add_option_function<std::string>(
           "--augment", [&s](const std::string &value) { (void)parseAugment(value, s); },
@@ -353,13 +363,12 @@ void defineSampleFlags(Parser &parser, TrainOptions &t) {
           "RandomCrop(padding=P) and RandomHorizontalFlip, drawn from the seed, the epoch "
           "and the sample (a resumed run draws the same)")
       ->type_name("crop:P,flip")
-      ->check(CLI::Validator(
-          [&parser](std::string &value) {
+      ->check(parser.parsing(
+          [](const std::string &value) {
             SampleOptions o;
-            Status parsed = parseAugment(value, o);
-            return parsed.ok() ? std::string() : parser.error(parsed.message());
+            return parseAugment(value, o);
           },
-          "", "augment"));
+          "augment"));
 }
 
 /// The LR range test (--find-lr) and its parameters.
