@@ -175,6 +175,16 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
              ", " + ptr(o.getResult()) + ")");
         return success();
       })
+      .Case([&](tc::GlobalNormOp o) {
+        std::string tensors, sizes;
+        for (Value input : o.getInputs()) {
+          tensors += (tensors.empty() ? "" : ", ") + ptr(input);
+          sizes += (sizes.empty() ? "" : ", ") + std::to_string(countOf(input));
+        }
+        call("tk::globalNorm(ctx, {" + tensors + "}, {" + sizes + "}, " + ptr(o.getResult()) +
+             ")");
+        return success();
+      })
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
           [&](Operation *o) { return emitLoss(o); })
       .Default([&](Operation *o) {

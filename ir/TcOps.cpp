@@ -238,6 +238,24 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+LogicalResult GlobalNormOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
+                                             Adaptor, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  for (Value input : getInputs())
+    if (!cast<ShapedType>(input.getType()).getElementType().isF32())
+      return emitOpError("operands must be f32, got ") << input.getType();
+  auto result = cast<ShapedType>(getResult().getType());
+  if (result.getRank() != 0 || !result.getElementType().isF32())
+    return emitOpError("result must be tensor<f32>, got ") << result;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Pointwise ops
 //===----------------------------------------------------------------------===//

@@ -832,6 +832,25 @@ def Tc_MseLossOp : Tc_Op<"mse_loss", [Pure]> {
 // Optimizer updates
 //===----------------------------------------------------------------------===//
 
+def Tc_GlobalNormOp : Tc_Op<"global_norm", [Pure, Tc_AutocastF32]> {
+  let summary = "the L2 norm of every element of every operand together";
+  let description = [{
+    sqrt(sum of x^2 over all elements of all operands): the total norm
+    torch.nn.utils.clip_grad_norm_ computes over a step's gradients. One
+    library call reads each operand once; the squares are summed in double,
+    in fixed chunks whose partial sums add up in a fixed order, so the value
+    does not depend on the thread count or the device.
+
+    ```mlir
+    %n = tc.global_norm %g0, %g1 : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tc_FloatTensor>:$inputs);
+  let results = (outs Tc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+}
+
 def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure, Tc_TiedOpInterface, Tc_ParamUpdate]> {
   let summary = "one fused SGD step of a parameter (torch.optim.SGD)";
   let description = [{

@@ -511,13 +511,11 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
                          const std::optional<Scaler> &scaler, StepFactors &factors) {
     if (clipGradNorm > 0) {
       Location clipLoc = NameLoc::get(b.getStringAttr("gradient clipping"), loc);
-      SmallVector<Value> measured(grads);
-      if (scaler)
-        for (unsigned i = 1; i < measured.size(); ++i)
-          if (step.getResultAttr(i, tc::kGradAttrName))
-            measured[i] = b.create<tc::MulOp>(clipLoc, ValueRange{measured[i], scaler->unscale})
-                              ->getResult(0);
-      Value norm = globalNorm(step, b, clipLoc, measured);
+      // GradScaler's unscale_ first: the norm of the unscaled gradients is
+      // the scaled ones' times 1 / scale (positive), with no pass over them.
+      Value norm = globalNorm(step, b, clipLoc, grads);
+      if (norm && scaler)
+        norm = b.create<tc::MulOp>(clipLoc, ValueRange{norm, scaler->unscale})->getResult(0);
       factors.gradScale = clipCoefficient(step, b, clipLoc, norm);
       step->setAttr(tc::kClipGradNormAttrName, b.getF64FloatAttr(clipGradNorm));
       return norm;
@@ -525,7 +523,7 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     if (!gradNorm)
       return nullptr;
     Location normLoc = NameLoc::get(b.getStringAttr(kGradNormLoc), loc);
-    Value norm = globalNorm(step, b, normLoc, grads);
+    Value norm = globalNorm(step, b, normLoc, grads, earlyUpdates);
     if (norm && scaler)
       norm = b.create<tc::MulOp>(normLoc, ValueRange{norm, scaler->unscale})->getResult(0);
     return norm;
@@ -565,22 +563,31 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
   }
 
   /// sqrt of the sum of all squared gradient elements (results 1.. of the
-  /// return that are gradients); null when the step has none.
-  static Value globalNorm(func::FuncOp step, OpBuilder &b, Location loc, ValueRange grads) {
-    auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
-    auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
-    Value total;
+  /// return that are gradients): one tc.global_norm over them all, or with
+  /// `perGradient` one per gradient and one over those norms (the norm of
+  /// the norms, as clip_grad_norm_ computes it), so that each gradient's
+  /// can follow it at once (hoistGradNorm); null when the step has none.
+  static Value globalNorm(func::FuncOp step, OpBuilder &b, Location loc, ValueRange grads,
+                          bool perGradient = false) {
+    SmallVector<Value> measured;
     for (unsigned i = 1; i < grads.size(); ++i) {
       if (!step.getResultAttr(i, tc::kGradAttrName))
         continue;
-      Value squares = b.create<tc::MulOp>(loc, ValueRange{grads[i], grads[i]})->getResult(0);
-      Value sum = b.create<tc::ReduceSumOp>(loc, ValueRange{squares}, ArrayRef<NamedAttribute>{all, drop})
-                      ->getResult(0);
-      total = total ? b.create<tc::AddOp>(loc, ValueRange{total, sum})->getResult(0) : sum;
+      Value grad = grads[i];
+      auto type = cast<RankedTensorType>(grad.getType());
+      if (!type.getElementType().isF32())
+        grad = b.create<tc::CastOp>(loc, type.clone(b.getF32Type()), grad,
+                                    TypeAttr::get(b.getF32Type()))
+                   .getResult();
+      measured.push_back(grad);
     }
-    if (!total)
+    if (measured.empty())
       return nullptr;
-    return b.create<tc::SqrtOp>(loc, total)->getResult(0);
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    if (perGradient)
+      for (Value &grad : measured)
+        grad = b.create<tc::GlobalNormOp>(loc, scalar, ValueRange{grad}).getResult();
+    return b.create<tc::GlobalNormOp>(loc, scalar, measured).getResult();
   }
 
   /// torch.nn.utils.clip_grad_norm_: the factor every gradient is scaled by,

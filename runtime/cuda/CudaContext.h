@@ -131,7 +131,7 @@ public:
   Status recordEvent(int event, Queue queue) override;
   Status queueWait(Queue queue, int event) override;
   Status hostWait(int event) override;
-  /// Average.cu.
+  /// MultiTensor.cu.
   Status lerpTensors(float *const *averages, const float *const *values,
                      const int64_t *sizes, int count, float weight) override;
   bool supportsGraphs() const override { return true; }

@@ -7,7 +7,11 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
+#include <cstring>
 #include <limits>
+
+#include <omp.h>
 
 namespace trainc::test {
 namespace {
@@ -264,6 +268,43 @@ TEST(Reduce, MaxPropagatesNaNAndRejectsBadKind) {
       "invalid kind 7");
   EXPECT_ERROR(tk::reduce(*ctx, ReduceKind::Sum, -1, 3, 1, x.data(), y.data()),
                "outer must be positive, got -1");
+}
+
+TEST(GlobalNorm, NormOfAllTensorsForEveryThreadCount) {
+  // Small tensors (the serial path) and ones of many chunks (the parallel
+  // path), an empty one among them: the norm within 1e-7 of float64's, and
+  // the same bits for every thread count.
+  auto ctx = makeContext();
+  for (int64_t big : {int64_t(100), int64_t(300000)}) {
+    SCOPED_TRACE("big=" + std::to_string(big));
+    auto a = randomFloats(size_t(big), 41, -3, 3), b = randomFloats(7, 42, -1, 1);
+    auto c = randomFloats(size_t(big / 3 + 1), 43, -1e3f, 1e3f);
+    double want = 0;
+    for (const auto *v : {&a, &b, &c})
+      for (float x : *v)
+        want += double(x) * double(x);
+    want = std::sqrt(want);
+    float first = 0;
+    for (int threads : {1, 2, 3, 8}) {
+      omp_set_num_threads(threads);
+      float got = -1;
+      EXPECT_OK(tk::globalNorm(*ctx, {a.data(), nullptr, b.data(), c.data()},
+                               {int64_t(a.size()), 0, int64_t(b.size()), int64_t(c.size())},
+                               &got));
+      EXPECT_NEAR(got, want, 1e-7 * want);
+      if (threads == 1)
+        first = got;
+      EXPECT_EQ(std::memcmp(&got, &first, sizeof(float)), 0) << threads << " threads";
+    }
+    omp_set_num_threads(omp_get_num_procs());
+  }
+  // Squares in double: elements whose f32 square would overflow.
+  std::vector<float> huge = {3e20f, -4e20f};
+  float got = 0;
+  EXPECT_OK(tk::globalNorm(*ctx, {huge.data()}, {2}, &got));
+  EXPECT_NEAR(got, 5e20f, 1e14f);
+  EXPECT_ERROR(tk::globalNorm(*ctx, {huge.data(), nullptr}, {2, 3}, &got), "tensor 1 is null");
+  EXPECT_ERROR(tk::globalNorm(*ctx, {huge.data()}, {2, 3}, &got), "1 tensors but 2 sizes");
 }
 
 } // namespace

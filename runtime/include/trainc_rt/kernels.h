@@ -19,6 +19,7 @@
 #include "trainc_rt/program.h"
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace trainc::rt {
 

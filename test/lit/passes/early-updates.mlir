@@ -35,19 +35,17 @@
 // BOTH: error: --clip-grad-value must be positive, and excludes --clip-grad-norm
 //
 // The gradient norm for the log (grad-norm) does not hold the gradients
-// back: each one's square and sum follow it at once, the updates still run
-// early, and the norm is kept as the grad_norm state.
+// back: each one's norm follows it at once, the updates still run early,
+// the norm of those norms comes after the last, and it is kept as the
+// grad_norm state.
 // NORM-LABEL: func.func @train_step
 // NORM-SAME: tc.state = "grad_norm", tc.state_role = #tc.state_role<grad_norm>
 // NORM: %[[G2:.*]] = tc.mul %arg0, %arg0
-// NORM-NEXT: %[[S2:.*]] = tc.mul %[[G2]], %[[G2]]
-// NORM-NEXT: %[[N2:.*]] = tc.reduce_sum %[[S2]]
+// NORM-NEXT: %[[N2:.*]] = tc.global_norm %[[G2]] : (tensor<3xf32>) -> tensor<f32>
 // NORM-NEXT: tc.sgd_update %arg2, %[[G2]]
 // NORM-NEXT: %[[G1:.*]] = tc.add %arg0, %[[G2]]
-// NORM-NEXT: %[[S1:.*]] = tc.mul %[[G1]], %[[G1]]
-// NORM-NEXT: %[[N1:.*]] = tc.reduce_sum %[[S1]]
-// NORM-NEXT: %[[T:.*]] = tc.add %[[N1]], %[[N2]]
-// NORM-NEXT: %[[NORM:.*]] = tc.sqrt %[[T]]
+// NORM-NEXT: %[[N1:.*]] = tc.global_norm %[[G1]] : (tensor<3xf32>) -> tensor<f32>
+// NORM-NEXT: %[[NORM:.*]] = tc.global_norm %[[N1]], %[[N2]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // NORM: tc.sgd_update %arg1, %[[G1]]
 // NORM: return {{.*}}%[[NORM]]
 //

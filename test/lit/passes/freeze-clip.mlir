@@ -7,18 +7,13 @@
 // FREEZE-SAME: -> (tensor<f32> {tc.output = "loss"}, tensor<3xf32> {tc.grad = @fc2.w, tc.output = "grad.fc2.w"})
 // FREEZE-NOT: grad.fc1
 //
-// --clip-grad-norm: one global norm over both gradients, a coefficient
+// --clip-grad-norm: one global norm over both gradients (tc.global_norm), a coefficient
 // min(max_grad_norm / (norm + 1e-6), 1) scaling each, and the compiled norm
 // kept on the function.
 // CLIP-LABEL: func.func @train_step(
 // CLIP-SAME: %[[MAX:[^:]*]]: tensor<f32> {tc.hyper = #tc.hyper<max_grad_norm>}
 // CLIP-SAME: attributes {tc.clip_grad_norm = 2.500000e+00 : f64
-// CLIP: %[[SQ1:.*]] = tc.mul %[[G1:[0-9a-z]+]], %[[G1]]
-// CLIP-NEXT: %[[S1:.*]] = tc.reduce_sum %[[SQ1]]
-// CLIP-NEXT: %[[SQ2:.*]] = tc.mul %[[G2:[0-9a-z]+]], %[[G2]]
-// CLIP-NEXT: %[[S2:.*]] = tc.reduce_sum %[[SQ2]]
-// CLIP: %[[TOTAL:.*]] = tc.add %[[S1]], %[[S2]]
-// CLIP: %[[NORM:.*]] = tc.sqrt %[[TOTAL]]
+// CLIP: %[[NORM:.*]] = tc.global_norm %[[G1:[0-9a-z]+]], %[[G2:[0-9a-z]+]] : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
 // CLIP: %[[EPS:.*]] = tc.constant dense<9.99999997E-7>
 // CLIP: %[[DEN:.*]] = tc.add %[[NORM]], %[[EPS]]
 // CLIP: %[[RATIO:.*]] = tc.div %[[MAX]], %[[DEN]]

@@ -61,7 +61,8 @@
 // DYN: return %[[LOSS]], {{.*}}, %[[TN]], %[[KN]], %[[SN]], %[[CN]],
 //
 // A fixed scale: a constant seed, no scale or good-step state, the skipped
-// steps still counted; the clipping measures the unscaled gradients.
+// steps still counted; the clipping measures the unscaled gradients (the
+// scaled ones' norm times 1 / scale).
 // FIXED: module attributes {tc.loss_scale = 1.024000e+03 : f32, tc.precision = #tc.precision<fp16>}
 // FIXED-LABEL: func.func @train_step(
 // FIXED-NOT: tc.state = "loss_scale"
@@ -71,8 +72,8 @@
 // FIXED: tc.div %[[C]], %{{.*}}
 // FIXED: %[[INV:.*]] = tc.reciprocal %[[C]]
 // FIXED: tc.nonfinite_probe
-// FIXED: tc.mul %[[G:.*]], %[[INV]]
-// FIXED: tc.sqrt
+// FIXED: %[[NORM:.*]] = tc.global_norm
+// FIXED: tc.mul %[[NORM]], %[[INV]]
 // FIXED: tc.min
 // FIXED: %[[F:.*]] = tc.mul %[[INV]], %{{.*}}
 // FIXED: %[[SCALE:.*]] = tc.add %[[F]], %{{.*}}
