@@ -979,7 +979,8 @@ Status TrainRun::runEval(int64_t epoch, int64_t nextBatch, bool logged) {
     TRAINC_RETURN_IF_ERROR(averagedWeights(weights));
   TRAINC_RETURN_IF_ERROR(evaluate(*device.context, program, evalSet, *weights,
                                   static_cast<char *>(device.arena.get()), lastEval));
-  const std::string which = averaged ? std::string(" of the ") + average->name() + " weights" : "";
+  const std::string which =
+      averaged ? std::string(" of the ") + average->name() + " weights" : std::string();
   evaluated = true;
   progress.end();
   char topk[64] = "";
@@ -1108,15 +1109,13 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
     return Status();
   // What the run trained for: the averaged weights where it keeps them.
   const std::vector<void *> *weights = &device.paramPtrs;
-  if (average->enabled() && chatty) {
-    if (average->holdsUpdates()) {
-      TRAINC_RETURN_IF_ERROR(averagedWeights(weights));
-      std::fprintf(stderr, "writing the %s weights (%lld updates)\n", average->name(),
-                   static_cast<long long>(average->updates()));
-    } else {
-      std::fprintf(stderr, "note: the run ended before --swa-start took a step; writing the "
-                           "trained weights\n");
-    }
+  if (average->enabled() && average->holdsUpdates()) {
+    TRAINC_RETURN_IF_ERROR(averagedWeights(weights));
+    std::fprintf(stderr, "writing the %s weights (%lld updates)\n", average->name(),
+                 static_cast<long long>(average->updates()));
+  } else if (average->enabled()) {
+    std::fprintf(stderr, "note: the run ended before --swa-start took a step; writing the "
+                         "trained weights\n");
   }
   if (!options.exportPath.empty())
     TRAINC_RETURN_IF_ERROR(exportTrainedModel(context, program, *weights, options.exportPath));
