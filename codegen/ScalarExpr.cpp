@@ -114,6 +114,14 @@ struct CAlgebra {
     case F::Rint: return "rint";
     case F::Fabs: return "fabs";
     case F::Pow: return "pow";
+    case F::Sin: return "sin";
+    case F::Cos: return "cos";
+    case F::Tan: return "tan";
+    case F::Atan: return "atan";
+    case F::Asin: return "asin";
+    case F::Acos: return "acos";
+    case F::Sinh: return "sinh";
+    case F::Cosh: return "cosh";
     case F::Sigmoid: break; // composed below
     }
     llvm_unreachable("sigmoid has no libm function");

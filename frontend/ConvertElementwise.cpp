@@ -107,6 +107,14 @@ template <class T> struct HostAlgebra {
     case F::Sqrt: return T(std::sqrt(d));
     case F::Tanh: return T(std::tanh(d));
     case F::Erf: return T(std::erf(d));
+    case F::Sin: return T(std::sin(d));
+    case F::Cos: return T(std::cos(d));
+    case F::Tan: return T(std::tan(d));
+    case F::Atan: return T(std::atan(d));
+    case F::Asin: return T(std::asin(d));
+    case F::Acos: return T(std::acos(d));
+    case F::Sinh: return T(std::sinh(d));
+    case F::Cosh: return T(std::cosh(d));
     case F::Ceil: return T(std::ceil(d));
     case F::Floor: return T(std::floor(d));
     case F::Rint: return T(std::nearbyint(d));
@@ -150,6 +158,14 @@ const ElementwiseRule *ruleFor(llvm::StringRef op) {
       {"Sigmoid", rule<tc::SigmoidOp>(Kind::Unary, kReal)},
       {"Tanh", rule<tc::TanhOp>(Kind::Unary, kReal)},
       {"Erf", rule<tc::ErfOp>(Kind::Unary, kReal)},
+      {"Sin", rule<tc::SinOp>(Kind::Unary, kReal)},
+      {"Cos", rule<tc::CosOp>(Kind::Unary, kReal)},
+      {"Tan", rule<tc::TanOp>(Kind::Unary, kReal)},
+      {"Atan", rule<tc::AtanOp>(Kind::Unary, kReal)},
+      {"Asin", rule<tc::AsinOp>(Kind::Unary, kReal)},
+      {"Acos", rule<tc::AcosOp>(Kind::Unary, kReal)},
+      {"Sinh", rule<tc::SinhOp>(Kind::Unary, kReal)},
+      {"Cosh", rule<tc::CoshOp>(Kind::Unary, kReal)},
       {"Exp", rule<tc::ExpOp>(Kind::Unary, kReal)},
       {"Log", rule<tc::LogOp>(Kind::Unary, kReal)},
       {"Sqrt", rule<tc::SqrtOp>(Kind::Unary, kReal)},
@@ -596,6 +612,126 @@ LogicalResult convertHardSwish(NodeContext &ctx) {
   FailureOr<Value> c = b.op<tc::WhereOp>(
       {b.op<tc::LessEqualOp>({*x, b.scalar(*x, 3.0)}), ramp, b.scalar(*x, 6.0)});
   return bind(ctx, b.op<tc::DivOp>({b.op<tc::MulOp>({*x, c}), b.scalar(*x, 6.0)}));
+}
+
+} // namespace trainc::frontend
+
+//===----------------------------------------------------------------------===//
+// The other activations, decomposed into tc ops with gradient rules. Each
+// is written as PyTorch computes it (a tc.where on the input's sign picks
+// the branch), so autodiff gives PyTorch's gradient, at 0 included; the
+// pointwise ops fuse into one kernel.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// x > 0 ? x : alpha * (exp(x / inputScale) - 1), times `scale`: Elu
+/// (scale 1, inputScale 1), Selu and Celu (inputScale alpha), as PyTorch's
+/// elu kernel with its poscoef, negcoef and negiptcoef.
+FailureOr<Value> eluOf(OpChain &b, Value x, double alpha, double scale, double inputScale) {
+  FailureOr<Value> scaled = inputScale == 1.0 ? FailureOr<Value>(x)
+                                              : b.op<tc::DivOp>({x, b.scalar(x, inputScale)});
+  FailureOr<Value> negative = b.op<tc::MulOp>(
+      {b.op<tc::SubOp>({b.op<tc::ExpOp>({scaled}), b.scalar(x, 1.0)}), b.scalar(x, alpha)});
+  FailureOr<Value> y =
+      b.op<tc::WhereOp>({b.op<tc::GreaterOp>({x, b.scalar(x, 0.0)}), x, negative});
+  return scale == 1.0 ? y : b.op<tc::MulOp>({y, b.scalar(x, scale)});
+}
+
+/// PyTorch's softplus (beta 1, threshold 20): x above 20, else
+/// log(1 + exp(x)), whose gradient is sigmoid(x). ONNX's Softplus has no
+/// threshold; past 20 the two differ by less than exp(-20) relative.
+FailureOr<Value> softplusOf(OpChain &b, Value x) {
+  FailureOr<Value> smooth =
+      b.op<tc::LogOp>({b.op<tc::AddOp>({b.op<tc::ExpOp>({x}), b.scalar(x, 1.0)})});
+  return b.op<tc::WhereOp>({b.op<tc::GreaterOp>({x, b.scalar(x, 20.0)}), x, smooth});
+}
+
+} // namespace
+
+namespace trainc::frontend {
+
+LogicalResult convertElu(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  return bind(ctx, eluOf(b, *x, ctx.attrFloat("alpha", 1.0f), 1.0, 1.0));
+}
+
+/// Selu's defaults are the exact constants PyTorch uses (in f32).
+LogicalResult convertSelu(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  return bind(ctx, eluOf(b, *x, ctx.attrFloat("alpha", 1.67326319217681884765625f),
+                         ctx.attrFloat("gamma", 1.05070102214813232421875f), 1.0));
+}
+
+LogicalResult convertCelu(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  const float alpha = ctx.attrFloat("alpha", 1.0f);
+  if (!(alpha != 0.0f))
+    return ctx.error("alpha must not be 0");
+  OpChain b(ctx);
+  return bind(ctx, eluOf(b, *x, alpha, 1.0, alpha));
+}
+
+LogicalResult convertSoftplus(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  return bind(ctx, softplusOf(b, *x));
+}
+
+/// Mish x * tanh(softplus(x)) (ONNX 18; older exports spell the same ops).
+LogicalResult convertMish(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  return bind(ctx, b.op<tc::MulOp>({*x, b.op<tc::TanhOp>({softplusOf(b, *x)})}));
+}
+
+/// Softsign x / (1 + |x|).
+LogicalResult convertSoftsign(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  return bind(ctx, b.op<tc::DivOp>(
+                       {*x, b.op<tc::AddOp>({b.op<tc::AbsOp>({*x}), b.scalar(*x, 1.0)})}));
+}
+
+/// ThresholdedRelu x > alpha ? x : 0.
+LogicalResult convertThresholdedRelu(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  if (failed(x))
+    return failure();
+  OpChain b(ctx);
+  return bind(ctx, b.op<tc::WhereOp>({b.op<tc::GreaterOp>(
+                                          {*x, b.scalar(*x, ctx.attrFloat("alpha", 1.0f))}),
+                                      *x, b.scalar(*x, 0.0)}));
+}
+
+/// PRelu x > 0 ? x : slope * x, the slope broadcast to x (a learned
+/// parameter per channel, [C, 1, 1], as nn.PReLU exports it): autodiff sums
+/// its gradient over the broadcast axes, as PyTorch's prelu_backward does.
+LogicalResult convertPRelu(NodeContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx);
+  FailureOr<Value> slope = ctx.input(1);
+  if (failed(x) || failed(slope))
+    return failure();
+  if (cast<RankedTensorType>(slope->getType()).getElementType() !=
+      cast<RankedTensorType>(x->getType()).getElementType())
+    return ctx.error("the slope's element type must be the input's");
+  OpChain b(ctx);
+  return bind(ctx, b.op<tc::WhereOp>({b.op<tc::GreaterOp>({*x, b.scalar(*x, 0.0)}), *x,
+                                      b.op<tc::MulOp>({*slope, *x})}));
 }
 
 } // namespace trainc::frontend

@@ -71,6 +71,7 @@ Value sumToShape(OpBuilder &b, Location loc, Value grad, Type target) {
 }
 
 Value mul(OpBuilder &b, Location loc, Value x, Value y) { return make<MulOp>(b, loc, {x, y}); }
+Value add(OpBuilder &b, Location loc, Value x, Value y) { return make<AddOp>(b, loc, {x, y}); }
 Value sub(OpBuilder &b, Location loc, Value x, Value y) { return make<SubOp>(b, loc, {x, y}); }
 Value div(OpBuilder &b, Location loc, Value x, Value y) { return make<DivOp>(b, loc, {x, y}); }
 Value neg(OpBuilder &b, Location loc, Value x) { return make<NegOp>(b, loc, x); }
@@ -143,6 +144,16 @@ TC_UNARY_GRADIENT(SqrtOp, div(b, loc, mul(b, loc, dy, scalar(b, loc, y, 0.5)), y
 TC_UNARY_GRADIENT(ReciprocalOp, neg(b, loc, mul(b, loc, dy, mul(b, loc, y, y))))
 // d erf(x) = 2 / sqrt(pi) * exp(-x^2)
 TC_UNARY_GRADIENT(ErfOp, mul(b, loc, dy, mul(b, loc, scalar(b, loc, x, 1.1283791670955126), make<ExpOp>(b, loc, neg(b, loc, mul(b, loc, x, x))))))
+// Trigonometry, as PyTorch's derivatives.yaml: tan's from its result
+// (1 + y^2), asin's and acos's through 1 / sqrt(1 - x^2).
+TC_UNARY_GRADIENT(SinOp, mul(b, loc, dy, make<CosOp>(b, loc, x)))
+TC_UNARY_GRADIENT(CosOp, mul(b, loc, dy, neg(b, loc, make<SinOp>(b, loc, x))))
+TC_UNARY_GRADIENT(TanOp, mul(b, loc, dy, add(b, loc, scalar(b, loc, y, 1.0), mul(b, loc, y, y))))
+TC_UNARY_GRADIENT(AtanOp, div(b, loc, dy, add(b, loc, mul(b, loc, x, x), scalar(b, loc, x, 1.0))))
+TC_UNARY_GRADIENT(AsinOp, div(b, loc, dy, make<SqrtOp>(b, loc, sub(b, loc, scalar(b, loc, x, 1.0), mul(b, loc, x, x)))))
+TC_UNARY_GRADIENT(AcosOp, neg(b, loc, div(b, loc, dy, make<SqrtOp>(b, loc, sub(b, loc, scalar(b, loc, x, 1.0), mul(b, loc, x, x))))))
+TC_UNARY_GRADIENT(SinhOp, mul(b, loc, dy, make<CoshOp>(b, loc, x)))
+TC_UNARY_GRADIENT(CoshOp, mul(b, loc, dy, make<SinhOp>(b, loc, x)))
 // sign, ceil, floor and round are piecewise constant: a zero gradient of
 // dy's shape, as PyTorch's backward (zeros_like, so a NaN dy gives 0 too).
 TC_UNARY_GRADIENT(SignOp, zerosLike(b, loc, dy))

@@ -43,7 +43,10 @@ enum class ScalarBinary {
 
 /// The functions an element calls (exact in libm, or the runtime's f32
 /// versions: generated.h).
-enum class ScalarFn { Exp, Log, Sqrt, Tanh, Erf, Ceil, Floor, Rint, Fabs, Sigmoid, Pow };
+enum class ScalarFn {
+  Exp, Log, Sqrt, Tanh, Erf, Ceil, Floor, Rint, Fabs, Sigmoid, Pow,
+  Sin, Cos, Tan, Atan, Asin, Acos, Sinh, Cosh,
+};
 
 /// ScalarSemantics<Op>::apply(s, a): the element of Op's result from its
 /// operands' elements a[0], a[1], ... An op without a specialization has no
@@ -68,6 +71,14 @@ TC_SCALAR_SEMANTICS(ReluOp, s.select(s.binary(B::Less, a[0], s.constant(0)), s.c
 TC_SCALAR_SEMANTICS(SigmoidOp, s.fn(F::Sigmoid, a[0]))
 TC_SCALAR_SEMANTICS(TanhOp, s.fn(F::Tanh, a[0]))
 TC_SCALAR_SEMANTICS(ErfOp, s.fn(F::Erf, a[0]))
+TC_SCALAR_SEMANTICS(SinOp, s.fn(F::Sin, a[0]))
+TC_SCALAR_SEMANTICS(CosOp, s.fn(F::Cos, a[0]))
+TC_SCALAR_SEMANTICS(TanOp, s.fn(F::Tan, a[0]))
+TC_SCALAR_SEMANTICS(AtanOp, s.fn(F::Atan, a[0]))
+TC_SCALAR_SEMANTICS(AsinOp, s.fn(F::Asin, a[0]))
+TC_SCALAR_SEMANTICS(AcosOp, s.fn(F::Acos, a[0]))
+TC_SCALAR_SEMANTICS(SinhOp, s.fn(F::Sinh, a[0]))
+TC_SCALAR_SEMANTICS(CoshOp, s.fn(F::Cosh, a[0]))
 TC_SCALAR_SEMANTICS(ExpOp, s.fn(F::Exp, a[0]))
 TC_SCALAR_SEMANTICS(LogOp, s.fn(F::Log, a[0]))
 TC_SCALAR_SEMANTICS(SqrtOp, s.fn(F::Sqrt, a[0]))
@@ -116,7 +127,8 @@ template <class... Ops> struct OpList {};
 using ScalarSemanticsOps =
     OpList<NegOp, AbsOp, ReluOp, SigmoidOp, TanhOp, ErfOp, ExpOp, LogOp, SqrtOp, CeilOp, FloorOp,
            RoundOp, ReciprocalOp, NotOp, SignOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
-           EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, WhereOp>;
+           EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, AndOp, OrOp, WhereOp, SinOp,
+           CosOp, TanOp, AtanOp, AsinOp, AcosOp, SinhOp, CoshOp>;
 
 template <class S, class... Ops>
 std::optional<typename S::Value> applyScalarSemantics(OpList<Ops...>, mlir::Operation *op, S &s,

@@ -94,6 +94,16 @@ def Tc_ReluOp : Tc_UnaryOp<"relu", Tc_FloatTensor, "max(x, 0)", [Tc_KeepsZero, D
 def Tc_SigmoidOp : Tc_UnaryOp<"sigmoid", Tc_FloatTensor, "logistic sigmoid 1 / (1 + exp(-x))", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_TanhOp : Tc_UnaryOp<"tanh", Tc_FloatTensor, "hyperbolic tangent", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ErfOp : Tc_UnaryOp<"erf", Tc_FloatTensor, "Gauss error function", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+// Trigonometry (rotary and sinusoidal position embeddings computed at run
+// time). PyTorch's autocast runs tan, asin, acos, sinh and cosh in f32.
+def Tc_SinOp : Tc_UnaryOp<"sin", Tc_FloatTensor, "sine", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_CosOp : Tc_UnaryOp<"cos", Tc_FloatTensor, "cosine", [DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_TanOp : Tc_UnaryOp<"tan", Tc_FloatTensor, "tangent", [Tc_AutocastF32, Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_AtanOp : Tc_UnaryOp<"atan", Tc_FloatTensor, "arctangent", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_AsinOp : Tc_UnaryOp<"asin", Tc_FloatTensor, "arcsine", [Tc_AutocastF32, Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_AcosOp : Tc_UnaryOp<"acos", Tc_FloatTensor, "arccosine", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_SinhOp : Tc_UnaryOp<"sinh", Tc_FloatTensor, "hyperbolic sine", [Tc_AutocastF32, Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
+def Tc_CoshOp : Tc_UnaryOp<"cosh", Tc_FloatTensor, "hyperbolic cosine", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_ExpOp : Tc_UnaryOp<"exp", Tc_FloatTensor, "natural exponential", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_LogOp : Tc_UnaryOp<"log", Tc_FloatTensor, "natural logarithm", [Tc_AutocastF32, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;
 def Tc_SqrtOp : Tc_UnaryOp<"sqrt", Tc_FloatTensor, "square root", [Tc_KeepsZero, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]>;

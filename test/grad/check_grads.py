@@ -455,6 +455,27 @@ MODELS = [
                          points=nn.Parameter(torch.tensor([-3.0, 3.0, -4.0, 4.0, 0.5, 2.9999998,
                                                            -2.9999998, 3.0000002, -3.0000002]))),
           (9,), "mse"),
+    Model("elu_selu_celu", "Elu (alpha 0.7), Selu and Celu (alpha 1.3) after a Linear",
+          lambda: nn.Sequential(nn.Linear(6, 5), Lambda(lambda m, x: torch.cat(
+              [F.elu(x, alpha=0.7), F.selu(x), F.celu(x, alpha=1.3)], dim=1))),
+          (6,), "mse", valid=away_from_zero(lambda m, x: m[0](x))),
+    Model("softplus_mish_softsign", "Softplus, Mish (Softplus, Tanh, Mul) and Softsign after "
+          "a Linear", lambda: nn.Sequential(nn.Linear(6, 5), Lambda(lambda m, x: torch.cat(
+              [F.softplus(2 * x), F.mish(2 * x), F.softsign(2 * x)], dim=1))),
+          (6,), "mse"),
+    Model("prelu", "PRelu: nn.PReLU(3) per channel after a Conv (the slope's gradient summed "
+          "over N, H, W)", lambda: nn.Sequential(nn.Conv2d(2, 3, 3), nn.PReLU(3), nn.Flatten()),
+          (2, 5, 5), "mse", valid=away_from_zero(lambda m, x: m[0](x), margin=0.002)),
+    Model("hardtanh", "Hardtanh(-0.5, 0.8) (exported as Clip) after a Linear",
+          lambda: nn.Sequential(nn.Linear(6, 5), nn.Hardtanh(-0.5, 0.8)), (6,), "mse",
+          valid=lambda m, x: bool(((m[0](x) + 0.5).abs().min() > 0.02) and
+                                  ((m[0](x) - 0.8).abs().min() > 0.02))),
+    Model("trig", "Sin, Cos, Tan, Atan, Asin, Acos, Sinh and Cosh after a Linear",
+          lambda: nn.Sequential(nn.Linear(6, 5), Lambda(lambda m, x: torch.cat(
+              [torch.sin(2 * x), torch.cos(2 * x), torch.tan(0.5 * x), torch.atan(2 * x),
+               torch.asin(0.9 * torch.tanh(x)), torch.acos(0.9 * torch.tanh(x)),
+               torch.sinh(x), torch.cosh(x)], dim=1))),
+          (6,), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
@@ -553,6 +574,11 @@ def export_with_metadata(module, x, path):
 
 
 def export(module, x, path):
+    # torch 1.13's exporter has no symbolic for sinh and cosh (ONNX Sinh and
+    # Cosh since opset 9): the one-node mapping, as later releases export them.
+    for name in ("sinh", "cosh"):
+        torch.onnx.register_custom_op_symbolic(
+            "aten::" + name, lambda g, t, op=name.capitalize(): g.op(op, t), 9)
     # Constant folding off, training mode: the graph PyTorch trains.
     torch.onnx.export(module, (x,), path, opset_version=17, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.TRAINING,
