@@ -217,6 +217,115 @@ LogicalResult trainc::frontend::convertConv(NodeContext &ctx) {
   return success();
 }
 
+/// ConvTranspose over 1 or 2 spatial axes, as the gradient of a convolution
+/// with respect to its input (tc.conv_backward_data): x is that
+/// convolution's result gradient, the weights [C_in, C_out / group, kernel]
+/// are its weights, and the output is its input, of the shape ONNX gives:
+/// strides (in - 1) + output_padding + (kernel - 1) dilations + 1 - pads,
+/// or `output_shape` with the pads it implies. The bias is added per
+/// channel. A 1-D one is lifted to [N, C, 1, L] as Conv is.
+LogicalResult trainc::frontend::convertConvTranspose(NodeContext &ctx) {
+  FailureOr<RankedTensorType> inType = spatialInput(ctx);
+  FailureOr<RankedTensorType> wType = ctx.inputType(1);
+  if (failed(inType) || failed(wType))
+    return failure();
+  if (failed(checkRuntimeKernel(ctx, *inType, "transposed convolution", /*windowed=*/true)))
+    return failure();
+  const int64_t group = ctx.attrInt("group", 1);
+  ArrayRef<int64_t> in = inType->getShape(), w = wType->getShape();
+  if (wType->getRank() != inType->getRank() || w[0] != in[1] || group < 1)
+    return ctx.error("the weight " + shape::format(w) + " must be [C_in, C_out / group, "
+                     "kernel...] for the input " + shape::format(in) + " (group " +
+                     llvm::Twine(group) + ")");
+  ArrayRef<int64_t> kernel = w.drop_front(2);
+  if (auto declared = ctx.attrInts("kernel_shape"))
+    if (ArrayRef<int64_t>(*declared) != kernel)
+      return ctx.error("kernel_shape does not match the weight's spatial shape " +
+                       shape::format(kernel));
+  const size_t spatial = in.size() - 2;
+  auto orDefault = [&](llvm::StringRef name, size_t n, int64_t fill) {
+    auto values = ctx.attrInts(name);
+    return values ? SmallVector<int64_t>(values->begin(), values->end())
+                  : SmallVector<int64_t>(n, fill);
+  };
+  Window win{SmallVector<int64_t>(kernel.begin(), kernel.end()), orDefault("strides", spatial, 1),
+             orDefault("pads", 2 * spatial, 0), orDefault("dilations", spatial, 1)};
+  SmallVector<int64_t> outputPadding = orDefault("output_padding", spatial, 0);
+  auto outputShape = ctx.attrInts("output_shape");
+  if (win.strides.size() != spatial || win.dilations.size() != spatial ||
+      win.pads.size() != 2 * spatial || outputPadding.size() != spatial ||
+      (outputShape && outputShape->size() != spatial))
+    return ctx.error("strides, dilations, pads, output_padding and output_shape must match "
+                     "the " + llvm::Twine(spatial) + " spatial axes of the input");
+  const std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return ctx.error("auto_pad '" + autoPad + "' is not one of NOTSET, SAME_UPPER, "
+                     "SAME_LOWER, VALID");
+  SmallVector<int64_t> out = {in[0], w[1] * group};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t s = win.strides[i], d = win.dilations[i], op = outputPadding[i];
+    if (s < 1 || d < 1 || kernel[i] < 1 || op < 0 || op >= std::max(s, d))
+      return ctx.error("strides, dilations and kernel sizes must be positive and each "
+                       "output_padding below its stride or dilation");
+    const int64_t full = s * (in[i + 2] - 1) + op + (kernel[i] - 1) * d + 1;
+    if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      // The pads that give the asked size: ONNX puts the odd one at the
+      // end for SAME_UPPER, at the beginning otherwise.
+      // A size past the full one (by less than the stride) is PyTorch's
+      // output_size: the extra rows at the end, as output_padding.
+      const int64_t size = outputShape ? (*outputShape)[i] : in[i + 2] * s;
+      const int64_t total = full - size;
+      if (total <= -std::max(s, d))
+        return ctx.error("output_shape " + llvm::Twine(size) + " is past the " +
+                         llvm::Twine(full) + " the input and window give by a stride or more");
+      win.pads[i] = total < 0 ? 0 : autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      win.pads[i + spatial] = total < 0 ? total : total - win.pads[i];
+    } else if (autoPad == "VALID") {
+      win.pads[i] = win.pads[i + spatial] = 0;
+    }
+    if (win.pads[i] < 0 || (win.pads[i + spatial] < 0 && !outputShape && autoPad == "NOTSET"))
+      return ctx.error("negative pads are not supported");
+    out.push_back(full - win.pads[i] - win.pads[i + spatial]);
+    win.pads[i + spatial] = std::max<int64_t>(win.pads[i + spatial], 0);
+    if (out.back() < 1)
+      return ctx.error("the pads leave no output along spatial axis " + llvm::Twine(i));
+  }
+  FailureOr<SmallVector<Value>> operands = ctx.inputs(2, 3);
+  if (failed(operands))
+    return failure();
+  const bool oneD = spatial == 1;
+  if (oneD) {
+    win = liftTo2d(win);
+    out = withUnitAxis2(out);
+    for (unsigned i = 0; i < 2; ++i) {
+      auto type = cast<RankedTensorType>((*operands)[i].getType());
+      FailureOr<Value> lifted = reshapeTo(ctx, (*operands)[i], withUnitAxis2(type.getShape()));
+      if (failed(lifted))
+        return failure();
+      (*operands)[i] = *lifted;
+    }
+  }
+  FailureOr<Value> y = build<tc::ConvBackwardDataOp>(
+      ctx, {(*operands)[0], (*operands)[1]},
+      {ctx.namedArray("input_shape", out), ctx.namedArray("strides", win.strides),
+       ctx.namedArray("pads", win.pads), ctx.namedArray("dilations", win.dilations),
+       ctx.namedI64("group", group)});
+  if (operands->size() == 3 && succeeded(y)) {
+    // The bias [C_out] per channel: [1, C_out, 1, 1] broadcast.
+    SmallVector<int64_t> biasShape(out.size(), 1);
+    biasShape[1] = out[1];
+    FailureOr<Value> bias = reshapeTo(ctx, (*operands)[2], biasShape);
+    y = failed(bias) ? FailureOr<Value>(failure()) : build<tc::AddOp>(ctx, {*y, *bias});
+  }
+  if (oneD)
+    return bindDroppingAxis2(ctx, y);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
 LogicalResult trainc::frontend::convertBatchNorm(NodeContext &ctx) {
   SmallVector<Value> operands;
   for (unsigned i = 0; i < 5; ++i) {

@@ -193,6 +193,7 @@ mlir::LogicalResult convertPRelu(NodeContext &ctx);
 mlir::LogicalResult convertMatMul(NodeContext &ctx);
 mlir::LogicalResult convertGemm(NodeContext &ctx);
 mlir::LogicalResult convertConv(NodeContext &ctx);
+mlir::LogicalResult convertConvTranspose(NodeContext &ctx);
 mlir::LogicalResult convertBatchNorm(NodeContext &ctx);
 mlir::LogicalResult convertLayerNorm(NodeContext &ctx);
 mlir::LogicalResult convertInstanceNorm(NodeContext &ctx);

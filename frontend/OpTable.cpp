@@ -76,6 +76,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Gemm", {convertGemm, "tc.gemm", 1, Gradient::Yes}},
       {"Einsum", {convertEinsum, "tc.transpose/reshape/matmul/reduce_sum", 12, Gradient::Yes}},
       {"Conv", {convertConv, "tc.conv", 1, Gradient::Yes}},
+      {"ConvTranspose", {convertConvTranspose, "tc.conv_backward_data (the gradient of a conv), then the bias", 1, Gradient::Yes}},
       {"BatchNormalization", {convertBatchNorm, "tc.batch_norm", 1, Gradient::Yes}},
       {"LayerNormalization", {convertLayerNorm, "tc.layer_norm", 17, Gradient::Yes}},
       {"InstanceNormalization", {convertInstanceNorm, "tc.layer_norm of [N, C, spatial], then scale and bias", 1, Gradient::Yes}},

@@ -441,6 +441,25 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+/// ConvTranspose y = conv_backward_data(x, w): y is the adjoint of the
+/// convolution with w, so dx = conv(dy, w) and dw is the weight gradient of
+/// that convolution with input dy and result gradient x.
+LogicalResult ConvBackwardDataOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                 SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value dy = castTo(b, loc, dys[0], typeOf(getResultGrad()).getElementType());
+  SmallVector<NamedAttribute> window = {b.getNamedAttr("strides", getStridesAttr()),
+                                        b.getNamedAttr("pads", getPadsAttr()),
+                                        b.getNamedAttr("dilations", getDilationsAttr()),
+                                        b.getNamedAttr("group", getGroupAttr())};
+  SmallVector<NamedAttribute> filter = window;
+  filter.push_back(b.getNamedAttr(
+      "weight_shape", b.getDenseI64ArrayAttr(typeOf(getWeight()).getShape())));
+  dxs.push_back(make<ConvOp>(b, loc, {dy, getWeight()}, window));
+  dxs.push_back(make<ConvBackwardFilterOp>(b, loc, {dy, getResultGrad()}, filter));
+  return success();
+}
+
 LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                         SmallVectorImpl<Value> &dxs) {
   dxs.push_back(make<MaxPoolBackwardOp>(

@@ -334,12 +334,15 @@ def Tc_ConvOp : Tc_Op<"conv", [Tc_LowPrecisionKernel, Tc_Contraction, Pure, Decl
 // Gradients of convolution and pooling (built by autodiff)
 //===----------------------------------------------------------------------===//
 
-def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Tc_LowPrecisionKernel, Pure]> {
+def Tc_ConvBackwardDataOp : Tc_Op<"conv_backward_data", [Tc_LowPrecisionKernel, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "gradient of tc.conv with respect to its input";
   let description = [{
     From the result gradient `dy` [N, M, out...] and the weights, the gradient
     of the input of shape `input_shape`; the window attributes are the
-    forward conv's.
+    forward conv's. It is also ONNX ConvTranspose (x as `dy`, its weights
+    [C_in, C_out / group, kernel...] as the conv's, the output shape as
+    `input_shape`), so it has gradients of its own: a tc.conv of the result
+    gradient for `dy`, a tc.conv_backward_filter for the weights.
 
     ```mlir
     %dx = tc.conv_backward_data %dy, %w {input_shape = array<i64: 2, 3, 8, 8>, strides = array<i64: 1, 1>,

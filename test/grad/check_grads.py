@@ -476,6 +476,19 @@ MODELS = [
                torch.asin(0.9 * torch.tanh(x)), torch.acos(0.9 * torch.tanh(x)),
                torch.sinh(x), torch.cosh(x)], dim=1))),
           (6,), "mse"),
+    Model("conv_transpose", "ConvTranspose2d(3, 4, 3, stride 2, padding 1, output_padding 1) "
+          "with bias", lambda: nn.Sequential(nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1,
+                                                                 output_padding=1), nn.Flatten()),
+          (3, 4, 5), "mse"),
+    Model("conv_transpose_groups", "ConvTranspose2d(4, 6, (2, 3), stride (2, 1), groups 2, "
+          "dilation (1, 2)) without bias", lambda: nn.Sequential(
+              nn.ConvTranspose2d(4, 6, (2, 3), stride=(2, 1), groups=2, dilation=(1, 2),
+                                 bias=False), nn.Flatten()),
+          (4, 3, 4), "mse"),
+    Model("conv_transpose_1d", "ConvTranspose1d(2, 3, 4, stride 2, padding 1) after a Conv1d",
+          lambda: nn.Sequential(nn.Conv1d(2, 2, 3), nn.ConvTranspose1d(2, 3, 4, stride=2,
+                                                                       padding=1), nn.Flatten()),
+          (2, 7), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
