@@ -326,6 +326,118 @@ LogicalResult trainc::frontend::convertConvTranspose(NodeContext &ctx) {
   return success();
 }
 
+/// DepthToSpace and SpaceToDepth: a reshape to six axes, a transpose and a
+/// reshape back, exact and with their gradients (DCR and CRD as ONNX).
+LogicalResult trainc::frontend::convertDepthSpace(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(type) || failed(x))
+    return failure();
+  const int64_t b = ctx.attrInt("blocksize", 0);
+  if (type->getRank() != 4 || b < 1)
+    return ctx.error("expects a [N, C, H, W] input and a positive blocksize");
+  ArrayRef<int64_t> s = type->getShape();
+  const int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  SmallVector<int64_t> split, perm, out;
+  if (ctx.opType() == "DepthToSpace") {
+    if (c % (b * b) != 0)
+      return ctx.error("the channels " + llvm::Twine(c) + " are not a multiple of blocksize^2");
+    const std::string mode = ctx.attrString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      return ctx.error("mode '" + mode + "' is not DCR or CRD");
+    if (mode == "DCR") {
+      split = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      split = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    }
+    out = {n, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b != 0 || w % b != 0)
+      return ctx.error("the height and width are not multiples of the blocksize");
+    split = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * b * b, h / b, w / b};
+  }
+  FailureOr<Value> y = reshapeTo(ctx, *x, split);
+  if (succeeded(y))
+    y = build<tc::TransposeOp>(ctx, *y, {ctx.namedArray("perm", perm)});
+  if (succeeded(y))
+    y = reshapeTo(ctx, *y, out);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+/// GroupNormalization (opsets 18 and 21): the layer norm of [N, G, C / G *
+/// spatial] (as InstanceNormalization is), then the scale and bias, per
+/// group at opset 18 ([G]), per channel from 21 ([C]).
+LogicalResult trainc::frontend::convertGroupNorm(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = spatialInput(ctx);
+  if (failed(type) ||
+      failed(checkRuntimeKernel(ctx, *type, "GroupNormalization", /*windowed=*/false)))
+    return failure();
+  ArrayRef<int64_t> shape = type->getShape();
+  const int64_t channels = shape[1], groups = ctx.attrInt("num_groups", 0);
+  if (groups < 1 || channels % groups != 0)
+    return ctx.error("num_groups " + llvm::Twine(groups) + " must divide the " +
+                     llvm::Twine(channels) + " channels");
+  if (ctx.attrInt("stash_type", 1) != 1)
+    return ctx.error("stash_type must be 1 (float32 statistics)");
+  const bool perGroup = ctx.opset() < 21;
+  const int64_t affine = perGroup ? groups : channels;
+  for (unsigned i = 1; i <= 2; ++i) {
+    FailureOr<RankedTensorType> t = ctx.inputType(i);
+    if (failed(t))
+      return failure();
+    if (t->getShape() != ArrayRef<int64_t>{affine})
+      return ctx.error(llvm::Twine(i == 1 ? "scale" : "bias") + " must have shape [" +
+                       llvm::Twine(affine) + "], got " + shape::format(t->getShape()));
+  }
+  int64_t rest = 1;
+  for (int64_t d : shape.drop_front(1))
+    rest *= d;
+  rest /= groups;
+  FailureOr<Value> input = ctx.input(0);
+  if (failed(input))
+    return failure();
+  Value x = *input;
+  FailureOr<Value> rows = reshapeTo(ctx, x, {shape[0], groups, rest});
+  FailureOr<Value> ones =
+      build<tc::ExpandOp>(ctx, scalarLike(ctx, x, 1.0), {ctx.namedArray("shape", {rest})});
+  if (failed(rows) || failed(ones))
+    return failure();
+  FailureOr<Value> y = build<tc::LayerNormOp>(
+      ctx, {*rows, *ones},
+      {ctx.namedI64("axis", 2), ctx.namedF32("epsilon", ctx.attrFloat("epsilon", 1e-5f))});
+  if (succeeded(y))
+    y = reshapeTo(ctx, *y, shape);
+  // scale and bias as [C, 1, ...] (a group's value repeated over its
+  // channels at opset 18) against [N, C, spatial...].
+  SmallVector<int64_t> perChannel(type->getRank() - 1, 1);
+  perChannel[0] = channels;
+  for (unsigned i = 1; i <= 2 && succeeded(y); ++i) {
+    FailureOr<Value> v = ctx.input(i);
+    if (succeeded(v) && perGroup) {
+      v = reshapeTo(ctx, *v, {groups, 1});
+      if (succeeded(v))
+        v = build<tc::ExpandOp>(ctx, *v,
+                                {ctx.namedArray("shape", {groups, channels / groups})});
+    }
+    if (succeeded(v))
+      v = reshapeTo(ctx, *v, perChannel);
+    if (failed(v))
+      return failure();
+    y = i == 1 ? build<tc::MulOp>(ctx, {*y, *v}) : build<tc::AddOp>(ctx, {*y, *v});
+  }
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
 LogicalResult trainc::frontend::convertBatchNorm(NodeContext &ctx) {
   SmallVector<Value> operands;
   for (unsigned i = 0; i < 5; ++i) {
@@ -712,7 +824,14 @@ LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
     return ctx.emit<tc::ReduceMaxOp>(*x, attrs);
   // Decomposed into tc ops with gradient rules.
   FailureOr<Value> y = failure();
-  if (op == "ReduceL2") {
+  if (op == "ReduceMin") {
+    // -max(-x): the minimum, its gradient spread over the ties as torch.amin's.
+    y = build<tc::NegOp>(ctx, *x);
+    if (succeeded(y))
+      y = build<tc::ReduceMaxOp>(ctx, *y, attrs);
+    if (succeeded(y))
+      y = build<tc::NegOp>(ctx, *y);
+  } else if (op == "ReduceL2") {
     y = emitL2(ctx, *x, attrs);
   } else if (op == "ReduceLogSumExp") {
     y = emitLogSumExp(ctx, *x, r->axes, r->keepdims);

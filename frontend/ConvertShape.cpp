@@ -631,4 +631,110 @@ LogicalResult convertRange(NodeContext &ctx) {
   return success();
 }
 
+/// EyeLike: ones on diagonal k of the input's static [rows, cols] shape, in
+/// `dtype` (default: the input's), folded to a constant.
+LogicalResult convertEyeLike(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  if (failed(type))
+    return failure();
+  if (type->getRank() != 2)
+    return ctx.error("expects a 2-D input, got " + shape::format(type->getShape()));
+  auto dtype = fromMlirType(type->getElementType());
+  if (const onnx::AttributeProto *attr = ctx.attr("dtype")) {
+    auto converted = convertDataType(static_cast<int32_t>(attr->i()));
+    if (!converted)
+      return ctx.error(llvm::toString(converted.takeError()));
+    dtype = *converted;
+  }
+  if (!dtype)
+    return ctx.error("the input's element type has no constant form");
+  ArrayRef<int64_t> s = type->getShape();
+  auto n = shape::numElements(s);
+  if (!n || *n > kMaxFoldElements)
+    return ctx.error("constant result " + shape::format(s) + " is too large");
+  const int64_t k = ctx.attrInt("k", 0);
+  Tensor out(*dtype, s);
+  for (int64_t i = 0; i < s[0]; ++i) {
+    const int64_t j = i + k;
+    if (j < 0 || j >= s[1])
+      continue;
+    if (isFloat(*dtype))
+      out.setReal(i * s[1] + j, 1.0);
+    else
+      out.setInteger(i * s[1] + j, 1);
+  }
+  ctx.setOutput(0, std::move(out));
+  return success();
+}
+
+/// OneHot(indices, depth, values [off, on]) along `axis`: tc.where of
+/// tc.equal between the indices (negative ones counted from depth, as ONNX)
+/// and 0..depth-1 laid along the axis (float indices truncated to integers
+/// first). depth and values are constants.
+LogicalResult convertOneHot(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<Value> indices = ctx.input(0);
+  const Tensor *depthValue = ctx.importTimeValue(1), *values = ctx.importTimeValue(2);
+  if (failed(type) || failed(indices))
+    return failure();
+  if (!values || values->numElements() != 2)
+    return ctx.error("values must be a constant [off_value, on_value]");
+  // depth and the indices may be floats (ONNX's numeric types): whole numbers,
+  // as the reference reads them.
+  if (!depthValue || depthValue->numElements() != 1 ||
+      (isFloat(depthValue->dtype()) ? depthValue->real(0) : depthValue->integer(0)) < 1)
+    return ctx.error("depth must be one positive constant");
+  const int64_t depth = isFloat(depthValue->dtype())
+                            ? static_cast<int64_t>(depthValue->real(0))
+                            : depthValue->integer(0);
+  const int64_t rank = type->getRank() + 1;
+  int64_t axis = ctx.attrInt("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return ctx.error("axis " + llvm::Twine(axis) + " is out of range for rank " +
+                     llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  SmallVector<int64_t> lifted(type->getShape()), along(rank, 1);
+  lifted.insert(lifted.begin() + axis, 1);
+  along[axis] = depth;
+  Tensor positions(DType::I64, along);
+  for (int64_t i = 0; i < depth; ++i)
+    positions.setInteger(i, i);
+  Tensor depthScalar(DType::I64, {}), zero(DType::I64, {});
+  depthScalar.setInteger(0, depth);
+  auto constant = [&](const Tensor &t) -> Value {
+    return ctx.builder().create<tc::ConstantOp>(ctx.loc(), toAttribute(ctx.context(), t));
+  };
+  auto one = [&](FailureOr<Operation *> op) {
+    return failed(op) ? FailureOr<Value>(failure()) : FailureOr<Value>((*op)->getResult(0));
+  };
+  Value idx = *indices;
+  if (!type->getElementType().isInteger(64))
+    idx = ctx.builder().create<tc::CastOp>(ctx.loc(), type->clone(ctx.builder().getI64Type()),
+                                           idx, TypeAttr::get(ctx.builder().getI64Type()));
+  FailureOr<Value> negative = one(ctx.create<tc::LessOp>({idx, constant(zero)}));
+  FailureOr<Value> shifted = one(ctx.create<tc::AddOp>({idx, constant(depthScalar)}));
+  if (failed(negative) || failed(shifted))
+    return failure();
+  FailureOr<Value> wrapped = one(ctx.create<tc::WhereOp>({*negative, *shifted, idx}));
+  if (failed(wrapped))
+    return failure();
+  FailureOr<Value> column =
+      one(ctx.create<tc::ReshapeOp>(*wrapped, {ctx.namedArray("shape", lifted)}));
+  if (failed(column))
+    return failure();
+  FailureOr<Value> hit = one(ctx.create<tc::EqualOp>({*column, constant(positions)}));
+  if (failed(hit))
+    return failure();
+  Tensor off(values->dtype(), {}), on(values->dtype(), {});
+  if (isFloat(values->dtype())) {
+    off.setReal(0, values->real(0));
+    on.setReal(0, values->real(1));
+  } else {
+    off.setInteger(0, values->integer(0));
+    on.setInteger(0, values->integer(1));
+  }
+  return ctx.emit<tc::WhereOp>({*hit, constant(on), constant(off)});
+}
+
 } // namespace trainc::frontend

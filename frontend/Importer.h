@@ -194,6 +194,11 @@ mlir::LogicalResult convertMatMul(NodeContext &ctx);
 mlir::LogicalResult convertGemm(NodeContext &ctx);
 mlir::LogicalResult convertConv(NodeContext &ctx);
 mlir::LogicalResult convertConvTranspose(NodeContext &ctx);
+/// DepthToSpace and SpaceToDepth.
+mlir::LogicalResult convertDepthSpace(NodeContext &ctx);
+mlir::LogicalResult convertGroupNorm(NodeContext &ctx);
+mlir::LogicalResult convertEyeLike(NodeContext &ctx);
+mlir::LogicalResult convertOneHot(NodeContext &ctx);
 mlir::LogicalResult convertBatchNorm(NodeContext &ctx);
 mlir::LogicalResult convertLayerNorm(NodeContext &ctx);
 mlir::LogicalResult convertInstanceNorm(NodeContext &ctx);

@@ -489,6 +489,13 @@ MODELS = [
           lambda: nn.Sequential(nn.Conv1d(2, 2, 3), nn.ConvTranspose1d(2, 3, 4, stride=2,
                                                                        padding=1), nn.Flatten()),
           (2, 7), "mse"),
+    Model("pixel_shuffle", "DepthToSpace (nn.PixelShuffle(2), CRD) after a Conv",
+          lambda: nn.Sequential(nn.Conv2d(2, 8, 3, padding=1), nn.PixelShuffle(2), nn.Flatten()),
+          (2, 3, 4), "mse"),
+    Model("amin", "ReduceMin (torch.amin over axis 2) after a Linear",
+          lambda: nn.Sequential(nn.Linear(6, 5), Lambda(lambda m, x: torch.amin(
+              x.reshape(x.shape[0], 1, 5), dim=2))),
+          (6,), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
