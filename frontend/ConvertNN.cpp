@@ -146,10 +146,50 @@ LogicalResult bindDroppingAxis2(NodeContext &ctx, FailureOr<Value> lifted) {
 
 } // namespace
 
+/// MatMul. Batch axes broadcast as numpy's; an operand whose batch is
+/// neither one matrix nor the whole broadcast batch (multi-query attention's
+/// [B, 1, T, D] against [B, H, D, T]) is expanded to the whole batch first,
+/// so the GEMM sees equal batches and the expand's gradient sums back over
+/// the broadcast axes.
 LogicalResult trainc::frontend::convertMatMul(NodeContext &ctx) {
   FailureOr<Value> a = ctx.input(0), b = ctx.input(1);
   if (failed(a) || failed(b))
     return failure();
+  ArrayRef<int64_t> as = cast<RankedTensorType>(a->getType()).getShape(),
+                    bs = cast<RankedTensorType>(b->getType()).getShape();
+  if (as.size() >= 3 || bs.size() >= 3) {
+    ArrayRef<int64_t> ab = as.size() > 2 ? as.drop_back(2) : ArrayRef<int64_t>(),
+                      bb = bs.size() > 2 ? bs.drop_back(2) : ArrayRef<int64_t>();
+    SmallVector<int64_t> batch(std::max(ab.size(), bb.size()), 1);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const int64_t x = i < batch.size() - ab.size() ? 1 : ab[i - (batch.size() - ab.size())];
+      const int64_t y = i < batch.size() - bb.size() ? 1 : bb[i - (batch.size() - bb.size())];
+      if (x != y && x != 1 && y != 1)
+        return ctx.error("the batch axes " + shape::format(ab) + " and " + shape::format(bb) +
+                         " do not broadcast");
+      batch[i] = std::max(x, y);
+    }
+    auto product = [](ArrayRef<int64_t> s) {
+      int64_t p = 1;
+      for (int64_t d : s)
+        p *= d;
+      return p;
+    };
+    const int64_t whole = product(batch);
+    for (auto [operand, own] : {std::pair<Value *, ArrayRef<int64_t>>{&*a, ab}, {&*b, bb}}) {
+      ArrayRef<int64_t> s = cast<RankedTensorType>(operand->getType()).getShape();
+      const int64_t p = product(own);
+      if (s.size() < 3 || p == 1 || p == whole)
+        continue;
+      SmallVector<int64_t> full(batch);
+      full.append(s.end() - 2, s.end());
+      FailureOr<Value> expanded =
+          build<tc::ExpandOp>(ctx, *operand, {ctx.namedArray("shape", full)});
+      if (failed(expanded))
+        return failure();
+      *operand = *expanded;
+    }
+  }
   return ctx.emit<tc::MatMulOp>({*a, *b});
 }
 

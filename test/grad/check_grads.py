@@ -496,6 +496,13 @@ MODELS = [
           lambda: nn.Sequential(nn.Linear(6, 5), Lambda(lambda m, x: torch.amin(
               x.reshape(x.shape[0], 1, 5), dim=2))),
           (6,), "mse"),
+    Model("mqa_matmul", "MatMul with partially broadcast batch axes (multi-query attention: "
+          "one key head [N, 1, 3, 2] against two query heads [N, 2, 3, 2])",
+          lambda: Lambda(lambda m, x: torch.matmul(
+              torch.matmul(x, m.q).reshape(x.shape[0], 3, 2, 2).transpose(1, 2),
+              torch.matmul(x, m.k).reshape(x.shape[0], 1, 3, 2).transpose(2, 3)).flatten(1),
+              q=param(4, 4, scale=0.5), k=param(4, 2, scale=0.5)),
+          (3, 4), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
