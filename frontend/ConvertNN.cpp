@@ -308,6 +308,12 @@ LogicalResult trainc::frontend::convertConvTranspose(NodeContext &ctx) {
     if (s < 1 || d < 1 || kernel[i] < 1 || op < 0 || op >= std::max(s, d))
       return ctx.error("strides, dilations and kernel sizes must be positive and each "
                        "output_padding below its stride or dilation");
+    // No overflow below: the sizes of a real model are far from these.
+    constexpr int64_t kLimit = int64_t(1) << 24;
+    if (s > kLimit || d > kLimit || kernel[i] > kLimit || in[i + 2] > kLimit ||
+        std::abs(win.pads[i]) > kLimit || std::abs(win.pads[i + spatial]) > kLimit ||
+        (outputShape && std::abs((*outputShape)[i]) > kLimit))
+      return ctx.error("a size, stride, dilation or pad beyond 2^24");
     const int64_t full = s * (in[i + 2] - 1) + op + (kernel[i] - 1) * d + 1;
     if (outputShape || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       // The pads that give the asked size: ONNX puts the odd one at the
@@ -374,8 +380,8 @@ LogicalResult trainc::frontend::convertDepthSpace(NodeContext &ctx) {
   if (failed(type) || failed(x))
     return failure();
   const int64_t b = ctx.attrInt("blocksize", 0);
-  if (type->getRank() != 4 || b < 1)
-    return ctx.error("expects a [N, C, H, W] input and a positive blocksize");
+  if (type->getRank() != 4 || b < 1 || b > (int64_t(1) << 16))
+    return ctx.error("expects a [N, C, H, W] input and a blocksize in [1, 65536]");
   ArrayRef<int64_t> s = type->getShape();
   const int64_t n = s[0], c = s[1], h = s[2], w = s[3];
   SmallVector<int64_t> split, perm, out;

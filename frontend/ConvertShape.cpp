@@ -681,9 +681,12 @@ LogicalResult convertOneHot(NodeContext &ctx) {
     return ctx.error("values must be a constant [off_value, on_value]");
   // depth and the indices may be floats (ONNX's numeric types): whole numbers,
   // as the reference reads them.
-  if (!depthValue || depthValue->numElements() != 1 ||
-      (isFloat(depthValue->dtype()) ? depthValue->real(0) : depthValue->integer(0)) < 1)
-    return ctx.error("depth must be one positive constant");
+  const double asked = !depthValue || depthValue->numElements() != 1 ? 0.0
+                      : isFloat(depthValue->dtype()) ? depthValue->real(0)
+                                                     : static_cast<double>(depthValue->integer(0));
+  if (!(asked >= 1 && asked <= static_cast<double>(kMaxFoldElements)))
+    return ctx.error("depth must be one positive constant, at most " +
+                     llvm::Twine(kMaxFoldElements));
   const int64_t depth = isFloat(depthValue->dtype())
                             ? static_cast<int64_t>(depthValue->real(0))
                             : depthValue->integer(0);
