@@ -144,6 +144,29 @@ LogicalResult bindDroppingAxis2(NodeContext &ctx, FailureOr<Value> lifted) {
   return success();
 }
 
+/// A lifted 1-D window op's data and weight operands (the first two) as
+/// [N, C, 1, L] and [M, C, 1, k].
+LogicalResult liftOperands(NodeContext &ctx, SmallVector<Value> &operands) {
+  for (unsigned i = 0; i < 2; ++i) {
+    auto type = cast<RankedTensorType>(operands[i].getType());
+    FailureOr<Value> lifted = reshapeTo(ctx, operands[i], withUnitAxis2(type.getShape()));
+    if (failed(lifted))
+      return failure();
+    operands[i] = *lifted;
+  }
+  return success();
+}
+
+/// The node's output: `y`, or with `oneD` its [N, C, L] form.
+LogicalResult bindWindowResult(NodeContext &ctx, FailureOr<Value> y, bool oneD) {
+  if (oneD)
+    return bindDroppingAxis2(ctx, y);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
 } // namespace
 
 /// MatMul. Batch axes broadcast as numpy's; an operand whose batch is
@@ -236,25 +259,15 @@ LogicalResult trainc::frontend::convertConv(NodeContext &ctx) {
   bool oneD = inType->getRank() == 3;
   if (oneD) {
     *w = liftTo2d(*w);
-    for (unsigned i = 0; i < 2; ++i) {
-      auto type = cast<RankedTensorType>((*operands)[i].getType());
-      FailureOr<Value> lifted = reshapeTo(ctx, (*operands)[i], withUnitAxis2(type.getShape()));
-      if (failed(lifted))
-        return failure();
-      (*operands)[i] = *lifted;
-    }
+    if (failed(liftOperands(ctx, *operands)))
+      return failure();
   }
   FailureOr<Value> y = build<tc::ConvOp>(ctx, *operands,
                                          {ctx.namedArray("strides", w->strides),
                                           ctx.namedArray("pads", w->pads),
                                           ctx.namedArray("dilations", w->dilations),
                                           ctx.namedI64("group", ctx.attrInt("group", 1))});
-  if (oneD)
-    return bindDroppingAxis2(ctx, y);
-  if (failed(y))
-    return failure();
-  ctx.setOutput(0, *y);
-  return success();
+  return bindWindowResult(ctx, y, oneD);
 }
 
 /// ConvTranspose over 1 or 2 spatial axes, as the gradient of a convolution
@@ -344,13 +357,8 @@ LogicalResult trainc::frontend::convertConvTranspose(NodeContext &ctx) {
   if (oneD) {
     win = liftTo2d(win);
     out = withUnitAxis2(out);
-    for (unsigned i = 0; i < 2; ++i) {
-      auto type = cast<RankedTensorType>((*operands)[i].getType());
-      FailureOr<Value> lifted = reshapeTo(ctx, (*operands)[i], withUnitAxis2(type.getShape()));
-      if (failed(lifted))
-        return failure();
-      (*operands)[i] = *lifted;
-    }
+    if (failed(liftOperands(ctx, *operands)))
+      return failure();
   }
   FailureOr<Value> y = build<tc::ConvBackwardDataOp>(
       ctx, {(*operands)[0], (*operands)[1]},
@@ -364,12 +372,7 @@ LogicalResult trainc::frontend::convertConvTranspose(NodeContext &ctx) {
     FailureOr<Value> bias = reshapeTo(ctx, (*operands)[2], biasShape);
     y = failed(bias) ? FailureOr<Value>(failure()) : build<tc::AddOp>(ctx, {*y, *bias});
   }
-  if (oneD)
-    return bindDroppingAxis2(ctx, y);
-  if (failed(y))
-    return failure();
-  ctx.setOutput(0, *y);
-  return success();
+  return bindWindowResult(ctx, y, oneD);
 }
 
 /// DepthToSpace and SpaceToDepth: a reshape to six axes, a transpose and a
@@ -689,12 +692,7 @@ LogicalResult trainc::frontend::convertPool(NodeContext &ctx) {
                    ctx.namedArray("strides", w->strides), ctx.namedArray("pads", w->pads),
                    ctx.namedBool("count_include_pad", ctx.attrInt("count_include_pad", 0) != 0),
                    ctx.namedBool("ceil_mode", ceil)});
-  if (oneD)
-    return bindDroppingAxis2(ctx, y);
-  if (failed(y))
-    return failure();
-  ctx.setOutput(0, *y);
-  return success();
+  return bindWindowResult(ctx, y, oneD);
 }
 
 LogicalResult trainc::frontend::convertGlobalPool(NodeContext &ctx) {
