@@ -20,15 +20,20 @@ struct Window {
   SmallVector<int64_t> kernel, strides, pads, dilations;
 };
 
+/// The integers of attribute `name`, or `n` times `fill` where it is absent.
+SmallVector<int64_t> intsOr(NodeContext &ctx, llvm::StringRef name, size_t n, int64_t fill) {
+  auto values = ctx.attrInts(name);
+  return values ? SmallVector<int64_t>(values->begin(), values->end())
+                : SmallVector<int64_t>(n, fill);
+}
+
 FailureOr<Window> windowAttrs(NodeContext &ctx, ArrayRef<int64_t> inShape,
                               ArrayRef<int64_t> kernel) {
   size_t spatial = inShape.size() - 2;
   Window w;
   w.kernel.assign(kernel.begin(), kernel.end());
   auto orDefault = [&](llvm::StringRef name, size_t n, int64_t fill) {
-    auto values = ctx.attrInts(name);
-    return values ? SmallVector<int64_t>(values->begin(), values->end())
-                  : SmallVector<int64_t>(n, fill);
+    return intsOr(ctx, name, n, fill);
   };
   w.strides = orDefault("strides", spatial, 1);
   w.dilations = orDefault("dilations", spatial, 1);
@@ -297,9 +302,7 @@ LogicalResult trainc::frontend::convertConvTranspose(NodeContext &ctx) {
                        shape::format(kernel));
   const size_t spatial = in.size() - 2;
   auto orDefault = [&](llvm::StringRef name, size_t n, int64_t fill) {
-    auto values = ctx.attrInts(name);
-    return values ? SmallVector<int64_t>(values->begin(), values->end())
-                  : SmallVector<int64_t>(n, fill);
+    return intsOr(ctx, name, n, fill);
   };
   Window win{SmallVector<int64_t>(kernel.begin(), kernel.end()), orDefault("strides", spatial, 1),
              orDefault("pads", 2 * spatial, 0), orDefault("dilations", spatial, 1)};

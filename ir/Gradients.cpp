@@ -414,14 +414,19 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// The window attributes a convolution and its gradients share.
+template <typename OpTy>
+SmallVector<NamedAttribute> convWindow(OpBuilder &b, OpTy op) {
+  return {b.getNamedAttr("strides", op.getStridesAttr()), b.getNamedAttr("pads", op.getPadsAttr()),
+          b.getNamedAttr("dilations", op.getDilationsAttr()),
+          b.getNamedAttr("group", op.getGroupAttr())};
+}
+
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                      SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
   Value dy = castTo(b, loc, dys[0], typeOf(getInput()).getElementType());
-  SmallVector<NamedAttribute> window = {b.getNamedAttr("strides", getStridesAttr()),
-                                        b.getNamedAttr("pads", getPadsAttr()),
-                                        b.getNamedAttr("dilations", getDilationsAttr()),
-                                        b.getNamedAttr("group", getGroupAttr())};
+  SmallVector<NamedAttribute> window = convWindow(b, *this);
   SmallVector<NamedAttribute> data = window, filter = window;
   data.push_back(b.getNamedAttr(
       "input_shape", b.getDenseI64ArrayAttr(typeOf(getInput()).getShape())));
@@ -448,10 +453,7 @@ LogicalResult ConvBackwardDataOp::buildGradients(OpBuilder &b, ArrayRef<Value> d
                                                  SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();
   Value dy = castTo(b, loc, dys[0], typeOf(getResultGrad()).getElementType());
-  SmallVector<NamedAttribute> window = {b.getNamedAttr("strides", getStridesAttr()),
-                                        b.getNamedAttr("pads", getPadsAttr()),
-                                        b.getNamedAttr("dilations", getDilationsAttr()),
-                                        b.getNamedAttr("group", getGroupAttr())};
+  SmallVector<NamedAttribute> window = convWindow(b, *this);
   SmallVector<NamedAttribute> filter = window;
   filter.push_back(b.getNamedAttr(
       "weight_shape", b.getDenseI64ArrayAttr(typeOf(getWeight()).getShape())));
