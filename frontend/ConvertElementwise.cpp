@@ -8,6 +8,7 @@
 
 #include "frontend/Importer.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/OpChain.h"
 
 #include "ir/ScalarSemantics.h"
 #include "ir/ShapeLogic.h"
@@ -32,13 +33,6 @@ template <typename OpTy> FailureOr<Value> emitOp(NodeContext &ctx, ValueRange v)
   if (failed(op))
     return failure();
   return (*op)->getResult(0);
-}
-
-LogicalResult bind(NodeContext &ctx, FailureOr<Value> value) {
-  if (failed(value))
-    return failure();
-  ctx.setOutput(0, *value);
-  return success();
 }
 
 enum class Kind { Unary, Arith, Compare, Logical };
@@ -285,10 +279,10 @@ LogicalResult trainc::frontend::convertElementwise(NodeContext &ctx) {
   }
   if (arity == 1) {
     FailureOr<Value> x = ctx.input(0);
-    return failed(x) ? failure() : bind(ctx, rule->emit(ctx, *x));
+    return failed(x) ? failure() : bindOutput(ctx, rule->emit(ctx, *x));
   }
   auto operands = binaryOperands(ctx, 0, 1);
-  return failed(operands) ? failure() : bind(ctx, rule->emit(ctx, *operands));
+  return failed(operands) ? failure() : bindOutput(ctx, rule->emit(ctx, *operands));
 }
 
 /// Max, Min, Sum, Mean with any number of inputs: a chain of binary ops.
@@ -517,33 +511,6 @@ LogicalResult convertDropout(NodeContext &ctx) {
 
 namespace {
 
-/// Builds single-result tc ops for one node, stopping at the first failure
-/// (each call after a failure returns failure too).
-class OpChain {
-public:
-  explicit OpChain(NodeContext &ctx) : ctx(ctx) {}
-
-  template <typename OpTy> FailureOr<Value> op(llvm::ArrayRef<FailureOr<Value>> operands) {
-    SmallVector<Value> values;
-    for (const FailureOr<Value> &v : operands) {
-      if (failed(v))
-        return failure();
-      values.push_back(*v);
-    }
-    return emitOp<OpTy>(ctx, values);
-  }
-
-  /// A rank-0 constant of `like`'s element type.
-  Value scalar(Value like, double value) {
-    Type element = cast<RankedTensorType>(like.getType()).getElementType();
-    Tensor t = Tensor::scalarReal(fromMlirType(element).value_or(DType::F32), value);
-    return ctx.builder().create<tc::ConstantOp>(ctx.loc(), toAttribute(ctx.context(), t));
-  }
-
-private:
-  NodeContext &ctx;
-};
-
 FailureOr<Value> floatInput(NodeContext &ctx) {
   FailureOr<Value> x = ctx.input(0);
   if (failed(x))
@@ -592,7 +559,7 @@ LogicalResult convertHardSigmoid(NodeContext &ctx) {
   FailureOr<Value> outside =
       b.op<tc::WhereOp>({b.op<tc::GreaterEqualOp>({*v, b.scalar(*x, hi)}), b.scalar(*x, 1.0),
                          below});
-  return bind(ctx, b.op<tc::WhereOp>({inside, t, outside}));
+  return bindOutput(ctx, b.op<tc::WhereOp>({inside, t, outside}));
 }
 
 /// HardSwish x * max(0, min(1, x / 6 + 1/2)), as PyTorch computes it:
@@ -611,7 +578,7 @@ LogicalResult convertHardSwish(NodeContext &ctx) {
                          b.op<tc::AddOp>({*x, b.scalar(*x, 3.0)})});
   FailureOr<Value> c = b.op<tc::WhereOp>(
       {b.op<tc::LessEqualOp>({*x, b.scalar(*x, 3.0)}), ramp, b.scalar(*x, 6.0)});
-  return bind(ctx, b.op<tc::DivOp>({b.op<tc::MulOp>({*x, c}), b.scalar(*x, 6.0)}));
+  return bindOutput(ctx, b.op<tc::DivOp>({b.op<tc::MulOp>({*x, c}), b.scalar(*x, 6.0)}));
 }
 
 } // namespace trainc::frontend
@@ -656,7 +623,7 @@ LogicalResult convertElu(NodeContext &ctx) {
   if (failed(x))
     return failure();
   OpChain b(ctx);
-  return bind(ctx, eluOf(b, *x, ctx.attrFloat("alpha", 1.0f), 1.0, 1.0));
+  return bindOutput(ctx, eluOf(b, *x, ctx.attrFloat("alpha", 1.0f), 1.0, 1.0));
 }
 
 /// Selu's defaults are the exact constants PyTorch uses (in f32).
@@ -665,7 +632,7 @@ LogicalResult convertSelu(NodeContext &ctx) {
   if (failed(x))
     return failure();
   OpChain b(ctx);
-  return bind(ctx, eluOf(b, *x, ctx.attrFloat("alpha", 1.67326319217681884765625f),
+  return bindOutput(ctx, eluOf(b, *x, ctx.attrFloat("alpha", 1.67326319217681884765625f),
                          ctx.attrFloat("gamma", 1.05070102214813232421875f), 1.0));
 }
 
@@ -677,7 +644,7 @@ LogicalResult convertCelu(NodeContext &ctx) {
   if (!(alpha != 0.0f))
     return ctx.error("alpha must not be 0");
   OpChain b(ctx);
-  return bind(ctx, eluOf(b, *x, alpha, 1.0, alpha));
+  return bindOutput(ctx, eluOf(b, *x, alpha, 1.0, alpha));
 }
 
 LogicalResult convertSoftplus(NodeContext &ctx) {
@@ -685,7 +652,7 @@ LogicalResult convertSoftplus(NodeContext &ctx) {
   if (failed(x))
     return failure();
   OpChain b(ctx);
-  return bind(ctx, softplusOf(b, *x));
+  return bindOutput(ctx, softplusOf(b, *x));
 }
 
 /// Mish x * tanh(softplus(x)) (ONNX 18; older exports spell the same ops).
@@ -694,7 +661,7 @@ LogicalResult convertMish(NodeContext &ctx) {
   if (failed(x))
     return failure();
   OpChain b(ctx);
-  return bind(ctx, b.op<tc::MulOp>({*x, b.op<tc::TanhOp>({softplusOf(b, *x)})}));
+  return bindOutput(ctx, b.op<tc::MulOp>({*x, b.op<tc::TanhOp>({softplusOf(b, *x)})}));
 }
 
 /// Softsign x / (1 + |x|).
@@ -703,7 +670,7 @@ LogicalResult convertSoftsign(NodeContext &ctx) {
   if (failed(x))
     return failure();
   OpChain b(ctx);
-  return bind(ctx, b.op<tc::DivOp>(
+  return bindOutput(ctx, b.op<tc::DivOp>(
                        {*x, b.op<tc::AddOp>({b.op<tc::AbsOp>({*x}), b.scalar(*x, 1.0)})}));
 }
 
@@ -713,7 +680,7 @@ LogicalResult convertThresholdedRelu(NodeContext &ctx) {
   if (failed(x))
     return failure();
   OpChain b(ctx);
-  return bind(ctx, b.op<tc::WhereOp>({b.op<tc::GreaterOp>(
+  return bindOutput(ctx, b.op<tc::WhereOp>({b.op<tc::GreaterOp>(
                                           {*x, b.scalar(*x, ctx.attrFloat("alpha", 1.0f))}),
                                       *x, b.scalar(*x, 0.0)}));
 }
@@ -730,7 +697,7 @@ LogicalResult convertPRelu(NodeContext &ctx) {
       cast<RankedTensorType>(x->getType()).getElementType())
     return ctx.error("the slope's element type must be the input's");
   OpChain b(ctx);
-  return bind(ctx, b.op<tc::WhereOp>({b.op<tc::GreaterOp>({*x, b.scalar(*x, 0.0)}), *x,
+  return bindOutput(ctx, b.op<tc::WhereOp>({b.op<tc::GreaterOp>({*x, b.scalar(*x, 0.0)}), *x,
                                       b.op<tc::MulOp>({*slope, *x})}));
 }
 

@@ -197,6 +197,8 @@ mlir::LogicalResult convertConvTranspose(NodeContext &ctx);
 /// DepthToSpace and SpaceToDepth.
 mlir::LogicalResult convertDepthSpace(NodeContext &ctx);
 mlir::LogicalResult convertGroupNorm(NodeContext &ctx);
+/// RNN, GRU and LSTM (ConvertRecurrent.cpp).
+mlir::LogicalResult convertRecurrent(NodeContext &ctx);
 mlir::LogicalResult convertEyeLike(NodeContext &ctx);
 mlir::LogicalResult convertOneHot(NodeContext &ctx);
 mlir::LogicalResult convertBatchNorm(NodeContext &ctx);

@@ -503,6 +503,27 @@ MODELS = [
               torch.matmul(x, m.k).reshape(x.shape[0], 1, 3, 2).transpose(2, 3)).flatten(1),
               q=param(4, 4, scale=0.5), k=param(4, 2, scale=0.5)),
           (3, 4), "mse"),
+    Model("lstm", "LSTM: nn.LSTM(3, 4, 2 layers, batch_first), Y of the top layer and both "
+          "layers' final h and c", lambda: Lambda(lambda m, x: torch.cat(
+              [m.rnn(x)[0].flatten(1)] + [s.transpose(0, 1).flatten(1) for s in m.rnn(x)[1]], 1),
+              rnn=nn.LSTM(3, 4, num_layers=2, batch_first=True)),
+          (5, 3), "mse"),
+    Model("lstm_initial_state", "LSTM from learned initial h and c (initial_h, initial_c "
+          "inputs), reverse direction by flipping", lambda: Lambda(lambda m, x: m.rnn(
+              x.flip(1), (m.h0.expand(1, x.shape[0], 4).contiguous(),
+                          m.c0.expand(1, x.shape[0], 4).contiguous()))[0].flatten(1),
+              rnn=nn.LSTM(3, 4, batch_first=True), h0=param(1, 1, 4), c0=param(1, 1, 4)),
+          (4, 3), "mse"),
+    Model("gru_bidirectional", "GRU: nn.GRU(3, 4, bidirectional, batch_first) "
+          "(linear_before_reset), Y and the final h of both directions",
+          lambda: Lambda(lambda m, x: torch.cat(
+              [m.rnn(x)[0].flatten(1), m.rnn(x)[1].transpose(0, 1).flatten(1)], 1),
+              rnn=nn.GRU(3, 4, bidirectional=True, batch_first=True)),
+          (5, 3), "mse"),
+    Model("rnn_tanh", "RNN: nn.RNN(3, 4, 2 layers, tanh, batch_first) into a Linear",
+          lambda: Lambda(lambda m, x: m.fc(m.rnn(x)[0][:, -1]),
+                         rnn=nn.RNN(3, 4, num_layers=2, batch_first=True), fc=nn.Linear(4, 3)),
+          (5, 3), "cross-entropy"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
