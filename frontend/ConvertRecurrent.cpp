@@ -451,7 +451,8 @@ FailureOr<DirectionResult> runDirection(OpChain &b, const Spec &spec, int64_t d,
       auto keep = [&](Value fresh, Value old) -> FailureOr<Value> {
         return b.op<tc::WhereOp>({live, fresh, old ? old : b.scalar(fresh, 0.0)});
       };
-      FailureOr<Value> out = keep(next->h, Value()), h = keep(next->h, state.h);
+      FailureOr<Value> out = keep(next->h, Value());
+      FailureOr<Value> h = state.h ? keep(next->h, state.h) : out;
       FailureOr<Value> c = next->c ? keep(next->c, state.c) : FailureOr<Value>(Value());
       if (failed(out) || failed(h) || failed(c))
         return failure();

@@ -199,6 +199,8 @@ mlir::LogicalResult convertDepthSpace(NodeContext &ctx);
 mlir::LogicalResult convertGroupNorm(NodeContext &ctx);
 /// RNN, GRU and LSTM (ConvertRecurrent.cpp).
 mlir::LogicalResult convertRecurrent(NodeContext &ctx);
+/// Resize, nearest and linear (ConvertResize.cpp).
+mlir::LogicalResult convertResize(NodeContext &ctx);
 mlir::LogicalResult convertEyeLike(NodeContext &ctx);
 mlir::LogicalResult convertOneHot(NodeContext &ctx);
 mlir::LogicalResult convertBatchNorm(NodeContext &ctx);

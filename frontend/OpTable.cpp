@@ -80,6 +80,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"RNN", {convertRecurrent, "unrolled time loop: one input GEMM, per step tc.gemm and the fused cell", 7, Gradient::Yes}},
       {"GRU", {convertRecurrent, "unrolled time loop: one input GEMM, per step tc.gemm and the fused cell", 7, Gradient::Yes}},
       {"LSTM", {convertRecurrent, "unrolled time loop: one input GEMM, per step tc.gemm and the fused cell", 7, Gradient::Yes}},
+      {"Resize", {convertResize, "tc.gather along each resized axis (linear: two, weighted)", 10, Gradient::Yes}},
       {"BatchNormalization", {convertBatchNorm, "tc.batch_norm", 1, Gradient::Yes}},
       {"LayerNormalization", {convertLayerNorm, "tc.layer_norm", 17, Gradient::Yes}},
       {"GroupNormalization", {convertGroupNorm, "tc.layer_norm of [N, G, C / G * spatial], then scale and bias", 18, Gradient::Yes}},

@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Regex.h"
 
 namespace trainc {
@@ -40,6 +41,87 @@ std::string nodeName(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().str();
   return "";
+}
+
+/// The one axis along which a unit-step tc.slice_backward places its
+/// gradient (every other axis whole), or -1.
+int64_t placementAxis(tc::SliceBackwardOp op) {
+  ArrayRef<int64_t> shape = op.getInputShape(), starts = op.getStarts(), ends = op.getEnds(),
+                    steps = op.getSteps();
+  int64_t axis = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (steps[i] != 1)
+      return -1;
+    if (starts[i] == 0 && ends[i] == shape[i])
+      continue;
+    if (axis >= 0)
+      return -1;
+    axis = static_cast<int64_t>(i);
+  }
+  return axis;
+}
+
+/// Sums gradients that tc.slice_backward placed into zeros along one axis
+/// at disjoint ranges (a value read by many slices: an unrolled time loop's
+/// steps, the gates of a cell, the heads of a split) as one tc.concat of
+/// the pieces and the zeros between them, instead of a tc.add of full-size
+/// tensors per slice. Returns the merged gradients and the contributions it
+/// could not merge.
+SmallVector<Value> mergeSliceGradients(OpBuilder &b, ArrayRef<tc::SliceBackwardOp> pieces) {
+  llvm::MapVector<int64_t, SmallVector<tc::SliceBackwardOp>> byAxis;
+  SmallVector<Value> sums;
+  for (tc::SliceBackwardOp op : pieces) {
+    int64_t axis = placementAxis(op);
+    // A piece that is two contributions (an op reading a value twice)
+    // stays a piece, added twice.
+    if (axis < 0 || llvm::count(pieces, op) > 1)
+      sums.push_back(op.getResult());
+    else
+      byAxis[axis].push_back(op);
+  }
+  for (auto &[axis, ops] : byAxis) {
+    llvm::stable_sort(ops, [&](tc::SliceBackwardOp x, tc::SliceBackwardOp y) {
+      return x.getStarts()[axis] < y.getStarts()[axis];
+    });
+    auto type = cast<RankedTensorType>(ops.front().getType());
+    SmallVector<Value> parts;
+    SmallVector<tc::SliceBackwardOp> used;
+    int64_t at = 0;
+    auto zeros = [&](int64_t from, int64_t to, Location loc) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[axis] = to - from;
+      auto t = RankedTensorType::get(shape, type.getElementType());
+      parts.push_back(b.create<tc::ConstantOp>(loc, DenseElementsAttr::get(
+                                                        t, b.getZeroAttr(t.getElementType())))
+                          .getResult());
+    };
+    for (tc::SliceBackwardOp op : ops) {
+      const int64_t start = op.getStarts()[axis], end = op.getEnds()[axis];
+      if (start < at || end <= start) { // overlaps a placed piece: add it
+        sums.push_back(op.getResult());
+        continue;
+      }
+      if (start > at)
+        zeros(at, start, op.getLoc());
+      parts.push_back(op.getResultGrad());
+      used.push_back(op);
+      at = end;
+    }
+    if (used.size() < 2) {
+      for (tc::SliceBackwardOp op : used)
+        sums.push_back(op.getResult());
+      continue;
+    }
+    if (at < type.getShape()[axis])
+      zeros(at, type.getShape()[axis], used.back().getLoc());
+    Value joined = b.create<tc::ConcatOp>(used.front().getLoc(), type, parts,
+                                          b.getI64IntegerAttr(axis))
+                       .getResult();
+    sums.push_back(joined);
+    for (tc::SliceBackwardOp op : used)
+      op.erase();
+  }
+  return sums;
 }
 
 struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
@@ -106,12 +188,30 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
 
     OpBuilder b(ret);
     llvm::DenseMap<Value, Value> grads;
-    auto accumulate = [&](Value v, Value g, Location loc) {
+    auto add = [&](Value v, Value g, Location loc) {
       auto it = grads.find(v);
       if (it == grads.end())
         grads[v] = g;
       else
         it->second = b.create<tc::AddOp>(loc, ValueRange{it->second, g})->getResult(0);
+    };
+    // Slice gradients wait until the value's gradient is read, to be
+    // joined by mergeSliceGradients.
+    llvm::DenseMap<Value, SmallVector<tc::SliceBackwardOp>> pendingSlices;
+    auto accumulate = [&](Value v, Value g, Location loc) {
+      if (auto piece = g.getDefiningOp<tc::SliceBackwardOp>())
+        pendingSlices[v].push_back(piece);
+      else
+        add(v, g, loc);
+    };
+    auto settle = [&](Value v) {
+      auto it = pendingSlices.find(v);
+      if (it == pendingSlices.end())
+        return;
+      SmallVector<tc::SliceBackwardOp> pieces = std::move(it->second);
+      pendingSlices.erase(it);
+      for (Value g : mergeSliceGradients(b, pieces))
+        add(v, g, g.getLoc());
     };
     auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
     Location seedLoc =
@@ -140,6 +240,8 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     for (Operation &op : body.without_terminator())
       forward.push_back(&op);
     for (Operation *op : llvm::reverse(forward)) {
+      for (Value r : op->getResults())
+        settle(r);
       bool needsAny = llvm::any_of(op->getOperands(), [&](Value v) { return active(v); });
       bool hasGrad = llvm::any_of(op->getResults(), [&](Value r) { return grads.count(r); });
       if (!needsAny || !hasGrad)
@@ -177,6 +279,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     SmallVector<Value> results = {lossValue};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
     for (unsigned index : params) {
+      settle(step.getArgument(index));
       Value g = grads.lookup(step.getArgument(index));
       auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(index, tc::kParamAttrName);
       // A bias that trainc-fold-bias-bn removed has the gradient 0 exactly

@@ -70,7 +70,7 @@ COMPILE_TIME_INPUTS = {
     "Clip": {1, 2}, "Dropout": {1, 2}, "ReduceSum": {1}, "ReduceMean": {1},
     "ReduceMax": {1}, "Tile": {1}, "TopK": {1}, "CumSum": {1}, "Trilu": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1}, "ReduceLogSum": {1},
-    "ReduceLogSumExp": {1}, "ReduceMin": {1}, "OneHot": {1, 2},
+    "ReduceLogSumExp": {1}, "ReduceMin": {1}, "OneHot": {1, 2}, "Resize": {1, 2, 3},
 }
 SUPPORTED_ONNX_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.INT64,
                         onnx.TensorProto.INT32, onnx.TensorProto.BOOL}

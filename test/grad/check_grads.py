@@ -524,6 +524,22 @@ MODELS = [
           lambda: Lambda(lambda m, x: m.fc(m.rnn(x)[0][:, -1]),
                          rnn=nn.RNN(3, 4, num_layers=2, batch_first=True), fc=nn.Linear(4, 3)),
           (5, 3), "cross-entropy"),
+    Model("upsample_nearest", "Resize nearest (F.interpolate scale 2, asymmetric, floor) "
+          "after a Conv: the gradient sums each 2x2 block",
+          lambda: nn.Sequential(nn.Conv2d(2, 3, 3), Lambda(lambda m, x: F.interpolate(
+              x, scale_factor=2, mode="nearest")), nn.Flatten()),
+          (2, 4, 5), "mse"),
+    Model("upsample_bilinear", "Resize linear (F.interpolate bilinear scale 2, "
+          "pytorch_half_pixel) after a Conv", lambda: nn.Sequential(
+              nn.Conv2d(2, 3, 3), Lambda(lambda m, x: F.interpolate(
+                  x, scale_factor=2, mode="bilinear", align_corners=False)), nn.Flatten()),
+          (2, 4, 5), "mse"),
+    Model("resize_bilinear_align_corners", "Resize linear to a size (7, 9) with "
+          "align_corners, and down by 0.5 (half pixel)", lambda: nn.Sequential(
+              nn.Conv2d(2, 3, 1), Lambda(lambda m, x: torch.cat([F.interpolate(
+                  x, size=(7, 9), mode="bilinear", align_corners=True).flatten(1),
+                  F.interpolate(x, scale_factor=0.5, mode="bilinear").flatten(1)], 1))),
+          (2, 4, 6), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
