@@ -147,6 +147,140 @@ def whisper_config(t):
                            classifier_proj_size=16, use_weighted_layer_sum=False)
 
 
+# Architectures written here as users write them: recurrent text models, a
+# U-Net, every activation trainc decomposes, and a transformer with rotary
+# position embeddings and multi-query attention.
+
+class LSTMClassifier(nn.Module):
+    """Embedding, a 2-layer LSTM (batch first), a Linear on the last step."""
+
+    def __init__(self, vocab=200, dim=16, hidden=24, classes=4):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = nn.LSTM(dim, hidden, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, ids):
+        y, _ = self.rnn(self.emb(ids))
+        return self.fc(y[:, -1])
+
+
+class GRUTagger(nn.Module):
+    """Embedding, a bidirectional GRU, a tag per token."""
+
+    def __init__(self, vocab=200, dim=16, hidden=16, tags=5):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(2 * hidden, tags)
+
+    def forward(self, ids):
+        y, _ = self.rnn(self.emb(ids))
+        return self.fc(y)
+
+
+def conv_block(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                         nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class UNet(nn.Module):
+    """Two levels down (max pool), up by ConvTranspose2d with the skip
+    connections concatenated, per-pixel class logits."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+        self.down1, self.down2, self.mid = conv_block(3, 8), conv_block(8, 16), conv_block(16, 32)
+        self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec2 = conv_block(32, 16)
+        self.up1 = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.dec1 = conv_block(16, 8)
+        self.head = nn.Conv2d(8, classes, 1)
+
+    def forward(self, x):
+        d1 = self.down1(x)
+        d2 = self.down2(F.max_pool2d(d1, 2))
+        m = self.mid(F.max_pool2d(d2, 2))
+        u2 = self.dec2(torch.cat([self.up2(m), d2], 1))
+        u1 = self.dec1(torch.cat([self.up1(u2), d1], 1))
+        return self.head(u1)
+
+
+def lraspp():
+    """torchvision's LRASPP head on MobileNetV3-Large, its logits ('out')."""
+    from torchvision.models.segmentation import lraspp_mobilenet_v3_large
+
+    class Out(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = lraspp_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                               num_classes=3)
+
+        def forward(self, x):
+            return self.m(x)["out"]
+    return no_dropout(Out())
+
+
+class Activations(nn.Module):
+    """A Linear before each activation ONNX has an op (or an export) for."""
+
+    def __init__(self, width=12, classes=4):
+        super().__init__()
+        acts = [nn.PReLU(width), nn.ELU(0.7), nn.SELU(), nn.CELU(1.3), nn.Softplus(),
+                nn.Mish(), nn.Softsign(), nn.Hardtanh(-0.8, 0.9), nn.Hardsigmoid(),
+                nn.Hardswish(), nn.LeakyReLU(0.1), nn.GELU(), nn.SiLU()]
+        layers = [nn.Linear(8, width)]
+        for act in acts:
+            layers += [act, nn.Linear(width, width)]
+        layers.append(nn.Linear(width, classes))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class RotaryMQA(nn.Module):
+    """A 2-block causal transformer: rotary position embeddings computed in
+    the forward (positions, sin, cos), multi-query attention (4 query heads
+    against one key and value head: [B, 4, T, D] x [B, 1, D, T])."""
+
+    def __init__(self, vocab=200, dim=32, heads=4, blocks=2):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.emb = nn.Embedding(vocab, dim)
+        self.blocks = nn.ModuleList()
+        for _ in range(blocks):
+            self.blocks.append(nn.ModuleDict(dict(
+                norm1=nn.LayerNorm(dim), q=nn.Linear(dim, dim), kv=nn.Linear(dim, 2 * self.head_dim),
+                proj=nn.Linear(dim, dim), norm2=nn.LayerNorm(dim),
+                mlp=nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim)))))
+        self.out = nn.Linear(dim, vocab)
+
+    def rotate(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        d = self.head_dim
+        pos = torch.arange(t, dtype=torch.float32)
+        inv = 1.0 / (10000 ** (torch.arange(0, d // 2, dtype=torch.float32) / (d // 2)))
+        angles = pos[:, None] * inv[None, :]
+        cos, sin = torch.cos(angles), torch.sin(angles)
+        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        h = self.emb(ids)
+        for blk in self.blocks:
+            x = blk["norm1"](h)
+            q = blk["q"](x).reshape(b, t, self.heads, d).transpose(1, 2)
+            k, v = blk["kv"](x).reshape(b, t, 1, 2 * d).transpose(1, 2).split(d, dim=-1)
+            q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+            att = torch.softmax(q @ k.transpose(-1, -2) / d ** 0.5 + mask, dim=-1)
+            h = h + blk["proj"]((att @ v).transpose(1, 2).reshape(b, t, -1))
+            h = h + blk["mlp"](blk["norm2"](h))
+        return self.out(h)
+
+
 Spec = collections.namedtuple("Spec", "name build inputs outputs loss class_axis cuda")
 
 
@@ -208,6 +342,16 @@ SPECS = [
          tokens(2, 16, 200, "input_ids"), ["hidden"], "mse", None, False),
     Spec("llama", hf(llama_config, "LlamaForCausalLM", ["input_ids"], ["logits"]),
          tokens(2, 16, 200, "input_ids"), ["logits"], "cross-entropy", -1, False),
+    Spec("lstm_classifier", LSTMClassifier, tokens(2, 12, 200, "ids"), ["logits"],
+         "cross-entropy", 1, False),
+    Spec("gru_tagger", GRUTagger, tokens(2, 12, 200, "ids"), ["logits"], "cross-entropy", -1,
+         False),
+    Spec("unet", UNet, images(2, 32), ["logits"], "cross-entropy", 1, False),
+    Spec("lraspp", lraspp, images(2, 64), ["logits"], "cross-entropy", 1, False),
+    Spec("activations", Activations, lambda g: {"x": torch.randn(4, 8, generator=g)},
+         ["logits"], "cross-entropy", 1, False),
+    Spec("rotary_mqa", RotaryMQA, tokens(2, 16, 200, "ids"), ["logits"], "cross-entropy", -1,
+         False),
     Spec("whisper_classifier", hf(whisper_config, "WhisperForAudioClassification",
                                   ["input_features"], ["logits"]),
          lambda g: {"input_features": torch.randn(2, 16, 32, generator=g)}, ["logits"],
@@ -272,7 +416,8 @@ def make_label(spec, outputs, g):
         return torch.randn(y.shape, generator=g)
     if spec.class_axis == -1:
         return torch.randint(0, y.shape[-1], tuple(y.shape[:-1]), generator=g)
-    return torch.randint(0, y.shape[1], (y.shape[0],), generator=g)
+    # [N, C] logits: [N] classes; [N, C, H, W] (segmentation): [N, H, W].
+    return torch.randint(0, y.shape[1], (y.shape[0],) + tuple(y.shape[2:]), generator=g)
 
 
 def gradients(module, inputs, label, spec, init_of_param, dtype):
