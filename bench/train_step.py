@@ -70,6 +70,10 @@ MODELS = [
          classes=10, build="make_resnet18", small=True),
     dict(name="zoo gpt", path=os.path.join(ZOO, "gpt_op17.onnx"), shape=(16,), classes=64,
          build="GPT", tokens=True),
+    dict(name="zoo lstm", path=os.path.join(ZOO, "lstm_op17.onnx"), shape=(32,), classes=10,
+         build="LSTMClassifier", vocab=1000),
+    dict(name="zoo unet", path=os.path.join(ZOO, "unet_op17.onnx"), shape=(3, 64, 64),
+         classes=3, build="UNet", pixels=True, small=True),
 ]
 
 
@@ -166,7 +170,8 @@ def time_torch(net, x, y, batch, steps, warm, tokens, compiled=False, repeat=3,
     return best_seconds_per_step(step, steps, repeat), cold if compiled else None
 
 
-def time_ort(path, trainable, x, y, batch, steps, warm, tokens, threads, work, repeat=3):
+def time_ort(path, trainable, x, y, batch, steps, warm, tokens, threads, work, repeat=3,
+             pixels=False):
     """ONNX Runtime on-device training: (seconds per step, optimizer, setup seconds)."""
     import onnxruntime
     from onnxruntime.training import artifacts, onnxblock
@@ -186,7 +191,22 @@ def time_ort(path, trainable, x, y, batch, steps, warm, tokens, threads, work, r
             node.output.extend([node.output[0] + "_mean", node.output[0] + "_inv_std"])
     floats = [t.name for t in model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT]
     frozen = [n for n in floats if n not in trainable]
-    if tokens:
+    if pixels:
+        class PixelCrossEntropy(onnxblock.Block):
+            """Mean cross-entropy of [N, C, H, W] logits against [N, H, W] labels."""
+            def build(self, logits):
+                graph = self.base.graph
+                labels = copy.deepcopy(next(o for o in graph.output if o.name == logits))
+                labels.name = "labels"
+                labels.type.tensor_type.elem_type = onnx.TensorProto.INT64
+                del labels.type.tensor_type.shape.dim[1]
+                graph.input.append(labels)
+                graph.node.append(onnx.helper.make_node(
+                    "SoftmaxCrossEntropyLoss", [logits, "labels"], ["loss", "log_prob"],
+                    name="loss", reduction="mean"))
+                return "loss"
+        loss = PixelCrossEntropy()
+    elif tokens:
         class TokenCrossEntropy(onnxblock.Block):
             """Mean cross-entropy of [N, T, C] logits against [N, T] labels:
             SoftmaxCrossEntropyLoss (ORT's CrossEntropyLoss) takes the
@@ -269,7 +289,7 @@ def worker(job_path, kind):
             trainable = torch_model(job)[1]
             result["s"], result["optimizer"], result["setup"] = time_ort(
                 job["path"], trainable, *common, job["threads"], os.path.dirname(job_path),
-                job["repeat"])
+                job["repeat"], pixels=bool(job.get("pixels")))
     except Exception as e:  # a peer that fails is reported, not fatal
         result["error"] = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[0])
     print(json.dumps(result), flush=True)
@@ -350,11 +370,16 @@ def make_data(spec, batch, steps, warm, data):
     rng = np.random.RandomState(0)
     os.makedirs(data, exist_ok=True)
     input_name = onnx.load(spec["path"]).graph.input[0].name
-    if spec.get("tokens"):
-        x = rng.randint(0, spec["classes"], (samples,) + spec["shape"]).astype(np.int64)
-        y = rng.randint(0, spec["classes"], (samples,) + spec["shape"]).astype(np.int64)
+    if spec.get("tokens") or spec.get("vocab"):
+        vocab = spec.get("vocab", spec["classes"])
+        x = rng.randint(0, vocab, (samples,) + spec["shape"]).astype(np.int64)
     else:
         x = rng.rand(samples, *spec["shape"]).astype(np.float32)
+    if spec.get("tokens"):  # a class per token
+        y = rng.randint(0, spec["classes"], (samples,) + spec["shape"]).astype(np.int64)
+    elif spec.get("pixels"):  # a class per pixel of [C, H, W] inputs
+        y = rng.randint(0, spec["classes"], (samples,) + spec["shape"][1:]).astype(np.int64)
+    else:
         y = rng.randint(0, spec["classes"], samples).astype(np.int64)
     np.save(os.path.join(data, input_name + ".npy"), x)
     np.save(os.path.join(data, "label.npy"), y)

@@ -4,7 +4,7 @@
 Usage:  /usr/bin/python3 test/zoo/make_zoo.py OUTDIR
 
 Writes into OUTDIR:
-  * {model}_op13.onnx / {model}_op17.onnx   PyTorch exports (mlp, lenet, resnet18, gpt)
+  * {model}_op13.onnx / {model}_op17.onnx   PyTorch exports (mlp, lenet, resnet18, lstm, unet, gpt)
   * op18_reduce.onnx, op20_gelu.onnx, op21_layernorm.onnx   hand-built with onnx.helper
   * {model}_input_{name}.npy                 the input fed to the reference run
   * {model}_ref_{name}.npy                   the reference output for that input
@@ -158,6 +158,47 @@ def make_resnet18():
     return model
 
 
+class LSTMClassifier(nn.Module):
+    """Text classification: Embedding, a 2-layer LSTM (batch first), a Linear
+    on the last step's hidden state."""
+
+    def __init__(self, vocab=1000, dim=64, hidden=128, classes=10):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.rnn = nn.LSTM(dim, hidden, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(hidden, classes)
+
+    def forward(self, ids):
+        y, _ = self.rnn(self.emb(ids))
+        return self.fc(y[:, -1])
+
+
+def _unet_block(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                         nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class UNet(nn.Module):
+    """Segmentation: three levels (max pool down, ConvTranspose2d up, skip
+    connections concatenated), per-pixel class logits."""
+
+    def __init__(self, classes=3, width=16):
+        super().__init__()
+        w = width
+        self.down1, self.down2 = _unet_block(3, w), _unet_block(w, 2 * w)
+        self.mid = _unet_block(2 * w, 4 * w)
+        self.up2, self.dec2 = nn.ConvTranspose2d(4 * w, 2 * w, 2, stride=2), _unet_block(4 * w, 2 * w)
+        self.up1, self.dec1 = nn.ConvTranspose2d(2 * w, w, 2, stride=2), _unet_block(2 * w, w)
+        self.head = nn.Conv2d(w, classes, 1)
+
+    def forward(self, x):
+        d1 = self.down1(x)
+        d2 = self.down2(F.max_pool2d(d1, 2))
+        m = self.mid(F.max_pool2d(d2, 2))
+        u2 = self.dec2(torch.cat([self.up2(m), d2], 1))
+        return self.head(self.dec1(torch.cat([self.up1(u2), d1], 1)))
+
+
 def gen_float(shape, seed=1234):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=g)
@@ -201,6 +242,26 @@ TORCH_MODELS = [
               "(inference-mode BN using running stats). BN weight/bias/running stats are "
               "re-randomised deterministically after construction so they are "
               "non-trivial and distinct.",
+    ),
+    dict(
+        name="lstm",
+        build=LSTMClassifier,
+        inputs={"ids": lambda: gen_tokens((BATCH, 32), 1000)},
+        outputs=["logits"],
+        export=dict(do_constant_folding=True),
+        notes="LSTM text classifier: Embedding(1000, 64), a 2-layer LSTM(64, 128, "
+              "batch_first), a Linear on the last step; 32 tokens. One ONNX LSTM node "
+              "per layer.",
+    ),
+    dict(
+        name="unet",
+        build=UNet,
+        inputs={"x": lambda: gen_float((BATCH, 3, 64, 64))},
+        outputs=["logits"],
+        export=dict(do_constant_folding=False,
+                    training=torch.onnx.TrainingMode.PRESERVE),
+        notes="U-Net at 64x64: widths 16/32/64, MaxPool down, ConvTranspose (stride 2) "
+              "up, skip connections concatenated, 3 classes per pixel.",
     ),
     dict(
         name="gpt",
