@@ -7,7 +7,6 @@ import sys
 import time
 
 
-@contextlib.contextmanager
 def run_or_exit(words):
     """Runs `words`; a failure ends the benchmark with its stderr."""
     result = subprocess.run(words, capture_output=True, text=True)
@@ -16,6 +15,7 @@ def run_or_exit(words):
     return result
 
 
+@contextlib.contextmanager
 def held(lock):
     """The file's flock for the duration (nothing without a file)."""
     if not lock:

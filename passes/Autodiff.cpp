@@ -124,6 +124,64 @@ SmallVector<Value> mergeSliceGradients(OpBuilder &b, ArrayRef<tc::SliceBackwardO
   return sums;
 }
 
+/// Whether a gradient contribution is a product op(A)^T B summed over the
+/// rows of A and B (the weight gradient of y = x W^T): such products of one
+/// value join into one GEMM over all their rows.
+bool isRowProduct(Value g) {
+  auto gemm = g.getDefiningOp<tc::GemmOp>();
+  return gemm && gemm.getTransA() && !gemm.getTransB() && !gemm.getC();
+}
+
+/// Sums the row products of one value (a weight read by the GEMM of every
+/// step of an unrolled time loop) as one GEMM of their operands concatenated
+/// along the rows, instead of one small GEMM per step and a sum of their
+/// results. Products whose attributes differ stay as they are.
+SmallVector<Value> mergeRowProducts(OpBuilder &b, ArrayRef<Value> products) {
+  SmallVector<Value> sums;
+  SmallVector<SmallVector<tc::GemmOp>> groups;
+  for (Value g : products) {
+    auto gemm = g.getDefiningOp<tc::GemmOp>();
+    auto same = llvm::find_if(groups, [&](SmallVector<tc::GemmOp> &group) {
+      tc::GemmOp first = group.front();
+      return first->getAttrDictionary() == gemm->getAttrDictionary() &&
+             first.getA().getType().getElementType() == gemm.getA().getType().getElementType() &&
+             first.getB().getType().getElementType() == gemm.getB().getType().getElementType();
+    });
+    if (same == groups.end() || llvm::is_contained(*same, gemm))
+      groups.push_back({gemm});
+    else
+      same->push_back(gemm);
+  }
+  for (SmallVector<tc::GemmOp> &group : groups) {
+    tc::GemmOp first = group.front();
+    if (group.size() < 2) {
+      sums.push_back(first.getResult());
+      continue;
+    }
+    auto joined = [&](bool lhs) {
+      SmallVector<Value> parts;
+      int64_t rows = 0;
+      for (tc::GemmOp gemm : group) {
+        parts.push_back(lhs ? gemm.getA() : gemm.getB());
+        rows += cast<RankedTensorType>(parts.back().getType()).getShape()[0];
+      }
+      auto type = cast<RankedTensorType>(parts.front().getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = rows;
+      return b.create<tc::ConcatOp>(first.getLoc(), type.clone(shape), parts,
+                                    b.getI64IntegerAttr(0))
+          .getResult();
+    };
+    Value lhs = joined(true), rhs = joined(false);
+    auto merged = b.create<tc::GemmOp>(first.getLoc(), first.getType(), ValueRange{lhs, rhs},
+                                       first->getAttrs());
+    sums.push_back(merged.getResult());
+    for (tc::GemmOp gemm : group)
+      gemm.erase();
+  }
+  return sums;
+}
+
 struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
   using AutodiffBase::AutodiffBase;
 
@@ -197,21 +255,30 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     };
     // Slice gradients wait until the value's gradient is read, to be
     // joined by mergeSliceGradients.
+    // Row products wait the same way, for mergeRowProducts.
     llvm::DenseMap<Value, SmallVector<tc::SliceBackwardOp>> pendingSlices;
+    llvm::DenseMap<Value, SmallVector<Value>> pendingProducts;
     auto accumulate = [&](Value v, Value g, Location loc) {
       if (auto piece = g.getDefiningOp<tc::SliceBackwardOp>())
         pendingSlices[v].push_back(piece);
+      else if (isRowProduct(g))
+        pendingProducts[v].push_back(g);
       else
         add(v, g, loc);
     };
     auto settle = [&](Value v) {
-      auto it = pendingSlices.find(v);
-      if (it == pendingSlices.end())
-        return;
-      SmallVector<tc::SliceBackwardOp> pieces = std::move(it->second);
-      pendingSlices.erase(it);
-      for (Value g : mergeSliceGradients(b, pieces))
-        add(v, g, g.getLoc());
+      if (auto it = pendingSlices.find(v); it != pendingSlices.end()) {
+        SmallVector<tc::SliceBackwardOp> pieces = std::move(it->second);
+        pendingSlices.erase(it);
+        for (Value g : mergeSliceGradients(b, pieces))
+          add(v, g, g.getLoc());
+      }
+      if (auto it = pendingProducts.find(v); it != pendingProducts.end()) {
+        SmallVector<Value> products = std::move(it->second);
+        pendingProducts.erase(it);
+        for (Value g : mergeRowProducts(b, products))
+          add(v, g, g.getLoc());
+      }
     };
     auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
     Location seedLoc =

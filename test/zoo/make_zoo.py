@@ -140,14 +140,13 @@ class GPT(nn.Module):
         return self.head(x)
 
 
-def make_resnet18():
-    import torchvision
-    model = torchvision.models.resnet18(weights=None, num_classes=10)
-    # Freshly initialised BatchNorm layers all have weight=1, bias=0, mean=0,
-    # var=1: BN would be (almost) the identity, and the exporter's initializer
-    # de-duplication would turn most BN parameters into Identity nodes aliasing
-    # one tensor.  Give every BN distinct, deterministic affine parameters and
-    # running statistics so the reference output really exercises BN.
+def distinct_batch_norms(model):
+    """Freshly initialised BatchNorm layers all have weight=1, bias=0, mean=0,
+    var=1: BN would be (almost) the identity, and the exporter's initializer
+    de-duplication would turn most BN parameters into Identity nodes aliasing
+    one tensor (a bias then shares its initializer with a running mean). Every
+    BN gets distinct, deterministic affine parameters and running statistics,
+    so the reference output really exercises BN."""
     with torch.no_grad():
         for mod in model.modules():
             if isinstance(mod, nn.BatchNorm2d):
@@ -156,6 +155,15 @@ def make_resnet18():
                 mod.running_mean.normal_(0.0, 0.1)
                 mod.running_var.uniform_(0.5, 1.5)
     return model
+
+
+def make_resnet18():
+    import torchvision
+    return distinct_batch_norms(torchvision.models.resnet18(weights=None, num_classes=10))
+
+
+def make_unet():
+    return distinct_batch_norms(UNet())
 
 
 class LSTMClassifier(nn.Module):
@@ -248,14 +256,14 @@ TORCH_MODELS = [
         build=LSTMClassifier,
         inputs={"ids": lambda: gen_tokens((BATCH, 32), 1000)},
         outputs=["logits"],
-        export=dict(do_constant_folding=True),
-        notes="LSTM text classifier: Embedding(1000, 64), a 2-layer LSTM(64, 128, "
+        export=dict(do_constant_folding=False),
+        notes="LSTM text classifier (weights kept as PyTorch names them: no constant folding): Embedding(1000, 64), a 2-layer LSTM(64, 128, "
               "batch_first), a Linear on the last step; 32 tokens. One ONNX LSTM node "
               "per layer.",
     ),
     dict(
         name="unet",
-        build=UNet,
+        build=make_unet,
         inputs={"x": lambda: gen_float((BATCH, 3, 64, 64))},
         outputs=["logits"],
         export=dict(do_constant_folding=False,
