@@ -118,6 +118,32 @@ def timm_class(module, cls, **kw):
     return build
 
 
+def tv_segmentation(fn, **kw):
+    """A torchvision segmentation model (3 classes, no auxiliary head), its 'out'."""
+    class Out(nn.Module):
+        def __init__(self):
+            super().__init__()
+            import torchvision.models.segmentation as seg
+            self.m = getattr(seg, fn)(weights=None, weights_backbone=None, num_classes=3, **kw)
+
+        def forward(self, x):
+            return self.m(x)["out"]
+    return lambda: mm.no_dropout(Out())
+
+
+class ReluRNN(nn.Module):
+    """nn.RNN(nonlinearity='relu'), 2 layers, into a Linear on the last step."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(200, 16)
+        self.rnn = nn.RNN(16, 16, num_layers=2, nonlinearity="relu", batch_first=True)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, ids):
+        return self.fc(self.rnn(self.emb(ids))[0][:, -1])
+
+
 D0 = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 ENC = dict(vocab_size=200, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
            intermediate_size=64, max_position_embeddings=40)
@@ -289,6 +315,48 @@ SPECS = [
            classifier_dropout=0.0, num_labels=3),
          "MobileBertForSequenceClassification", ["input_ids"], ["logits"]),
       toks("input_ids"), ["logits"], "cross-entropy", 1),
+    # Recurrent, segmentation and upsampling, activations, rotary and
+    # multi-query attention
+    S("lstm classifier (2 layers)", "torch.nn", mm.LSTMClassifier, toks("ids", seq=12),
+      ["logits"], "cross-entropy", 1),
+    S("gru tagger (bidirectional)", "torch.nn", mm.GRUTagger, toks("ids", seq=12), ["logits"],
+      "cross-entropy", -1),
+    S("rnn relu (2 layers)", "torch.nn", ReluRNN, toks("ids", seq=12), ["logits"],
+      "cross-entropy", 1),
+    S("u-net (ConvTranspose2d)", "torch.nn", mm.UNet, img(32), ["logits"], "cross-entropy", 1),
+    S("every activation", "torch.nn", mm.Activations,
+      lambda g: {"x": torch.randn(2, 8, generator=g)}, ["logits"], "cross-entropy", 1),
+    S("rotary multi-query transformer", "torch.nn", mm.RotaryMQA, toks("ids"), ["logits"],
+      "cross-entropy", -1),
+    S("fcn_resnet50", "torchvision", tv_segmentation("fcn_resnet50", aux_loss=False), img(64),
+      ["logits"], "cross-entropy", 1),
+    S("lraspp_mobilenet_v3_large", "torchvision", mm.lraspp, img(64), ["logits"],
+      "cross-entropy", 1),
+    S("deeplabv3_mobilenet_v3_large", "torchvision",
+      tv_segmentation("deeplabv3_mobilenet_v3_large", aux_loss=False), img(64), ["logits"],
+      "cross-entropy", 1),
+    S("gpt-bigcode (multi-query)", "transformers",
+      hf(c("GPTBigCodeConfig", vocab_size=200, n_positions=32, n_embd=32, n_layer=2, n_head=4,
+           multi_query=True, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+           use_cache=False), "GPTBigCodeForCausalLM", ["input_ids"], ["logits"]),
+      toks("input_ids"), ["logits"], "cross-entropy", -1),
+    S("gpt-neox (rotary)", "transformers",
+      hf(c("GPTNeoXConfig", vocab_size=200, hidden_size=32, num_hidden_layers=2,
+           num_attention_heads=4, intermediate_size=64, max_position_embeddings=32,
+           hidden_dropout=0.0, attention_dropout=0.0, use_cache=False),
+         "GPTNeoXForCausalLM", ["input_ids"], ["logits"]),
+      toks("input_ids"), ["logits"], "cross-entropy", -1),
+    S("falcon (rotary, multi-query)", "transformers",
+      hf(c("FalconConfig", vocab_size=200, hidden_size=32, num_hidden_layers=2,
+           num_attention_heads=4, multi_query=True, hidden_dropout=0.0, attention_dropout=0.0,
+           use_cache=False), "FalconForCausalLM", ["input_ids"], ["logits"]),
+      toks("input_ids"), ["logits"], "cross-entropy", -1),
+    S("phi (partial rotary)", "transformers",
+      hf(c("PhiConfig", vocab_size=200, hidden_size=32, intermediate_size=64,
+           num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=32,
+           resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, use_cache=False),
+         "PhiForCausalLM", ["input_ids"], ["logits"]),
+      toks("input_ids"), ["logits"], "cross-entropy", -1),
     # timm 0.9.12
     S("timm resnet18", "timm", timm_model("resnet18"), img(32), ["logits"], "cross-entropy", 1),
     S("timm efficientnet_b0", "timm", timm_model("efficientnet_b0"), img(32), ["logits"],

@@ -2,6 +2,7 @@
 //                     softmax, reductions and losses -----------------------===//
 
 #include "frontend/Importer.h"
+#include "frontend/OpChain.h"
 
 #include "ir/ShapeLogic.h"
 #include "ir/TcOps.h"
@@ -840,6 +841,84 @@ FailureOr<Value> emitLogSumExp(NodeContext &ctx, Value x, ArrayRef<int64_t> axes
 
 } // namespace
 
+/// The axes a reduction keeps or drops: every axis when `axes` is empty.
+SmallVector<int64_t> reducedAxes(const ReduceAxes &r, int64_t rank) {
+  SmallVector<int64_t> axes(r.axes.begin(), r.axes.end());
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  return axes;
+}
+
+/// Most elements along one axis a run-time ReduceProd multiplies in a chain.
+constexpr int64_t kMaxProductChain = 1024;
+
+/// ReduceProd. Of a host constant (the shape arithmetic exporters emit, such
+/// as the product of a Shape's dimensions) it folds; at run time it is a
+/// chain of tc.mul over the slices along each reduced axis, so the gradient
+/// is the product rule's, exact at zeros (PyTorch's prod_backward).
+static LogicalResult convertReduceProd(NodeContext &ctx, RankedTensorType type, Value x,
+                                       const ReduceAxes &r) {
+  ArrayRef<int64_t> shape = type.getShape();
+  const int64_t rank = type.getRank();
+  SmallVector<int64_t> axes = reducedAxes(r, rank);
+  SmallVector<int64_t> kept(shape);
+  for (int64_t a : axes)
+    kept[a] = 1;
+  SmallVector<int64_t> outShape;
+  for (int64_t a = 0; a < rank; ++a)
+    if (r.keepdims || !llvm::is_contained(axes, a))
+      outShape.push_back(kept[a]);
+  const Tensor *c = ctx.constant(0);
+  const bool empty = llvm::any_of(axes, [&](int64_t a) { return shape[a] == 0; });
+  if (c || empty) {
+    // The product of nothing is 1.
+    DType dtype = c ? c->dtype() : fromMlirType(type.getElementType()).value_or(DType::F32);
+    Tensor out(dtype, outShape);
+    const bool real = isFloat(dtype);
+    for (int64_t i = 0; i < out.numElements(); ++i)
+      real ? out.setReal(i, 1.0) : out.setInteger(i, 1);
+    if (!c) {
+      ctx.setOutput(0, std::move(out));
+      return success();
+    }
+    SmallVector<int64_t> strides(rank, 1);
+    for (int64_t a = rank - 2; a >= 0; --a)
+      strides[a] = strides[a + 1] * kept[a + 1];
+    for (int64_t i = 0; i < c->numElements(); ++i) {
+      int64_t rest = i, o = 0;
+      for (int64_t a = rank - 1; a >= 0; --a) {
+        const int64_t coord = rest % shape[a];
+        rest /= shape[a];
+        if (kept[a] != 1 || !llvm::is_contained(axes, a))
+          o += coord * strides[a];
+      }
+      if (real)
+        out.setReal(o, out.real(o) * c->real(i));
+      else // two's complement wrap, as the kernels' integer arithmetic
+        out.setInteger(o, static_cast<int64_t>(static_cast<uint64_t>(out.integer(o)) *
+                                               static_cast<uint64_t>(c->integer(i))));
+    }
+    ctx.setOutput(0, std::move(out));
+    return success();
+  }
+  OpChain b(ctx);
+  FailureOr<Value> y = x;
+  for (int64_t a : axes) {
+    if (shape[a] > kMaxProductChain)
+      return ctx.error("a run-time ReduceProd over axis " + llvm::Twine(a) + " of " +
+                       llvm::Twine(shape[a]) + " elements (at most " +
+                       llvm::Twine(kMaxProductChain) + " are multiplied in a chain)");
+    FailureOr<Value> line = y;
+    y = b.slice(line, a, 0, 1);
+    for (int64_t k = 1; k < shape[a]; ++k)
+      y = b.op<tc::MulOp>({y, b.slice(line, a, k, k + 1)});
+  }
+  if (!r.keepdims)
+    y = b.reshape(y, outShape);
+  return bindOutput(ctx, y);
+}
+
 LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
   FailureOr<RankedTensorType> type = ctx.inputType(0);
   FailureOr<Value> x = ctx.input(0);
@@ -859,7 +938,7 @@ LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
     ctx.setOutput(0, *x);
     return success();
   }
-  if (!direct && !isa<FloatType>(type->getElementType()))
+  if (!direct && op != "ReduceProd" && !isa<FloatType>(type->getElementType()))
     return ctx.error(op + " is supported on floating-point tensors only");
   SmallVector<NamedAttribute> attrs = {ctx.namedArray("axes", r->axes),
                                        ctx.namedBool("keepdims", r->keepdims)};
@@ -869,6 +948,8 @@ LogicalResult trainc::frontend::convertReduce(NodeContext &ctx) {
     return ctx.emit<tc::ReduceMeanOp>(*x, attrs);
   if (op == "ReduceMax")
     return ctx.emit<tc::ReduceMaxOp>(*x, attrs);
+  if (op == "ReduceProd")
+    return convertReduceProd(ctx, *type, *x, *r);
   // Decomposed into tc ops with gradient rules.
   FailureOr<Value> y = failure();
   if (op == "ReduceMin") {

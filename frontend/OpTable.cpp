@@ -94,6 +94,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"ReduceSum", {convertReduce, "tc.reduce_sum", 1, Gradient::Yes}},
       {"ReduceMean", {convertReduce, "tc.reduce_mean", 1, Gradient::Yes}},
       {"ReduceMax", {convertReduce, "tc.reduce_max", 1, Gradient::Yes}},
+      {"ReduceProd", {convertReduce, "folded on constants; at run time a tc.mul chain over slices (the product rule's gradient)", 1, Gradient::Yes}},
       {"ReduceMin", {convertReduce, "tc.neg of tc.reduce_max of tc.neg (floats)", 1, Gradient::Yes}},
       {"ReduceL1", {convertReduce, "tc.reduce_sum of tc.abs", 1, Gradient::Yes}},
       {"ReduceL2", {convertReduce, "tc.sqrt of tc.reduce_sum of squares (gradient 0 at a zero norm)", 1, Gradient::Yes}},

@@ -71,6 +71,7 @@ COMPILE_TIME_INPUTS = {
     "ReduceMax": {1}, "Tile": {1}, "TopK": {1}, "CumSum": {1}, "Trilu": {1},
     "ReduceL1": {1}, "ReduceL2": {1}, "ReduceSumSquare": {1}, "ReduceLogSum": {1},
     "ReduceLogSumExp": {1}, "ReduceMin": {1}, "OneHot": {1, 2}, "Resize": {1, 2, 3},
+    "ReduceProd": {1},
 }
 SUPPORTED_ONNX_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.INT64,
                         onnx.TensorProto.INT32, onnx.TensorProto.BOOL}

@@ -540,6 +540,12 @@ MODELS = [
                   x, size=(7, 9), mode="bilinear", align_corners=True).flatten(1),
                   F.interpolate(x, scale_factor=0.5, mode="bilinear").flatten(1)], 1))),
           (2, 4, 6), "mse"),
+    Model("reduce_prod", "ReduceProd (torch.prod over axis 2 of [N, 3, 4]) after a Linear, "
+          "one input row of exact zeros: the product rule's gradient at 0",
+          lambda: Lambda(lambda m, x: torch.prod(torch.matmul(x, m.w).reshape(
+              x.shape[0], 3, 4) * torch.tensor([[1.0] * 4, [1.0, 0.0, 1.0, 1.0], [1.0] * 4]),
+              dim=2), w=param(6, 12, scale=0.5)),
+          (6,), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
