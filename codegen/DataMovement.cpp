@@ -108,7 +108,7 @@ LogicalResult ProgramEmitter::emitDataMovement(Operation *op) {
         return success();
       })
       .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
-            tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::GatherElementsOp,
+            tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::TopKOp, tc::GatherElementsOp,
             tc::GatherElementsBackwardOp>(
           [&](Operation *o) { return emitIndexing(o); })
       .Default([&](Operation *o) {
@@ -155,6 +155,14 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
     std::string name = kernels.addKernel(
         max ? "argmax" : "argmin", {opComment(op)}, {{t, "in", false}, {"int64_t", "out", true}},
         count, argReduceBody(shapeOf(in), axis, max, last, isa<FloatType>(elem)));
+    call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+    return success();
+  }
+  if (auto topk = dyn_cast<tc::TopKOp>(op)) {
+    const int64_t axis = topk.getAxis(), k = topk.getK();
+    std::string name = kernels.addKernel(
+        "top_k", {opComment(op)}, {{t, "in", false}, {"int64_t", "out", true}}, count / k,
+        topKBody(shapeOf(in), axis, k, topk.getLargest(), isa<FloatType>(elem)));
     call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
     return success();
   }

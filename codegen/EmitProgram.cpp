@@ -391,7 +391,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     return emitAllReduce(reduce);
   if (isa<tc::TransposeOp, tc::SliceOp, tc::SliceBackwardOp, tc::ExpandOp, tc::ConcatOp,
           tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
-          tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::GatherElementsOp,
+          tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::TopKOp, tc::GatherElementsOp,
           tc::GatherElementsBackwardOp>(op))
     return emitDataMovement(op);
   return emitLibraryCall(op);

@@ -300,6 +300,46 @@ std::string trainc::codegen::argReduceBody(llvm::ArrayRef<int64_t> shape, int64_
   return s;
 }
 
+std::string trainc::codegen::topKBody(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t k,
+                                      bool largest, bool isFloat) {
+  int64_t dim = shape[axis], inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  std::string step = inner != 1 ? " * " + std::to_string(inner) : std::string();
+  // Line i: input elements base + s * inner, output elements obase + j * inner.
+  if (inner == 1)
+    os << "  const int64_t base = i * " << dim << ", obase = i * " << k << ";\n";
+  else
+    os << "  const int64_t base = (i / " << inner << ") * " << dim * inner << " + i % " << inner
+       << ", obase = (i / " << inner << ") * " << k * inner << " + i % " << inner << ";\n";
+  // before(a, sa, b, sb): (a, sa) comes first in the order. NaN compares as
+  // the largest value; equal values go by position.
+  std::string nanA = isFloat ? "a != a" : "false", nanB = isFloat ? "b != b" : "false";
+  std::string better = largest ? "a > b" : "a < b";
+  os << "  auto before = [](auto a, int64_t sa, auto b, int64_t sb) {\n"
+     << "    const bool na = " << nanA << ", nb = " << nanB << ";\n"
+     << "    if (na || nb)\n"
+     << "      return na && nb ? sa < sb : " << (largest ? "na" : "nb") << ";\n"
+     << "    return " << better << " || (a == b && sa < sb);\n"
+     << "  };\n"
+     << "  int64_t prev = -1;\n"
+     << "  for (int64_t j = 0; j < " << k << "; ++j) {\n"
+     << "    int64_t pick = -1;\n"
+     << "    for (int64_t s = 0; s < " << dim << "; ++s) {\n"
+     << "      const auto v = in[base + s" << step << "];\n"
+     << "      if (prev >= 0 && !before(in[base + prev" << step << "], prev, v, s))\n"
+     << "        continue; // taken already\n"
+     << "      if (pick < 0 || before(v, s, in[base + pick" << step << "], pick))\n"
+     << "        pick = s;\n"
+     << "    }\n"
+     << "    out[obase + j" << step << "] = pick;\n"
+     << "    prev = pick;\n"
+     << "  }\n";
+  return s;
+}
+
 std::string trainc::codegen::gatherElementsBody(llvm::ArrayRef<int64_t> dataShape,
                                                 llvm::ArrayRef<int64_t> idxShape, int64_t axis,
                                                 llvm::StringRef type) {

@@ -58,6 +58,13 @@ std::string scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q, int64_t 
 /// One output element `i` of an arg max (`max`) or arg min over `axis` of
 /// `shape`: the line's first (or, `last`, last) position of its extremum,
 /// NaN counting as the extremum (`isFloat`), written as int64 to `out`.
+/// TopK's positions: one kernel element per line along `axis`, writing the
+/// line's `k` best positions in order (selection by k passes over the line:
+/// each takes the best element after the previous pick in the order value,
+/// then index; NaN is the largest value, as torch.topk).
+std::string topKBody(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t k, bool largest,
+                     bool isFloat);
+
 std::string argReduceBody(llvm::ArrayRef<int64_t> shape, int64_t axis, bool max, bool last,
                           bool isFloat);
 

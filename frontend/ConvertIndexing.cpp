@@ -461,6 +461,41 @@ LogicalResult convertArgMax(NodeContext &ctx) {
   return ctx.emit<tc::ArgMinOp>(*x, attrs);
 }
 
+/// TopK: tc.top_k gives the positions; the values are a tc.gather_elements
+/// of the input at them, whose gradient (tc.gather_elements_backward)
+/// reaches exactly the selected elements.
+LogicalResult convertTopK(NodeContext &ctx) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<Value> x = ctx.input(0);
+  if (failed(type) || failed(x))
+    return failure();
+  if (type->getElementType().isInteger(1))
+    return ctx.error("booleans are not supported");
+  FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.attrInt("axis", -1), type->getRank());
+  FailureOr<std::vector<int64_t>> k = ctx.constantInts(1, "K");
+  if (failed(axis) || failed(k))
+    return failure();
+  const int64_t dim = type->getShape()[*axis];
+  if (k->size() != 1 || (*k)[0] < 1 || (*k)[0] > dim)
+    return ctx.error("K must be one value within [1, " + llvm::Twine(dim) +
+                     "] (the axis); an empty result is not supported");
+  FailureOr<Operation *> top = ctx.create<tc::TopKOp>(
+      *x, {ctx.namedI64("axis", *axis), ctx.namedI64("k", (*k)[0]),
+           ctx.namedBool("largest", ctx.attrInt("largest", 1) != 0)});
+  if (failed(top))
+    return failure();
+  Value indices = (*top)->getResult(0);
+  if (ctx.outputUsed(0)) {
+    FailureOr<Operation *> values =
+        ctx.create<tc::GatherElementsOp>({*x, indices}, {ctx.namedI64("axis", *axis)});
+    if (failed(values))
+      return failure();
+    ctx.setOutput(0, (*values)->getResult(0));
+  }
+  ctx.setOutput(1, indices);
+  return success();
+}
+
 LogicalResult convertGatherElements(NodeContext &ctx) {
   FailureOr<RankedTensorType> data = ctx.inputType(0), indices = ctx.inputType(1);
   if (failed(data) || failed(indices))

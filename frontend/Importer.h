@@ -236,6 +236,7 @@ mlir::LogicalResult convertScatterND(NodeContext &ctx);
 mlir::LogicalResult convertNonZero(NodeContext &ctx);
 mlir::LogicalResult convertArgMax(NodeContext &ctx); // ArgMax and ArgMin
 mlir::LogicalResult convertGatherElements(NodeContext &ctx);
+mlir::LogicalResult convertTopK(NodeContext &ctx);
 
 } // namespace trainc::frontend
 

@@ -197,6 +197,26 @@ def Tc_ArgMaxOp : Tc_ArgReduceOp<"argmax", "Max", "torch.argmax">;
 def Tc_ArgMinOp : Tc_ArgReduceOp<"argmin", "Min", "torch.argmin">;
 
 
+def Tc_TopKOp : Tc_Op<"top_k", [Pure]> {
+  let summary = "positions of the k largest (or smallest) elements along one axis (ONNX TopK)";
+  let description = [{
+    The int64 result has the input's shape with `k` along `axis`: position j
+    holds the index of the line's j-th element in order, largest first
+    (`largest`) or smallest first; equal values in index order, NaN larger than
+    every number (torch.topk). The values are a tc.gather_elements of the
+    input at these positions, whose gradient scatters back to them. No
+    gradient (the result is an integer).
+
+    ```mlir
+    %i = tc.top_k %x {axis = 1 : i64, k = 2 : i64} : (tensor<4x9xf32>) -> tensor<4x2xi64>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$input, I64Attr:$axis, I64Attr:$k,
+      DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs StaticShapeTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
 def Tc_GatherElementsOp : Tc_Op<"gather_elements",
     [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "pick data elements along one axis by an index tensor (ONNX GatherElements)";

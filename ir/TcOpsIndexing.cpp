@@ -269,6 +269,24 @@ LogicalResult ArgMinOp::inferReturnTypes(MLIRContext *context, std::optional<Loc
                        inferred);
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *context, std::optional<Location> location,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!type)
+    return emitOptionalError(location, "expects a ranked input");
+  const int64_t axis = adaptor.getAxis(), k = adaptor.getK();
+  if (axis < 0 || axis >= type.getRank())
+    return emitOptionalError(location, "axis ", axis, " is out of range for rank ",
+                             type.getRank());
+  if (k < 1 || k > type.getShape()[axis])
+    return emitOptionalError(location, "k = ", k, " is not within [1, ", type.getShape()[axis],
+                             "] (the axis)");
+  SmallVector<int64_t> shape(type.getShape());
+  shape[axis] = k;
+  inferred.push_back(RankedTensorType::get(shape, IntegerType::get(context, 64)));
+  return success();
+}
+
 namespace {
 
 /// Checks the indices of a gather_elements over `data` along the attribute

@@ -546,6 +546,13 @@ MODELS = [
               x.shape[0], 3, 4) * torch.tensor([[1.0] * 4, [1.0, 0.0, 1.0, 1.0], [1.0] * 4]),
               dim=2), w=param(6, 12, scale=0.5)),
           (6,), "mse"),
+    Model("topk", "TopK (torch.topk k=3 largest over axis 1, and k=2 smallest over axis 2) "
+          "after a Linear: the gradient reaches the selected elements only",
+          lambda: Lambda(lambda m, x: torch.cat([
+              torch.topk(torch.matmul(x, m.w), 3, dim=1)[0].flatten(1),
+              torch.topk(torch.matmul(x, m.w), 2, dim=2, largest=False)[0].flatten(1)], 1),
+              w=param(6, 5, scale=0.5)),
+          (4, 6), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],

@@ -1,7 +1,7 @@
 // RUN: trainc-opt %s -split-input-file -verify-diagnostics
 
 // One case per shape-function error of tc.argmax, tc.argmin,
-// tc.gather_elements and tc.gather_elements_backward
+// tc.top_k, tc.gather_elements and tc.gather_elements_backward
 // (ir/TcOpsIndexing.cpp).
 
 func.func @argmax_axis(%x: tensor<2x3xf32>) {
@@ -71,5 +71,23 @@ func.func @gather_elements_backward_grad(%dy: tensor<4x3xf32>, %i: tensor<4x2xi6
   // expected-error @+1 {{failed to infer returned types}}
   %0 = tc.gather_elements_backward %dy, %i {axis = 1 : i64, data_shape = array<i64: 4, 4>}
       : (tensor<4x3xf32>, tensor<4x2xi64>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{k = 4 is not within [1, 3] (the axis)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tc.top_k %x {axis = 1 : i64, k = 4 : i64} : (tensor<2x3xf32>) -> tensor<2x4xi64>
+  return
+}
+
+// -----
+
+func.func @top_k_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{axis -1 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = tc.top_k %x {axis = -1 : i64, k = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x1xi64>
   return
 }
