@@ -109,7 +109,7 @@ LogicalResult ProgramEmitter::emitDataMovement(Operation *op) {
       })
       .Case<tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
             tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::TopKOp, tc::GatherElementsOp,
-            tc::GatherElementsBackwardOp>(
+            tc::GatherElementsBackwardOp, tc::ScatterElementsOp>(
           [&](Operation *o) { return emitIndexing(o); })
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
@@ -156,6 +156,20 @@ LogicalResult ProgramEmitter::emitIndexing(Operation *op) {
         max ? "argmax" : "argmin", {opComment(op)}, {{t, "in", false}, {"int64_t", "out", true}},
         count, argReduceBody(shapeOf(in), axis, max, last, isa<FloatType>(elem)));
     call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
+    return success();
+  }
+  if (auto scatter = dyn_cast<tc::ScatterElementsOp>(op)) {
+    Value idx = scatter.getIndices();
+    const int64_t axis = scatter.getAxis();
+    std::string name = kernels.addKernel(
+        "scatter_elements", {opComment(op)},
+        {{t, "in", false}, {cType(idx.getType()), "idx", false}, {t, "upd", false},
+         {t, "out", true}},
+        count / shapeOf(out)[axis],
+        scatterElementsBody(shapeOf(out), shapeOf(idx), axis, scatter.getReduction(),
+                            isa<FloatType>(elem)));
+    call(name + "(ctx, " + ptr(in) + ", " + ptr(idx) + ", " + ptr(scatter.getUpdates()) + ", " +
+         ptr(out) + ")");
     return success();
   }
   if (auto topk = dyn_cast<tc::TopKOp>(op)) {

@@ -392,7 +392,7 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   if (isa<tc::TransposeOp, tc::SliceOp, tc::SliceBackwardOp, tc::ExpandOp, tc::ConcatOp,
           tc::CumSumOp, tc::TileOp, tc::TriluOp, tc::PadOp, tc::PadBackwardOp,
           tc::ScatterNDOp, tc::ArgMaxOp, tc::ArgMinOp, tc::TopKOp, tc::GatherElementsOp,
-          tc::GatherElementsBackwardOp>(op))
+          tc::GatherElementsBackwardOp, tc::ScatterElementsOp>(op))
     return emitDataMovement(op);
   return emitLibraryCall(op);
 }

@@ -340,6 +340,57 @@ std::string trainc::codegen::topKBody(llvm::ArrayRef<int64_t> shape, int64_t axi
   return s;
 }
 
+std::string trainc::codegen::scatterElementsBody(llvm::ArrayRef<int64_t> dataShape,
+                                                llvm::ArrayRef<int64_t> idxShape, int64_t axis,
+                                                llvm::StringRef reduction, bool isFloat) {
+  std::vector<int64_t> dataStrides = rowMajorStrides(dataShape),
+                       idxStrides = rowMajorStrides(idxShape);
+  const int64_t rank = static_cast<int64_t>(dataShape.size());
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  // The line's coordinates on the other axes, from the last one.
+  os << "  int64_t rest = i;\n";
+  std::string dataBase = "0", idxBase = "0", inside = "true";
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (d == axis)
+      continue;
+    std::string c = "c" + std::to_string(d);
+    os << "  const int64_t " << c << " = rest % " << dataShape[d] << ";\n"
+       << "  rest /= " << dataShape[d] << ";\n";
+    dataBase += " + " + c + " * " + std::to_string(dataStrides[d]);
+    idxBase += " + " + c + " * " + std::to_string(idxStrides[d]);
+    if (idxShape[d] < dataShape[d])
+      inside += " && " + c + " < " + std::to_string(idxShape[d]);
+  }
+  const int64_t dim = dataShape[axis];
+  os << "  const int64_t dbase = " << dataBase << ";\n"
+     << "  for (int64_t k = 0; k < " << dim << "; ++k)\n"
+     << "    out[dbase + k * " << dataStrides[axis] << "] = in[dbase + k * "
+     << dataStrides[axis] << "];\n"
+     << "  if (!(" << inside << "))\n"
+     << "    return;\n"
+     << "  const int64_t ibase = " << idxBase << ";\n"
+     << "  for (int64_t s = 0; s < " << idxShape[axis] << "; ++s) {\n"
+     << "    int64_t k = static_cast<int64_t>(idx[ibase + s * " << idxStrides[axis] << "]);\n"
+     << "    if (k < 0) k += " << dim << ";\n"
+     << "    if (k < 0 || k >= " << dim << ") continue;\n"
+     << "    auto &o = out[dbase + k * " << dataStrides[axis] << "];\n"
+     << "    const auto u = upd[ibase + s * " << idxStrides[axis] << "];\n";
+  std::string nan = isFloat ? "u != u || " : "";
+  if (reduction == "add")
+    os << "    o = o + u;\n";
+  else if (reduction == "mul")
+    os << "    o = o * u;\n";
+  else if (reduction == "max")
+    os << "    if (" << nan << "u > o) o = u;\n";
+  else if (reduction == "min")
+    os << "    if (" << nan << "u < o) o = u;\n";
+  else
+    os << "    o = u;\n";
+  os << "  }\n";
+  return s;
+}
+
 std::string trainc::codegen::gatherElementsBody(llvm::ArrayRef<int64_t> dataShape,
                                                 llvm::ArrayRef<int64_t> idxShape, int64_t axis,
                                                 llvm::StringRef type) {

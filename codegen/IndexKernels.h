@@ -65,6 +65,14 @@ std::string scatterNDBody(llvm::ArrayRef<int64_t> dataShape, int64_t q, int64_t 
 std::string topKBody(llvm::ArrayRef<int64_t> shape, int64_t axis, int64_t k, bool largest,
                      bool isFloat);
 
+/// One data line along `axis` of a scatter_elements: the line of `in` copied
+/// to `out`, then the updates whose indices line matches it applied in
+/// order (`reduction` none, add, mul, max or min; NaN wins max and min,
+/// `isFloat`). An index outside the axis writes nothing.
+std::string scatterElementsBody(llvm::ArrayRef<int64_t> dataShape,
+                                llvm::ArrayRef<int64_t> idxShape, int64_t axis,
+                                llvm::StringRef reduction, bool isFloat);
+
 std::string argReduceBody(llvm::ArrayRef<int64_t> shape, int64_t axis, bool max, bool last,
                           bool isFloat);
 

@@ -461,6 +461,29 @@ LogicalResult convertArgMax(NodeContext &ctx) {
   return ctx.emit<tc::ArgMinOp>(*x, attrs);
 }
 
+/// ScatterElements (every reduction; gradients for none and add).
+LogicalResult convertScatterElements(NodeContext &ctx) {
+  FailureOr<RankedTensorType> data = ctx.inputType(0), indices = ctx.inputType(1),
+                              updates = ctx.inputType(2);
+  if (failed(data) || failed(indices) || failed(updates))
+    return failure();
+  if (data->getElementType().isInteger(1))
+    return ctx.error("booleans are not supported");
+  if (!isa<IntegerType>(indices->getElementType()) || indices->getElementType().isInteger(1))
+    return ctx.error("indices must be int64 or int32");
+  FailureOr<int64_t> axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), data->getRank());
+  if (failed(axis))
+    return failure();
+  if (data->getShape()[*axis] == 0)
+    return ctx.error("axis " + llvm::Twine(*axis) + " is empty");
+  std::string reduction = ctx.attrString("reduction", "none");
+  FailureOr<SmallVector<Value>> operands = ctx.inputs(3, 3);
+  if (failed(operands))
+    return failure();
+  return ctx.emit<tc::ScatterElementsOp>(
+      *operands, {ctx.namedI64("axis", *axis), ctx.namedString("reduction", reduction)});
+}
+
 /// TopK: tc.top_k gives the positions; the values are a tc.gather_elements
 /// of the input at them, whose gradient (tc.gather_elements_backward)
 /// reaches exactly the selected elements.

@@ -237,6 +237,7 @@ mlir::LogicalResult convertNonZero(NodeContext &ctx);
 mlir::LogicalResult convertArgMax(NodeContext &ctx); // ArgMax and ArgMin
 mlir::LogicalResult convertGatherElements(NodeContext &ctx);
 mlir::LogicalResult convertTopK(NodeContext &ctx);
+mlir::LogicalResult convertScatterElements(NodeContext &ctx);
 
 } // namespace trainc::frontend
 

@@ -133,6 +133,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"NonZero", {convertNonZero, "folded on constants only", 9, Gradient::NotApplicable}},
       {"ArgMax", {convertArgMax, "tc.argmax (folded on constants)", 1, Gradient::NotApplicable}},
       {"ArgMin", {convertArgMax, "tc.argmin (folded on constants)", 1, Gradient::NotApplicable}},
+      {"ScatterElements", {convertScatterElements, "tc.scatter_elements (gradients for reductions none and add)", 11, Gradient::Yes}},
       {"TopK", {convertTopK, "tc.top_k (positions), tc.gather_elements (values)", 11, Gradient::Yes}},
       {"GatherElements", {convertGatherElements, "tc.gather_elements (folded on constants)", 11, Gradient::Yes}},
   };

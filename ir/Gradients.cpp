@@ -894,6 +894,34 @@ LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
 
 // y[c] = x[c with axis -> idx[c]]: dx scatter-adds dy back along the axis,
 // in a fixed order (gather_elements_backward), as torch.gather's backward.
+LogicalResult ScatterElementsOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
+                                                SmallVectorImpl<Value> &dxs) {
+  if (!isFloatTensor(getData())) {
+    dxs.append(3, nullptr);
+    return success();
+  }
+  llvm::StringRef reduction = getReduction();
+  if (reduction != "none" && reduction != "add")
+    return emitOpError("has no gradient rule for reduction '") << reduction
+                                                              << "' (none and add have one)";
+  Location loc = getLoc();
+  Value dy = dys[0];
+  NamedAttribute axis = b.getNamedAttr("axis", getAxisAttr());
+  Value ddata = dy;
+  if (reduction == "none") {
+    // The written positions take nothing from data: dy with zeros scattered there.
+    auto type = typeOf(getUpdates());
+    Value zeros = b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                                type, b.getZeroAttr(type.getElementType())));
+    ddata = make<ScatterElementsOp>(b, loc, {dy, getIndices(), zeros},
+                                    {axis, b.getNamedAttr("reduction", b.getStringAttr("none"))});
+  }
+  dxs.push_back(ddata);
+  dxs.push_back(nullptr); // indices
+  dxs.push_back(make<GatherElementsOp>(b, loc, {dy, getIndices()}, {axis}));
+  return success();
+}
+
 LogicalResult GatherElementsOp::buildGradients(OpBuilder &b, ArrayRef<Value> dys,
                                                SmallVectorImpl<Value> &dxs) {
   if (!isFloatTensor(getData())) {

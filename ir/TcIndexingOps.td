@@ -217,6 +217,35 @@ def Tc_TopKOp : Tc_Op<"top_k", [Pure]> {
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
+def Tc_ScatterElementsOp : Tc_Op<"scatter_elements",
+    [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+  let summary = "write update elements into data along one axis by an index tensor (ONNX ScatterElements)";
+  let description = [{
+    The result is `data` with, for every element c of `indices` (in order),
+    the element at c with coordinate `axis` replaced by `indices[c]` set to
+    `updates[c]` (`reduction` "none"; the last write wins) or combined with
+    it ("add", "mul", "max", "min"), as `torch.scatter` / `scatter_reduce`.
+    `indices` and `updates` have the same shape, of data's rank, each axis but
+    `axis` no longer than data's. Negative indices count from the end; one
+    outside the axis writes nothing (ONNX calls it an error, which a kernel
+    cannot report). One kernel element per data line applies that line's
+    updates in order, so every run gives the same result. Gradients: for
+    "none", data's is the result gradient with the written positions zeroed
+    and the updates' a tc.gather_elements of it; for "add", data's is the
+    result gradient itself; "mul", "max" and "min" have none.
+
+    ```mlir
+    %r = tc.scatter_elements %data, %idx, %upd {axis = 1 : i64, reduction = "add"}
+        : (tensor<2x8xf32>, tensor<2x3xi64>, tensor<2x3xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Tc_NumericTensor:$data, Tc_IndexTensor:$indices,
+      Tc_NumericTensor:$updates, I64Attr:$axis,
+      DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Tc_NumericTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tc_GatherElementsOp : Tc_Op<"gather_elements",
     [Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
   let summary = "pick data elements along one axis by an index tensor (ONNX GatherElements)";

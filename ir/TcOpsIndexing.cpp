@@ -326,6 +326,31 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> location,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &inferred) {
+  auto data = dyn_cast<RankedTensorType>(adaptor.getData().getType());
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto updates = dyn_cast<RankedTensorType>(adaptor.getUpdates().getType());
+  if (!data || !indices || !updates)
+    return emitOptionalError(location, "expects ranked operands");
+  if (failed(gatherElementsCheck(location, data.getShape(), indices, adaptor.getAttributes())))
+    return failure();
+  if (updates.getShape() != indices.getShape())
+    return emitOptionalError(location, "updates have shape ", shape::format(updates.getShape()),
+                             " but indices have ", shape::format(indices.getShape()));
+  if (updates.getElementType() != data.getElementType())
+    return emitOptionalError(location, "updates must have data's element type");
+  llvm::StringRef reduction = adaptor.getReduction();
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min")
+    return emitOptionalError(location, "reduction '", reduction,
+                             "' is not one of none, add, mul, max, min");
+  inferred.push_back(data);
+  return success();
+}
+
 LogicalResult GatherElementsBackwardOp::inferReturnTypes(MLIRContext *,
                                                          std::optional<Location> location,
                                                          Adaptor adaptor,

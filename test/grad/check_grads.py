@@ -553,6 +553,17 @@ MODELS = [
               torch.topk(torch.matmul(x, m.w), 2, dim=2, largest=False)[0].flatten(1)], 1),
               w=param(6, 5, scale=0.5)),
           (4, 6), "mse"),
+    Model("scatter_elements", "ScatterElements: torch.scatter (none: data's gradient zeroed "
+          "where written) and scatter_add (add), data and updates both from Linears",
+          lambda: Lambda(lambda m, x: torch.cat([
+              torch.matmul(x, m.d).scatter(2, torch.zeros_like(torch.matmul(x, m.u)).long() +
+                                           torch.tensor([[4, 0], [2, 5], [1, 3]]),
+                                           torch.matmul(x, m.u)).flatten(1),
+              torch.matmul(x, m.d).scatter_add(2, torch.zeros_like(x[:, :, :3]).long() +
+                                               torch.tensor([0, 0, 5]),
+                                               torch.matmul(x[:, :, :3], m.v)).flatten(1)], 1),
+              d=param(4, 6, scale=0.5), u=param(4, 2, scale=0.5), v=param(3, 3, scale=0.5)),
+          (3, 4), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
