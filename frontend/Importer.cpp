@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -44,11 +45,7 @@ public:
 
   OwningOpRef<ModuleOp> run();
 
-  struct Slot {
-    Value value;
-    std::optional<Tensor> constant;
-    Location loc;
-  };
+  using Slot = ImportedValue;
 
   MLIRContext &context;
   const onnx::ModelProto &model;
@@ -57,16 +54,34 @@ public:
   llvm::raw_ostream &errs;
   OpBuilder builder;
   llvm::StringMap<Slot> slots;
+  /// The scopes of the subgraphs being imported (a Loop body's iteration),
+  /// innermost last: their values hide none of the graph's (ONNX names are
+  /// unique) and go with the iteration.
+  std::vector<llvm::StringMap<Slot>> scopes;
   llvm::StringMap<unsigned> readers;
+  int64_t opsetVersion = 0;
+  /// Subgraph nodes imported so far: theirs are numbered after the graph's
+  /// own (a node's index is its dropout stream), each iteration anew.
+  int64_t subgraphNodes = 0;
   /// Initial values of parameters small enough to serve as attributes.
   llvm::StringMap<Tensor> smallInitialValues;
   /// Messages reported for the node being converted.
   std::vector<std::string> nodeErrors;
 
   Slot *lookup(llvm::StringRef name) {
+    for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope)
+      if (auto it = scope->find(name); it != scope->end())
+        return &it->second;
     auto it = slots.find(name);
     return it == slots.end() ? nullptr : &it->second;
   }
+  void define(llvm::StringRef name, Slot slot) {
+    (scopes.empty() ? slots : scopes.back()).insert_or_assign(name, std::move(slot));
+  }
+  /// Converts one node (reporting its errors, named `name`).
+  LogicalResult importNode(const onnx::NodeProto &node, const std::string &name, int64_t index);
+  /// Counts the readers of every name in `graph` and its subgraphs.
+  void countReaders(const onnx::GraphProto &graph);
   Value materialize(Slot &slot);
   void error(const llvm::Twine &message) {
     errs << "error: " << modelName << ": " << message << "\n";
@@ -153,6 +168,25 @@ bool NodeContext::hasInput(unsigned i) const {
   return i < numInputs() && !proto.input(i).empty();
 }
 
+FailureOr<const ImportedValue *> NodeContext::inputValue(unsigned i) {
+  if (!hasInput(i))
+    return error("input " + llvm::Twine(i) + " is required");
+  GraphImporter::Slot *slot = importer.lookup(proto.input(i));
+  if (!slot)
+    return error("input '" + proto.input(i) + "' is not defined by any earlier "
+                 "node, graph input or initializer");
+  return slot;
+}
+
+FailureOr<const std::vector<ImportedValue> *> NodeContext::inputSequence(unsigned i) {
+  FailureOr<const ImportedValue *> v = inputValue(i);
+  if (failed(v))
+    return failure();
+  if (!(*v)->isSequence)
+    return error("input '" + proto.input(i) + "' is a tensor, not a sequence");
+  return &(*v)->elements;
+}
+
 FailureOr<Value> NodeContext::input(unsigned i) {
   if (!hasInput(i))
     return error("input " + llvm::Twine(i) + " is required");
@@ -160,6 +194,8 @@ FailureOr<Value> NodeContext::input(unsigned i) {
   if (!slot)
     return error("input '" + proto.input(i) + "' is not defined by any earlier "
                  "node, graph input or initializer");
+  if (slot->isSequence)
+    return error("input '" + proto.input(i) + "' is a sequence, not a tensor");
   Value value = importer.materialize(*slot);
   if (!value)
     return error("constant input '" + proto.input(i) + "' cannot be materialized");
@@ -195,7 +231,7 @@ const Tensor *NodeContext::constant(unsigned i) const {
   if (!hasInput(i))
     return nullptr;
   GraphImporter::Slot *slot = importer.lookup(proto.input(i));
-  return slot && slot->constant ? &*slot->constant : nullptr;
+  return slot && !slot->isSequence && slot->constant ? &*slot->constant : nullptr;
 }
 
 const Tensor *NodeContext::importTimeValue(unsigned i) const {
@@ -274,18 +310,59 @@ bool NodeContext::outputUsed(unsigned i) const {
   return importer.readers.lookup(proto.output(i)) > 0;
 }
 
-void NodeContext::setOutput(unsigned i, Value value) {
+void NodeContext::setOutput(unsigned i, Value value) { setOutput(i, held(value)); }
+
+void NodeContext::setOutput(unsigned i, Tensor value) { setOutput(i, held(std::move(value))); }
+
+void NodeContext::setOutput(unsigned i, ImportedValue value) {
   if (i >= numOutputs() || proto.output(i).empty())
     return;
-  importer.slots.insert_or_assign(proto.output(i),
-                                  GraphImporter::Slot{value, std::nullopt, location});
+  importer.define(proto.output(i), std::move(value));
 }
 
-void NodeContext::setOutput(unsigned i, Tensor value) {
-  if (i >= numOutputs() || proto.output(i).empty())
-    return;
-  importer.slots.insert_or_assign(
-      proto.output(i), GraphImporter::Slot{Value(), std::move(value), location});
+void NodeContext::setOutputSequence(unsigned i, std::vector<ImportedValue> elements) {
+  ImportedValue v{Value(), std::nullopt, location};
+  v.isSequence = true;
+  v.elements = std::move(elements);
+  setOutput(i, std::move(v));
+}
+
+ImportedValue NodeContext::held(Value value) const {
+  return ImportedValue{value, std::nullopt, location};
+}
+
+ImportedValue NodeContext::held(Tensor value) const {
+  return ImportedValue{Value(), std::move(value), location};
+}
+
+FailureOr<std::vector<ImportedValue>>
+NodeContext::importSubgraph(const onnx::GraphProto &body, ArrayRef<ImportedValue> inputs) {
+  if (static_cast<size_t>(body.input_size()) != inputs.size())
+    return error("the body has " + llvm::Twine(body.input_size()) + " inputs, " +
+                 llvm::Twine(inputs.size()) + " are bound");
+  importer.scopes.emplace_back();
+  for (int k = 0; k < body.input_size(); ++k)
+    importer.define(body.input(k).name(), inputs[k]);
+  for (const onnx::NodeProto &node : body.node()) {
+    std::string name = (node.name().empty() ? node.op_type() : node.name()) + " (in '" +
+                       (proto.name().empty() ? proto.op_type() : proto.name()) + "')";
+    const int64_t index = importer.model.graph().node_size() + importer.subgraphNodes++;
+    if (failed(importer.importNode(node, name, index))) {
+      importer.scopes.pop_back();
+      return failure();
+    }
+  }
+  std::vector<ImportedValue> outputs;
+  for (const onnx::ValueInfoProto &out : body.output()) {
+    GraphImporter::Slot *slot = importer.lookup(out.name());
+    if (!slot) {
+      importer.scopes.pop_back();
+      return error("the body's output '" + out.name() + "' is not computed");
+    }
+    outputs.push_back(*slot);
+  }
+  importer.scopes.pop_back();
+  return outputs;
 }
 
 NamedAttribute NodeContext::named(llvm::StringRef name, Attribute value) {
@@ -355,29 +432,80 @@ Value GraphImporter::materialize(Slot &slot) {
   return slot.value;
 }
 
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, const std::string &name,
+                                       int64_t index) {
+  Location loc = NameLoc::get(builder.getStringAttr(name));
+  NodeContext ctx(*this, node, loc, opsetVersion, index);
+  nodeErrors.clear();
+  LogicalResult converted = success();
+  for (const std::string &out : node.output())
+    if (!out.empty() && lookup(out))
+      converted = ctx.error("value '" + out + "' is already defined (ONNX graphs "
+                            "are in SSA form: every value has one producer)");
+  const ConverterEntry *entry = lookupConverter(node.op_type());
+  if (succeeded(converted) && !entry)
+    converted = ctx.error("no converter for " + node.op_type());
+  if (succeeded(converted))
+    converted = entry->convert(ctx);
+  // A converter must define every output it has, or fail.
+  if (succeeded(converted))
+    for (unsigned o = 0; o < ctx.numOutputs(); ++o)
+      if (!node.output(o).empty() && !lookup(node.output(o)) && ctx.outputUsed(o))
+        converted = ctx.error("output " + llvm::Twine(o) + " ('" + node.output(o) +
+                              "') is not supported");
+  if (succeeded(converted))
+    return success();
+  if (nodeErrors.empty())
+    nodeErrors.push_back("conversion failed");
+  for (const std::string &message : nodeErrors)
+    error("node '" + name + "' (" + node.op_type() + ", opset " + llvm::Twine(opsetVersion) +
+          "): " + message);
+  nodeErrors.clear();
+  return failure();
+}
+
+void GraphImporter::countReaders(const onnx::GraphProto &graph) {
+  for (const onnx::NodeProto &node : graph.node()) {
+    for (const std::string &in : node.input())
+      ++readers[in];
+    // A subgraph (a Loop's body) reads the enclosing graph's values by name.
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.has_g())
+        countReaders(a.g());
+  }
+  for (const onnx::ValueInfoProto &out : graph.output())
+    ++readers[out.name()];
+}
+
 bool GraphImporter::checkSupport(int64_t opset) {
   struct Missing {
     std::string node, opType, domain, why;
     int64_t version;
   };
   std::vector<Missing> missing;
-  const onnx::GraphProto &graph = model.graph();
-  for (int i = 0; i < graph.node_size(); ++i) {
-    const onnx::NodeProto &node = graph.node(i);
-    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    const ConverterEntry *entry = defaultDomain ? lookupConverter(node.op_type()) : nullptr;
-    if (entry && opset >= entry->sinceVersion)
-      continue;
-    std::string name = node.name().empty()
-                           ? node.op_type() + "_" + std::to_string(i)
-                           : node.name();
-    std::string why;
-    if (entry)
-      why = ": the op exists from opset " + std::to_string(entry->sinceVersion);
-    std::string domain = defaultDomain ? "ai.onnx" : node.domain();
-    missing.push_back({name, node.op_type(), domain, why,
-                       defaultDomain ? opset : domainOpset(node.domain())});
-  }
+  // The graph's nodes and those of its subgraphs (a Loop's body).
+  std::function<void(const onnx::GraphProto &)> scan = [&](const onnx::GraphProto &graph) {
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto &node = graph.node(i);
+      for (const onnx::AttributeProto &a : node.attribute())
+        if (a.has_g())
+          scan(a.g());
+      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      const ConverterEntry *entry = defaultDomain ? lookupConverter(node.op_type()) : nullptr;
+      if (entry && opset >= entry->sinceVersion)
+        continue;
+      std::string name = node.name().empty()
+                             ? node.op_type() + "_" + std::to_string(i)
+                             : node.name();
+      std::string why;
+      if (entry)
+        why = ": the op exists from opset " + std::to_string(entry->sinceVersion);
+      std::string domain = defaultDomain ? "ai.onnx" : node.domain();
+      missing.push_back({name, node.op_type(), domain, why,
+                         defaultDomain ? opset : domainOpset(node.domain())});
+    }
+  };
+  scan(model.graph());
   if (missing.empty())
     return true;
   error(llvm::Twine(missing.size()) + " node(s) use ops that trainc cannot import:");
@@ -741,11 +869,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
                              NameLoc::get(builder.getStringAttr(name))}});
   builder.setInsertionPointToStart(entry);
 
-  for (const onnx::NodeProto &node : graph.node())
-    for (const std::string &in : node.input())
-      ++readers[in];
-  for (const onnx::ValueInfoProto &out : graph.output())
-    ++readers[out.name()];
+  countReaders(graph);
 
   // Errors of shape functions and verifiers are collected per node.
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
@@ -754,35 +878,14 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     return success();
   });
 
+  opsetVersion = *opset;
   for (int i = 0; i < graph.node_size(); ++i) {
     const onnx::NodeProto &node = graph.node(i);
     std::string name = node.name().empty()
                            ? node.op_type() + "_" + std::to_string(i)
                            : node.name();
-    Location loc = NameLoc::get(builder.getStringAttr(name));
-    NodeContext ctx(*this, node, loc, *opset, i);
-    nodeErrors.clear();
-    LogicalResult converted = success();
-    for (const std::string &out : node.output())
-      if (!out.empty() && lookup(out))
-        converted = ctx.error("value '" + out + "' is already defined (ONNX graphs "
-                              "are in SSA form: every value has one producer)");
-    if (succeeded(converted))
-      converted = lookupConverter(node.op_type())->convert(ctx);
-    // A converter must define every output it has, or fail.
-    if (succeeded(converted))
-      for (unsigned o = 0; o < ctx.numOutputs(); ++o)
-        if (!node.output(o).empty() && !lookup(node.output(o)) && ctx.outputUsed(o))
-          converted = ctx.error("output " + llvm::Twine(o) + " ('" + node.output(o) +
-                                "') is not supported");
-    if (failed(converted)) {
-      if (nodeErrors.empty())
-        nodeErrors.push_back("conversion failed");
-      for (const std::string &message : nodeErrors)
-        error("node '" + name + "' (" + node.op_type() + ", opset " +
-              llvm::Twine(*opset) + "): " + message);
+    if (failed(importNode(node, name, i)))
       return nullptr;
-    }
   }
 
   SmallVector<Value> results;

@@ -30,6 +30,18 @@ class GraphImporter;
 /// Largest folded constant (elements) the importer computes on the host.
 inline constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
 
+/// What an ONNX value name stands for during import: an MLIR value, a host
+/// constant (folded shape arithmetic; materialized when an op reads it), or
+/// a sequence whose length is known at import time (SequenceEmpty,
+/// SplitToSequence, a Loop's carried list), held as its elements.
+struct ImportedValue {
+  mlir::Value value;
+  std::optional<Tensor> constant;
+  mlir::Location loc;
+  bool isSequence = false;
+  std::vector<ImportedValue> elements;
+};
+
 class NodeContext {
 public:
   NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
@@ -81,12 +93,30 @@ public:
   std::string attrString(llvm::StringRef name, llvm::StringRef fallback) const;
   std::optional<std::vector<int64_t>> attrInts(llvm::StringRef name) const;
 
+  /// Input `i` as the importer holds it (for sequences and subgraphs).
+  mlir::FailureOr<const ImportedValue *> inputValue(unsigned i);
+  /// Input `i`, which must be a sequence, as its elements.
+  mlir::FailureOr<const std::vector<ImportedValue> *> inputSequence(unsigned i);
+
   // Results --------------------------------------------------------------
   unsigned numOutputs() const { return static_cast<unsigned>(proto.output_size()); }
   /// Whether output `i` exists and something reads it.
   bool outputUsed(unsigned i) const;
   void setOutput(unsigned i, mlir::Value value);
   void setOutput(unsigned i, Tensor value);
+  void setOutput(unsigned i, ImportedValue value);
+  /// Output `i` as a sequence of `elements`.
+  void setOutputSequence(unsigned i, std::vector<ImportedValue> elements);
+  /// `value` as an ImportedValue at this node.
+  ImportedValue held(mlir::Value value) const;
+  ImportedValue held(Tensor value) const;
+
+  // Subgraphs ------------------------------------------------------------
+  /// Imports the nodes of `body` (a Loop's) once, its inputs bound to
+  /// `inputs` in order, in a scope of its own over the enclosing graph's
+  /// values; returns its outputs. Errors name the body's node.
+  mlir::FailureOr<std::vector<ImportedValue>> importSubgraph(const onnx::GraphProto &body,
+                                                            llvm::ArrayRef<ImportedValue> inputs);
 
   /// Creates a tc op whose result types come from its shape function. Errors
   /// from the shape function or verifier are reported against this node.
@@ -238,6 +268,15 @@ mlir::LogicalResult convertArgMax(NodeContext &ctx); // ArgMax and ArgMin
 mlir::LogicalResult convertGatherElements(NodeContext &ctx);
 mlir::LogicalResult convertTopK(NodeContext &ctx);
 mlir::LogicalResult convertScatterElements(NodeContext &ctx);
+// ConvertSequence.cpp: sequences known at import time, Loop unrolled.
+mlir::LogicalResult convertSequenceEmpty(NodeContext &ctx);
+mlir::LogicalResult convertSequenceConstruct(NodeContext &ctx);
+mlir::LogicalResult convertSequenceInsert(NodeContext &ctx);
+mlir::LogicalResult convertSequenceAt(NodeContext &ctx);
+mlir::LogicalResult convertSequenceLength(NodeContext &ctx);
+mlir::LogicalResult convertSplitToSequence(NodeContext &ctx);
+mlir::LogicalResult convertConcatFromSequence(NodeContext &ctx);
+mlir::LogicalResult convertLoop(NodeContext &ctx);
 
 } // namespace trainc::frontend
 

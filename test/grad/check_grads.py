@@ -564,6 +564,11 @@ MODELS = [
                                                torch.matmul(x[:, :, :3], m.v)).flatten(1)], 1),
               d=param(4, 6, scale=0.5), u=param(4, 2, scale=0.5), v=param(3, 3, scale=0.5)),
           (3, 4), "mse"),
+    Model("repeat_interleave_batch", "repeat_interleave over the dynamic batch (exported as "
+          "Loop, SplitToSequence, SequenceInsert, ConcatFromSequence): unrolled at import",
+          lambda: Lambda(lambda m, x: torch.matmul(x, m.w).repeat_interleave(2, dim=0).reshape(
+              x.shape[0], 10), w=param(6, 5, scale=0.5)),
+          (6,), "mse"),
     Model("reduce_l2", "ReduceL2 (torch.norm(p=2) over axis 1 of [4, 3, 5]) and F.normalize",
           lambda: Lambda(lambda m, x: torch.cat([torch.norm(torch.matmul(x, m.w), p=2, dim=1),
                                                  F.normalize(torch.matmul(x, m.w), dim=2)[:, 0]],
