@@ -527,6 +527,9 @@ LogicalResult trainc::frontend::convertRecurrent(NodeContext &ctx) {
   FailureOr<Spec> spec = parseSpec(ctx);
   if (failed(spec))
     return failure();
+  // About 16 tc ops a cell, with its share of the outputs.
+  if (failed(ctx.chargeUnrolling(16 * spec->steps * spec->directions, "unrolling its time steps")))
+    return failure();
   FailureOr<Value> x = ctx.input(0);
   FailureOr<Value> lengths = sequenceLengths(ctx, *spec);
   if (failed(x) || failed(lengths))

@@ -348,6 +348,8 @@ LogicalResult convertLoop(NodeContext &ctx) {
   };
   std::vector<std::vector<ImportedValue>> scanned(scans);
   for (int64_t i = 0; i < (*trips)[0] && cond; ++i) {
+    if (failed(ctx.chargeUnrolling(body.node_size() + 1, "unrolling the loop")))
+      return failure();
     std::vector<ImportedValue> inputs = {scalarOf(0, DType::I64, i),
                                          scalarOf(1, DType::I1, 1)};
     inputs.insert(inputs.end(), state.begin(), state.end());

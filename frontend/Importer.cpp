@@ -63,6 +63,8 @@ public:
   /// Subgraph nodes imported so far: theirs are numbered after the graph's
   /// own (a node's index is its dropout stream), each iteration anew.
   int64_t subgraphNodes = 0;
+  /// Ops unrolling has made so far (NodeContext::chargeUnrolling).
+  int64_t unrolledOps = 0;
   /// Initial values of parameters small enough to serve as attributes.
   llvm::StringMap<Tensor> smallInitialValues;
   /// Messages reported for the node being converted.
@@ -335,6 +337,14 @@ ImportedValue NodeContext::held(Tensor value) const {
   return ImportedValue{Value(), std::move(value), location};
 }
 
+LogicalResult NodeContext::chargeUnrolling(int64_t ops, llvm::StringRef what) {
+  importer.unrolledOps += ops;
+  if (importer.unrolledOps <= kMaxUnrolledOps)
+    return success();
+  return error(what + " would bring the model's unrolled ops (time steps, loop iterations) "
+               "past " + llvm::Twine(kMaxUnrolledOps));
+}
+
 FailureOr<std::vector<ImportedValue>>
 NodeContext::importSubgraph(const onnx::GraphProto &body, ArrayRef<ImportedValue> inputs) {
   if (static_cast<size_t>(body.input_size()) != inputs.size())
@@ -344,8 +354,9 @@ NodeContext::importSubgraph(const onnx::GraphProto &body, ArrayRef<ImportedValue
   for (int k = 0; k < body.input_size(); ++k)
     importer.define(body.input(k).name(), inputs[k]);
   for (const onnx::NodeProto &node : body.node()) {
+    auto outer = dyn_cast<NameLoc>(location);
     std::string name = (node.name().empty() ? node.op_type() : node.name()) + " (in '" +
-                       (proto.name().empty() ? proto.op_type() : proto.name()) + "')";
+                       (outer ? outer.getName().str() : proto.op_type()) + "')";
     const int64_t index = importer.model.graph().node_size() + importer.subgraphNodes++;
     if (failed(importer.importNode(node, name, index))) {
       importer.scopes.pop_back();

@@ -29,6 +29,8 @@ class GraphImporter;
 
 /// Largest folded constant (elements) the importer computes on the host.
 inline constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
+/// Most tc ops the unrolling of recurrent ops and loops may make of a model.
+inline constexpr int64_t kMaxUnrolledOps = int64_t(1) << 21;
 
 /// What an ONNX value name stands for during import: an MLIR value, a host
 /// constant (folded shape arithmetic; materialized when an op reads it), or
@@ -111,7 +113,11 @@ public:
   ImportedValue held(mlir::Value value) const;
   ImportedValue held(Tensor value) const;
 
-  // Subgraphs ------------------------------------------------------------
+  // Subgraphs and unrolling -----------------------------------------------
+  /// Counts `ops` more tc ops that unrolling (a recurrent op's time steps, a
+  /// Loop's iterations) makes of the model; fails, naming `what`, past the
+  /// model's budget, so that no small file expands without bound.
+  mlir::LogicalResult chargeUnrolling(int64_t ops, llvm::StringRef what);
   /// Imports the nodes of `body` (a Loop's) once, its inputs bound to
   /// `inputs` in order, in a scope of its own over the enclosing graph's
   /// values; returns its outputs. Errors name the body's node.
