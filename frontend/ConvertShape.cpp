@@ -14,6 +14,7 @@
 #include "ir/TcOps.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <numeric>
 
@@ -605,12 +606,70 @@ LogicalResult convertConstantOfShape(NodeContext &ctx) {
   return success();
 }
 
+/// The scalar c of a run-time `limit` computed as start + c (c a constant):
+/// a range of static length over a start known only at run time
+/// (torch.arange(offset, offset + T)).
+static std::optional<double> offsetFromStart(NodeContext &ctx) {
+  FailureOr<Value> start = ctx.input(0), limit = ctx.input(1);
+  if (failed(start) || failed(limit))
+    return std::nullopt;
+  auto add = limit->getDefiningOp<tc::AddOp>();
+  if (!add)
+    return std::nullopt;
+  for (unsigned k = 0; k < 2; ++k) {
+    if (add->getOperand(k) != *start)
+      continue;
+    auto c = add->getOperand(1 - k).getDefiningOp<tc::ConstantOp>();
+    auto attr = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+    if (!attr || attr.getNumElements() != 1)
+      return std::nullopt;
+    if (auto f = dyn_cast<FloatType>(attr.getElementType()))
+      return (*attr.getValues<APFloat>().begin()).convertToDouble();
+    return static_cast<double>((*attr.getValues<APInt>().begin()).getSExtValue());
+  }
+  return std::nullopt;
+}
+
+/// Range whose start is read at run time and whose limit is start + c:
+/// start + [0, d, 2d, ...] of static length ceil(c / d).
+static LogicalResult emitOffsetRange(NodeContext &ctx, double span, const Tensor &delta) {
+  FailureOr<RankedTensorType> type = ctx.inputType(0);
+  FailureOr<Value> start = ctx.input(0);
+  if (failed(type) || failed(start))
+    return failure();
+  if (type->getRank() != 0 || delta.numElements() != 1)
+    return ctx.error("start, limit and delta must be scalars");
+  const double d = delta.real(0);
+  if (d == 0)
+    return ctx.error("delta is zero");
+  const double count = std::ceil(span / d);
+  if (!(count < static_cast<double>(kMaxFoldElements)) || count < 1)
+    return ctx.error("a range of " + llvm::Twine(static_cast<int64_t>(count)) +
+                     " elements is not supported");
+  const int64_t n = static_cast<int64_t>(count);
+  DType dtype = fromMlirType(type->getElementType()).value_or(DType::F32);
+  Tensor steps(dtype, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (isFloat(dtype))
+      steps.setReal(i, static_cast<double>(i) * d);
+    else
+      steps.setInteger(i, i * delta.integer(0));
+  }
+  Value offsets =
+      ctx.builder().create<tc::ConstantOp>(ctx.loc(), toAttribute(ctx.context(), steps));
+  return ctx.emit<tc::AddOp>({*start, offsets});
+}
+
 LogicalResult convertRange(NodeContext &ctx) {
   const Tensor *start = ctx.importTimeValue(0), *limit = ctx.importTimeValue(1),
                *delta = ctx.importTimeValue(2);
+  if (!start && !limit && delta)
+    if (std::optional<double> span = offsetFromStart(ctx))
+      return emitOffsetRange(ctx, *span, *delta);
   if (!start || !limit || !delta)
-    return ctx.error("start, limit and delta must be constants known at import time "
-                     "(the result's shape must be static)");
+    return ctx.error("start, limit and delta must be constants known at import time, or "
+                     "limit start + c with c and delta constants (the result's shape must "
+                     "be static)");
   if (start->numElements() != 1 || limit->numElements() != 1 || delta->numElements() != 1)
     return ctx.error("start, limit and delta must be scalars");
   double s = start->real(0), l = limit->real(0), d = delta->real(0);

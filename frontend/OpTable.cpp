@@ -129,7 +129,7 @@ const llvm::StringMap<ConverterEntry> &table() {
       {"Size", {convertSize, "folded to a constant", 1, Gradient::NotApplicable}},
       {"Constant", {convertConstant, "folded; tc.constant where read at run time", 1, Gradient::NotApplicable}},
       {"ConstantOfShape", {convertConstantOfShape, "folded to a constant", 1, Gradient::NotApplicable}},
-      {"Range", {convertRange, "folded to a constant", 1, Gradient::NotApplicable}},
+      {"Range", {convertRange, "folded to a constant; tc.add of constant steps to a run-time start when the limit is start + c", 1, Gradient::NotApplicable}},
       {"EyeLike", {convertEyeLike, "folded to a constant", 9, Gradient::NotApplicable}},
       {"OneHot", {convertOneHot, "tc.where of tc.equal with 0..depth-1", 11, Gradient::NotApplicable}},
       {"Pad", {convertPad, "tc.pad (constant, reflect, edge; folded on constants)", 1, Gradient::Yes}},
