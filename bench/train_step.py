@@ -71,7 +71,7 @@ MODELS = [
     dict(name="zoo gpt", path=os.path.join(ZOO, "gpt_op17.onnx"), shape=(16,), classes=64,
          build="GPT", tokens=True),
     dict(name="zoo lstm", path=os.path.join(ZOO, "lstm_op17.onnx"), shape=(32,), classes=10,
-         build="LSTMClassifier", vocab=1000),
+         build="make_lstm", vocab=1000),
     dict(name="zoo unet", path=os.path.join(ZOO, "unet_op17.onnx"), shape=(3, 64, 64),
          classes=3, build="make_unet", pixels=True, small=True),
 ]

@@ -228,15 +228,8 @@ LogicalResult convertSplitToSequence(NodeContext &ctx) {
         sizes.push_back(std::min(each, dim - at));
     } else {
       sizes = *split;
-      int64_t total = 0;
-      for (int64_t n : sizes) {
-        if (n < 0)
-          return ctx.error("split sizes must not be negative");
-        total += n;
-      }
-      if (total != dim)
-        return ctx.error("split sizes add up to " + llvm::Twine(total) + ", not the axis' " +
-                         llvm::Twine(dim));
+      if (failed(checkSplitSizes(ctx, sizes, dim)))
+        return failure();
     }
   }
   if (static_cast<int64_t>(sizes.size()) > kMaxLoopIterations)

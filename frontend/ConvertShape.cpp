@@ -395,6 +395,19 @@ LogicalResult convertSlice(NodeContext &ctx) {
   return emitSlice(ctx, 0, spec);
 }
 
+LogicalResult checkSplitSizes(NodeContext &ctx, ArrayRef<int64_t> sizes, int64_t dim) {
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return ctx.error("split sizes must not be negative");
+    total += s;
+  }
+  if (total != dim)
+    return ctx.error("split sizes add up to " + llvm::Twine(total) + ", not the axis size " +
+                     llvm::Twine(dim));
+  return success();
+}
+
 LogicalResult convertSplit(NodeContext &ctx) {
   FailureOr<RankedTensorType> type = ctx.inputType(0);
   if (failed(type))
@@ -428,15 +441,8 @@ LogicalResult convertSplit(NodeContext &ctx) {
   if (sizes.size() != outputs)
     return ctx.error("split has " + llvm::Twine(sizes.size()) + " sizes for " +
                      llvm::Twine(outputs) + " outputs");
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0)
-      return ctx.error("split sizes must not be negative");
-    total += s;
-  }
-  if (total != dim)
-    return ctx.error("split sizes add up to " + llvm::Twine(total) + ", not the axis size " +
-                     llvm::Twine(dim));
+  if (failed(checkSplitSizes(ctx, sizes, dim)))
+    return failure();
   int64_t offset = 0;
   for (unsigned o = 0; o < outputs; ++o) {
     SliceSpec spec = fullSlice(type->getShape());

@@ -190,15 +190,12 @@ FailureOr<const std::vector<ImportedValue> *> NodeContext::inputSequence(unsigne
 }
 
 FailureOr<Value> NodeContext::input(unsigned i) {
-  if (!hasInput(i))
-    return error("input " + llvm::Twine(i) + " is required");
-  GraphImporter::Slot *slot = importer.lookup(proto.input(i));
-  if (!slot)
-    return error("input '" + proto.input(i) + "' is not defined by any earlier "
-                 "node, graph input or initializer");
-  if (slot->isSequence)
+  FailureOr<const ImportedValue *> held = inputValue(i);
+  if (failed(held))
+    return failure();
+  if ((*held)->isSequence)
     return error("input '" + proto.input(i) + "' is a sequence, not a tensor");
-  Value value = importer.materialize(*slot);
+  Value value = importer.materialize(*importer.lookup(proto.input(i)));
   if (!value)
     return error("constant input '" + proto.input(i) + "' cannot be materialized");
   return value;

@@ -255,6 +255,8 @@ mlir::LogicalResult convertTranspose(NodeContext &ctx);
 mlir::LogicalResult convertConcat(NodeContext &ctx);
 mlir::LogicalResult convertSlice(NodeContext &ctx);
 mlir::LogicalResult convertSplit(NodeContext &ctx);
+/// Split sizes: none negative, adding up to the axis' `dim`.
+mlir::LogicalResult checkSplitSizes(NodeContext &ctx, llvm::ArrayRef<int64_t> sizes, int64_t dim);
 mlir::LogicalResult convertGather(NodeContext &ctx);
 mlir::LogicalResult convertExpand(NodeContext &ctx);
 mlir::LogicalResult convertShape(NodeContext &ctx);

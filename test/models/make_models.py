@@ -186,16 +186,18 @@ def conv_block(cin, cout):
 
 class UNet(nn.Module):
     """Two levels down (max pool), up by ConvTranspose2d with the skip
-    connections concatenated, per-pixel class logits."""
+    connections concatenated, per-pixel class logits; widths w, 2w, 4w."""
 
-    def __init__(self, classes=3):
+    def __init__(self, classes=3, width=8):
         super().__init__()
-        self.down1, self.down2, self.mid = conv_block(3, 8), conv_block(8, 16), conv_block(16, 32)
-        self.up2 = nn.ConvTranspose2d(32, 16, 2, stride=2)
-        self.dec2 = conv_block(32, 16)
-        self.up1 = nn.ConvTranspose2d(16, 8, 2, stride=2)
-        self.dec1 = conv_block(16, 8)
-        self.head = nn.Conv2d(8, classes, 1)
+        w = width
+        self.down1, self.down2 = conv_block(3, w), conv_block(w, 2 * w)
+        self.mid = conv_block(2 * w, 4 * w)
+        self.up2 = nn.ConvTranspose2d(4 * w, 2 * w, 2, stride=2)
+        self.dec2 = conv_block(4 * w, 2 * w)
+        self.up1 = nn.ConvTranspose2d(2 * w, w, 2, stride=2)
+        self.dec1 = conv_block(2 * w, w)
+        self.head = nn.Conv2d(w, classes, 1)
 
     def forward(self, x):
         d1 = self.down1(x)

@@ -36,6 +36,9 @@ TORCH_OPSETS = (13, 17)
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 warnings.filterwarnings("ignore")
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import make_models  # noqa: E402  (the architectures both suites build)
+
 
 # ---------------------------------------------------------------------------
 # PyTorch models
@@ -162,49 +165,15 @@ def make_resnet18():
     return distinct_batch_norms(torchvision.models.resnet18(weights=None, num_classes=10))
 
 
+def make_lstm():
+    """Text classification: Embedding(1000, 64), a 2-layer LSTM(64, 128), a
+    Linear on the last step (test/models/make_models.py's, larger)."""
+    return make_models.LSTMClassifier(vocab=1000, dim=64, hidden=128, classes=10)
+
+
 def make_unet():
-    return distinct_batch_norms(UNet())
-
-
-class LSTMClassifier(nn.Module):
-    """Text classification: Embedding, a 2-layer LSTM (batch first), a Linear
-    on the last step's hidden state."""
-
-    def __init__(self, vocab=1000, dim=64, hidden=128, classes=10):
-        super().__init__()
-        self.emb = nn.Embedding(vocab, dim)
-        self.rnn = nn.LSTM(dim, hidden, num_layers=2, batch_first=True)
-        self.fc = nn.Linear(hidden, classes)
-
-    def forward(self, ids):
-        y, _ = self.rnn(self.emb(ids))
-        return self.fc(y[:, -1])
-
-
-def _unet_block(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
-                         nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
-
-
-class UNet(nn.Module):
-    """Segmentation: three levels (max pool down, ConvTranspose2d up, skip
-    connections concatenated), per-pixel class logits."""
-
-    def __init__(self, classes=3, width=16):
-        super().__init__()
-        w = width
-        self.down1, self.down2 = _unet_block(3, w), _unet_block(w, 2 * w)
-        self.mid = _unet_block(2 * w, 4 * w)
-        self.up2, self.dec2 = nn.ConvTranspose2d(4 * w, 2 * w, 2, stride=2), _unet_block(4 * w, 2 * w)
-        self.up1, self.dec1 = nn.ConvTranspose2d(2 * w, w, 2, stride=2), _unet_block(2 * w, w)
-        self.head = nn.Conv2d(w, classes, 1)
-
-    def forward(self, x):
-        d1 = self.down1(x)
-        d2 = self.down2(F.max_pool2d(d1, 2))
-        m = self.mid(F.max_pool2d(d2, 2))
-        u2 = self.dec2(torch.cat([self.up2(m), d2], 1))
-        return self.head(self.dec1(torch.cat([self.up1(u2), d1], 1)))
+    """test/models/make_models.py's U-Net at widths 16, 32, 64."""
+    return distinct_batch_norms(make_models.UNet(width=16))
 
 
 def gen_float(shape, seed=1234):
@@ -253,7 +222,7 @@ TORCH_MODELS = [
     ),
     dict(
         name="lstm",
-        build=LSTMClassifier,
+        build=make_lstm,
         inputs={"ids": lambda: gen_tokens((BATCH, 32), 1000)},
         outputs=["logits"],
         export=dict(do_constant_folding=False),
