@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 out="${1:?usage: prepare.sh OUTDIR}"
 mkdir -p "$out" "$out.resnet18"
 [ -f build/zoo/zoo.json ] || /usr/bin/python3 test/zoo/make_zoo.py build/zoo
-for model in mlp lenet resnet18 gpt; do
+for model in mlp lenet resnet18 gpt lstm unet; do
   dir="$out/$model"
   [ "$model" = resnet18 ] && dir="$out.resnet18/$model"
   mkdir -p "$dir/data" "$dir/ref"
