@@ -19,6 +19,9 @@ graph inputs; the runner binds those from the test data as initializers.
 Many node tests were generated at the opset where their op last changed (Conv
 at 11, say). Such a model runs at opset 13 when every op it uses has the same
 schema version at 13 as at its own opset: same version, same semantics.
+extra_tests.py adds tests the suite lacks (recurrent ops with sequence_lens,
+peepholes and clip, ...), written into WORKDIR/extra-tests with ONNX
+Runtime's outputs as the expected ones, and run the same way.
 Prints one line per test and a closing 'N passed, N failed, N skipped'.
 """
 
@@ -33,6 +36,9 @@ import sys
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import extra_tests  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUPPORTED_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int64", "int32", "bool")}
@@ -226,11 +232,15 @@ def main():
     args = parser.parse_args()
     root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
     excluded = read_excluded()
-    tests = sorted(d for d in os.listdir(root) if re.search(args.filter, d))
-    in_scope, skipped = [], {}
     os.makedirs(args.work, exist_ok=True)
+    # The suite's tests, then extra_tests.py's (ONNX Runtime's outputs).
+    dirs = {d: os.path.join(root, d) for d in os.listdir(root)}
+    for folder in extra_tests.write_extra_tests(os.path.join(args.work, "extra-tests")):
+        dirs[os.path.basename(folder)] = folder
+    tests = sorted(d for d in dirs if re.search(args.filter, d))
+    in_scope, skipped = [], {}
     for t in tests:
-        reason = classify(args.trainc, os.path.join(root, t), args.work)
+        reason = classify(args.trainc, dirs[t], args.work)
         if reason:
             skipped[reason] = skipped.get(reason, 0) + 1
         else:
@@ -238,7 +248,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     passed = failed = expected_failures = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {t: pool.submit(run_test, args.trainc, os.path.join(root, t), args.work)
+        futures = {t: pool.submit(run_test, args.trainc, dirs[t], args.work)
                    for t in in_scope}
         for t in in_scope:
             try:
