@@ -31,6 +31,10 @@ checks (named as printed):
                 (one step);
   sgd-step      E.onnx's trainable weights W: e(W) = ||W - (w0 - lr g_64)|| /
                 ||lr g_64|| is at most 10 * max(e of PyTorch's float32 step, 1e-7).
+  sgd-3-steps   for the models make_models.py marks sgd3: `--epochs 3` on the one
+                batch, the exported weights W against PyTorch's after three SGD
+                steps in float64: ||W - w3_64|| / ||w3_64 - w0|| within 10 *
+                max(that of PyTorch's float32 steps, 1e-7).
   ort-runs      E.onnx's initializers loaded by name into the PyTorch module,
   ort           model.eval() in float32 and float64: ONNX Runtime
                 (build/conformance-venv) on E.onnx is norm-wise within
@@ -72,7 +76,7 @@ NVCC = "/usr/local/cuda/bin/nvcc"
 RATIO_LIMIT = 10.0
 ERR_FLOOR = 1e-7
 RTOL = 1e-4
-LR = 0.01
+LR = make_models.SGD_LR
 COMPILE_TIMEOUT = 1800
 RUN_TIMEOUT = 600
 
@@ -359,6 +363,38 @@ def check_sgd_update(trained, meta, mdir, res):
     res.cell(name, "sgd", "%.3g" % ratio)
 
 
+def check_three_steps(prog, meta, mdir, res):
+    """Three SGD steps (three epochs of the one batch) against PyTorch's
+    float64 weights after three steps: with e(W) = ||W - w3_64|| /
+    ||w3_64 - w0||, e(trainc) <= 10 * max(e(PyTorch's float32 steps), 1e-7)."""
+    name = meta["name"]
+    data = os.path.join(mdir, "train-data")
+    exported = os.path.join(mdir, "trained3.onnx")
+    ok, text = run([prog, "--data", data, "--epochs", "3", "--lr", str(LR), "--no-shuffle",
+                    "--export", exported], RUN_TIMEOUT)
+    if not res.check(ok, name, "sgd-3-steps runs", "three SGD steps, --export" if ok else text):
+        return
+    trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(exported).graph.initializer}
+    initial = {t.name: numpy_helper.to_array(t)
+               for t in onnx.load(os.path.join(mdir, "model.onnx")).graph.initializer}
+    w32 = np.load(os.path.join(mdir, "sgd3_32.npz"))
+    w64 = np.load(os.path.join(mdir, "sgd3_64.npz"))
+    num = num32 = denom = 0.0
+    for init in meta["trainable"]:
+        if init not in trained:
+            res.check(False, name, "sgd-3-steps", "no trained %s in the export" % init)
+            return
+        want = w64[init].astype(np.float64)
+        num += float(np.sum((trained[init].astype(np.float64) - want) ** 2))
+        num32 += float(np.sum((w32[init].astype(np.float64) - want) ** 2))
+        denom += float(np.sum((want - initial[init].astype(np.float64)) ** 2))
+    err, err32 = np.sqrt(num / denom), np.sqrt(num32 / denom)
+    ratio = err / max(err32, ERR_FLOOR)
+    res.check(ratio <= RATIO_LIMIT, name, "sgd-3-steps",
+              "weights after 3 steps vs PyTorch float64's: err(trainc) %.3g, err(torch f32) "
+              "%.3g, ratio %.3g (limit %g)" % (err, err32, ratio, RATIO_LIMIT))
+
+
 def check_export(prog, meta, mdir, res):
     name = meta["name"]
     data = os.path.join(mdir, "train-data")
@@ -377,6 +413,8 @@ def check_export(prog, meta, mdir, res):
     proto = onnx.load(exported)
     trained = {t.name: numpy_helper.to_array(t) for t in proto.graph.initializer}
     check_sgd_update(trained, meta, mdir, res)
+    if meta.get("sgd3"):
+        check_three_steps(prog, meta, mdir, res)
     # PyTorch eval() with the exported weights, loaded by name.
     module = make_models.build_module(name)
     state = module.state_dict()
@@ -436,7 +474,8 @@ def check_model(trainc, models, work, name, cuda, res):
     mdir = os.path.join(work, name)
     os.makedirs(mdir, exist_ok=True)
     for item in ["data", "grads32.npz", "grads64.npz", "model.onnx"] + [
-            "eval%s_%s.npy" % (kind, o) for o in meta["outputs"] for kind in ("", "64")]:
+            "eval%s_%s.npy" % (kind, o) for o in meta["outputs"] for kind in ("", "64")] + (
+            ["sgd3_32.npz", "sgd3_64.npz"] if meta.get("sgd3") else []):
         dst = os.path.join(mdir, item)
         if os.path.lexists(dst):
             os.remove(dst)

@@ -19,6 +19,8 @@ For every model NAME it writes OUTDIR/NAME/:
                     (model.train()), keyed by ONNX initializer name
   grads64.npz       the same on module.double() of a deep copy, inputs in
                     float64: the reference both are measured against
+  sgd3_32.npz,      for the specs marked sgd3: the weights after three plain
+  sgd3_64.npz       SGD steps (lr SGD_LR) on the same batch, float32 and float64
   eval_OUTPUT.npy   model.eval() outputs on the same inputs (initial weights)
   eval64_OUTPUT.npy the same in float64 (printed beside the predict check)
   meta.json         loss kind, class axis, inputs, outputs, trainable
@@ -283,7 +285,12 @@ class RotaryMQA(nn.Module):
         return self.out(h)
 
 
-Spec = collections.namedtuple("Spec", "name build inputs outputs loss class_axis cuda")
+# sgd3: also the weights after three SGD steps on the batch (sgd3_32.npz,
+# sgd3_64.npz), which check_models.py compares with a three-epoch trainer.
+Spec = collections.namedtuple("Spec", "name build inputs outputs loss class_axis cuda sgd3",
+                              defaults=(False,))
+# The learning rate of the SGD steps both scripts take.
+SGD_LR = 0.01
 
 
 def images(batch, size):
@@ -345,15 +352,15 @@ SPECS = [
     Spec("llama", hf(llama_config, "LlamaForCausalLM", ["input_ids"], ["logits"]),
          tokens(2, 16, 200, "input_ids"), ["logits"], "cross-entropy", -1, False),
     Spec("lstm_classifier", LSTMClassifier, tokens(2, 12, 200, "ids"), ["logits"],
-         "cross-entropy", 1, False),
+         "cross-entropy", 1, False, True),
     Spec("gru_tagger", GRUTagger, tokens(2, 12, 200, "ids"), ["logits"], "cross-entropy", -1,
-         False),
-    Spec("unet", UNet, images(2, 32), ["logits"], "cross-entropy", 1, False),
-    Spec("lraspp", lraspp, images(2, 64), ["logits"], "cross-entropy", 1, False),
+         False, True),
+    Spec("unet", UNet, images(2, 32), ["logits"], "cross-entropy", 1, False, True),
+    Spec("lraspp", lraspp, images(2, 64), ["logits"], "cross-entropy", 1, False, True),
     Spec("activations", Activations, lambda g: {"x": torch.randn(4, 8, generator=g)},
-         ["logits"], "cross-entropy", 1, False),
+         ["logits"], "cross-entropy", 1, False, True),
     Spec("rotary_mqa", RotaryMQA, tokens(2, 16, 200, "ids"), ["logits"], "cross-entropy", -1,
-         False),
+         False, True),
     Spec("whisper_classifier", hf(whisper_config, "WhisperForAudioClassification",
                                   ["input_features"], ["logits"]),
          lambda g: {"input_features": torch.randn(2, 16, 32, generator=g)}, ["logits"],
@@ -453,6 +460,30 @@ def gradients(module, inputs, label, spec, init_of_param, dtype):
     return float(loss), grads
 
 
+def sgd_weights(module, inputs, label, spec, init_of_param, dtype, steps):
+    """{initializer: weight} after `steps` plain SGD steps (SGD_LR) on the
+    one batch, in model.train() and `dtype` throughout."""
+    m = copy.deepcopy(module).to(dtype)
+    m.train()
+    args = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+    lab = label.to(dtype) if label is not None and label.is_floating_point() else label
+    params = dict(m.named_parameters())
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.backends.mkldnn.flags(enabled=False):
+            for _ in range(steps):
+                m.zero_grad()
+                torch_loss(spec, m(*args), lab).backward()
+                with torch.no_grad():
+                    for p in params.values():
+                        if p.grad is not None:
+                            p -= torch.tensor(SGD_LR, dtype=dtype) * p.grad
+    finally:
+        torch.set_default_dtype(default)
+    return {init: params[pname].detach().numpy().copy() for init, pname in init_of_param.items()}
+
+
 def initializer_names(proto, module, trainable):
     """ONNX initializer -> module parameter name, for every trainable initializer."""
     params = dict(module.named_parameters())
@@ -517,11 +548,16 @@ def make_model(name, outdir):
     np.save(os.path.join(data, "sample_weights.npy"), np.ones(batch, np.float32))
     np.savez(os.path.join(mdir, "grads32.npz"), **g32)
     np.savez(os.path.join(mdir, "grads64.npz"), **g64)
+    if spec.sgd3:
+        for dtype, tag in ((torch.float32, "32"), (torch.float64, "64")):
+            np.savez(os.path.join(mdir, "sgd3_%s.npz" % tag),
+                     **sgd_weights(module, inputs, label, spec, init_of_param, dtype, 3))
     for n, y, y64 in zip(spec.outputs, eval_out, eval64):
         np.save(os.path.join(mdir, "eval_%s.npy" % n), y.numpy())
         np.save(os.path.join(mdir, "eval64_%s.npy" % n), y64.numpy())
     ops = collections.Counter(n.op_type for n in proto.graph.node)
     meta = dict(name=name, batch=batch, loss=spec.loss, class_axis=spec.class_axis,
+                sgd3=spec.sgd3,
                 inputs=input_names, outputs=spec.outputs, cuda=spec.cuda,
                 trainable=sorted(init_of_param), param_of_initializer=init_of_param,
                 unexported_params=missing, loss32=loss32, loss64=loss64,
