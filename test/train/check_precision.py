@@ -3,10 +3,12 @@
 autocast and float64, and fp16's dynamic loss scaling.
 
 Usage: check_precision.py TRAINC WORKDIR
-           [--only mlp,lenet,gpt,resnet18,digits,scaler,cuda] [--precision bf16,fp16]
+           [--only mlp,lenet,gpt,resnet18,lstm,unet,digits,scaler,cuda]
+           [--precision bf16,fp16]
            [--gpu-prepare DIR]
 
-For the zoo's MLP, LeNet, GPT and ResNet-18: `trainc compile --precision=bf16
+For the zoo's MLP, LeNet, GPT, ResNet-18, LSTM classifier and U-Net (a class
+per pixel): `trainc compile --precision=bf16
 --entry=train_step`, one step on a batch of 16, and the loss and every
 parameter gradient against PyTorch's step under
 torch.autocast("cpu", dtype=torch.bfloat16). Both are also measured against
@@ -72,6 +74,12 @@ def data_for(name, spec, rng):
     if name == "gpt":
         return ({"idx": rng.randint(0, 64, (BATCH, 16)).astype(np.int64)},
                 rng.randint(0, 64, (BATCH, 16)).astype(np.int64), ["--class-axis=-1"])
+    if name == "lstm":  # tokens in, a class per sequence
+        return ({"ids": rng.randint(0, 1000, (BATCH, 32)).astype(np.int64)},
+                rng.randint(0, 10, BATCH).astype(np.int64), [])
+    if name == "unet":  # a class per pixel
+        return ({"x": rng.randn(BATCH, 3, 64, 64).astype(np.float32)},
+                rng.randint(0, 3, (BATCH, 64, 64)).astype(np.int64), [])
     shape = tuple(spec["inputs"]["x"]().shape[1:])
     return ({"x": rng.randn(BATCH, *shape).astype(np.float32)},
             rng.randint(0, 10, BATCH).astype(np.int64), [])
@@ -134,6 +142,15 @@ def prepare_gpu_case(trainc, name, path, flags, data, loss_amp, loss64, grads_am
                    "precision": precision, "amp_errors": amp_errors}, f)
 
 
+# fp16 without loss scaling (--entry=train_step has none) underflows on the
+# U-Net: a per-pixel mean over 16 x 64 x 64 pixels puts each pixel's gradient
+# near 1e-5, below fp16's normal range (6e-5), so sums of them lose most of
+# their digits (the ConvTranspose bias' gradient came out 84% off, bf16's
+# 11%), as PyTorch's fp16 would without GradScaler. Only its loss-scaled
+# step is compared.
+UNSCALED_FP16_UNDERFLOWS = {"unet"}
+
+
 def check_zoo(trainc, work, check, models, precisions):
     sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
     import make_zoo
@@ -164,6 +181,12 @@ def check_zoo(trainc, work, check, models, precisions):
         loss64, grads64 = torch_step(spec, name, state, inputs, labels, "f64")
         refs = (loss_amp, grads_amp, loss32, grads32, loss64, grads64)
         for precision in precisions:
+            if precision == "fp16" and name in UNSCALED_FP16_UNDERFLOWS:
+                print("note: fp16 %s without loss scaling not compared (its gradients "
+                      "underflow fp16, as PyTorch's would without GradScaler); the "
+                      "loss-scaled step is" % name)
+                check_scaled_step(trainc, work, check, name, path, flags, data, state, refs)
+                continue
             outcome = check_zoo_case(trainc, work, check, name, path, flags, data, precision,
                                      refs)
             if precision == "fp16":
@@ -539,7 +562,7 @@ def main():
         print(__doc__)
         return 2
     trainc, work = args[0], args[1]
-    only = {"mlp", "lenet", "gpt", "resnet18", "digits", "scaler", "cuda"}
+    only = {"mlp", "lenet", "gpt", "resnet18", "lstm", "unet", "digits", "scaler", "cuda"}
     precisions = {"bf16", "fp16"}
     rest = args[2:]
     while rest:
@@ -560,7 +583,7 @@ def main():
     def check(ok, what):
         results.append(ok)
         print("%s %s" % ("PASS" if ok else "FAIL", what), flush=True)
-    check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt", "resnet18"},
+    check_zoo(trainc, work, check, only & {"mlp", "lenet", "gpt", "resnet18", "lstm", "unet"},
               [p for p in ("bf16", "fp16") if p in precisions])
     if "digits" in only:
         check_digits(trainc, work, check, precisions)
