@@ -42,7 +42,9 @@ LogicalResult BufferBinding::bindResults(Operation *op, std::string &body, Value
     Value aliased = tc::viewSource(result);
     if (!aliased)
       return op->emitError("codegen cannot place result ") << result.getResultNumber();
-    names[result] = ptr(aliased);
+    const int64_t start = cast<tc::TiedOpInterface>(op).getViewOffset(result.getResultNumber());
+    names[result] = start ? "(" + ptr(aliased) + " + " + std::to_string(start) + ")"
+                           : ptr(aliased);
   }
   return success();
 }

@@ -44,6 +44,10 @@ def Tc_TiedOpInterface : OpInterface<"TiedOpInterface"> {
       "::mlir::Value", "getViewSource", (ins "unsigned":$index), [{}],
       [{ return nullptr; }]>,
     InterfaceMethod<
+      "Where view result `index` starts in its source's buffer, in elements.",
+      "int64_t", "getViewOffset", (ins "unsigned":$index), [{}],
+      [{ return 0; }]>,
+    InterfaceMethod<
       "The operand whose buffer result `index` overwrites with its next value, or null.",
       "::mlir::Value", "getReplacedOperand", (ins "unsigned":$index), [{}],
       [{ return nullptr; }]>

@@ -1150,6 +1150,38 @@ bool trainc::tc::isView(Operation *op) {
 // Tied results (TiedOpInterface).
 Value ReshapeOp::getViewSource(unsigned) { return getInput(); }
 
+namespace {
+/// The element offset of a slice that is one contiguous run of its input's
+/// elements, or -1: unit steps, every axis after the last cut one whole, and
+/// a single index on every axis before it.
+int64_t contiguousSliceOffset(SliceOp op) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(op.getInput().getType()).getShape();
+  ArrayRef<int64_t> starts = op.getStarts(), ends = op.getEnds(), steps = op.getSteps();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t cut = -1; // the last axis not taken whole
+  for (int64_t d = 0; d < rank; ++d) {
+    if (steps[d] != 1)
+      return -1;
+    if (starts[d] != 0 || ends[d] != shape[d])
+      cut = d;
+  }
+  for (int64_t d = 0; d < cut; ++d)
+    if (ends[d] - starts[d] != 1)
+      return -1;
+  int64_t offset = 0, stride = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    offset += starts[d] * stride;
+    stride *= shape[d];
+  }
+  return offset;
+}
+} // namespace
+
+Value SliceOp::getViewSource(unsigned) {
+  return contiguousSliceOffset(*this) >= 0 ? getInput() : Value();
+}
+int64_t SliceOp::getViewOffset(unsigned) { return std::max<int64_t>(0, contiguousSliceOffset(*this)); }
+
 /// Outside training dropout is the identity.
 Value DropoutOp::getViewSource(unsigned) { return getTraining() ? Value() : getInput(); }
 

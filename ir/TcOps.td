@@ -698,11 +698,15 @@ def Tc_ConcatOp : Tc_Op<"concat", [Tc_AutocastWidest, Tc_DataMovement, Pure, Dec
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tc_SliceOp : Tc_Op<"slice", [Tc_AutocastFollow, Tc_DataMovement, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>]> {
+def Tc_SliceOp : Tc_Op<"slice", [Tc_AutocastFollow, Tc_DataMovement, Pure, DeclareOpInterfaceMethods<Tc_GradientOpInterface>,
+                                   DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getViewSource", "getViewOffset"]>]> {
   let summary = "strided slice with one (start, end, step) per axis";
   let description = [{
     Every axis has an entry; `starts` and `ends` are already clamped to the
     axis (ONNX Slice after normalization). A negative step walks backwards.
+    A slice whose elements are one contiguous run of the input's (unit steps,
+    whole trailing axes, one index on the leading ones: a time step of
+    [T, B, H]) is a view of the input, copying nothing.
 
     ```mlir
     %y = tc.slice %x {starts = array<i64: 0, 2>, ends = array<i64: 2, 4>, steps = array<i64: 1, 1>}
