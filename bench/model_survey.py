@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Survey: which public architectures train with trainc, as a new user would try them.
 
-Not part of the test run. About 50 models: torchvision 0.14 classification models,
+Not part of the test run. 68 models: torchvision 0.14 classification and segmentation models,
 Hugging Face transformers 4.36.2 from tiny configs (no downloads) and timm 0.9.12
 (when it imports), all exported for training with python/trainc_torch.py
 (torch 1.13, opset 17) at small size (batch 2, 32-80 px images, 16 tokens,
