@@ -84,6 +84,16 @@ public:
   LogicalResult importNode(const onnx::NodeProto &node, const std::string &name, int64_t index);
   /// Counts the readers of every name in `graph` and its subgraphs.
   void countReaders(const onnx::GraphProto &graph);
+  /// The graph inputs that are not initializers (the data inputs): their
+  /// names, types and argument attributes.
+  LogicalResult readDataInputs(const onnx::GraphProto &graph,
+                               const llvm::StringSet<> &initializerNames,
+                               std::vector<std::string> &names, SmallVectorImpl<Type> &types,
+                               SmallVectorImpl<DictionaryAttr> &attrs);
+  /// Returns the graph's outputs from `func`, checked against their
+  /// declared types, and gives `func` its type.
+  LogicalResult returnOutputs(const onnx::GraphProto &graph, func::FuncOp func,
+                              ArrayRef<Type> argTypes, Location loc);
   Value materialize(Slot &slot);
   void error(const llvm::Twine &message) {
     errs << "error: " << modelName << ": " << message << "\n";
@@ -472,6 +482,56 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node, const std::
   return failure();
 }
 
+LogicalResult GraphImporter::readDataInputs(const onnx::GraphProto &graph,
+                                           const llvm::StringSet<> &initializerNames,
+                                           std::vector<std::string> &names,
+                                           SmallVectorImpl<Type> &types,
+                                           SmallVectorImpl<DictionaryAttr> &attrs) {
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    if (initializerNames.contains(info.name()))
+      continue;
+    auto type = inputType(info);
+    if (failed(type))
+      return failure();
+    if (llvm::is_contained(names, info.name())) {
+      error("graph input '" + info.name() + "' is declared twice");
+      return failure();
+    }
+    names.push_back(info.name());
+    types.push_back(*type);
+    attrs.push_back(builder.getDictionaryAttr(
+        builder.getNamedAttr(tc::kInputAttrName, builder.getStringAttr(info.name()))));
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::returnOutputs(const onnx::GraphProto &graph, func::FuncOp func,
+                                          ArrayRef<Type> argTypes, Location loc) {
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const onnx::ValueInfoProto &out : graph.output()) {
+    Slot *slot = lookup(out.name());
+    if (!slot) {
+      error("graph output '" + out.name() + "' is not computed by any node");
+      return failure();
+    }
+    if (slot->isSequence) {
+      error("graph output '" + out.name() + "' is a sequence; outputs must be tensors");
+      return failure();
+    }
+    Value value = materialize(*slot);
+    if (failed(checkOutputType(out, value.getType())))
+      return failure();
+    results.push_back(value);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        tc::kOutputAttrName, builder.getStringAttr(out.name()))));
+  }
+  builder.create<func::ReturnOp>(loc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func.setAllResultAttrs(resultAttrs);
+  return success();
+}
+
 void GraphImporter::countReaders(const onnx::GraphProto &graph) {
   for (const onnx::NodeProto &node : graph.node()) {
     for (const std::string &in : node.input())
@@ -823,23 +883,8 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     return nullptr;
   }
 
-  // Graph inputs that are not initializers are the data inputs.
-  for (const onnx::ValueInfoProto &info : graph.input()) {
-    if (initializerNames.contains(info.name()))
-      continue;
-    auto type = inputType(info);
-    if (failed(type))
-      return nullptr;
-    if (llvm::is_contained(inputNames, info.name())) {
-      error("graph input '" + info.name() + "' is declared twice");
-      return nullptr;
-    }
-    inputNames.push_back(info.name());
-    argTypes.push_back(*type);
-    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        tc::kInputAttrName, builder.getStringAttr(info.name()))));
-  }
-  if (failed(checkBatchAxes(graph, inputNames, argTypes)))
+  if (failed(readDataInputs(graph, initializerNames, inputNames, argTypes, argAttrs)) ||
+      failed(checkBatchAxes(graph, inputNames, argTypes)))
     return nullptr;
   unsigned firstParam = argTypes.size();
   // The batch size the program is compiled for: the bound symbolic axis, or
@@ -896,25 +941,9 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       return nullptr;
   }
 
-  SmallVector<Value> results;
-  SmallVector<DictionaryAttr> resultAttrs;
   builder.setInsertionPointToEnd(entry);
-  for (const onnx::ValueInfoProto &out : graph.output()) {
-    Slot *slot = lookup(out.name());
-    if (!slot) {
-      error("graph output '" + out.name() + "' is not computed by any node");
-      return nullptr;
-    }
-    Value value = materialize(*slot);
-    if (failed(checkOutputType(out, value.getType())))
-      return nullptr;
-    results.push_back(value);
-    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
-        tc::kOutputAttrName, builder.getStringAttr(out.name()))));
-  }
-  builder.create<func::ReturnOp>(fileLoc, results);
-  func.setFunctionType(builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
-  func.setAllResultAttrs(resultAttrs);
+  if (failed(returnOutputs(graph, func, argTypes, fileLoc)))
+    return nullptr;
 
   removeDeadCode(func);
   if (failed(markPaddingRows(*meta, func, paramNames, firstParam)))

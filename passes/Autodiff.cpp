@@ -182,6 +182,56 @@ SmallVector<Value> mergeRowProducts(OpBuilder &b, ArrayRef<Value> products) {
   return sums;
 }
 
+/// The gradient of each value, summed as its contributions arrive: with
+/// tc.add, except that slice gradients and row products wait until the
+/// value's gradient is read (settle), to be joined by mergeSliceGradients
+/// and mergeRowProducts.
+class GradientSums {
+public:
+  explicit GradientSums(OpBuilder &b) : b(b) {}
+
+  void accumulate(Value v, Value g, Location loc) {
+    if (auto piece = g.getDefiningOp<tc::SliceBackwardOp>())
+      pendingSlices[v].push_back(piece);
+    else if (isRowProduct(g))
+      pendingProducts[v].push_back(g);
+    else
+      add(v, g, loc);
+  }
+
+  /// Sums the contributions that wait for `v` into its gradient.
+  void settle(Value v) {
+    if (auto it = pendingSlices.find(v); it != pendingSlices.end()) {
+      SmallVector<tc::SliceBackwardOp> pieces = std::move(it->second);
+      pendingSlices.erase(it);
+      for (Value g : mergeSliceGradients(b, pieces))
+        add(v, g, g.getLoc());
+    }
+    if (auto it = pendingProducts.find(v); it != pendingProducts.end()) {
+      SmallVector<Value> products = std::move(it->second);
+      pendingProducts.erase(it);
+      for (Value g : mergeRowProducts(b, products))
+        add(v, g, g.getLoc());
+    }
+  }
+
+  /// Settled gradients.
+  llvm::DenseMap<Value, Value> grads;
+
+private:
+  void add(Value v, Value g, Location loc) {
+    auto it = grads.find(v);
+    if (it == grads.end())
+      grads[v] = g;
+    else
+      it->second = b.create<tc::AddOp>(loc, ValueRange{it->second, g})->getResult(0);
+  }
+
+  OpBuilder &b;
+  llvm::DenseMap<Value, SmallVector<tc::SliceBackwardOp>> pendingSlices;
+  llvm::DenseMap<Value, SmallVector<Value>> pendingProducts;
+};
+
 struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
   using AutodiffBase::AutodiffBase;
 
@@ -194,20 +244,19 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       signalPassFailure();
   }
 
-  LogicalResult differentiate(ModuleOp module, func::FuncOp lossFunc) {
-    func::FuncOp step = lossFunc.clone();
-    step.setSymName("train_step");
-    module.push_back(step);
-    Block &body = step.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() == 0 ||
-        cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
-      return step.emitError("@loss must return the scalar loss first");
-    Value lossValue = ret.getOperand(0);
-
-    // Forward: values that depend on a trainable float parameter.
-    llvm::DenseSet<Value> varying;
+  /// Which values autodiff differentiates: those that depend on a trainable
+  /// float parameter (not frozen) and that the loss depends on.
+  struct Activity {
+    llvm::DenseSet<Value> varying, useful;
+    /// The arguments that get a gradient, in order.
     SmallVector<unsigned> params;
+  };
+  FailureOr<Activity> findActive(ModuleOp module, func::FuncOp step, Value lossValue) {
+    Block &body = step.getBody().front();
+    // Forward: values that depend on a trainable float parameter.
+    Activity a;
+    llvm::DenseSet<Value> &varying = a.varying;
+    SmallVector<unsigned> &params = a.params;
     llvm::Regex frozen(freeze);
     std::string regexError;
     if (!freeze.empty() && !frozen.isValid(regexError))
@@ -237,49 +286,36 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
             varying.insert(r);
     }
     // Backward: values the loss depends on.
-    llvm::DenseSet<Value> useful = {lossValue};
+    llvm::DenseSet<Value> &useful = a.useful;
+    useful.insert(lossValue);
     for (Operation &op : llvm::reverse(body.without_terminator()))
       if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
         for (Value v : op.getOperands())
           useful.insert(v);
+    return a;
+  }
+
+  LogicalResult differentiate(ModuleOp module, func::FuncOp lossFunc) {
+    func::FuncOp step = lossFunc.clone();
+    step.setSymName("train_step");
+    module.push_back(step);
+    Block &body = step.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() == 0 ||
+        cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
+      return step.emitError("@loss must return the scalar loss first");
+    Value lossValue = ret.getOperand(0);
+
+    FailureOr<Activity> activity = findActive(module, step, lossValue);
+    if (failed(activity))
+      return failure();
+    llvm::DenseSet<Value> &varying = activity->varying, &useful = activity->useful;
+    SmallVector<unsigned> &params = activity->params;
     auto active = [&](Value v) { return varying.contains(v) && useful.contains(v); };
 
     OpBuilder b(ret);
-    llvm::DenseMap<Value, Value> grads;
-    auto add = [&](Value v, Value g, Location loc) {
-      auto it = grads.find(v);
-      if (it == grads.end())
-        grads[v] = g;
-      else
-        it->second = b.create<tc::AddOp>(loc, ValueRange{it->second, g})->getResult(0);
-    };
-    // Slice gradients wait until the value's gradient is read, to be
-    // joined by mergeSliceGradients.
-    // Row products wait the same way, for mergeRowProducts.
-    llvm::DenseMap<Value, SmallVector<tc::SliceBackwardOp>> pendingSlices;
-    llvm::DenseMap<Value, SmallVector<Value>> pendingProducts;
-    auto accumulate = [&](Value v, Value g, Location loc) {
-      if (auto piece = g.getDefiningOp<tc::SliceBackwardOp>())
-        pendingSlices[v].push_back(piece);
-      else if (isRowProduct(g))
-        pendingProducts[v].push_back(g);
-      else
-        add(v, g, loc);
-    };
-    auto settle = [&](Value v) {
-      if (auto it = pendingSlices.find(v); it != pendingSlices.end()) {
-        SmallVector<tc::SliceBackwardOp> pieces = std::move(it->second);
-        pendingSlices.erase(it);
-        for (Value g : mergeSliceGradients(b, pieces))
-          add(v, g, g.getLoc());
-      }
-      if (auto it = pendingProducts.find(v); it != pendingProducts.end()) {
-        SmallVector<Value> products = std::move(it->second);
-        pendingProducts.erase(it);
-        for (Value g : mergeRowProducts(b, products))
-          add(v, g, g.getLoc());
-      }
-    };
+    GradientSums sums(b);
+    auto &grads = sums.grads;
     auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
     Location seedLoc =
         tc::phaseLoc("backward of the loss", b.getUnknownLoc(), tc::StepPhase::Backward);
@@ -308,7 +344,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       forward.push_back(&op);
     for (Operation *op : llvm::reverse(forward)) {
       for (Value r : op->getResults())
-        settle(r);
+        sums.settle(r);
       bool needsAny = llvm::any_of(op->getOperands(), [&](Value v) { return active(v); });
       bool hasGrad = llvm::any_of(op->getResults(), [&](Value r) { return grads.count(r); });
       if (!needsAny || !hasGrad)
@@ -329,7 +365,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
         return failure();
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
         if (g && active(operand))
-          accumulate(operand, g, op->getLoc());
+          sums.accumulate(operand, g, op->getLoc());
       // The ops of the rule (and the sums of gradients) say whose gradient
       // they compute: a kernel reads 'backward of /fc1/Gemm', not the
       // forward node's name alone. The location is marked as the
@@ -346,7 +382,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     SmallVector<Value> results = {lossValue};
     SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
     for (unsigned index : params) {
-      settle(step.getArgument(index));
+      sums.settle(step.getArgument(index));
       Value g = grads.lookup(step.getArgument(index));
       auto symbol = step.getArgAttrOfType<FlatSymbolRefAttr>(index, tc::kParamAttrName);
       // A bias that trainc-fold-bias-bn removed has the gradient 0 exactly
