@@ -101,6 +101,10 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
       input = StringAttr::get(func.getContext(), tc::kSampleWeightsInputName);
       role = rt::InputRole::SampleWeights;
     }
+    if (!input && func.getArgAttr(arg.getArgNumber(), tc::kSampleMaskAttrName)) {
+      input = StringAttr::get(func.getContext(), tc::kSampleMaskInputName);
+      role = rt::InputRole::SampleMask;
+    }
     if (!input && func.getArgAttr(arg.getArgNumber(), tc::kDropoutKeyAttrName)) {
       input = StringAttr::get(func.getContext(), tc::kDropoutKeyInputName);
       role = rt::InputRole::DropoutKey;
@@ -410,6 +414,8 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
       dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
     } else if (k == 0) {
       dst = "static_cast<" + t + " *>(args.loss)";
+    } else if (func.getResultAttr(k, tc::kSampleLossesAttrName)) {
+      dst = "static_cast<" + t + " *>(args.sampleLosses)";
     } else if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(k, tc::kUpdateAttrName)) {
       // In place: every read of the old value happened before the return.
       dst = "static_cast<" + t + " *>(args.params[" +
@@ -420,8 +426,9 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
         return op.emitError("no state argument named ") << st;
       dst = "static_cast<" + t + " *>(args.states[" + std::to_string(it - states.begin()) + "])";
     } else {
-      return op.emitError("training step result ") << k << " is neither the loss, a parameter "
-                                                       "update nor a state update";
+      return op.emitError("training step result ")
+             << k << " is neither the loss, the per-sample losses, a parameter update nor a "
+                     "state update";
     }
     if (buffers.inPlace(v) && trainRole) {
       body += commentLine("'" + outName + "' was updated in place", "  ");

@@ -120,6 +120,11 @@ LogicalResult ProgramEmitter::emitTrainStepTable(raw_ostream &os, func::FuncOp s
   auto accumAttr = step->getAttrOfType<IntegerAttr>(tc::kGradAccumAttrName);
   auto clip = step->getAttrOfType<FloatAttr>(tc::kClipGradNormAttrName);
   auto ignore = module->getAttrOfType<IntegerAttr>(tc::kIgnoreIndexAttrName);
+  auto norm = module->getAttrOfType<StringAttr>(tc::kSampleWeightNormAttrName);
+  int64_t sampleLosses = 0;
+  for (unsigned k = 0; k < step.getNumResults(); ++k)
+    if (step.getResultAttr(k, tc::kSampleLossesAttrName))
+      sampleLosses = cast<RankedTensorType>(step.getResultTypes()[k]).getDimSize(0);
   auto bucketsAttr = step->getAttrOfType<IntegerAttr>(tc::kDataParallelAttrName);
   int64_t buckets = bucketsAttr ? bucketsAttr.getInt() : 0;
   bool cuda = options.target == Target::Cuda;
@@ -127,6 +132,11 @@ LogicalResult ProgramEmitter::emitTrainStepTable(raw_ostream &os, func::FuncOp s
       {"optimizer", enumerator("Optimizer", toRuntime(*optimizer))},
       {"clipGradNorm", cDouble(clip ? clip.getValueAsDouble() : 0.0)},
       {"ignoreIndex", ignore ? ignore.getInt() : int64_t(-100)},
+      {"sampleWeightNorm",
+       enumerator("SampleWeightNorm", norm && norm.getValue() == "mean"
+                                          ? rt::SampleWeightNorm::Mean
+                                          : rt::SampleWeightNorm::Sum)},
+      {"sampleLosses", sampleLosses},
       {"numInputs", static_cast<int64_t>(train.inputs.size())},
       {"inputs", train.inputs.empty() ? "nullptr" : "kTrainInputs"},
       {"numHypers", static_cast<int64_t>(train.hypers.size())},

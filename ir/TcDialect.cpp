@@ -90,6 +90,7 @@ LogicalResult TcDialect::verifyRegionArgAttribute(Operation *op, unsigned region
     return success();
   }
   if (attr.getName() == trainc::tc::kSampleWeightsAttrName ||
+      attr.getName() == trainc::tc::kSampleMaskAttrName ||
       attr.getName() == trainc::tc::kDropoutKeyAttrName ||
       attr.getName() == trainc::tc::kFoldedBiasAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
@@ -124,6 +125,11 @@ LogicalResult TcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
   if (attr.getName() == kStateUpdateAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'tc.state_update' must be a name";
+    return success();
+  }
+  if (attr.getName() == kSampleLossesAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'tc.sample_losses' is a unit attribute";
     return success();
   }
   if (attr.getName() != trainc::tc::kOutputAttrName)

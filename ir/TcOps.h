@@ -70,10 +70,15 @@ inline constexpr llvm::StringLiteral kParamAttrName = "tc.param";
 /// output name.
 inline constexpr llvm::StringLiteral kInputAttrName = "tc.input";
 inline constexpr llvm::StringLiteral kOutputAttrName = "tc.output";
-/// Argument attributes of the loss function's label (its name) and per-sample
-/// weights (a unit attribute).
+/// Argument attributes of the loss function's label (its name), per-sample
+/// weights and, where a batch norm or the mean normalization needs it, the
+/// mask of the batch's real rows (unit attributes).
 inline constexpr llvm::StringLiteral kLabelAttrName = "tc.label";
 inline constexpr llvm::StringLiteral kSampleWeightsAttrName = "tc.sample_weights";
+inline constexpr llvm::StringLiteral kSampleMaskAttrName = "tc.sample_mask";
+/// Result attribute (unit) of the per-sample losses [N] of @loss and the
+/// steps built from it, which the trainer reads back with the loss.
+inline constexpr llvm::StringLiteral kSampleLossesAttrName = "tc.sample_losses";
 /// Argument attribute (unit) of the training step's dropout key [seed, step],
 /// which the trainer fills before each step; the input is named
 /// kDropoutKeyInputName.
@@ -93,8 +98,10 @@ inline constexpr llvm::StringLiteral kGradAttrName = "tc.grad";
 inline constexpr llvm::StringLiteral kUpdateAttrName = "tc.update";
 inline constexpr llvm::StringLiteral kStateUpdateAttrName = "tc.state_update";
 inline constexpr llvm::StringLiteral kOptimizerAttrName = "tc.optimizer";
-/// The name the per-sample weights input has in the program's tables.
+/// The names the per-sample weights and mask inputs have in the program's
+/// tables.
 inline constexpr llvm::StringLiteral kSampleWeightsInputName = "sample_weights";
+inline constexpr llvm::StringLiteral kSampleMaskInputName = "sample_mask";
 /// Argument attribute (unit) of a parameter whose only use trainc-fold-bias-bn
 /// removed: autodiff gives it the gradient 0 (its exact value).
 inline constexpr llvm::StringLiteral kFoldedBiasAttrName = "tc.folded_bias";
@@ -124,6 +131,8 @@ inline constexpr llvm::StringLiteral kPaddingCopyBytesAttrName = "tc.padding_cop
 inline constexpr llvm::StringLiteral kClipGradNormAttrName = "tc.clip_grad_norm";
 /// On the module: the label --loss=cross-entropy ignores (--ignore-index).
 inline constexpr llvm::StringLiteral kIgnoreIndexAttrName = "tc.ignore_index";
+/// On the module: "mean" where --sample-weight-norm=mean (absent: sum).
+inline constexpr llvm::StringLiteral kSampleWeightNormAttrName = "tc.sample_weight_norm";
 inline constexpr llvm::StringLiteral kGradAccumAttrName = "tc.grad_accum";
 inline constexpr llvm::StringLiteral kDataParallelAttrName = "tc.data_parallel";
 inline constexpr llvm::StringLiteral kRematAttrName = "tc.remat";

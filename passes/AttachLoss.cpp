@@ -68,6 +68,9 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     if (kind == LossKind::CrossEntropy && ignoreIndex != -100)
       module->setAttr(tc::kIgnoreIndexAttrName,
                       IntegerAttr::get(IntegerType::get(module.getContext(), 64), ignoreIndex));
+    if (kind != LossKind::Output && sampleWeightNorm == rt::SampleWeightNorm::Mean)
+      module->setAttr(tc::kSampleWeightNormAttrName,
+                      StringAttr::get(module.getContext(), optionName(sampleWeightNorm.getValue())));
     if (failed(attach(module, forward)))
       signalPassFailure();
   }
@@ -108,23 +111,24 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
         prediction.getLoc());
     OpBuilder b(ret);
 
-    Value value;
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> resultAttrs = {b.getDictionaryAttr(
+        b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("loss")))};
     if (kind == LossKind::Output) {
       if (predType.getRank() != 0 || !predType.getElementType().isF32())
         return loss.emitError("--loss=output needs a scalar f32 model output, got ")
                << predType;
-      value = prediction;
+      results.push_back(prediction);
     } else {
-      FailureOr<Value> weighted = perSampleLoss(b, loss, prediction, loc);
-      if (failed(weighted))
+      FailureOr<std::pair<Value, Value>> losses = weightedLoss(b, loss, prediction, loc);
+      if (failed(losses))
         return failure();
-      value = *weighted;
+      results = {losses->first, losses->second};
+      resultAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("sample_losses")),
+           b.getNamedAttr(tc::kSampleLossesAttrName, b.getUnitAttr())}));
     }
-
-    SmallVector<Value> results = {value};
     results.append(ret.getOperands().begin(), ret.getOperands().end());
-    SmallVector<DictionaryAttr> resultAttrs = {b.getDictionaryAttr(
-        b.getNamedAttr(tc::kOutputAttrName, b.getStringAttr("loss")))};
     for (unsigned i = 0; i < loss.getNumResults(); ++i)
       resultAttrs.push_back(loss.getResultAttrDict(i));
     if (failed(trainMode(module, loss, b, results, resultAttrs)) || failed(checkInputNames(loss)))
@@ -144,9 +148,12 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
   LogicalResult trainMode(ModuleOp module, func::FuncOp loss, OpBuilder &b,
                           SmallVectorImpl<Value> &results,
                           SmallVectorImpl<DictionaryAttr> &resultAttrs) {
+    // The real rows (a short batch's padding left out): the mask where there
+    // is one, else the weights (padding 0, every sample 1).
     Value weights;
     for (BlockArgument arg : loss.getArguments())
-      if (loss.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName))
+      if (loss.getArgAttr(arg.getArgNumber(), tc::kSampleMaskAttrName) ||
+          (!weights && loss.getArgAttr(arg.getArgNumber(), tc::kSampleWeightsAttrName)))
         weights = arg;
     dropoutTraining(loss, b);
     llvm::StringSet<> updated;
@@ -195,7 +202,9 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       if (auto label = loss.getArgAttrOfType<StringAttr>(i, tc::kLabelAttrName))
         added = label.getValue();
       else if (loss.getArgAttr(i, tc::kSampleWeightsAttrName))
-        added = "sample_weights";
+        added = tc::kSampleWeightsInputName;
+      else if (loss.getArgAttr(i, tc::kSampleMaskAttrName))
+        added = tc::kSampleMaskInputName;
       else if (loss.getArgAttr(i, tc::kDropoutKeyAttrName))
         added = tc::kDropoutKeyInputName;
       if (added.empty() || !modelInputs.contains(added))
@@ -222,7 +231,8 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     unsigned at = 0;
     while (at < loss.getNumArguments() &&
            (loss.getArgAttr(at, tc::kInputAttrName) || loss.getArgAttr(at, tc::kLabelAttrName) ||
-            loss.getArgAttr(at, tc::kSampleWeightsAttrName)))
+            loss.getArgAttr(at, tc::kSampleWeightsAttrName) ||
+            loss.getArgAttr(at, tc::kSampleMaskAttrName)))
       ++at;
     (void)loss.insertArgument(
         at, RankedTensorType::get({2}, b.getI64Type()),
@@ -304,9 +314,10 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     return std::make_pair(elements, counted);
   }
 
-  /// Adds the label and weight inputs and returns the weighted mean loss.
-  FailureOr<Value> perSampleLoss(OpBuilder &b, func::FuncOp loss, Value prediction,
-                                 Location loc) {
+  /// Adds the label, weight and (where needed) mask inputs and returns the
+  /// weighted mean loss and the per-sample losses [N].
+  FailureOr<std::pair<Value, Value>> weightedLoss(OpBuilder &b, func::FuncOp loss,
+                                                  Value prediction, Location loc) {
     auto predType = cast<RankedTensorType>(prediction.getType());
     if (predType.getRank() < 1 || !predType.getElementType().isF32())
       return loss.emitError("--loss=") << optionName(kind.getValue()) << " needs an f32 output with a batch axis, got "
@@ -341,6 +352,17 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
                                   tc::kSampleWeightsAttrName, b.getUnitAttr())),
                               loc);
     Value label = loss.getArgument(at), weights = loss.getArgument(at + 1);
+    // The real rows: what the mean divides by, and the rows a batch norm
+    // normalizes over (a sample of weight 0 is in PyTorch's batch
+    // statistics, a padding row is not).
+    Value mask;
+    if (sampleWeightNorm == rt::SampleWeightNorm::Mean || hasBatchNorm(loss, batch)) {
+      (void)loss.insertArgument(at + 2, weightType,
+                                b.getDictionaryAttr(b.getNamedAttr(
+                                    tc::kSampleMaskAttrName, b.getUnitAttr())),
+                                loc);
+      mask = loss.getArgument(at + 2);
+    }
 
     // Element-wise (or per-position) losses, [N, ...], and for
     // cross-entropy which of them count (1) or are ignored (0).
@@ -374,29 +396,43 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       elements = make<tc::AddOp>(b, loc, {make<tc::SubOp>(b, loc, {positive, xt}), softplus});
     }
 
-    // sum_i w_i sum_j l_ij / (sum_i w_i * M).
+    // s_i = sum_j l_ij / M, each sample's loss before the weights (PyTorch's
+    // reduction='none', averaged over the sample's positions), and
+    //   loss = sum_i w_i s_i / (sum_i d_i)            (every position counts)
+    //   loss = sum_i w_i s_i / (sum_ij d_i c_ij / M)  (cross-entropy: c_ij,
+    //                                                  what position j counts)
+    // with d = w (--sample-weight-norm=sum) or the real rows (mean).
     auto elementType = cast<RankedTensorType>(elements.getType());
-    SmallVector<int64_t> broadcastShape(elementType.getRank(), 1);
-    broadcastShape[0] = batch;
-    Value w = weights;
-    if (elementType.getRank() > 1)
-      w = make<tc::ReshapeOp>(b, loc, weights,
-                              {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(broadcastShape))});
-    Value weighted = make<tc::MulOp>(b, loc, {elements, w});
+    const int64_t perSample = elementType.getNumElements() / batch;
     auto all = b.getNamedAttr("axes", b.getDenseI64ArrayAttr({}));
     auto drop = b.getNamedAttr("keepdims", b.getBoolAttr(false));
-    Value total = make<tc::ReduceSumOp>(b, loc, weighted, {all, drop});
-    Value weightSum = make<tc::ReduceSumOp>(b, loc, weights, {all, drop});
-    int64_t perSample = elementType.getNumElements() / batch;
-    Value denominator = perSample == 1
-                            ? weightSum
-                            : make<tc::MulOp>(b, loc, {weightSum,
-                                                       scalarConstant(b, loc, perSample)});
-    // sum_i w_i sum_j l_ij / sum_i w_i sum_j [label_ij counts].
-    if (counted)
-      denominator =
-          make<tc::ReduceSumOp>(b, loc, make<tc::MulOp>(b, loc, {counted, w}), {all, drop});
-    return make<tc::DivOp>(b, loc, {total, denominator});
+    auto perRow = [&](Value v) {
+      if (cast<RankedTensorType>(v.getType()).getRank() == 1)
+        return v;
+      SmallVector<int64_t> axes;
+      for (int64_t d = 1; d < elementType.getRank(); ++d)
+        axes.push_back(d);
+      Value sum = make<tc::ReduceSumOp>(
+          b, loc, v, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)), drop});
+      return make<tc::MulOp>(b, loc,
+                             {sum, scalarConstant(b, loc, 1.0f / static_cast<float>(perSample))});
+    };
+    Value sampleLosses = perRow(elements);
+    Value total = make<tc::ReduceSumOp>(
+        b, loc, make<tc::MulOp>(b, loc, {sampleLosses, weights}), {all, drop});
+    Value d = sampleWeightNorm == rt::SampleWeightNorm::Mean ? mask : weights;
+    Value denominator = counted ? make<tc::MulOp>(b, loc, {perRow(counted), d}) : d;
+    denominator = make<tc::ReduceSumOp>(b, loc, denominator, {all, drop});
+    return std::make_pair(make<tc::DivOp>(b, loc, {total, denominator}), sampleLosses);
+  }
+
+  /// Whether a batch norm of `loss` normalizes a batch of `batch` rows.
+  static bool hasBatchNorm(func::FuncOp loss, int64_t batch) {
+    bool found = false;
+    loss.walk([&](tc::BatchNormOp bn) {
+      found |= cast<RankedTensorType>(bn.getInput().getType()).getDimSize(0) == batch;
+    });
+    return found;
   }
 };
 

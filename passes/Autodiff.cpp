@@ -404,9 +404,11 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
                           b.getStringAttr("grad." + symbol.getValue().str())),
            b.getNamedAttr(tc::kGradAttrName, symbol)}));
     }
-    // Running-statistics updates of the training forward go through as they are.
+    // The per-sample losses and the running-statistics updates of the
+    // training forward go through as they are.
     for (unsigned i = 1; i < ret.getNumOperands(); ++i)
-      if (step.getResultAttr(i, tc::kUpdateAttrName)) {
+      if (step.getResultAttr(i, tc::kUpdateAttrName) ||
+          step.getResultAttr(i, tc::kSampleLossesAttrName)) {
         results.push_back(ret.getOperand(i));
         attrs.push_back(step.getResultAttrDict(i));
       }

@@ -444,10 +444,11 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
       auto symbol = step.getResultAttrOfType<FlatSymbolRefAttr>(i, tc::kGradAttrName);
       if (!symbol) {
-        // Not a gradient: running statistics and earlier phases' states
-        // (gradient accumulators) written back as they are.
+        // Not a gradient: the per-sample losses, running statistics and
+        // earlier phases' states (gradient accumulators) as they are.
         if (step.getResultAttr(i, tc::kUpdateAttrName) ||
-            step.getResultAttr(i, tc::kStateUpdateAttrName)) {
+            step.getResultAttr(i, tc::kStateUpdateAttrName) ||
+            step.getResultAttr(i, tc::kSampleLossesAttrName)) {
           results.push_back(ret.getOperand(i));
           attrs.push_back(step.getResultAttrDict(i));
         }

@@ -86,6 +86,7 @@ TRAINC_DECLARE_OPTION_ENUM(Fusion, TRAINC_FUSIONS)
   };
 TRAINC_RUNTIME_OPTION_ENUM(Optimizer)
 TRAINC_RUNTIME_OPTION_ENUM(Precision)
+TRAINC_RUNTIME_OPTION_ENUM(SampleWeightNorm)
 #undef TRAINC_RUNTIME_OPTION_ENUM
 
 /// The name of an option's value, as flags and IR spell it.
@@ -201,6 +202,7 @@ TRAINC_OPTION_ENUM_PARSER(trainc::Remat)
 TRAINC_OPTION_ENUM_PARSER(trainc::Fusion)
 TRAINC_OPTION_ENUM_PARSER(trainc::rt::Optimizer)
 TRAINC_OPTION_ENUM_PARSER(trainc::rt::Precision)
+TRAINC_OPTION_ENUM_PARSER(trainc::rt::SampleWeightNorm)
 
 template <> class parser<trainc::LossScale> : public basic_parser<trainc::LossScale> {
 public:

@@ -450,11 +450,16 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
   let description = [{
     Builds `@loss` from `@forward`: the same computation, plus a label input
     (`{tc.label = "label"}`) and a per-sample weight input
-    (`{tc.sample_weights}`, shape [N]), returning the scalar loss first and
-    the model's outputs after it. `@forward` stays as it is (prediction).
+    (`{tc.sample_weights}`, shape [N]), returning the scalar loss first, each
+    sample's loss before the weights second (`{tc.output = "sample_losses",
+    tc.sample_losses}`, shape [N]) and the model's outputs after them.
+    `@forward` stays as it is (prediction). Where a batch norm normalizes the
+    batch or `sample-weight-norm=mean` divides by the real samples, a mask of
+    the batch's real rows follows the weights (`{tc.sample_mask}`, [N]: 1 for
+    a sample, 0 for the padding of a short last batch).
 
     `@loss` has PyTorch's `model.train()` semantics: every `tc.batch_norm`
-    switches to batch statistics over the samples with a non-zero weight and
+    switches to batch statistics over the real rows (the mask) and
     its updated running statistics are appended as results
     `{tc.output = "<name>", tc.update = @<name>}` that write the parameters
     back. Two batch norms sharing a running statistic are an error. Every
@@ -462,11 +467,14 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
     new input `{tc.dropout_key}` (tensor<2xi64>, [seed, step], named
     `dropout_key`) that the trainer sets before each step.
 
-    The loss is the weighted mean over samples of each sample's mean loss,
-    sum_i w_i l_i / (sum_i w_i * M) for M loss elements per sample: with
-    weights 1 it is PyTorch's `reduction='mean'`, and weight 0 drops a sample
-    (the padding of a short last batch). Selective backprop and importance
-    sampling later set other weights through the same input.
+    Each sample's loss s_i is the mean of its M loss elements (PyTorch's
+    `reduction='none'`, averaged over the sample's positions). The loss is
+    sum_i w_i s_i / sum_i d_i with d = w (`sample-weight-norm=sum`, PyTorch's
+    `(w * l).sum() / w.sum()`) or d = the mask (`mean`, `(w * l).mean()`
+    over the real samples); for cross-entropy the divisor counts only the
+    positions that count (class weights, ignore_index), so that with weights
+    1 it is PyTorch's `reduction='mean'`. Weight 0 drops a sample (the
+    padding of a short last batch).
 
     - `cross-entropy`: logits [N, C, d...] against int64 class labels [N, d...]
       (`torch.nn.CrossEntropyLoss`). With `class-axis` the classes are on
@@ -505,7 +513,11 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
                "divides by the weights of the counted labels">,
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
            "cross-entropy: the label that adds nothing and is left out of the mean "
-           "(kept as tc.ignore_index on @loss)">
+           "(kept as tc.ignore_index on @loss)">,
+    Option<"sampleWeightNorm", "sample-weight-norm", "::trainc::rt::SampleWeightNorm",
+           /*default=*/"::trainc::rt::SampleWeightNorm::Sum",
+           "what the weighted sum of the losses is divided by: the weights' sum (sum), "
+           "or the batch's real samples (mean, with a tc.sample_mask input)">
   ];
 }
 

@@ -61,6 +61,7 @@ const std::vector<Phase> &phases() {
          loss.labelSmoothing = o.labelSmoothing;
          loss.classWeights = o.classWeights;
          loss.ignoreIndex = o.ignoreIndex;
+         loss.sampleWeightNorm = o.sampleWeightNorm;
          pm.addPass(trainc::createAttachLoss(loss));
          return true;
        }},
@@ -198,6 +199,8 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
   Option<double> labelSmoothing{*this, "label-smoothing", llvm::cl::init(0.0)};
   ListOption<double> classWeights{*this, "class-weights"};
   Option<int64_t> ignoreIndex{*this, "ignore-index", llvm::cl::init(-100)};
+  Option<trainc::rt::SampleWeightNorm> sampleWeightNorm{
+      *this, "sample-weight-norm", llvm::cl::init(trainc::rt::SampleWeightNorm::Sum)};
   Option<trainc::rt::Optimizer> optimizer{*this, "optimizer"};
   Option<bool> nesterov{*this, "nesterov", llvm::cl::init(false)};
   Option<std::string> noDecay{*this, "no-decay", llvm::cl::init("auto"),
@@ -227,6 +230,7 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
     o.labelSmoothing = labelSmoothing;
     o.classWeights.assign(classWeights.begin(), classWeights.end());
     o.ignoreIndex = ignoreIndex;
+    o.sampleWeightNorm = sampleWeightNorm;
     if (optimizer.hasValue())
       o.optimizer = optimizer;
     o.nesterov = nesterov;

@@ -45,6 +45,9 @@ struct PipelineOptions {
   double labelSmoothing = 0.0;
   std::vector<double> classWeights;
   int64_t ignoreIndex = -100;
+  /// What divides the weighted sum of the per-sample losses
+  /// (--sample-weight-norm).
+  rt::SampleWeightNorm sampleWeightNorm = rt::SampleWeightNorm::Sum;
   /// The optimizer phase runs when set; without it @train_step returns
   /// gradients.
   std::optional<rt::Optimizer> optimizer;

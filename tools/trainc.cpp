@@ -179,6 +179,12 @@ cl::opt<int64_t> ignoreIndex("ignore-index",
                              cl::desc("--loss=cross-entropy: the label that adds nothing and "
                                       "is left out of the mean (default -100, PyTorch's)"),
                              cl::value_desc("N"), cl::init(-100), cl::cat(category));
+cl::opt<trainc::rt::SampleWeightNorm> sampleWeightNorm(
+    "sample-weight-norm",
+    cl::desc("What the weighted sum of the per-sample losses is divided by: the weights' sum "
+             "(sum, as (w * loss).sum() / w.sum()), or the batch's samples (mean, as "
+             "(w * loss).mean()); the weights are the trainer's DIR/sample_weights.npy"),
+    cl::init(trainc::rt::SampleWeightNorm::Sum), cl::cat(category));
 cl::opt<double> clipGradValue("clip-grad-value",
                               cl::desc("Clamp every gradient element to [-X, X] before the "
                                        "update, as torch.nn.utils.clip_grad_value_"),
@@ -305,6 +311,7 @@ usage:
                  [--emit=binary|source|mlir] [--cuda-arch=sm_80,sm_90]
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--label-smoothing=EPS] [--class-weights=FILE.npy] [--ignore-index=N]
+                  [--sample-weight-norm=sum|mean]
                   [--optimizer=sgd|adam|adamw|lamb|lars [--nesterov] [--no-decay=1d|none|REGEX]
                    [--clip-grad-norm=X | --clip-grad-value=X] [--log-grad-norm]]
                   [--entry=forward|loss|train_step]]
@@ -683,6 +690,7 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   pipeline.gradNorm = logGradNorm;
   pipeline.labelSmoothing = labelSmoothing;
   pipeline.ignoreIndex = ignoreIndex;
+  pipeline.sampleWeightNorm = sampleWeightNorm;
   pipeline.classWeights = classWeightValues;
   pipeline.stopAfter = compileTo;
   pipeline.dumpDir = dumpIR;
@@ -1120,6 +1128,12 @@ bool checkLossAndClippingFlags() {
       errs() << "error: --" << name << " is a parameter of --loss=cross-entropy\n";
       return false;
     }
+  if (sampleWeightNorm.getNumOccurrences() > 0 &&
+      (!training() || lossKind == trainc::LossKind::Output)) {
+    errs() << "error: --sample-weight-norm normalizes the loss trainc attaches; it needs "
+              "--loss=cross-entropy, mse or bce\n";
+    return false;
+  }
   if (!(labelSmoothing >= 0.0 && labelSmoothing <= 1.0)) {
     errs() << "error: --label-smoothing must be in [0, 1], got " << labelSmoothing << "\n";
     return false;
@@ -1475,6 +1489,7 @@ std::vector<HelpGroup> helpGroups(StringRef command) {
   return {{"Model and loss",
            {"batch-size", "loss", "label", "class-axis", "freeze", "entry"}},
           {"Loss options (cross-entropy)", {"label-smoothing", "class-weights", "ignore-index"}},
+          {"Sample weights", {"sample-weight-norm"}},
           {"Training",
            {"optimizer", "nesterov", "no-decay", "clip-grad-norm", "clip-grad-value",
             "log-grad-norm", "grad-accum"}},

@@ -198,6 +198,7 @@ void printInfo(const Program &program) {
   for (int i = 0; i < train->numInputs; ++i) {
     std::string name = train->inputs[i].name;
     bool made = train->inputs[i].role == InputRole::SampleWeights ||
+                train->inputs[i].role == InputRole::SampleMask ||
                 train->inputs[i].role == InputRole::DropoutKey;
     std::printf("    %s: %s%s\n", name.c_str(), shapeText(train->inputs[i]).c_str(),
                 made ? " (set by the trainer)" : "");

@@ -25,8 +25,10 @@ StepPipeline::StepPipeline(RunDevice &device, const TrainStep &train, const Trai
                            int64_t batch, int workers, bool cudaGraph)
     : device(device), context(*device.context), train(train), data(data),
       layout(slotLayout(train)), batch(batch), hostSlotCount(workers + 2),
-      deviceBlock(nullptr, DeviceFree{&context}), hostBlock(nullptr, HostFree{&context}),
-      hostLoss(nullptr, HostFree{&context}), graphs(context, train, cudaGraph) {}
+      deviceBlock(nullptr, DeviceFree{&context}),
+      deviceSampleLosses(nullptr, DeviceFree{&context}), hostBlock(nullptr, HostFree{&context}),
+      hostLoss(nullptr, HostFree{&context}), hostSampleLosses(nullptr, HostFree{&context}),
+      graphs(context, train, cudaGraph) {}
 
 StepPipeline::~StepPipeline() {
   loader.reset();
@@ -37,6 +39,13 @@ Status StepPipeline::init() {
   TRAINC_RETURN_IF_ERROR(allocateDevice(context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(context, hostSlotCount * layout.bytes, hostBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(context, kDeviceSlots * 256, hostLoss));
+  const uint64_t sampleLossBytes = static_cast<uint64_t>(train.sampleLosses) * 4;
+  if (sampleLossBytes > 0) {
+    TRAINC_RETURN_IF_ERROR(
+        allocateDevice(context, kDeviceSlots * sampleLossBytes, deviceSampleLosses));
+    TRAINC_RETURN_IF_ERROR(
+        allocatePinned(context, kDeviceSlots * sampleLossBytes, hostSampleLosses));
+  }
   inputPtrs.resize(kDeviceSlots);
   hyperPtrs.resize(kDeviceSlots);
   for (int d = 0; d < kDeviceSlots; ++d) {
@@ -46,6 +55,9 @@ Status StepPipeline::init() {
       hyperPtrs[d].push_back(deviceSlot(d) + at);
     args.push_back({inputPtrs[d].data(), hyperPtrs[d].data(), device.paramPtrs.data(),
                     device.statePtrs.data(), deviceLoss(d),
+                    sampleLossBytes > 0 ? static_cast<char *>(deviceSampleLosses.get()) +
+                                              d * sampleLossBytes
+                                        : nullptr,
                     static_cast<char *>(device.arena.get()), nullptr});
   }
   hostHyperPtrs.resize(hostSlotCount);
@@ -94,7 +106,11 @@ Status StepPipeline::run(int64_t n, int h, bool last) {
 }
 
 Status StepPipeline::queueLossReadback(int d) {
-  return context.downloadAsync(record(d), deviceLoss(d), 4);
+  TRAINC_RETURN_IF_ERROR(context.downloadAsync(record(d), deviceLoss(d), 4));
+  if (train.sampleLosses == 0)
+    return Status();
+  return context.downloadAsync(const_cast<float *>(sampleLosses(d)), args[d].sampleLosses,
+                               static_cast<uint64_t>(train.sampleLosses) * 4);
 }
 
 Status StepPipeline::finishLaunch(int d) {

@@ -149,8 +149,9 @@ public:
   /// Queues the step (the update step when `last`, else the accumulate
   /// step) of launch `n` behind its upload.
   Status run(int64_t n, int h, bool last);
-  /// Queues the copy of the step's loss into record(d)[0], and marks the
-  /// step done (waitStep) once everything queued so far has run.
+  /// Queues the copy of the step's loss into record(d)[0] and of its
+  /// per-sample losses into sampleLosses(d), and marks the step done
+  /// (waitStep) once everything queued so far has run.
   Status queueLossReadback(int d);
   Status finishLaunch(int d);
   /// Waits for the step last run from device slot `d`; its host record:
@@ -158,6 +159,13 @@ public:
   Status waitStep(int d);
   float *record(int d) {
     return reinterpret_cast<float *>(static_cast<char *>(hostLoss.get()) + d * 256);
+  }
+  /// The per-sample losses of the step last run from device slot `d`, on
+  /// the host once waitStep(d) returned (null: the step has none).
+  const float *sampleLosses(int d) const {
+    return train.sampleLosses > 0
+               ? static_cast<const float *>(hostSampleLosses.get()) + d * train.sampleLosses
+               : nullptr;
   }
 
 private:
@@ -173,8 +181,8 @@ private:
   const SlotLayout layout;
   const int64_t batch;
   const int hostSlotCount;
-  DevicePtr deviceBlock;
-  HostPtr hostBlock, hostLoss;
+  DevicePtr deviceBlock, deviceSampleLosses;
+  HostPtr hostBlock, hostLoss, hostSampleLosses;
   std::vector<std::vector<void *>> inputPtrs, hyperPtrs;
   std::vector<TrainArgs> args;
   /// The hyperparameters' host copies: in the host slot the step was filled

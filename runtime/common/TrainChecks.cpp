@@ -27,6 +27,8 @@ Status openTrainingData(const Program &program, const std::string &dir,
     InputRole role = train->inputs[i].role;
     if (role == InputRole::SampleWeights) {
       data.weightsIndex = i;
+    } else if (role == InputRole::SampleMask) {
+      data.maskIndex = i;
     } else if (role == InputRole::DropoutKey) {
       data.keyIndex = i;
     } else {
@@ -85,7 +87,53 @@ Status openTrainingData(const Program &program, const std::string &dir,
       checkTrainingLabels(program, fileInputs, arrays, samples, &data.counted));
   TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
                                           arrays, samples));
+  return openSampleWeights(program, dir, data);
+}
+
+Status openSampleWeights(const Program &program, const std::string &dir, TrainingData &data) {
+  const std::string path = dir + "/sample_weights.npy";
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+    return Status();
+  if (data.weightsIndex < 0)
+    return Status::error(path + ": the model computes its own loss (--loss=output), which "
+                         "per-sample weights cannot weight; compile with --loss=cross-entropy, "
+                         "mse or bce to weight samples");
+  NpyArray array;
+  TRAINC_RETURN_IF_ERROR(NpyArray::open(path, array));
+  if (array.dtype() != DType::F32 || array.shape().size() != 1 ||
+      array.shape()[0] != data.samples)
+    return Status::error(path + " has dtype " + dtypeName(array.dtype()) + " and shape " +
+                         shapeText(array.shape()) + "; sample weights are float32 of shape (" +
+                         std::to_string(data.samples) + ",), one per sample");
+  TRAINC_RETURN_IF_ERROR(array.readAll(data.userWeights));
+  data.weightSumDivides = program.train->sampleWeightNorm == SampleWeightNorm::Sum;
+  for (int64_t i = 0; i < data.samples; ++i) {
+    const float w = data.userWeights[i];
+    if (!std::isfinite(w) || w < 0)
+      return Status::error(path + ": sample " + std::to_string(i) + " has weight " +
+                           std::to_string(w) + "; a weight is finite and >= 0");
+  }
   return Status();
+}
+
+void fillSampleRows(const TrainingData &data, const int64_t *rows, int64_t count, int64_t batch,
+                    float *weights, float *mask) {
+  for (float *row : {weights, mask}) {
+    if (!row)
+      continue;
+    std::fill(row, row + batch, count == 0 ? 1.0f : 0.0f);
+    std::fill(row, row + count, 1.0f);
+  }
+  if (!weights || data.userWeights.empty())
+    return;
+  double sum = 0;
+  for (int64_t i = 0; i < count; ++i)
+    sum += weights[i] = data.userWeights[rows[i]];
+  // Weights all 0 in a batch of a group that weighs more (its share is 0):
+  // 1 keeps its loss finite.
+  if (sum == 0 && data.weightSumDivides)
+    std::fill(weights, weights + count, 1.0f);
 }
 
 Status checkTrainingLabels(const Program &program, const std::vector<TensorInfo> &fileInputs,

@@ -30,7 +30,12 @@ struct TrainingData {
   /// Of each file input among the step's inputs.
   std::vector<int> fileIndex;
   /// The trainer's inputs among the step's (-1: none).
-  int weightsIndex = -1, keyIndex = -1;
+  int weightsIndex = -1, maskIndex = -1, keyIndex = -1;
+  /// DIR/sample_weights.npy, one finite weight >= 0 per sample (empty: every
+  /// sample weighs 1).
+  std::vector<float> userWeights;
+  /// The loss divides by the weights' sum (--sample-weight-norm=sum).
+  bool weightSumDivides = true;
   /// Without per-sample weights the model computes its own loss
   /// (--loss=output), a mean over the batch inside the model: a short batch
   /// padded with repeated rows would count those rows, so it is not
@@ -53,6 +58,22 @@ struct TrainingData {
 /// `samples` and `seed`: the inputs' transforms (SampleTransform.h).
 Status openTrainingData(const Program &program, const std::string &dir,
                         const SampleOptions &samples, uint64_t seed, TrainingData &data);
+
+/// The weight of each sample in the loss: DIR/sample_weights.npy where it
+/// exists (float32, one per sample, finite and >= 0; anything else is
+/// refused naming the file and the first bad sample), else none.
+Status openSampleWeights(const Program &program, const std::string &dir, TrainingData &data);
+
+/// The trainer's per-row inputs of a batch of `batch` rows whose first
+/// `count` rows are the samples `rows` (the padding after them): `weights`
+/// (each sample's weight, 0 for padding; may be null) and `mask` (1 for a
+/// sample, 0 for padding; may be null). A batch without any sample (a rank's
+/// share past a short last global batch) weighs 1 everywhere, and one whose
+/// samples all weigh 0 gives them 1 where the weights' sum divides, so that
+/// its loss is finite: its gradient's share (the batch's weight over its
+/// group's) is 0.
+void fillSampleRows(const TrainingData &data, const int64_t *rows, int64_t count, int64_t batch,
+                    float *weights, float *mask);
 
 /// Class labels of the training data must lie in [0, classes) or be
 /// the ignored label (ignoredLabel), checked

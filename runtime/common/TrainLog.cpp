@@ -2,6 +2,8 @@
 
 #include "TrainLog.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +101,18 @@ Status TrainLog::append(const std::string &line) {
   return Status();
 }
 
+bool SampleLossSummary::finish(Stats &stats) {
+  if (values.empty())
+    return false;
+  const size_t n = values.size();
+  std::sort(values.begin(), values.end());
+  // The median of an even count: the mean of the middle two, as NumPy's.
+  stats = {values.front(), (static_cast<double>(values[(n - 1) / 2]) + values[n / 2]) / 2,
+           values.back()};
+  values.clear();
+  return true;
+}
+
 Status TrainLog::step(const StepRecord &step) {
   if (!file.valid())
     return Status(); // no --log: nothing to format
@@ -116,6 +130,11 @@ Status TrainLog::step(const StepRecord &step) {
     record["skipped"] = true;
   if (step.skipReason)
     record["skip_reason"] = step.skipReason;
+  if (step.sampleLosses) {
+    record["sample_loss_min"] = step.sampleLosses->min;
+    record["sample_loss_median"] = step.sampleLosses->median;
+    record["sample_loss_max"] = step.sampleLosses->max;
+  }
   // Milliseconds and three significant digits: what a reader plots.
   record["wall_time"] = std::round(step.wallTime * 1000) / 1000;
   record["samples_per_s"] = roundTo3(step.samplesPerSecond);

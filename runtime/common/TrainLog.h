@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace trainc::rt::detail {
 
@@ -31,6 +32,25 @@ namespace trainc::rt::detail {
 struct LogCut {
   int64_t step = 0, epoch = 1;
   bool epochEnded = false;
+};
+
+/// The per-sample losses of an optimizer step's batches (this process's
+/// samples, padding left out), summarized for the log.
+class SampleLossSummary {
+public:
+  struct Stats {
+    double min, median, max;
+  };
+  /// Adds `count` losses (none where `losses` is null).
+  void take(const float *losses, int64_t count) {
+    if (losses)
+      values.insert(values.end(), losses, losses + count);
+  }
+  /// The summary of what was taken since the last call (false: nothing).
+  bool finish(Stats &stats);
+
+private:
+  std::vector<float> values;
 };
 
 class TrainLog {
@@ -65,6 +85,9 @@ public:
     const double *gradNorm = nullptr;
     /// Why the step was skipped where it was not the scaler ("skip_reason").
     const char *skipReason = nullptr;
+    /// The smallest, median and largest per-sample loss of the step's
+    /// batches ("sample_loss_min", "_median", "_max"; null: none).
+    const SampleLossSummary::Stats *sampleLosses = nullptr;
   };
   Status step(const StepRecord &record);
   /// The evaluation after step `step` (of epoch `epoch`): "eval_loss",

@@ -261,22 +261,28 @@ private:
   /// whose step updates the parameters).
   struct Pending {
     int64_t step, epoch, count;
+    /// The batch's share in the group's loss: its samples' weight
+    /// (batchWeight).
+    double weight;
     /// The learning rate and the momentum (or beta1) the step ran with.
     double lr, momentum;
     int slot;
     bool last;
-    /// The group has a batch none of whose labels counts: nothing ran.
-    bool noLabel = false;
+    /// Why nothing ran (Group::notRun), or null.
+    const char *notRun = nullptr;
   };
   /// The group of batches a batch belongs to (groups start at the epoch's
-  /// first batch; the last may be short): its batches [first, end), its
-  /// real samples on this rank and on all of them; whether one of its
-  /// batches, on some rank, has real samples but no label the loss counts
-  /// (every label --ignore-index): PyTorch's loss is 0/0 there, and the
-  /// group's step is not run (every rank decides alike, without a sum).
+  /// first batch; the last may be short): its batches [first, end), the
+  /// weight of its samples (batchWeight) on this rank and on all of them;
+  /// why its step is not run (else null): one of its batches, on some
+  /// rank, has real samples but no label the loss counts (every label
+  /// --ignore-index), or, under --sample-weight-norm=sum, every sample
+  /// weight of the group is 0: PyTorch's loss is 0/0 there (every rank
+  /// decides alike, without a sum).
   struct Group {
-    int64_t first, end, samples, globalSamples;
-    bool noLabel;
+    int64_t first, end;
+    double weight, globalWeight;
+    const char *notRun;
   };
 
   Status planSteps();
@@ -287,12 +293,13 @@ private:
   /// Uploads and runs batch b from host slot h (device slot d), and queues
   /// the readbacks and the averaged weights' update behind it.
   Status launchBatch(int h, int d, int64_t b, const Group &group, bool last);
-  /// The log record and note of a step that was not run (Group::noLabel).
+  /// The log record and note of a step that was not run (Group::notRun).
   Status recordNoLabelStep(const Pending &p);
   void fillTrainerInputs(int h, int64_t b, const Group &group);
   Status afterStep(int64_t epoch, int64_t b);
   Status finishOldest();
   Status recordStep(const Pending &p, float loss, bool skipped, double ranWith,
+                    const SampleLossSummary::Stats *sampleLossStats,
                     double gradNorm);
   Status drain();
   void progressLine(const Pending &p);
@@ -309,9 +316,22 @@ private:
 
   Group groupOf(int64_t b) const;
   /// The real samples of this rank in global batch b (0 in a short last one).
-  int64_t rankCount(int64_t b) const {
-    int64_t first = b * globalBatch + rank * batch;
+  int64_t rankCount(int64_t b) const { return rowsOf(b, rank); }
+  int64_t rowsOf(int64_t b, int r) const {
+    int64_t first = b * globalBatch + r * batch;
     return std::max<int64_t>(0, std::min(batch, data.samples - first));
+  }
+  /// What rank r's rows of global batch b weigh in the loss's divisor: their
+  /// sample weights' sum under --sample-weight-norm=sum with
+  /// sample_weights.npy, else their count.
+  double batchWeight(int64_t b, int r) const {
+    const int64_t first = b * globalBatch + r * batch, count = rowsOf(b, r);
+    if (data.userWeights.empty() || train.sampleWeightNorm != SampleWeightNorm::Sum)
+      return static_cast<double>(count);
+    double sum = 0;
+    for (int64_t i = first; i < first + count; ++i)
+      sum += data.userWeights[order[i]];
+    return sum;
   }
   double secondsSince(std::chrono::steady_clock::time_point t) const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -368,7 +388,9 @@ private:
           epochLastBatch = 0;
   std::deque<Pending> pending;
   /// The group's batches read so far: their losses times their samples.
-  double groupLoss = 0;
+  double groupLoss = 0, groupWeight = 0;
+  /// The per-sample losses of the group's batches read back so far.
+  SampleLossSummary sampleLosses;
   int64_t groupCount = 0;
   double epochLoss = 0, epochWeight = 0, lineLoss = 0, lineWeight = 0;
   std::chrono::steady_clock::time_point start, lastLine;
@@ -386,7 +408,7 @@ private:
   std::unique_ptr<EvalMonitor> monitor;
   /// --early-stop-patience ran out: the run ends after this step.
   bool stoppedEarly = false;
-  /// Steps not run because no label of a batch counted (Group::noLabel);
+  /// Steps not run because nothing counted (Group::notRun);
   /// the first few get a note on stderr.
   int64_t noLabelSteps = 0;
   static constexpr int64_t kNoLabelNotes = 5;
@@ -608,12 +630,16 @@ TrainRun::Group TrainRun::groupOf(int64_t b) const {
   Group group;
   group.first = b / settings.accum * settings.accum;
   group.end = std::min(group.first + settings.accum, batchesPerEpoch);
-  group.samples = 0;
-  for (int64_t g = group.first; g < group.end; ++g)
-    group.samples += rankCount(g);
-  group.globalSamples =
-      std::min(group.end * globalBatch, data.samples) - group.first * globalBatch;
-  group.noLabel = false;
+  group.weight = group.globalWeight = 0;
+  for (int64_t g = group.first; g < group.end; ++g) {
+    group.weight += batchWeight(g, rank);
+    for (int r = 0; r < ranksCount; ++r)
+      group.globalWeight += batchWeight(g, r);
+  }
+  group.notRun = nullptr;
+  if (group.globalWeight == 0 && ranksCount * batch * (group.end - group.first) > 0 &&
+      std::min(group.end * globalBatch, data.samples) > group.first * globalBatch)
+    group.notRun = "every sample weight is 0";
   for (int64_t g = group.first; g < group.end && !data.counted.empty(); ++g)
     for (int r = 0; r < ranksCount; ++r) {
       const int64_t first = g * globalBatch + r * batch,
@@ -621,7 +647,8 @@ TrainRun::Group TrainRun::groupOf(int64_t b) const {
       bool counts = first >= end; // a rank without real samples trains zero rows
       for (int64_t i = first; i < end && !counts; ++i)
         counts = data.counted[order[i]] != 0;
-      group.noLabel |= !counts;
+      if (!counts)
+        group.notRun = "no label counts";
     }
   return group;
 }
@@ -646,11 +673,11 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
     return Status::error("reading the training data for step " + std::to_string(step + 1) +
                          ": " + filled.message());
   fillTrainerInputs(h, b, group);
-  if (!group.noLabel)
+  if (!group.notRun)
     TRAINC_RETURN_IF_ERROR(launchBatch(h, d, b, group, last));
-  pending.push_back({step + 1, epoch, rankCount(b), settings.hyper.lr,
+  pending.push_back({step + 1, epoch, rankCount(b), batchWeight(b, rank), settings.hyper.lr,
                      isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
-                     last, group.noLabel});
+                     last, group.notRun});
   ++launched;
   if (pending.size() >= StepPipeline::kDeviceSlots)
     TRAINC_RETURN_IF_ERROR(finishOldest());
@@ -686,14 +713,11 @@ Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool l
 /// weights, the dropout key and every hyperparameter.
 void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
   const int64_t count = rankCount(b);
-  if (data.weightsIndex >= 0) {
-    // A rank's batch without a real sample (the end of a short last global
-    // batch) trains its zero rows with weight 1, so its loss is finite, and
-    // its gradient's share below is 0.
-    float *w = reinterpret_cast<float *>(pipeline->input(h, data.weightsIndex));
-    std::fill(w, w + batch, count == 0 ? 1.0f : 0.0f);
-    std::fill(w, w + count, 1.0f);
-  }
+  auto row = [&](int index) {
+    return index < 0 ? nullptr : reinterpret_cast<float *>(pipeline->input(h, index));
+  };
+  fillSampleRows(data, order.data() + std::min(data.samples, b * globalBatch + rank * batch),
+                 count, batch, row(data.weightsIndex), row(data.maskIndex));
   if (data.keyIndex >= 0) {
     // Dropout masks are a function of the seed and the batch's number (the
     // step number without accumulation; each batch of a group its own), so
@@ -717,17 +741,17 @@ void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
   for (int k = 0; k < train.numHypers; ++k)
     *pipeline->hyper(h, k) = static_cast<float>(hyper.value(train.hypers[k]));
   if (settings.weightHyper >= 0) {
-    // The batch's share of the group's samples: the sum of the weighted
+    // The batch's share of the group's weight: the sum of the weighted
     // gradients is the gradient of the group's mean loss.
     *pipeline->hyper(h, settings.weightHyper) =
-        group.samples > 0 ? static_cast<float>(static_cast<double>(count) / group.samples)
-                          : 1.0f / static_cast<float>(group.end - group.first);
+        group.weight > 0 ? static_cast<float>(batchWeight(b, rank) / group.weight)
+                         : 1.0f / static_cast<float>(group.end - group.first);
     *pipeline->hyper(h, settings.keepHyper) = b == group.first ? 0.0f : 1.0f;
   }
   if (settings.shareHyper >= 0)
-    // The rank's share of the global group's samples (1 in one process).
+    // The rank's share of the global group's weight (1 in one process).
     *pipeline->hyper(h, settings.shareHyper) =
-        static_cast<float>(static_cast<double>(group.samples) / group.globalSamples);
+        group.globalWeight > 0 ? static_cast<float>(group.weight / group.globalWeight) : 0.0f;
 }
 
 /// After an optimizer step: at an epoch's end its summary; an evaluation
@@ -818,25 +842,31 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
 Status TrainRun::finishOldest() {
   Pending p = pending.front();
   pending.pop_front();
-  if (p.noLabel)
+  if (p.notRun)
     return p.last ? recordNoLabelStep(p) : Status();
   TRAINC_RETURN_IF_ERROR(pipeline->waitStep(p.slot));
   const float *record = pipeline->record(p.slot);
   // The step's loss: the mean over the group's samples.
-  groupLoss += static_cast<double>(record[0]) * p.count;
+  groupLoss += static_cast<double>(record[0]) * p.weight;
+  groupWeight += p.weight;
   groupCount += p.count;
+  sampleLosses.take(pipeline->sampleLosses(p.slot), p.count);
   if (!p.last)
     return Status();
   if (ranks) {
-    // The global batch's loss: every rank's weighted sum and count added.
-    double sums[2] = {groupLoss, static_cast<double>(groupCount)};
-    TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(sums, 2));
+    // The global batch's loss: every rank's weighted sum, weight and count
+    // added.
+    double sums[3] = {groupLoss, groupWeight, static_cast<double>(groupCount)};
+    TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(sums, 3));
     groupLoss = sums[0];
-    groupCount = static_cast<int64_t>(sums[1] + 0.5);
+    groupWeight = sums[1];
+    groupCount = static_cast<int64_t>(sums[2] + 0.5);
   }
-  const float loss = static_cast<float>(groupLoss / std::max<int64_t>(groupCount, 1));
+  const float loss = static_cast<float>(groupWeight > 0 ? groupLoss / groupWeight : 0.0);
+  SampleLossSummary::Stats sampleLossStats;
+  const bool summarized = sampleLosses.finish(sampleLossStats);
   p.count = groupCount;
-  groupLoss = 0;
+  groupLoss = groupWeight = 0;
   groupCount = 0;
   // Loss scaling: a step that found inf/NaN in its gradients changed
   // nothing but the scaler; its loss may be inf or NaN itself.
@@ -866,7 +896,8 @@ Status TrainRun::finishOldest() {
     lineWeight += p.count;
     lastLoss = loss;
   }
-  TRAINC_RETURN_IF_ERROR(recordStep(p, loss, skipped, ranWith, record[3]));
+  TRAINC_RETURN_IF_ERROR(
+      recordStep(p, loss, skipped, ranWith, summarized ? &sampleLossStats : nullptr, record[3]));
   if (chatty && secondsSince(lastLine) >= progress.interval())
     progressLine(p);
   return Status();
@@ -876,9 +907,13 @@ Status TrainRun::recordNoLabelStep(const Pending &p) {
   ++noLabelSteps;
   if (chatty && noLabelSteps <= kNoLabelNotes) {
     progress.end();
-    std::fprintf(stderr, "step %lld: no label of its batch counts (every one is %lld, the "
-                         "ignored label): the loss is 0/0, the step is not run%s\n",
-                 static_cast<long long>(p.step), static_cast<long long>(ignoredLabel(program)),
+    std::fprintf(stderr, "step %lld: nothing in its batch counts (%s): the loss is 0/0, the step "
+                         "is not run%s\n",
+                 static_cast<long long>(p.step),
+                 std::strcmp(p.notRun, "no label counts") == 0
+                     ? ("every label is " + std::to_string(ignoredLabel(program)) +
+                        ", the ignored label").c_str()
+                     : p.notRun,
                  noLabelSteps == kNoLabelNotes ? " (further such steps: in the log)" : "");
   }
   if (rangeTest)
@@ -887,7 +922,7 @@ Status TrainRun::recordNoLabelStep(const Pending &p) {
   TrainLog::StepRecord record{p.step, p.epoch, std::nan(""), p.lr,
                               isAdam(train.optimizer) ? "beta1" : "momentum", p.momentum};
   record.skipped = true;
-  record.skipReason = "no label counts";
+  record.skipReason = p.notRun;
   record.wallTime = std::chrono::duration<double>(now).count();
   return log.step(record);
 }
@@ -896,7 +931,7 @@ Status TrainRun::recordNoLabelStep(const Pending &p) {
 /// gradient norm (`gradNorm`, where the step keeps one), the loss scale it
 /// ran with, and the samples per second over the last steps.
 Status TrainRun::recordStep(const Pending &p, float loss, bool skipped, double ranWith,
-                            double gradNorm) {
+                            const SampleLossSummary::Stats *sampleLossStats, double gradNorm) {
   // The window's samples over the time since the step before it was read.
   const auto now = std::chrono::steady_clock::now();
   recent.emplace_back(now, p.count);
@@ -913,7 +948,8 @@ Status TrainRun::recordStep(const Pending &p, float loss, bool skipped, double r
   TRAINC_RETURN_IF_ERROR(log.step({p.step, p.epoch, loss, p.lr, momentumName, p.momentum,
                                    lossScaled ? &ranWith : nullptr, skipped, wallTime,
                                    samplesPerSecond,
-                                   device.gradNormState >= 0 ? &gradNorm : nullptr}));
+                                   device.gradNormState >= 0 ? &gradNorm : nullptr, nullptr,
+                                   sampleLossStats}));
   if (board.enabled()) {
     std::vector<std::pair<std::string, double>> scalars = {
         {"train/lr", p.lr}, {std::string("train/") + momentumName, p.momentum},

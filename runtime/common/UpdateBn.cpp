@@ -101,9 +101,13 @@ Status updateBatchNormStatistics(const Program &program, RunDevice &device,
   TRAINC_RETURN_IF_ERROR(scratch.init(context, program, params));
   // One slot: the step's inputs and hyperparameters, uploaded per batch.
   const SlotLayout layout = slotLayout(train);
-  DevicePtr slot(nullptr, DeviceFree{&context}), loss(nullptr, DeviceFree{&context});
+  DevicePtr slot(nullptr, DeviceFree{&context}), loss(nullptr, DeviceFree{&context}),
+      sampleLosses(nullptr, DeviceFree{&context});
   TRAINC_RETURN_IF_ERROR(allocateDevice(context, layout.bytes, slot));
   TRAINC_RETURN_IF_ERROR(allocateDevice(context, 256, loss));
+  if (train.sampleLosses > 0)
+    TRAINC_RETURN_IF_ERROR(allocateDevice(
+        context, static_cast<uint64_t>(train.sampleLosses) * 4, sampleLosses));
   std::vector<char> host(layout.bytes, 0);
   std::vector<void *> inputs, hyperPtrs;
   std::vector<const float *> hostHypers;
@@ -116,7 +120,7 @@ Status updateBatchNormStatistics(const Program &program, RunDevice &device,
     hostHypers.push_back(reinterpret_cast<const float *>(host.data() + layout.hypers[k]));
   }
   const TrainArgs args{inputs.data(), hyperPtrs.data(), scratch.params.data(),
-                       scratch.states.data(), loss.get(),
+                       scratch.states.data(), loss.get(), sampleLosses.get(),
                        static_cast<char *>(device.arena.get()), hostHypers.data()};
   std::vector<BatchField> fields;
   for (size_t f = 0; f < data.fileInputs.size(); ++f)
@@ -130,11 +134,12 @@ Status updateBatchNormStatistics(const Program &program, RunDevice &device,
     // Augmented as an epoch of training is, with the draws of epoch 0.
     TRAINC_RETURN_IF_ERROR(
         fillBatch(fields, batch, order.data(), b * batch, count, host.data(), 0));
-    if (data.weightsIndex >= 0) {
-      float *w = reinterpret_cast<float *>(host.data() + layout.inputs[data.weightsIndex]);
-      std::fill(w, w + batch, 0.0f);
-      std::fill(w, w + count, 1.0f);
-    }
+    auto row = [&](int index) {
+      return index < 0 ? nullptr
+                       : reinterpret_cast<float *>(host.data() + layout.inputs[index]);
+    };
+    fillSampleRows(data, order.data() + b * batch, count, batch, row(data.weightsIndex),
+                   row(data.maskIndex));
     if (data.keyIndex >= 0) {
       int64_t *key = reinterpret_cast<int64_t *>(host.data() + layout.inputs[data.keyIndex]);
       key[0] = static_cast<int64_t>(seed ^ 0x5D1B0C5A7E3F9A21ull); // apart from training's

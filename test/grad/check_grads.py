@@ -736,6 +736,10 @@ def write_data(data, x, label, weights, dropout_key=None):
     lab = lab.astype(np.int64) if lab.dtype.kind in "iu" else lab.astype(np.float32)
     np.save(os.path.join(data, "label.npy"), lab)
     np.save(os.path.join(data, "sample_weights.npy"), np.asarray(weights, np.float32))
+    # The real rows (a batch norm's, when the model has one): the weighted
+    # runs drop a sample as the padding of a short batch.
+    np.save(os.path.join(data, "sample_mask.npy"),
+            (np.asarray(weights, np.float32) != 0).astype(np.float32))
 
 
 def compare(got, want):

@@ -546,6 +546,7 @@ def make_model(name, outdir):
         np.save(os.path.join(data, "label.npy"), label.numpy())
     batch = inputs[0].shape[0]
     np.save(os.path.join(data, "sample_weights.npy"), np.ones(batch, np.float32))
+    np.save(os.path.join(data, "sample_mask.npy"), np.ones(batch, np.float32))
     np.savez(os.path.join(mdir, "grads32.npz"), **g32)
     np.savez(os.path.join(mdir, "grads64.npz"), **g64)
     if spec.sgd3:

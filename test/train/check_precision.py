@@ -176,6 +176,7 @@ def check_zoo(trainc, work, check, models, precisions):
             np.save(os.path.join(data, key + ".npy"), value)
         np.save(os.path.join(data, "label.npy"), labels)
         np.save(os.path.join(data, "sample_weights.npy"), np.ones(BATCH, np.float32))
+        np.save(os.path.join(data, "sample_mask.npy"), np.ones(BATCH, np.float32))
         loss_amp, grads_amp = torch_step(spec, name, state, inputs, labels, "autocast")
         loss32, grads32 = torch_step(spec, name, state, inputs, labels, "f32")
         loss64, grads64 = torch_step(spec, name, state, inputs, labels, "f64")

@@ -581,7 +581,7 @@ def check_no_label(trainc, work, check, case):
                            10, labels=labels) for dtype in (torch.float64, torch.float32)]
     third = records[2] if len(records) > 2 else {}
     check(third.get("loss", 0) is None and third.get("skipped") is True and
-          third.get("skip_reason") == "no label counts" and "step 3: no label of its batch "
+          third.get("skip_reason") == "no label counts" and "step 3: nothing in its batch "
           "counts" in run.stderr,
           "every label of step 3's batch ignored: the run goes on, the log's record has loss "
           "null, skipped and its reason (%s)" % third)

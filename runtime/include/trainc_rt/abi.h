@@ -89,13 +89,25 @@ namespace trainc::rt {
   X(Dynamic, "dynamic")
 
 /// What a step input is: read from the data folder (a model input or the
-/// label), or set by the trainer (the per-sample weights of a padded last
-/// batch, the dropout key [seed, step]).
+/// label), or set by the trainer: each sample's weight in the loss (0 for
+/// the padding rows of a short last batch, else the user's
+/// sample_weights.npy or 1), which rows are real samples (1) or padding (0)
+/// where batch norms or the mean normalization need to know, and the
+/// dropout key [seed, step].
 #define TRAINC_RT_INPUT_ROLES(X)                                               \
   X(Data, "data")                                                              \
   X(Label, "label")                                                            \
   X(SampleWeights, "sample_weights")                                           \
+  X(SampleMask, "sample_mask")                                                 \
   X(DropoutKey, "dropout_key")
+
+/// How the loss normalizes the user's sample weights w (trainc compile
+/// --sample-weight-norm), as PyTorch code writes it from per-sample losses
+/// l: (w * l).sum() / w.sum(), or (w * l).mean() (a mean over the batch's
+/// real samples).
+#define TRAINC_RT_SAMPLE_WEIGHT_NORMS(X)                                       \
+  X(Sum, "sum")                                                                \
+  X(Mean, "mean")
 
 #define TRAINC_RT_ENUMERATOR(e, name) e,
 #define TRAINC_RT_NAME(e, name) name,
@@ -125,6 +137,7 @@ TRAINC_RT_DECLARE_ENUM(Optimizer, TRAINC_RT_OPTIMIZERS)
 TRAINC_RT_DECLARE_ENUM(Precision, TRAINC_RT_PRECISIONS)
 TRAINC_RT_DECLARE_ENUM(LossScaling, TRAINC_RT_LOSS_SCALINGS)
 TRAINC_RT_DECLARE_ENUM(InputRole, TRAINC_RT_INPUT_ROLES)
+TRAINC_RT_DECLARE_ENUM(SampleWeightNorm, TRAINC_RT_SAMPLE_WEIGHT_NORMS)
 
 #undef TRAINC_RT_DECLARE_ENUM
 #undef TRAINC_RT_COUNT

@@ -100,6 +100,9 @@ struct TrainArgs {
   void *const *states;
   /// One f32: the batch's loss.
   void *loss;
+  /// TrainStep::sampleLosses f32: each sample's loss, before the weights
+  /// (null where the step has none).
+  void *sampleLosses;
   char *arena;
   /// Host copies of the hyperparameters (as `hypers`), for what a library
   /// call takes on the host: a GEMM that accumulates a gradient takes
@@ -119,6 +122,14 @@ struct TrainStep {
   /// PyTorch's -100 by default); the trainer accepts it among the class
   /// labels and evaluation leaves it out.
   int64_t ignoreIndex = -100;
+  /// How the loss normalizes the sample weights (trainc compile
+  /// --sample-weight-norm).
+  SampleWeightNorm sampleWeightNorm = SampleWeightNorm::Sum;
+  /// The samples of a batch whose losses the step writes to
+  /// TrainArgs::sampleLosses (the batch size; 0 where the model computes its
+  /// own loss): PyTorch's reduction='none' loss of each sample, averaged
+  /// over its positions, before the sample weights.
+  int64_t sampleLosses = 0;
   /// Inputs of the step: the model inputs, then the label and the per-sample
   /// weights, by name.
   int numInputs;

@@ -8,7 +8,7 @@
 // CHECK-SAME: {tc.grad = @conv.bias, tc.output = "grad.conv.bias"}
 // CHECK: tc.conv %{{[^,]*}}, %{{[^ ]*}} {
 // CHECK: %[[ZERO:.*]] = tc.constant dense<0.000000e+00> : tensor<3xf32>
-// CHECK: return %{{[^,]*}}, %{{[^,]*}}, %[[ZERO]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} :
+// CHECK: return %{{[^,]*}}, %{{[^,]*}}, %[[ZERO]], %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^ ]*}} :
 tc.param @conv.weight trainable : tensor<3x2x3x3xf32>
 tc.param @conv.bias trainable : tensor<3xf32>
 tc.param @bn.scale trainable : tensor<3xf32>

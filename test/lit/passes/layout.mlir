@@ -10,13 +10,13 @@
 // CHECK-LABEL: func.func @train_step(
 // CHECK-NOT: tc.transpose
 // CHECK: %[[X:.*]] = tc.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x3x8x8xf32>) -> tensor<2x8x8x3xf32>
-// CHECK-NEXT: %[[W1:.*]] = tc.transpose %arg3 {perm = array<i64: 0, 2, 3, 1>} : (tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+// CHECK-NEXT: %[[W1:.*]] = tc.transpose %arg4 {perm = array<i64: 0, 2, 3, 1>} : (tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
 // CHECK-NEXT: tc.conv %[[X]], %[[W1]] {channels_last = true, {{.*}}} : (tensor<2x8x8x3xf32>, tensor<4x3x3x3xf32>) -> tensor<2x8x8x4xf32>
 // CHECK-NEXT: tc.batch_norm {{.*}} {channels_last = true, training = true} : (tensor<2x8x8x4xf32>,
 // CHECK-NOT: tc.transpose
 // CHECK: tc.max_pool {{.*}}channels_last = true{{.*}} : (tensor<2x8x8x4xf32>) -> tensor<2x4x4x4xf32>
-// CHECK-NEXT: %[[W2:.*]] = tc.transpose %arg8 {perm = array<i64: 0, 2, 3, 1>} : (tensor<4x4x3x3xf32>) -> tensor<4x3x3x4xf32>
-// CHECK-NEXT: tc.conv {{.*}}, %[[W2]], %arg9 {channels_last = true,
+// CHECK-NEXT: %[[W2:.*]] = tc.transpose %arg9 {perm = array<i64: 0, 2, 3, 1>} : (tensor<4x4x3x3xf32>) -> tensor<4x3x3x4xf32>
+// CHECK-NEXT: tc.conv {{.*}}, %[[W2]], %arg10 {channels_last = true,
 // CHECK-NOT: tc.transpose
 // CHECK: tc.global_avg_pool {{.*}} {channels_last = true} : (tensor<2x4x4x4xf32>) -> tensor<2x1x1x4xf32>
 // CHECK-NEXT: tc.reshape {{.*}} {shape = array<i64: 2, 4>} : (tensor<2x1x1x4xf32>) -> tensor<2x4xf32>

@@ -22,6 +22,7 @@ def make(d):
     np.save(os.path.join(d, "x.npy"), rng.standard_normal((4, 3, 6)).astype(np.float32))
     np.save(os.path.join(d, "label.npy"), rng.standard_normal((4, 5, 4)).astype(np.float32))
     np.save(os.path.join(d, "sample_weights.npy"), np.ones(4, np.float32))
+    np.save(os.path.join(d, "sample_mask.npy"), np.ones(4, np.float32))
 
 
 def check(d, out):

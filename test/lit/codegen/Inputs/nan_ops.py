@@ -114,6 +114,7 @@ def make(dir):
     os.makedirs(os.path.join(dir, "grad-data"), exist_ok=True)
     np.save(os.path.join(dir, "grad-data", "x.npy"), gx)
     np.save(os.path.join(dir, "grad-data", "sample_weights.npy"), np.ones(4, np.float32))
+    np.save(os.path.join(dir, "grad-data", "sample_mask.npy"), np.ones(4, np.float32))
 
 
 def compare(name, got, want):

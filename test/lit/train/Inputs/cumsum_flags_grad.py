@@ -40,6 +40,7 @@ for excl in (0, 1):
             np.save(os.path.join(d, "data", "x.npy"), x)
             np.save(os.path.join(d, "data", "label.npy"), label)
             np.save(os.path.join(d, "data", "sample_weights.npy"), np.ones(4, np.float32))
+            np.save(os.path.join(d, "data", "sample_mask.npy"), np.ones(4, np.float32))
             subprocess.run([TRAINC, "compile", os.path.join(d, "m.onnx"),
                             "--target=cpu", "--batch-size=4", "--loss=mse", "--entry=train_step",
                             "-o", os.path.join(d, "p")], check=True)

@@ -49,6 +49,7 @@ def main(trainc, work):
     os.makedirs(data, exist_ok=True)
     np.save(os.path.join(data, "x.npy"), np.zeros((2, 4), np.float32))
     np.save(os.path.join(data, "sample_weights.npy"), np.ones(2, np.float32))
+    np.save(os.path.join(data, "sample_mask.npy"), np.ones(2, np.float32))
     for op, fn in (("HardSigmoid", F.hardsigmoid), ("HardSwish", F.hardswish)):
         path = os.path.join(work, op + ".onnx")
         prog = os.path.join(work, op)

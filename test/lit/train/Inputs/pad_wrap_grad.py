@@ -46,6 +46,7 @@ with open(path, "wb") as f:
 np.save(os.path.join(W, "data", "x.npy"), x)
 np.save(os.path.join(W, "data", "label.npy"), label)
 np.save(os.path.join(W, "data", "sample_weights.npy"), np.ones(4, np.float32))
+np.save(os.path.join(W, "data", "sample_mask.npy"), np.ones(4, np.float32))
 subprocess.run([TRAINC, "compile", path, "--target=cpu", "--batch-size=4", "--loss=mse",
                 "--entry=train_step", "-o", os.path.join(W, "p")], check=True)
 subprocess.run([os.path.join(W, "p"), "--run", "--data", os.path.join(W, "data"),

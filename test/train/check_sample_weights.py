@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Per-sample losses and the user's sample weights against PyTorch.
+
+Usage: check_sample_weights.py TRAINC WORKDIR
+
+On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
+0.9, 10 steps, from the ONNX initial weights), with DIR/sample_weights.npy
+(random weights in [0, 2], some of them 0):
+  * cross-entropy, mse and bce, each with --sample-weight-norm=sum
+    ((w * l).sum() / w.sum()) and mean ((w * l).mean()), where l is
+    PyTorch's reduction='none' loss averaged over each sample's positions:
+    each step's loss (relative 1e-5) and the weights after 10 steps against
+    PyTorch float64 (test/pylib/float64_compare.py: norm-wise 1e-6, or 4x
+    PyTorch float32's own error);
+  * each step's per-sample losses, before the weights: the log's
+    sample_loss_min, _median and _max against PyTorch float64's (relative
+    1e-5);
+  * --grad-accum=2: the normalization is over the whole effective batch of
+    8 (sum and mean);
+  * a model with batch norm, 38 samples (the last batch padded): a sample of
+    weight 0 is in the batch statistics (as in PyTorch), a padding row is
+    not;
+  * a batch whose weights are all 0 (0/0 under sum): not run, the log says
+    so, the weights equal PyTorch's without that update; under mean it
+    trains (loss 0, momentum only);
+  * bad files are refused before step 1, naming the file and the sample: a
+    negative, NaN or infinite weight, the wrong shape or dtype.
+Prints one line per check and 'N passed, N failed'.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
+from check_optimizers import trained_params, zoo_case  # noqa: E402
+from check_recipes import bn_case, relative_error, without_timing  # noqa: E402
+from float64_compare import compare_weights  # noqa: E402
+
+torch.set_num_threads(2)
+BATCH, STEPS, LR, MOMENTUM = 4, 10, 0.1, 0.9
+F = torch.nn.functional
+
+
+def per_sample(kind, out, target):
+    """PyTorch's reduction='none' loss of `kind`, averaged over each
+    sample's positions: [N]."""
+    if kind == "cross-entropy":
+        l = F.cross_entropy(out, target, reduction="none")
+    elif kind == "mse":
+        l = F.mse_loss(out, target, reduction="none")
+    else:
+        l = F.binary_cross_entropy_with_logits(out, target, reduction="none")
+    return l.reshape(l.shape[0], -1).mean(dim=1)
+
+
+def reference(case, kind, norm, weights, dtype, accum=1, samples=None):
+    """STEPS optimizer steps in file order: each step's loss, each step's
+    per-sample losses (the batches of its group), the final state dict. A
+    group whose weights are all 0 under sum is not run (loss NaN)."""
+    torch.manual_seed(0)
+    net = case["spec"]["build"]()
+    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                         for k, v in net.state_dict().items()})
+    net = net.to(dtype)
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    x_all = case["inputs"]["x"] if samples is None else case["inputs"]["x"][:samples]
+    n = len(x_all)
+    batches = (n + BATCH - 1) // BATCH
+    losses, sample_losses = [], []
+    for k in range(STEPS):
+        group = [((k * accum + j) % batches) for j in range(accum)]
+        rows = [list(range(b * BATCH, min(n, (b + 1) * BATCH))) for b in group]
+        w_all = torch.tensor(np.concatenate([weights[r] for r in rows]), dtype=dtype)
+        if norm == "sum" and float(w_all.sum()) == 0:
+            losses.append(math.nan)
+            sample_losses.append(None)
+            continue
+        divisor = w_all.sum() if norm == "sum" else torch.tensor(float(len(w_all)), dtype=dtype)
+        optimizer.zero_grad()
+        total, seen = 0.0, []
+        for r in rows:
+            x = torch.tensor(x_all[r]).to(dtype)
+            y = torch.tensor(case["labels"][r])
+            if y.is_floating_point():
+                y = y.to(dtype)
+            l = per_sample(kind, net(x), y)
+            loss = (torch.tensor(weights[r], dtype=dtype) * l).sum() / divisor
+            loss.backward()
+            total += float(loss)
+            seen.extend(l.detach().double().tolist())
+        optimizer.step()
+        losses.append(total)
+        sample_losses.append(seen)
+    state = {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+    return losses, sample_losses, state
+
+
+def compile_trainer(trainc, check, case, work, kind, flags):
+    prog = os.path.join(work, "_".join([case["name"], kind] + [f.strip("-").replace("=", "-")
+                                                                for f in flags]))
+    build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
+                            "--batch-size=%d" % BATCH, "--loss=" + kind, "--optimizer=sgd",
+                            "-o", prog] + flags, capture_output=True, text=True)
+    if build.returncode != 0:
+        check(False, "%s %s compiles: %s" % (kind, flags, build.stderr.strip()[:300]))
+        return None
+    return prog
+
+
+def write_data(case, folder, weights, samples=None):
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    end = samples or len(case["labels"])
+    np.save(os.path.join(folder, "x.npy"), case["inputs"]["x"][:end])
+    np.save(os.path.join(folder, "label.npy"), case["labels"][:end])
+    if weights is not None:
+        np.save(os.path.join(folder, "sample_weights.npy"), weights)
+    return folder
+
+
+def train(prog, folder, tag, work, flags=()):
+    log = os.path.join(work, tag + ".jsonl")
+    saved = os.path.join(work, tag + ".params")
+    shutil.rmtree(saved, ignore_errors=True)
+    run = subprocess.run([prog, "--data", folder, "--no-shuffle", "--log", log, "--save-params",
+                          saved, "--steps", str(STEPS), "--lr", str(LR), "--momentum",
+                          str(MOMENTUM)] + list(flags), capture_output=True, text=True)
+    records = ([without_timing(json.loads(line)) for line in open(log)]
+               if run.returncode == 0 and os.path.exists(log) else [])
+    return run, records, saved
+
+
+def compare_run(check, case, tag, records, saved, refs):
+    (losses64, samples64, ref64), (_, _, ref32) = refs
+    got = [r.get("loss") for r in records]
+    want = [l for l in losses64]
+    ran = [(g, w) for g, w in zip(got, want) if not math.isnan(w)]
+    error = relative_error([g for g, _ in ran], [w for _, w in ran])
+    check(len(got) == STEPS and all(g is not None for g, _ in ran) and error <= 1e-5,
+          "%s: each step's loss against PyTorch float64 (max relative error %.3g, "
+          "tolerance 1e-5)" % (tag, error))
+    stats_got, stats_want = [], []
+    for r, s in zip(records, samples64):
+        if s is None:
+            continue
+        stats_got += [r.get("sample_loss_min", math.nan), r.get("sample_loss_median", math.nan),
+                      r.get("sample_loss_max", math.nan)]
+        stats_want += [min(s), float(np.median(s)), max(s)]
+    error = relative_error(stats_got, stats_want)
+    check(len(stats_got) == len(stats_want) and error <= 1e-5,
+          "%s: each step's per-sample losses (min, median, max, before the weights) against "
+          "PyTorch float64's reduction='none' (max relative error %.3g)" % (tag, error))
+    names = [k for k in trained_params(case) if k in ref64]
+    ok, text = compare_weights({k: case["initial"][k] for k in names},
+                               {k: np.load(os.path.join(saved, k + ".npy")) for k in names},
+                               {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
+    check(ok, "%s: weights after %d steps against PyTorch float64, %s" % (tag, STEPS, text))
+
+
+def mlp_case(work, kind):
+    """The zoo MLP with class labels (cross-entropy) or float targets [N, 10]
+    (mse: normal; bce: in [0, 1])."""
+    case = dict(zoo_case(work, "mlp"))
+    rng = np.random.RandomState(11)
+    if kind == "mse":
+        case["labels"] = rng.randn(len(case["labels"]), 10).astype(np.float32)
+    elif kind == "bce":
+        case["labels"] = rng.rand(len(case["labels"]), 10).astype(np.float32)
+    return case
+
+
+def weights_for(n, seed=3):
+    rng = np.random.RandomState(seed)
+    w = (2 * rng.rand(n)).astype(np.float32)
+    w[rng.rand(n) < 0.2] = 0
+    return w
+
+
+def check_losses(trainc, work, check):
+    for kind in ("cross-entropy", "mse", "bce"):
+        case = mlp_case(work, kind)
+        weights = weights_for(len(case["labels"]))
+        folder = write_data(case, os.path.join(work, kind + "-data"), weights)
+        for norm, accum in (("sum", 1), ("mean", 1), ("sum", 2), ("mean", 2)):
+            if accum == 2 and kind != "cross-entropy":
+                continue
+            flags = ["--sample-weight-norm=" + norm] + (["--grad-accum=2"] if accum > 1 else [])
+            prog = compile_trainer(trainc, check, case, work, kind, flags)
+            if not prog:
+                continue
+            tag = "%s, --sample-weight-norm=%s%s" % (kind, norm,
+                                                    ", --grad-accum=2" if accum > 1 else "")
+            run, records, saved = train(prog, folder, tag.replace(" ", "").replace(",", "_"),
+                                        work)
+            if run.returncode != 0:
+                check(False, "%s trains: %s" % (tag, run.stderr.strip()[-300:]))
+                continue
+            refs = [reference(case, kind, norm, weights, dtype, accum)
+                    for dtype in (torch.float64, torch.float32)]
+            compare_run(check, case, tag, records, saved, refs)
+
+
+def check_batch_norm(trainc, work, check):
+    """38 samples: batch 10 has 2 real rows and 2 of padding."""
+    case = bn_case(work)
+    samples = 38
+    weights = weights_for(samples, seed=4)
+    weights[5] = 0  # batch 2: a real row of weight 0, in the batch statistics
+    folder = write_data(case, os.path.join(work, "bn-weighted"), weights, samples)
+    prog = compile_trainer(trainc, check, case, work, "cross-entropy", [])
+    if not prog:
+        return
+    run, records, saved = train(prog, folder, "bn_weighted", work)
+    if run.returncode != 0:
+        check(False, "batch norm with sample weights trains: %s" % run.stderr.strip()[-300:])
+        return
+    refs = [reference(case, "cross-entropy", "sum", weights, dtype, samples=samples)
+            for dtype in (torch.float64, torch.float32)]
+    compare_run(check, case, "batch norm, 38 samples (a short last batch), a weight of 0",
+                records, saved, refs)
+
+
+def check_zero_batch(trainc, work, check):
+    case = mlp_case(work, "cross-entropy")
+    weights = weights_for(len(case["labels"]), seed=5)
+    weights[8:12] = 0  # step 3
+    folder = write_data(case, os.path.join(work, "zero-batch"), weights)
+    for norm in ("sum", "mean"):
+        prog = compile_trainer(trainc, check, case, work, "cross-entropy",
+                               ["--sample-weight-norm=" + norm])
+        if not prog:
+            continue
+        run, records, saved = train(prog, folder, "zero_" + norm, work)
+        if run.returncode != 0:
+            check(False, "a batch of weight 0 (%s) trains on: %s" % (norm, run.stderr[-300:]))
+            continue
+        third = records[2] if len(records) > 2 else {}
+        if norm == "sum":
+            check(third.get("loss", 0) is None and third.get("skipped") is True and
+                  "step 3: nothing in its batch counts" in run.stderr,
+                  "sum: step 3's weights all 0 (0/0): not run, the log says so (%s)" % third)
+        else:
+            check(third.get("loss") == 0.0 and not third.get("skipped"),
+                  "mean: step 3's weights all 0: the loss is 0 and the step runs (%s)" % third)
+        refs = [reference(case, "cross-entropy", norm, weights, dtype)
+                for dtype in (torch.float64, torch.float32)]
+        compare_run(check, case, "a batch of weight 0, --sample-weight-norm=" + norm, records,
+                    saved, refs)
+
+
+def check_bad_files(trainc, work, check):
+    case = mlp_case(work, "cross-entropy")
+    prog = compile_trainer(trainc, check, case, work, "cross-entropy", [])
+    if not prog:
+        return
+    n = len(case["labels"])
+    good = np.ones(n, np.float32)
+    bad = {
+        "a negative weight": (np.where(np.arange(n) == 7, -1, good).astype(np.float32),
+                              "sample 7 has weight -1"),
+        "a NaN weight": (np.where(np.arange(n) == 9, np.nan, good).astype(np.float32),
+                         "sample 9 has weight nan"),
+        "an infinite weight": (np.where(np.arange(n) == 0, np.inf, good).astype(np.float32),
+                               "sample 0 has weight inf"),
+        "float64": (good.astype(np.float64), "sample weights are float32 of shape (40,)"),
+        "one weight short": (good[:-1], "sample weights are float32 of shape (40,)"),
+        "two columns": (np.ones((n, 2), np.float32), "sample weights are float32 of shape"),
+    }
+    for tag, (weights, message) in bad.items():
+        folder = write_data(case, os.path.join(work, "bad-weights"), weights)
+        run = subprocess.run([prog, "--data", folder, "--steps", "1"], capture_output=True,
+                             text=True)
+        path = os.path.join(folder, "sample_weights.npy")
+        check(run.returncode != 0 and message in run.stderr and path in run.stderr and
+              "step 1" not in run.stdout,
+              "%s in sample_weights.npy is refused before step 1, naming the file and %s "
+              "(%s)" % (tag, message, run.stderr.strip()[-200:]))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    trainc, work = sys.argv[1], sys.argv[2]
+    os.makedirs(work, exist_ok=True)
+    passed = failed = 0
+
+    def check(ok, what):
+        nonlocal passed, failed
+        print(("PASS" if ok else "FAIL") + ": sample weights :: " + what, flush=True)
+        passed, failed = passed + ok, failed + (not ok)
+
+    check_losses(trainc, work, check)
+    check_batch_norm(trainc, work, check)
+    check_zero_batch(trainc, work, check)
+    check_bad_files(trainc, work, check)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
