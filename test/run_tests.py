@@ -8,7 +8,8 @@ PyTorch on the CPU target and compiles for CUDA), grad (gradients of every
 differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
 steps against PyTorch), nan (NaN and infinities through every forward op as
 in PyTorch), recipes (schedules and the LR range test against PyTorch and
-fastai), conformance (the ONNX backend node tests on the CPU target),
+fastai), samples (per-sample losses and sample weights against PyTorch),
+conformance (the ONNX backend node tests on the CPU target),
 models (torchvision and Hugging Face models: gradients of one step against
 PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
 target, 60 s each: scripts/fuzz.sh; TRAINC_FUZZ_SECONDS overrides, 0 skips the suite). Run from the repository root after building into build/.
@@ -111,6 +112,11 @@ def run_recipes():
     return run_python_suite(os.path.join(ROOT, "test", "train", "check_recipes.py"), "recipes")
 
 
+def run_samples():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_sample_weights.py"),
+                            "samples")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -162,7 +168,7 @@ def main():
     for name, fn in (("lit", run_lit), ("unit", run_unit), ("runtime", run_runtime),
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
                      ("precision", run_precision), ("optimizers", run_optimizers),
-                     ("recipes", run_recipes),
+                     ("recipes", run_recipes), ("samples", run_samples),
                      ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):
