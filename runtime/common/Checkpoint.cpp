@@ -224,9 +224,18 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
   if (theirs != "none")
     TRAINC_RETURN_IF_ERROR(integer("averaged_updates", point.averagedUpdates, 0, point.step,
                                    "the updates of the average, at most one per step"));
-  for (const auto &[key, value] : manifest)
+  auto sampler = manifest.find("sampler");
+  const std::string drawnBy = sampler == manifest.end() ? "uniform" : sampler->second;
+  if (drawnBy != expect.sampler)
+    return Status::error("the checkpoint " + path + " was written with --sampler=" + drawnBy +
+                         "; resume it with the same sampler (this run has --sampler=" +
+                         expect.sampler + ")");
+  for (const auto &[key, value] : manifest) {
     if (key.rfind("monitor_", 0) == 0)
       point.monitor[key] = value;
+    if (key.rfind("sampler", 0) == 0)
+      point.sampler[key] = value;
+  }
   TRAINC_RETURN_IF_ERROR(text("rng", point.rng));
   std::mt19937_64 engine;
   std::istringstream state(point.rng);

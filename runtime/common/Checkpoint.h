@@ -63,6 +63,8 @@ struct ResumeExpectation {
   /// The run's weight averaging (WeightAverage::identity(); "none"), and
   /// with it the checkpoint's "averaged_updates".
   std::string averaging = "none";
+  /// The run's --sampler ("uniform" where the checkpoint has no field).
+  std::string sampler = "uniform";
 };
 
 /// The position a checkpoint continues from.
@@ -73,6 +75,8 @@ struct ResumePoint {
   /// The manifest's "monitor_*" fields (the best evaluation so far,
   /// EvalMonitor's), unchecked.
   std::map<std::string, std::string> monitor;
+  /// The manifest's "sampler*" fields (PrioritySampler's), unchecked.
+  std::map<std::string, std::string> sampler;
   /// The updates the averaged weights hold (0 without averaging).
   int64_t averagedUpdates = 0;
 };

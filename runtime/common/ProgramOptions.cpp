@@ -333,6 +333,31 @@ void defineAveragingFlags(Parser &parser, TrainOptions &t) {
               "with --eval-data: evaluate the averaged weights (--ema-decay, --swa-start)");
 }
 
+/// --sampler and its parameters (Sampler.h).
+void defineSamplerFlags(Parser &parser, TrainOptions &t) {
+  SamplerOptions &s = t.sampler;
+  parser.choice("--sampler", "uniform|priority|mh",
+                "which samples each batch trains: uniform (default: every sample once an "
+                "epoch, shuffled); priority: drawn with probability (loss + eps)^alpha from "
+                "each sample's last loss (a sum tree); mh: a Metropolis-Hastings chain per "
+                "row with acceptance min(1, p_j / p_i); both weight each loss by (N P(i))^-beta "
+                "/ max",
+                [&s](const std::string &v) {
+                  s.kind = v == "priority" ? SamplerKind::Priority
+                           : v == "mh"     ? SamplerKind::MetropolisHastings
+                                           : SamplerKind::Uniform;
+                });
+  parser.number("--priority-alpha", s.alpha, "A",
+                "--sampler: priorities are (loss + eps)^A (priority 0.6, mh 1)");
+  parser.number("--priority-beta", s.beta, "B",
+                "--sampler: the importance weights' exponent at step 1, annealed to 1 over the "
+                "run, in [0, 1] (0.4)");
+  parser.number("--priority-eps", s.eps, "E", "--sampler: added to every loss, > 0 (1e-6)");
+  parser.text("--sampler-trace", s.tracePath, "FILE",
+              "--sampler: every batch's rows and weights and, once read back, its losses as "
+              "JSON lines");
+}
+
 /// How sample files become inputs: --normalize (repeatable), --augment.
 void defineSampleFlags(Parser &parser, TrainOptions &t) {
   SampleOptions &s = t.samples;
@@ -508,6 +533,7 @@ void define(Parser &parser, Options &options) {
   defineRangeTestFlags(parser, t);
   defineAveragingFlags(parser, t);
   defineSampleFlags(parser, t);
+  defineSamplerFlags(parser, t);
 }
 
 /// CLI11's own errors (a missing value, a value for a flag, a repeated
@@ -569,6 +595,7 @@ TrainOptions Options::defaultTrainOptions() {
   TrainOptions t;
   t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.trustCoefficient =
       t.clipGradNorm = std::nan("");
+  t.sampler.alpha = t.sampler.beta = t.sampler.eps = std::nan("");
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include "LrRangeTest.h"
 #include "Npy.h"
 #include "SampleTransform.h"
+#include "Sampler.h"
 #include "Schedule.h"
 #include "WeightAverage.h"
 #include "trainc_rt/device.h"
@@ -106,6 +107,8 @@ struct TrainOptions {
   SampleOptions samples;
   /// --ema-decay or --swa-start: averaged weights (WeightAverage.h).
   AveragingOptions averaging;
+  /// --sampler: batches drawn by the samples' losses (Sampler.h).
+  SamplerOptions sampler;
   /// --tensorboard DIR: the log's scalars as TensorBoard event files.
   std::string tensorboardDir;
   /// --find-lr: the LR range test (LrRangeTest.h) instead of training;

@@ -46,6 +46,11 @@ void TrainCheckpoints::add(const std::string &name, const TensorInfo &tensor, vo
   slots.push_back({buffer, tensorBytes(tensor), scalerState});
 }
 
+void TrainCheckpoints::addHostTensor(const std::string &name, DType dtype, int64_t count) {
+  specs.push_back({name, dtype, {count}, {}});
+  slots.push_back({nullptr, static_cast<uint64_t>(count) * dtypeSize(dtype), -1});
+}
+
 Status TrainCheckpoints::prepareFolder(const std::string &dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
@@ -145,16 +150,23 @@ Status TrainCheckpoints::restore(const std::string &dir, const ResumeExpectation
   std::vector<CheckpointTensor> tensors = specs;
   TRAINC_RETURN_IF_ERROR(readCheckpoint(dir, expect, tensors, point));
   average.setUpdates(point.averagedUpdates);
-  for (size_t i = 0; i < tensors.size(); ++i)
+  hostBytes.clear();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!slots[i].buffer) {
+      hostBytes[tensors[i].name] = tensors[i].bytes;
+      continue;
+    }
     TRAINC_RETURN_IF_ERROR(
         context.copyToDevice(slots[i].buffer, tensors[i].bytes.data(), slots[i].bytes));
+  }
   // `tensors` holds the host bytes until the copies are done.
   return context.synchronize();
 }
 
 Status TrainCheckpoints::save(const std::string &dir,
                               const std::map<std::string, std::string> &run,
-                              const CheckpointPosition &at) {
+                              const CheckpointPosition &at,
+                              const std::map<std::string, std::vector<char>> &host) {
   std::vector<CheckpointTensor> tensors = specs;
   std::map<std::string, std::string> manifest = run;
   manifest["step"] = std::to_string(at.step);
@@ -164,6 +176,13 @@ Status TrainCheckpoints::save(const std::string &dir,
   if (average.enabled())
     manifest["averaged_updates"] = std::to_string(average.updates());
   for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!slots[i].buffer) {
+      auto it = host.find(tensors[i].name);
+      if (it == host.end() || it->second.size() != slots[i].bytes)
+        return Status::error("checkpoint: no state for " + tensors[i].name);
+      tensors[i].bytes = it->second;
+      continue;
+    }
     tensors[i].bytes.resize(slots[i].bytes);
     TRAINC_RETURN_IF_ERROR(
         context.copyToHost(tensors[i].bytes.data(), slots[i].buffer, slots[i].bytes));

@@ -48,14 +48,23 @@ public:
   /// removed (only folders of that name holding only checkpoint files).
   static Status keepLast(const std::string &dir, int64_t step, int64_t count);
 
-  /// Restores the checkpoint in `dir` into the device buffers, after
-  /// readCheckpoint checked it against `expect`.
-  Status restore(const std::string &dir, const ResumeExpectation &expect, ResumePoint &point);
+  /// A tensor of the run's host state (the sampler's priorities), saved
+  /// from and restored to bytes the caller holds (restoredHost, save's
+  /// `host`).
+  void addHostTensor(const std::string &name, DType dtype, int64_t count);
 
-  /// Writes the device buffers to `dir` with the manifest `run` (what does
-  /// not change during the run) and `at`, and the loss scaler's values.
+  /// Restores the checkpoint in `dir` into the device buffers, after
+  /// readCheckpoint checked it against `expect`; the host tensors' bytes
+  /// are then restoredHost().
+  Status restore(const std::string &dir, const ResumeExpectation &expect, ResumePoint &point);
+  const std::map<std::string, std::vector<char>> &restoredHost() const { return hostBytes; }
+
+  /// Writes the device buffers and the host tensors (`host`, by name) to
+  /// `dir` with the manifest `run` (what does not change during the run)
+  /// and `at`, and the loss scaler's values.
   Status save(const std::string &dir, const std::map<std::string, std::string> &run,
-              const CheckpointPosition &at);
+              const CheckpointPosition &at,
+              const std::map<std::string, std::vector<char>> &host = {});
 
 private:
   struct Slot {
@@ -70,7 +79,9 @@ private:
   const Program &program;
   WeightAverage &average;
   std::vector<CheckpointTensor> specs;
+  /// A host tensor's slot has no buffer.
   std::vector<Slot> slots;
+  std::map<std::string, std::vector<char>> hostBytes;
 };
 
 /// The inference model with the trained parameters (--export): the

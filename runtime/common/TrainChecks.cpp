@@ -118,18 +118,19 @@ Status openSampleWeights(const Program &program, const std::string &dir, Trainin
 }
 
 void fillSampleRows(const TrainingData &data, const int64_t *rows, int64_t count, int64_t batch,
-                    float *weights, float *mask) {
+                    float *weights, float *mask, const float *importance) {
   for (float *row : {weights, mask}) {
     if (!row)
       continue;
     std::fill(row, row + batch, count == 0 ? 1.0f : 0.0f);
     std::fill(row, row + count, 1.0f);
   }
-  if (!weights || data.userWeights.empty())
+  if (!weights || (data.userWeights.empty() && !importance))
     return;
   double sum = 0;
   for (int64_t i = 0; i < count; ++i)
-    sum += weights[i] = data.userWeights[rows[i]];
+    sum += weights[i] = (data.userWeights.empty() ? 1.0f : data.userWeights[rows[i]]) *
+                        (importance ? importance[i] : 1.0f);
   // Weights all 0 in a batch of a group that weighs more (its share is 0):
   // 1 keeps its loss finite.
   if (sum == 0 && data.weightSumDivides)

@@ -66,14 +66,15 @@ Status openSampleWeights(const Program &program, const std::string &dir, Trainin
 
 /// The trainer's per-row inputs of a batch of `batch` rows whose first
 /// `count` rows are the samples `rows` (the padding after them): `weights`
-/// (each sample's weight, 0 for padding; may be null) and `mask` (1 for a
+/// (each sample's weight times its `importance` where given, 0 for
+/// padding; may be null) and `mask` (1 for a
 /// sample, 0 for padding; may be null). A batch without any sample (a rank's
 /// share past a short last global batch) weighs 1 everywhere, and one whose
 /// samples all weigh 0 gives them 1 where the weights' sum divides, so that
 /// its loss is finite: its gradient's share (the batch's weight over its
 /// group's) is 0.
 void fillSampleRows(const TrainingData &data, const int64_t *rows, int64_t count, int64_t batch,
-                    float *weights, float *mask);
+                    float *weights, float *mask, const float *importance = nullptr);
 
 /// Class labels of the training data must lie in [0, classes) or be
 /// the ignored label (ignoredLabel), checked

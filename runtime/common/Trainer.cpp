@@ -261,6 +261,8 @@ private:
   /// whose step updates the parameters).
   struct Pending {
     int64_t step, epoch, count;
+    /// The batch's number in the run (seqOf).
+    int64_t seq;
     /// The batch's share in the group's loss: its samples' weight
     /// (batchWeight).
     double weight;
@@ -286,6 +288,8 @@ private:
   };
 
   Status planSteps();
+  /// --sampler: its draws and its checkpoint tensors.
+  Status setUpSampler();
   Status resume();
   Status openLog();
   Status runEpoch(int64_t epoch);
@@ -295,7 +299,7 @@ private:
   Status launchBatch(int h, int d, int64_t b, const Group &group, bool last);
   /// The log record and note of a step that was not run (Group::notRun).
   Status recordNoLabelStep(const Pending &p);
-  void fillTrainerInputs(int h, int64_t b, const Group &group);
+  void fillTrainerInputs(int h, int64_t epoch, int64_t b, const Group &group);
   Status afterStep(int64_t epoch, int64_t b);
   Status finishOldest();
   Status recordStep(const Pending &p, float loss, bool skipped, double ranWith,
@@ -314,23 +318,40 @@ private:
   /// recomputed for them (update_bn) where they have changed since.
   Status averagedWeights(const std::vector<void *> *&weights);
 
-  Group groupOf(int64_t b) const;
+  Group groupOf(int64_t epoch, int64_t b) const;
   /// The real samples of this rank in global batch b (0 in a short last one).
   int64_t rankCount(int64_t b) const { return rowsOf(b, rank); }
   int64_t rowsOf(int64_t b, int r) const {
+    if (sampled.enabled())
+      return batch; // draws fill every batch
     int64_t first = b * globalBatch + r * batch;
     return std::max<int64_t>(0, std::min(batch, data.samples - first));
+  }
+  /// Batch b of `epoch` counted over the run (the sampler's batch numbers).
+  int64_t seqOf(int64_t epoch, int64_t b) const { return (epoch - 1) * batchesPerEpoch + b; }
+  /// The samples of this rank's rows of batch b: the epoch's order, or the
+  /// sampler's draws (of the group being trained).
+  const int64_t *rowsOfBatch(int64_t epoch, int64_t b) const {
+    return sampled.enabled() ? sampled.rows(seqOf(epoch, b))
+                             : order.data() + std::min(data.samples, b * globalBatch + rank * batch);
   }
   /// What rank r's rows of global batch b weigh in the loss's divisor: their
   /// sample weights' sum under --sample-weight-norm=sum with
   /// sample_weights.npy, else their count.
-  double batchWeight(int64_t b, int r) const {
-    const int64_t first = b * globalBatch + r * batch, count = rowsOf(b, r);
-    if (data.userWeights.empty() || train.sampleWeightNorm != SampleWeightNorm::Sum)
+  double batchWeight(int64_t epoch, int64_t b, int r) const {
+    const int64_t count = rowsOf(b, r);
+    if ((data.userWeights.empty() && !sampled.enabled()) ||
+        train.sampleWeightNorm != SampleWeightNorm::Sum)
       return static_cast<double>(count);
+    // (One rank under a sampler.)
+    const int64_t *rows =
+        sampled.enabled() ? sampled.rows(seqOf(epoch, b))
+                          : order.data() + std::min(data.samples, b * globalBatch + r * batch);
+    const float *importance = sampled.enabled() ? sampled.weights(seqOf(epoch, b)) : nullptr;
     double sum = 0;
-    for (int64_t i = first; i < first + count; ++i)
-      sum += data.userWeights[order[i]];
+    for (int64_t i = 0; i < count; ++i)
+      sum += static_cast<double>(data.userWeights.empty() ? 1.0f : data.userWeights[rows[i]]) *
+             (importance ? importance[i] : 1.0f);
     return sum;
   }
   double secondsSince(std::chrono::steady_clock::time_point t) const {
@@ -358,6 +379,8 @@ private:
   /// The epoch's sample order, which the pipeline's workers read.
   std::vector<int64_t> order;
   std::unique_ptr<StepPipeline> pipeline;
+  /// --sampler: the draws of the group being trained.
+  SampledBatches sampled;
   std::unique_ptr<TrainCheckpoints> checkpoints;
   /// --ema-decay, --swa-start: the averaged weights (disabled: none).
   std::unique_ptr<WeightAverage> average;
@@ -420,6 +443,8 @@ Status TrainRun::setUp() {
   if (options.epochs <= 0 && options.steps <= 0)
     return Status::error("training needs --epochs N or --steps N");
   TRAINC_RETURN_IF_ERROR(settleRun(program, options, settings));
+  TRAINC_RETURN_IF_ERROR(settleSampler(options.sampler, train.sampleLosses > 0, ranksCount > 1,
+                                       options.shuffle, rangeTest != nullptr));
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   TRAINC_RETURN_IF_ERROR(
       openTrainingData(program, options.dataDir, options.samples, options.seed, data));
@@ -461,6 +486,7 @@ Status TrainRun::setUp() {
       std::fprintf(stderr, "--resume=auto: no checkpoint in %s yet; training from the start\n",
                    options.checkpointDir.c_str());
   }
+  TRAINC_RETURN_IF_ERROR(setUpSampler());
   scaler = std::make_unique<LossScaleMonitor>(train, device);
   TRAINC_RETURN_IF_ERROR(scaler->read());
   if (options.resume)
@@ -520,6 +546,26 @@ Status TrainRun::planSteps() {
   return checkScheduleLength(options.schedule, totalSteps);
 }
 
+Status TrainRun::setUpSampler() {
+  const SamplerOptions &o = options.sampler;
+  TRAINC_RETURN_IF_ERROR(sampled.open(o, data.samples, batch, options.seed, options.resume));
+  if (!sampled.enabled())
+    return Status();
+  for (const PrioritySampler::Tensor &t : sampled.state().checkpointTensors())
+    checkpoints->addHostTensor(t.name, t.isFloat64 ? DType::F64 : DType::I64, t.count);
+  if (chatty)
+    std::fprintf(stderr,
+                 "sampler: %s, priorities (loss + %g)^%g, importance weights (N P(i))^-beta / "
+                 "max with beta from %g to 1 over the run%s\n",
+                 samplerName(o.kind), o.eps, o.alpha, o.beta,
+                 train.sampleWeightNorm == SampleWeightNorm::Sum
+                     ? "; the loss divides by the weights' sum (self-normalized; a trainer "
+                       "compiled with --sample-weight-norm=mean divides by the batch size, as "
+                       "prioritized experience replay)"
+                     : "");
+  return Status();
+}
+
 Status TrainRun::resume() {
   if (options.checkpointDir.empty())
     return Status::error("--resume needs --checkpoint-dir");
@@ -536,8 +582,11 @@ Status TrainRun::resume() {
   expect.samples = data.samples;
   expect.shuffle = options.shuffle;
   expect.averaging = average->identity();
+  expect.sampler = samplerName(options.sampler.kind);
   ResumePoint point;
   TRAINC_RETURN_IF_ERROR(checkpoints->restore(options.checkpointDir, expect, point));
+  if (sampled.enabled())
+    TRAINC_RETURN_IF_ERROR(sampled.state().restore(checkpoints->restoredHost(), point.sampler));
   step = point.step;
   startEpoch = point.epoch;
   startBatch = point.batch;
@@ -626,15 +675,15 @@ Status TrainRun::runEpoch(int64_t epoch) {
   return drain();
 }
 
-TrainRun::Group TrainRun::groupOf(int64_t b) const {
+TrainRun::Group TrainRun::groupOf(int64_t epoch, int64_t b) const {
   Group group;
   group.first = b / settings.accum * settings.accum;
   group.end = std::min(group.first + settings.accum, batchesPerEpoch);
   group.weight = group.globalWeight = 0;
   for (int64_t g = group.first; g < group.end; ++g) {
-    group.weight += batchWeight(g, rank);
+    group.weight += batchWeight(epoch, g, rank);
     for (int r = 0; r < ranksCount; ++r)
-      group.globalWeight += batchWeight(g, r);
+      group.globalWeight += batchWeight(epoch, g, r);
   }
   group.notRun = nullptr;
   if (group.globalWeight == 0 && ranksCount * batch * (group.end - group.first) > 0 &&
@@ -642,11 +691,13 @@ TrainRun::Group TrainRun::groupOf(int64_t b) const {
     group.notRun = "every sample weight is 0";
   for (int64_t g = group.first; g < group.end && !data.counted.empty(); ++g)
     for (int r = 0; r < ranksCount; ++r) {
-      const int64_t first = g * globalBatch + r * batch,
-                    end = std::min(first + batch, data.samples);
-      bool counts = first >= end; // a rank without real samples trains zero rows
-      for (int64_t i = first; i < end && !counts; ++i)
-        counts = data.counted[order[i]] != 0;
+      const int64_t count = rowsOf(g, r);
+      const int64_t *rows =
+          sampled.enabled() ? sampled.rows(seqOf(epoch, g))
+                            : order.data() + std::min(data.samples, g * globalBatch + r * batch);
+      bool counts = count == 0; // a rank without real samples trains zero rows
+      for (int64_t i = 0; i < count && !counts; ++i)
+        counts = data.counted[rows[i]] != 0;
       if (!counts)
         group.notRun = "no label counts";
     }
@@ -660,22 +711,29 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
   // Refills the slot of step k - 2 at the latest, whose upload step k - 2
   // waited for: the host does not wait here. Batch b is the run's launch
   // (0-based) epochFirstLaunch + b - epochFirstBatch.
-  for (; submitted < std::min(b + pipeline->hostSlots() - 1, epochLastBatch); ++submitted) {
+  // A sampler draws a group at its first batch, from the losses read back
+  // by then, and its batches are not read ahead.
+  if (sampled.enabled() && b % settings.accum == 0)
+    TRAINC_RETURN_IF_ERROR(sampled.drawGroup(
+        seqOf(epoch, b), std::min(settings.accum, batchesPerEpoch - b),
+        sampled.state().betaAt(step, totalSteps)));
+  const int64_t readAhead = sampled.enabled() ? 1 : pipeline->hostSlots() - 1;
+  for (; submitted < std::min(b + readAhead, epochLastBatch); ++submitted) {
     int h = pipeline->hostSlotOf(epochFirstLaunch + submitted - epochFirstBatch);
-    int64_t first = std::min(data.samples, submitted * globalBatch + rank * batch);
-    TRAINC_RETURN_IF_ERROR(
-        pipeline->submit(h, order.data(), first, rankCount(submitted), epoch));
+    TRAINC_RETURN_IF_ERROR(pipeline->submit(h, rowsOfBatch(epoch, submitted), 0,
+                                            rankCount(submitted), epoch));
   }
   const int h = pipeline->hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
-  const Group group = groupOf(b);
+  const Group group = groupOf(epoch, b);
   const bool last = b + 1 == group.end;
   if (Status filled = pipeline->waitFilled(h); !filled.ok())
     return Status::error("reading the training data for step " + std::to_string(step + 1) +
                          ": " + filled.message());
-  fillTrainerInputs(h, b, group);
+  fillTrainerInputs(h, epoch, b, group);
   if (!group.notRun)
     TRAINC_RETURN_IF_ERROR(launchBatch(h, d, b, group, last));
-  pending.push_back({step + 1, epoch, rankCount(b), batchWeight(b, rank), settings.hyper.lr,
+  pending.push_back({step + 1, epoch, rankCount(b), seqOf(epoch, b), batchWeight(epoch, b, rank),
+                     settings.hyper.lr,
                      isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
                      last, group.notRun});
   ++launched;
@@ -711,13 +769,14 @@ Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool l
 
 /// What the trainer sets in host slot h for batch b: the per-sample
 /// weights, the dropout key and every hyperparameter.
-void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
+void TrainRun::fillTrainerInputs(int h, int64_t epoch, int64_t b, const Group &group) {
   const int64_t count = rankCount(b);
   auto row = [&](int index) {
     return index < 0 ? nullptr : reinterpret_cast<float *>(pipeline->input(h, index));
   };
-  fillSampleRows(data, order.data() + std::min(data.samples, b * globalBatch + rank * batch),
-                 count, batch, row(data.weightsIndex), row(data.maskIndex));
+  fillSampleRows(data, rowsOfBatch(epoch, b), count, batch, row(data.weightsIndex),
+                 row(data.maskIndex),
+                 sampled.enabled() ? sampled.weights(seqOf(epoch, b)) : nullptr);
   if (data.keyIndex >= 0) {
     // Dropout masks are a function of the seed and the batch's number (the
     // step number without accumulation; each batch of a group its own), so
@@ -744,7 +803,7 @@ void TrainRun::fillTrainerInputs(int h, int64_t b, const Group &group) {
     // The batch's share of the group's weight: the sum of the weighted
     // gradients is the gradient of the group's mean loss.
     *pipeline->hyper(h, settings.weightHyper) =
-        group.weight > 0 ? static_cast<float>(batchWeight(b, rank) / group.weight)
+        group.weight > 0 ? static_cast<float>(batchWeight(epoch, b, rank) / group.weight)
                          : 1.0f / static_cast<float>(group.end - group.first);
     *pipeline->hyper(h, settings.keepHyper) = b == group.first ? 0.0f : 1.0f;
   }
@@ -829,8 +888,11 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
   std::map<std::string, std::string> manifest = runManifest;
   if (monitor)
     monitor->save(manifest);
+  std::map<std::string, std::vector<char>> host;
+  if (sampled.enabled())
+    sampled.state().save(host, manifest);
   TRAINC_RETURN_IF_ERROR(checkpoints->save(options.checkpointDir, manifest,
-                                           {step, epoch, b + 1, epochRng}));
+                                           {step, epoch, b + 1, epochRng}, host));
   if (options.keepLast > 0)
     TRAINC_RETURN_IF_ERROR(
         TrainCheckpoints::keepLast(options.checkpointDir, step, options.keepLast));
@@ -851,6 +913,8 @@ Status TrainRun::finishOldest() {
   groupWeight += p.weight;
   groupCount += p.count;
   sampleLosses.take(pipeline->sampleLosses(p.slot), p.count);
+  if (sampled.enabled())
+    TRAINC_RETURN_IF_ERROR(sampled.record(p.seq, pipeline->sampleLosses(p.slot)));
   if (!p.last)
     return Status();
   if (ranks) {

@@ -24,7 +24,17 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     so, the weights equal PyTorch's without that update; under mean it
     trains (loss 0, momentum only);
   * bad files are refused before step 1, naming the file and the sample: a
-    negative, NaN or infinite weight, the wrong shape or dtype.
+    negative, NaN or infinite weight, the wrong shape or dtype;
+  * --sampler=priority and mh (--sampler-trace): each batch's importance
+    weights against a NumPy replay of the priorities from the traced losses
+    ((loss + eps)^alpha, untrained samples at the running maximum, the
+    losses of batch n counted from the draw of batch n + 2, weights
+    (p_i / p_min)^-beta with beta annealed to 1), and the run against
+    PyTorch float64 training on the traced rows with those weights (each
+    step's loss, the weights after 10 steps); a run stopped at a checkpoint
+    and resumed draws and trains the same bytes; misuse is refused.
+(test/runtime/SamplerTest.cpp checks 10^5 draws of each sampler against the
+target distribution.)
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -128,10 +138,12 @@ def write_data(case, folder, weights, samples=None):
 
 
 def train(prog, folder, tag, work, flags=()):
+    """Trains STEPS steps (in file order, unless `flags` names a sampler)."""
     log = os.path.join(work, tag + ".jsonl")
     saved = os.path.join(work, tag + ".params")
     shutil.rmtree(saved, ignore_errors=True)
-    run = subprocess.run([prog, "--data", folder, "--no-shuffle", "--log", log, "--save-params",
+    order = [] if "--sampler" in flags else ["--no-shuffle"]
+    run = subprocess.run([prog, "--data", folder] + order + ["--log", log, "--save-params",
                           saved, "--steps", str(STEPS), "--lr", str(LR), "--momentum",
                           str(MOMENTUM)] + list(flags), capture_output=True, text=True)
     records = ([without_timing(json.loads(line)) for line in open(log)]
@@ -286,6 +298,134 @@ def check_bad_files(trainc, work, check):
               "(%s)" % (tag, message, run.stderr.strip()[-200:]))
 
 
+def replay_weights(trace, alpha, eps, beta0, samples, steps):
+    """The importance weights of each drawn batch from the traced losses, in
+    NumPy: the worst relative error against the trace's, and whether each
+    batch's beta is the annealed one."""
+    draws = [r for r in trace if "rows" in r]
+    losses = {r["batch"]: np.asarray(r["losses"], np.float64) for r in trace if "losses" in r}
+    priority = np.full(samples, np.nan)
+    max_p, applied, worst, betas_ok = 1.0, 0, 0.0, True
+    for d in draws:
+        n = d["batch"]
+        while applied <= n - 2:
+            rows_n = next(x["rows"] for x in draws if x["batch"] == applied)
+            if applied in losses:
+                for row, loss in zip(rows_n, losses[applied]):
+                    priority[row] = (loss + eps) ** alpha
+                    max_p = max(max_p, priority[row])
+            applied += 1
+        current = np.where(np.isnan(priority), max_p, priority)
+        beta = beta0 + (1 - beta0) * min(1.0, n / (steps - 1))
+        betas_ok &= abs(d["beta"] - beta) <= 1e-12
+        want = (current[d["rows"]] / current.min()) ** -beta
+        worst = max(worst, float(np.max(np.abs(np.asarray(d["weights"]) - want) / want)))
+    return worst, betas_ok
+
+
+def replay_training(case, trace, dtype):
+    """PyTorch SGD (momentum 0.9) over the traced batches, each loss
+    (w * l).sum() / batch: each step's loss and the final state."""
+    torch.manual_seed(0)
+    net = case["spec"]["build"]()
+    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                         for k, v in net.state_dict().items()})
+    net = net.to(dtype)
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    losses = []
+    for d in (r for r in trace if "rows" in r):
+        rows = d["rows"]
+        x = torch.tensor(case["inputs"]["x"][rows]).to(dtype)
+        y = torch.tensor(case["labels"][rows])
+        w = torch.tensor(d["weights"], dtype=dtype)
+        optimizer.zero_grad()
+        loss = (w * per_sample("cross-entropy", net(x), y)).sum() / len(rows)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+
+def check_samplers(trainc, work, check):
+    case = mlp_case(work, "cross-entropy")
+    folder = write_data(case, os.path.join(work, "sampler-data"), None)
+    prog = compile_trainer(trainc, check, case, work, "cross-entropy",
+                           ["--sample-weight-norm=mean"])
+    if not prog:
+        return
+    n = len(case["labels"])
+    for kind, alpha in (("priority", 0.6), ("mh", 1.0)):
+        trace_path = os.path.join(work, kind + ".trace.jsonl")
+        run, records, saved = train(prog, folder, "sampler_" + kind, work,
+                                    ["--sampler", kind, "--sampler-trace", trace_path])
+        if run.returncode != 0:
+            check(False, "--sampler=%s trains: %s" % (kind, run.stderr.strip()[-300:]))
+            continue
+        trace = [json.loads(line) for line in open(trace_path)]
+        worst, betas_ok = replay_weights(trace, alpha, 1e-6, 0.4, n, STEPS)
+        check(betas_ok and worst <= 1e-6,
+              "--sampler=%s: each batch's importance weights against NumPy's replay of the "
+              "priorities from the traced losses, beta annealed from 0.4 to 1 (max relative "
+              "error %.3g)" % (kind, worst))
+        drawn = sorted({row for r in trace if "rows" in r for row in r["rows"]})
+        check(len([r for r in trace if "rows" in r]) == STEPS and len(drawn) > 4,
+              "--sampler=%s: %d batches drawn, %d distinct samples" % (kind, STEPS, len(drawn)))
+        (losses64, ref64), (_, ref32) = [replay_training(case, trace, dtype)
+                                         for dtype in (torch.float64, torch.float32)]
+        got = [r.get("loss") for r in records]
+        error = relative_error(got, losses64) if None not in got else math.inf
+        check(len(got) == STEPS and error <= 1e-5,
+              "--sampler=%s: each step's loss, (w * l).mean() on the drawn rows, against "
+              "PyTorch float64 (max relative error %.3g)" % (kind, error))
+        names = [k for k in trained_params(case) if k in ref64]
+        ok, text = compare_weights({k: case["initial"][k] for k in names},
+                                   {k: np.load(os.path.join(saved, k + ".npy")) for k in names},
+                                   {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
+        check(ok, "--sampler=%s: weights after %d steps against PyTorch float64 on the same "
+                  "rows and weights, %s" % (kind, STEPS, text))
+        # Stopped after step 5's checkpoint (simulated: --steps 5, with beta
+        # 1 throughout, as the annealing depends on the run's length) and
+        # resumed: the same draws and bytes as the uninterrupted run.
+        ckpt = os.path.join(work, kind + "-ckpt")
+        shutil.rmtree(ckpt, ignore_errors=True)
+        trace_path = os.path.join(work, kind + ".beta1.jsonl")
+        resumed_trace = os.path.join(work, kind + ".resumed.jsonl")
+        beta1 = ["--sampler", kind, "--priority-beta", "1"]
+        _, _, saved = train(prog, folder, "sampler_%s_beta1" % kind, work,
+                            beta1 + ["--sampler-trace", trace_path])
+        flags = beta1 + ["--sampler-trace", resumed_trace, "--checkpoint-dir", ckpt,
+                         "--checkpoint-every", "5"]
+        first = subprocess.run([prog, "--data", folder, "--steps", "5", "--lr", str(LR),
+                                "--momentum", str(MOMENTUM)] + flags, capture_output=True,
+                               text=True)
+        second, _, resumed = train(prog, folder, "sampler_%s_resumed" % kind, work,
+                                   flags + ["--resume"])
+        same = first.returncode == 0 and second.returncode == 0 and all(
+            open(os.path.join(saved, f), "rb").read() == open(os.path.join(resumed, f),
+                                                              "rb").read()
+            for f in os.listdir(saved))
+        draws = lambda path: [l for l in open(path) if '"rows"' in l] if os.path.exists(path) \
+            else []
+        check(same and draws(resumed_trace) == draws(trace_path),
+              "--sampler=%s: a run stopped after step 5's checkpoint and resumed draws the same "
+              "batches and writes the uninterrupted run's bytes (%s)"
+              % (kind, (first.stderr + second.stderr).strip()[-200:]))
+    refusals = {
+        "--priority-alpha without --sampler": (["--priority-alpha", "0.5"],
+                                               "--priority-alpha is a parameter of --sampler"),
+        "--sampler with --no-shuffle": (["--sampler", "priority", "--no-shuffle"],
+                                        "exclude each other"),
+        "--priority-beta above 1": (["--sampler", "mh", "--priority-beta", "1.5"],
+                                    "--priority-beta must be in [0, 1]"),
+    }
+    for tag, (flags, message) in refusals.items():
+        run = subprocess.run([prog, "--data", folder, "--steps", "1"] + flags,
+                             capture_output=True, text=True)
+        check(run.returncode != 0 and message in run.stderr,
+              "%s is refused (%s)" % (tag, run.stderr.strip()[-160:]))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -303,6 +443,7 @@ def main():
     check_batch_norm(trainc, work, check)
     check_zero_batch(trainc, work, check)
     check_bad_files(trainc, work, check)
+    check_samplers(trainc, work, check)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
