@@ -292,6 +292,16 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
       return failure();
     accumulateFn = *emitted;
   }
+  // Selective backprop: @select, the forward and per-sample losses at the
+  // selection batch size.
+  std::optional<Emitted> selectFn;
+  auto select = module.lookupSymbol<func::FuncOp>("select");
+  if (trainFn && select) {
+    FailureOr<Emitted> emitted = emitFunction(select, /*train=*/false);
+    if (failed(emitted))
+      return failure();
+    selectFn = *emitted;
+  }
   inputs = forwardFn->inputs;
   outputs = forwardFn->outputs;
   arenaBytes = forwardFn->arena;
@@ -330,9 +340,16 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
                            ": forward, loss, backward, the gradients added to their "
                            "accumulators (no update).\n",
                        accumulateFn->body);
+  if (selectFn)
+    os << stepFunction("selectForward", "ForwardArgs",
+                       "/// Selective backprop: the forward and each sample's loss over " +
+                           std::to_string(cast<RankedTensorType>(select.getResultTypes()[1])
+                                              .getDimSize(0)) +
+                           " candidates (no backward).\n",
+                       selectFn->body);
 
-  Functions fns{func, step, &*forwardFn, trainFn ? &*trainFn : nullptr,
-                accumulateFn ? &*accumulateFn : nullptr, batch};
+  Functions fns{func, step, select, &*forwardFn, trainFn ? &*trainFn : nullptr,
+                accumulateFn ? &*accumulateFn : nullptr, selectFn ? &*selectFn : nullptr, batch};
   return emitTables(os, fns);
 }
 

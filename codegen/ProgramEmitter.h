@@ -243,8 +243,8 @@ private:
 
   /// The program description after the step functions (ProgramTables.cpp).
   struct Functions {
-    mlir::func::FuncOp forwardFunc, stepFunc;
-    const Emitted *forward, *train, *accumulate;
+    mlir::func::FuncOp forwardFunc, stepFunc, selectFunc;
+    const Emitted *forward, *train, *accumulate, *select;
     int64_t batch;
   };
   /// The rows of the table an integer input indexes, and the node that

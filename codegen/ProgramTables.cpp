@@ -265,6 +265,20 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
   if (fns.train &&
       failed(emitTrainStepTable(os, fns.stepFunc, *fns.train, fns.accumulate, limits)))
     return failure();
+  if (fns.select) {
+    emitTensorTable(os, "kSelectInputs", fns.select->inputs, fns.select->roles, limits);
+    const int64_t candidates =
+        cast<RankedTensorType>(func::FuncOp(fns.selectFunc).getResultTypes()[1]).getDimSize(0);
+    os << "const trainc::rt::SelectStep kSelect = "
+       << designated({{"batch", candidates},
+                      {"numInputs", static_cast<int64_t>(fns.select->inputs.size())},
+                      {"inputs", "kSelectInputs"},
+                      {"arenaBytes", fns.select->arena},
+                      {"run", "selectForward"},
+                      {"generatedKernels", fns.select->generated},
+                      {"libraryCalls", fns.select->library}})
+       << ";\n";
+  }
   emitParamTable(os);
   bool exporting = fns.train && !options.exportSegmentsPath.empty();
   if (exporting && failed(emitExportTable(os)))
@@ -320,7 +334,8 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
       // The model as imported: checkpoints of it resume here.
       {"modelFingerprint", options.modelFingerprint.empty()
                                ? std::string("nullptr")
-                               : cStringLiteral(options.modelFingerprint)}};
+                               : cStringLiteral(options.modelFingerprint)},
+      {"select", fns.select ? "&kSelect" : "nullptr"}};
   os << "const trainc::rt::Program kProgram = " << designated(fields, /*block=*/true) << ";\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"

@@ -312,7 +312,7 @@ void trainc::registerPipelineCLOptions() {
 }
 
 LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &options) {
-  if (failed(dump(module, options.dumpDir, 1, "import")))
+  if (options.startAfter.empty() && failed(dump(module, options.dumpDir, 1, "import")))
     return failure();
   // --mlir-timing: one report for the whole pipeline, a scope per phase.
   DefaultTimingManager timing;
@@ -320,7 +320,14 @@ LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &option
     applyDefaultTimingManagerCLOptions(timing);
   TimingScope rootTiming = timing.getRootScope();
   int index = 2;
+  bool started = options.startAfter.empty();
   for (const Phase &phase : phases()) {
+    if (!started) {
+      started = options.startAfter == phase.name;
+      if (!phase.training || options.loss)
+        ++index;
+      continue;
+    }
     if (phase.training && !options.loss)
       continue;
     PassManager pm(module.getContext());

@@ -82,8 +82,9 @@ struct PipelineOptions {
   /// it out), with a matmul heading the group that finishes its output
   /// (GEMM epilogues) under auto.
   Fusion fusion = Fusion::Auto;
-  /// Stop after this phase (all when empty).
-  std::string stopAfter;
+  /// Stop after this phase (all when empty); start after that one (the
+  /// first when empty).
+  std::string stopAfter, startAfter;
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every
   /// phase.
   std::string dumpDir;
@@ -108,6 +109,19 @@ void registerPhasePipelines();
 
 /// Runs the phases. Diagnostics go through the context's handler.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options);
+
+/// The last phase that runs before the selection entry joins the module
+/// (trainc compile --select-batch): the entry is the loss phase's and the
+/// mixed-precision phase's @loss at another batch size.
+inline constexpr const char *kSelectEntryAfter = "mixed-precision";
+
+/// Adds `func.func @select` to `module` from `atSelectBatch`, the same model
+/// imported at the selection batch size and run through the phases up to
+/// kSelectEntryAfter: its @loss with dropout inactive, batch norms on the
+/// batch's statistics without updating the running ones, returning only
+/// the loss and the per-sample losses. Every parameter it reads must be one
+/// of `module`'s, of the same type.
+mlir::LogicalResult addSelectEntry(mlir::ModuleOp module, mlir::ModuleOp atSelectBatch);
 
 } // namespace trainc
 

@@ -260,6 +260,12 @@ cl::opt<int64_t> gradAccum(
              "chooses another K); the gradient is that of the group's mean loss, a short "
              "last group included (default 1: no accumulation)"),
     cl::value_desc("K"), cl::init(1), cl::cat(category));
+cl::opt<int64_t> selectBatch(
+    "select-batch",
+    cl::desc("Selective backprop: the program also gets @select, the forward and each "
+             "sample's loss over B candidates (no backward, its own arena), from which the "
+             "trainer's --select picks the --batch-size samples each step trains"),
+    cl::value_desc("B"), cl::init(0), cl::cat(category));
 cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("Data parallelism (needs --loss): the allreduce phase sums the step's gradients "
@@ -313,7 +319,8 @@ usage:
                   [--label-smoothing=EPS] [--class-weights=FILE.npy] [--ignore-index=N]
                   [--sample-weight-norm=sum|mean]
                   [--optimizer=sgd|adam|adamw|lamb|lars [--nesterov] [--no-decay=1d|none|REGEX]
-                   [--clip-grad-norm=X | --clip-grad-value=X] [--log-grad-norm]]
+                   [--clip-grad-norm=X | --clip-grad-value=X] [--log-grad-norm]
+                   [--select-batch=B]]
                   [--entry=forward|loss|train_step]]
                  [--precision=fp32|bf16|fp16 [--loss-scale=dynamic|none|VALUE]]
                  [--layout=nchw|nhwc|auto] [--pad-to=auto|off|N]
@@ -1383,8 +1390,60 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
   return trainc::codegen::buildProgram(build, errs()) ? 0 : 1;
 }
 
+/// The phases; with --select-batch, the selection entry joins the module
+/// after trainc::kSelectEntryAfter, built from the model imported at the
+/// selection batch size.
+mlir::LogicalResult runPhases(mlir::MLIRContext &context, mlir::ModuleOp module,
+                              const trainc::PipelineOptions &pipeline) {
+  if (selectBatch == 0 || pipeline.stopAfter == "loss" || pipeline.stopAfter == "fold-bias-bn")
+    return trainc::runPipeline(module, pipeline);
+  trainc::PipelineOptions first = pipeline;
+  first.stopAfter = trainc::kSelectEntryAfter;
+  if (failed(trainc::runPipeline(module, first)))
+    return mlir::failure();
+  trainc::frontend::ImportOptions import;
+  import.batchSize = selectBatch;
+  import.everyInputBatched = true;
+  auto atSelectBatch = trainc::frontend::importModelFile(inputPath, import, context, errs());
+  trainc::PipelineOptions selection = first;
+  selection.dumpDir.clear();
+  selection.passManagerCLOptions = false;
+  if (!atSelectBatch || failed(trainc::runPipeline(*atSelectBatch, selection)) ||
+      failed(trainc::addSelectEntry(module, *atSelectBatch)))
+    return mlir::failure();
+  if (pipeline.stopAfter == trainc::kSelectEntryAfter)
+    return mlir::success();
+  trainc::PipelineOptions rest = pipeline;
+  rest.startAfter = trainc::kSelectEntryAfter;
+  return trainc::runPipeline(module, rest);
+}
+
+/// --select-batch needs a trainer whose loss trainc attaches and a model
+/// whose batch axis is symbolic.
+bool checkSelectFlags() {
+  if (selectBatch == 0)
+    return true;
+  if (!hasOptimizer() || lossKind == trainc::LossKind::Output) {
+    errs() << "error: --select-batch builds the selection entry of a trainer: it needs "
+              "--optimizer and --loss=cross-entropy, mse or bce\n";
+    return false;
+  }
+  if (selectBatch < batchSize || selectBatch > (int64_t(1) << 24)) {
+    errs() << "error: --select-batch=" << selectBatch << " must be at least --batch-size ("
+           << batchSize << ") and at most 2^24: the trainer picks the batch's samples from "
+              "the B candidates\n";
+    return false;
+  }
+  if (batchIsFixed()) {
+    errs() << "error: --select-batch: the model's batch size is fixed; it cannot run at "
+           << selectBatch << "\n";
+    return false;
+  }
+  return true;
+}
+
 int runCompile() {
-  if (!checkModeFlags() || !checkTrainingFlags() || !checkOutputPath())
+  if (!checkModeFlags() || !checkTrainingFlags() || !checkOutputPath() || !checkSelectFlags())
     return 1;
   const bool cuda = cudaTarget();
   std::optional<std::vector<std::string>> archs = parseCudaArchs();
@@ -1402,7 +1461,7 @@ int runCompile() {
     return mlir::success();
   });
   trainc::PipelineOptions pipeline = pipelineFromCommandLine();
-  if (compileTo != "import" && failed(trainc::runPipeline(*module, pipeline)))
+  if (compileTo != "import" && failed(runPhases(context, *module, pipeline)))
     return 1;
   if (reportMemory)
     printMemoryReport(*module, outs());
@@ -1492,7 +1551,7 @@ std::vector<HelpGroup> helpGroups(StringRef command) {
           {"Sample weights", {"sample-weight-norm"}},
           {"Training",
            {"optimizer", "nesterov", "no-decay", "clip-grad-norm", "clip-grad-value",
-            "log-grad-norm", "grad-accum"}},
+            "log-grad-norm", "grad-accum", "select-batch"}},
           {"Speed",
            {"target", "cuda-arch", "precision", "loss-scale", "fuse", "layout", "pad-to"}},
           {"Memory", {"remat", "memory-budget", "report-memory", "device-memory"}},

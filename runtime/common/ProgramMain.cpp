@@ -242,6 +242,19 @@ void printInfo(const Program &program) {
                 static_cast<long long>(train->gradAccum),
                 train->accumulateGeneratedKernels + train->accumulateLibraryCalls,
                 train->accumulateGeneratedKernels, train->accumulateLibraryCalls);
+  if (const SelectStep *select = program.select) {
+    std::printf("selection entry (--select): the forward and each sample's loss over %lld "
+                "candidates, no backward\n  inputs:",
+                static_cast<long long>(select->batch));
+    for (int i = 0; i < select->numInputs; ++i)
+      std::printf("%s %s: %s", i ? "," : "", select->inputs[i].name,
+                  shapeText(select->inputs[i]).c_str());
+    std::printf("\n  arena: %llu bytes\n  kernels per selection: %d (%d generated, %d library "
+                "calls)\n",
+                static_cast<unsigned long long>(select->arenaBytes),
+                select->generatedKernels + select->libraryCalls, select->generatedKernels,
+                select->libraryCalls);
+  }
 }
 
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {

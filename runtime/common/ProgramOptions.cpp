@@ -353,8 +353,16 @@ void defineSamplerFlags(Parser &parser, TrainOptions &t) {
                 "--sampler: the importance weights' exponent at step 1, annealed to 1 over the "
                 "run, in [0, 1] (0.4)");
   parser.number("--priority-eps", s.eps, "E", "--sampler: added to every loss, > 0 (1e-6)");
-  parser.text("--sampler-trace", s.tracePath, "FILE",
-              "--sampler: every batch's rows and weights and, once read back, its losses as "
+  parser.choice("--select", "topk",
+                "selective backprop (a program compiled with --select-batch=B): each step "
+                "runs the forward over the next B candidates and trains the ones of the "
+                "largest losses (the compiled batch, or --select-fraction of B)",
+                [&t](const std::string &) { t.select.topk = true; });
+  parser.number("--select-fraction", t.select.fraction, "F",
+                "--select: the share of the B candidates each step trains (default: the "
+                "compiled batch over B)");
+  parser.text("--trace-batches", s.tracePath, "FILE",
+              "--sampler or --select: every batch's rows (and weights, candidates, losses) as "
               "JSON lines");
 }
 

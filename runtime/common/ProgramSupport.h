@@ -109,6 +109,8 @@ struct TrainOptions {
   AveragingOptions averaging;
   /// --sampler: batches drawn by the samples' losses (Sampler.h).
   SamplerOptions sampler;
+  /// --select: selective backprop (Selection.h).
+  SelectOptions select;
   /// --tensorboard DIR: the log's scalars as TensorBoard event files.
   std::string tensorboardDir;
   /// --find-lr: the LR range test (LrRangeTest.h) instead of training;

@@ -25,8 +25,7 @@ Status settleSampler(SamplerOptions &o, bool sampleLosses, bool dataParallel, bo
   if (o.kind == SamplerKind::Uniform) {
     for (auto [given, flag] : {std::pair{!std::isnan(o.alpha), "--priority-alpha"},
                                std::pair{!std::isnan(o.beta), "--priority-beta"},
-                               std::pair{!std::isnan(o.eps), "--priority-eps"},
-                               std::pair{!o.tracePath.empty(), "--sampler-trace"}})
+                               std::pair{!std::isnan(o.eps), "--priority-eps"}})
       if (given)
         return Status::error(std::string(flag) + " is a parameter of --sampler=priority or mh");
     return Status();
@@ -343,8 +342,8 @@ Status SampledBatches::open(const SamplerOptions &options, int64_t samples, int6
   if (tracePath.empty())
     return Status();
   if (!resumed)
-    TRAINC_RETURN_IF_ERROR(writeFileAtomically(tracePath, "--sampler-trace", "", 0));
-  return openAppendFile(tracePath, "--sampler-trace", trace);
+    TRAINC_RETURN_IF_ERROR(writeFileAtomically(tracePath, "--trace-batches", "", 0));
+  return openAppendFile(tracePath, "--trace-batches", trace);
 }
 
 namespace {

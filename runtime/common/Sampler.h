@@ -51,12 +51,22 @@ struct SamplerOptions {
   /// experience replay's; 1 for mh, the ratio of losses).
   double alpha = std::numeric_limits<double>::quiet_NaN();
   double beta = 0.4, eps = 1e-6;
-  /// --sampler-trace FILE: every batch's rows, weights and losses as JSON
+  /// --trace-batches FILE: every batch's rows, weights and losses as JSON
   /// lines.
   std::string tracePath;
 };
 
 const char *samplerName(SamplerKind kind);
+
+/// --select (Selection.h), beside the sampler's options: both choose the
+/// samples a step trains.
+struct SelectOptions {
+  /// --select=topk.
+  bool topk = false;
+  /// --select-fraction: the share of the B candidates trained (NaN: the
+  /// compiled batch's, k / B).
+  double fraction = std::numeric_limits<double>::quiet_NaN();
+};
 
 /// Settles the sampler's defaults and refuses what it cannot do: a
 /// parameter without --sampler, a model without per-sample losses (its own
@@ -142,7 +152,7 @@ private:
 /// The trainer's side of a sampler: the rows and importance weights of the
 /// batches of the optimizer step being trained (with --grad-accum, a group
 /// is drawn at its first batch, so that each batch's share of the group's
-/// weight is known before the group runs), and --sampler-trace.
+/// weight is known before the group runs), and --trace-batches.
 class SampledBatches {
 public:
   /// `resumed`: the trace is appended to, not replaced.

@@ -133,6 +133,8 @@ public:
 
   /// Step input `input` and hyperparameter `hyper` in host slot `h`.
   char *input(int h, int input) { return hostSlot(h) + layout.inputs[input]; }
+  /// The step's inputs in device slot `d`.
+  void *const *deviceInputs(int d) const { return inputPtrs[d].data(); }
   float *hyper(int h, int hyper) {
     return reinterpret_cast<float *>(hostSlot(h) + layout.hypers[hyper]);
   }

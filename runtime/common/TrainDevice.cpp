@@ -2,6 +2,7 @@
 
 #include "TrainDevice.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -86,7 +87,8 @@ Status setUpDevice(const Program &program, const TrainOptions &options, Communic
       uploadParams(context, program, options.paramsDir, device.params, device.paramPtrs));
   TRAINC_RETURN_IF_ERROR(allocateStates(*program.train, device));
   device.arena = DevicePtr(nullptr, DeviceFree{&context});
-  device.arenaBytes = std::max(program.arenaBytes, program.train->arenaBytes);
+  device.arenaBytes = std::max({program.arenaBytes, program.train->arenaBytes,
+                                program.select ? program.select->arenaBytes : uint64_t(0)});
   TRAINC_RETURN_IF_ERROR(allocateDevice(context, device.arenaBytes, device.arena));
   if (options.reportMemory && device.arenaBytes > 0) {
     TRAINC_RETURN_IF_ERROR(context.fill(device.arena.get(), kArenaPattern, device.arenaBytes));

@@ -16,6 +16,7 @@
 #include "TrainCheckpoints.h"
 #include "TrainDevice.h"
 #include "StepPipeline.h"
+#include "Selection.h"
 #include "RunSettings.h"
 #include "Evaluation.h"
 #include "FileIO.h"
@@ -324,6 +325,8 @@ private:
   int64_t rowsOf(int64_t b, int r) const {
     if (sampled.enabled())
       return batch; // draws fill every batch
+    if (selection && selection->enabled())
+      return static_cast<int64_t>(selection->pickedRows().size());
     int64_t first = b * globalBatch + r * batch;
     return std::max<int64_t>(0, std::min(batch, data.samples - first));
   }
@@ -331,9 +334,13 @@ private:
   int64_t seqOf(int64_t epoch, int64_t b) const { return (epoch - 1) * batchesPerEpoch + b; }
   /// The samples of this rank's rows of batch b: the epoch's order, or the
   /// sampler's draws (of the group being trained).
-  const int64_t *rowsOfBatch(int64_t epoch, int64_t b) const {
-    return sampled.enabled() ? sampled.rows(seqOf(epoch, b))
-                             : order.data() + std::min(data.samples, b * globalBatch + rank * batch);
+  const int64_t *rowsOfBatch(int64_t epoch, int64_t b) const { return rowsFor(epoch, b, rank); }
+  const int64_t *rowsFor(int64_t epoch, int64_t b, int r) const {
+    if (sampled.enabled())
+      return sampled.rows(seqOf(epoch, b));
+    if (selection && selection->enabled())
+      return selection->pickedRows().data();
+    return order.data() + std::min(data.samples, b * globalBatch + r * batch);
   }
   /// What rank r's rows of global batch b weigh in the loss's divisor: their
   /// sample weights' sum under --sample-weight-norm=sum with
@@ -343,10 +350,7 @@ private:
     if ((data.userWeights.empty() && !sampled.enabled()) ||
         train.sampleWeightNorm != SampleWeightNorm::Sum)
       return static_cast<double>(count);
-    // (One rank under a sampler.)
-    const int64_t *rows =
-        sampled.enabled() ? sampled.rows(seqOf(epoch, b))
-                          : order.data() + std::min(data.samples, b * globalBatch + r * batch);
+    const int64_t *rows = rowsFor(epoch, b, r);
     const float *importance = sampled.enabled() ? sampled.weights(seqOf(epoch, b)) : nullptr;
     double sum = 0;
     for (int64_t i = 0; i < count; ++i)
@@ -381,6 +385,8 @@ private:
   std::unique_ptr<StepPipeline> pipeline;
   /// --sampler: the draws of the group being trained.
   SampledBatches sampled;
+  /// --select: the candidates' selection and the rows it picked.
+  std::unique_ptr<Selection> selection;
   std::unique_ptr<TrainCheckpoints> checkpoints;
   /// --ema-decay, --swa-start: the averaged weights (disabled: none).
   std::unique_ptr<WeightAverage> average;
@@ -445,6 +451,13 @@ Status TrainRun::setUp() {
   TRAINC_RETURN_IF_ERROR(settleRun(program, options, settings));
   TRAINC_RETURN_IF_ERROR(settleSampler(options.sampler, train.sampleLosses > 0, ranksCount > 1,
                                        options.shuffle, rangeTest != nullptr));
+  TRAINC_RETURN_IF_ERROR(settleSelection(options.select, program, settings.accum,
+                                         ranksCount > 1,
+                                         options.sampler.kind != SamplerKind::Uniform,
+                                         rangeTest != nullptr));
+  if (!options.sampler.tracePath.empty() && options.sampler.kind == SamplerKind::Uniform &&
+      !options.select.topk)
+    return Status::error("--trace-batches traces --sampler=priority or mh, or --select");
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   TRAINC_RETURN_IF_ERROR(
       openTrainingData(program, options.dataDir, options.samples, options.seed, data));
@@ -535,8 +548,10 @@ Status TrainRun::setUpEvaluation() {
 /// batches) and in the run.
 Status TrainRun::planSteps() {
   globalBatch = batch * ranksCount;
-  batchesPerEpoch = data.dropLast ? data.samples / globalBatch
-                                  : (data.samples + globalBatch - 1) / globalBatch;
+  // Selective backprop: a batch per B candidates.
+  const int64_t perBatch = options.select.topk ? program.select->batch : globalBatch;
+  batchesPerEpoch = data.dropLast ? data.samples / perBatch
+                                  : (data.samples + perBatch - 1) / perBatch;
   stepsPerEpoch = (batchesPerEpoch + settings.accum - 1) / settings.accum;
   if (options.steps <= 0 && options.epochs > kMaxTrainSteps / stepsPerEpoch)
     return Status::error("--epochs " + std::to_string(options.epochs) + " of " +
@@ -548,6 +563,17 @@ Status TrainRun::planSteps() {
 
 Status TrainRun::setUpSampler() {
   const SamplerOptions &o = options.sampler;
+  selection = std::make_unique<Selection>(device, program, data);
+  TRAINC_RETURN_IF_ERROR(selection->init(options.select, o.tracePath, options.resume));
+  if (selection->enabled() && chatty)
+    std::fprintf(stderr,
+                 "selective backprop: each step trains the %lld of the largest losses among "
+                 "%lld candidates\n",
+                 static_cast<long long>(std::isnan(options.select.fraction)
+                                            ? batch
+                                            : std::llround(options.select.fraction *
+                                                           double(selection->batch()))),
+                 static_cast<long long>(selection->batch()));
   TRAINC_RETURN_IF_ERROR(sampled.open(o, data.samples, batch, options.seed, options.resume));
   if (!sampled.enabled())
     return Status();
@@ -692,9 +718,7 @@ TrainRun::Group TrainRun::groupOf(int64_t epoch, int64_t b) const {
   for (int64_t g = group.first; g < group.end && !data.counted.empty(); ++g)
     for (int r = 0; r < ranksCount; ++r) {
       const int64_t count = rowsOf(g, r);
-      const int64_t *rows =
-          sampled.enabled() ? sampled.rows(seqOf(epoch, g))
-                            : order.data() + std::min(data.samples, g * globalBatch + r * batch);
+      const int64_t *rows = rowsFor(epoch, g, r);
       bool counts = count == 0; // a rank without real samples trains zero rows
       for (int64_t i = 0; i < count && !counts; ++i)
         counts = data.counted[rows[i]] != 0;
@@ -717,6 +741,16 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
     TRAINC_RETURN_IF_ERROR(sampled.drawGroup(
         seqOf(epoch, b), std::min(settings.accum, batchesPerEpoch - b),
         sampled.state().betaAt(step, totalSteps)));
+  if (selection->enabled()) {
+    // The step's rows come from the candidates on the device (launchBatch):
+    // its host slot carries zeros there, the trainer's inputs and the
+    // hyperparameters.
+    const int64_t first = b * selection->batch();
+    TRAINC_RETURN_IF_ERROR(selection->select(order.data() + first,
+                                             std::min(selection->batch(), data.samples - first),
+                                             epoch, seqOf(epoch, b)));
+    submitted = b + 1;
+  }
   const int64_t readAhead = sampled.enabled() ? 1 : pipeline->hostSlots() - 1;
   for (; submitted < std::min(b + readAhead, epochLastBatch); ++submitted) {
     int h = pipeline->hostSlotOf(epochFirstLaunch + submitted - epochFirstBatch);
@@ -726,7 +760,10 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
   const int h = pipeline->hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
   const Group group = groupOf(epoch, b);
   const bool last = b + 1 == group.end;
-  if (Status filled = pipeline->waitFilled(h); !filled.ok())
+  if (selection->enabled())
+    for (int input : data.fileIndex)
+      std::memset(pipeline->input(h, input), 0, tensorBytes(train.inputs[input]));
+  else if (Status filled = pipeline->waitFilled(h); !filled.ok())
     return Status::error("reading the training data for step " + std::to_string(step + 1) +
                          ": " + filled.message());
   fillTrainerInputs(h, epoch, b, group);
@@ -747,6 +784,8 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
 
 Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool last) {
   TRAINC_RETURN_IF_ERROR(pipeline->upload(launched, h));
+  if (selection->enabled())
+    TRAINC_RETURN_IF_ERROR(selection->gather(pipeline->deviceInputs(d)));
   Status ran = pipeline->run(launched, h, last);
   if (!ran.ok())
     return Status::error("training step " + std::to_string(step + 1) + " failed" +

@@ -117,6 +117,10 @@ public:
     return copy("downloadAsync", dst, src, bytes);
   }
 
+  Status copyOnDeviceAsync(void *dst, const void *src, size_t bytes) override {
+    return copy("copyOnDeviceAsync", dst, src, bytes);
+  }
+
   // Every operation completes before it returns: events have nothing to
   // order.
   Status createEvent(int *event) override {

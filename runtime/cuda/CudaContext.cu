@@ -259,6 +259,11 @@ Status CudaContext::downloadAsync(void *dst, const void *src, size_t bytes) {
   return enqueueCopy("downloadAsync", dst, src, bytes, cudaMemcpyDeviceToHost, computeStream);
 }
 
+Status CudaContext::copyOnDeviceAsync(void *dst, const void *src, size_t bytes) {
+  return enqueueCopy("copyOnDeviceAsync", dst, src, bytes, cudaMemcpyDeviceToDevice,
+                     computeStream);
+}
+
 Status CudaContext::createEvent(int *event) {
   if (!event)
     return invalidArgument("createEvent", "event is null");

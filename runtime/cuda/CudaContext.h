@@ -125,6 +125,7 @@ public:
   /// On the upload stream, a second non-blocking stream.
   Status uploadAsync(void *dst, const void *src, size_t bytes) override;
   Status downloadAsync(void *dst, const void *src, size_t bytes) override;
+  Status copyOnDeviceAsync(void *dst, const void *src, size_t bytes) override;
   Status createEvent(int *event) override;
   /// On the compute stream the event follows a read-back of the device error
   /// record, so hostWait() can report the errors of the work before it.

@@ -25,7 +25,7 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     trains (loss 0, momentum only);
   * bad files are refused before step 1, naming the file and the sample: a
     negative, NaN or infinite weight, the wrong shape or dtype;
-  * --sampler=priority and mh (--sampler-trace): each batch's importance
+  * --sampler=priority and mh (--trace-batches): each batch's importance
     weights against a NumPy replay of the priorities from the traced losses
     ((loss + eps)^alpha, untrained samples at the running maximum, the
     losses of batch n counted from the draw of batch n + 2, weights
@@ -33,6 +33,15 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     PyTorch float64 training on the traced rows with those weights (each
     step's loss, the weights after 10 steps); a run stopped at a checkpoint
     and resumed draws and trains the same bytes; misuse is refused.
+  * --select=topk (trainc compile --select-batch=16, batch 4): each step's
+    candidates, their losses (relative 1e-5) and the chosen rows against
+    torch.topk of PyTorch float64's per-sample losses (model.train(), batch
+    norm on the candidates' statistics without updating the running ones),
+    and training on the chosen rows against PyTorch float64 (each step's
+    loss, the weights after 6 steps), with --select-fraction 2/16 too (the
+    step's other rows padding); on the MLP and a model with batch norm (40
+    samples: the last 8 candidates padded to 16); resume bit-exact;
+    misuse refused.
 (test/runtime/SamplerTest.cpp checks 10^5 draws of each sampler against the
 target distribution.)
 Prints one line per check and 'N passed, N failed'.
@@ -358,7 +367,7 @@ def check_samplers(trainc, work, check):
     for kind, alpha in (("priority", 0.6), ("mh", 1.0)):
         trace_path = os.path.join(work, kind + ".trace.jsonl")
         run, records, saved = train(prog, folder, "sampler_" + kind, work,
-                                    ["--sampler", kind, "--sampler-trace", trace_path])
+                                    ["--sampler", kind, "--trace-batches", trace_path])
         if run.returncode != 0:
             check(False, "--sampler=%s trains: %s" % (kind, run.stderr.strip()[-300:]))
             continue
@@ -393,8 +402,8 @@ def check_samplers(trainc, work, check):
         resumed_trace = os.path.join(work, kind + ".resumed.jsonl")
         beta1 = ["--sampler", kind, "--priority-beta", "1"]
         _, _, saved = train(prog, folder, "sampler_%s_beta1" % kind, work,
-                            beta1 + ["--sampler-trace", trace_path])
-        flags = beta1 + ["--sampler-trace", resumed_trace, "--checkpoint-dir", ckpt,
+                            beta1 + ["--trace-batches", trace_path])
+        flags = beta1 + ["--trace-batches", resumed_trace, "--checkpoint-dir", ckpt,
                          "--checkpoint-every", "5"]
         first = subprocess.run([prog, "--data", folder, "--steps", "5", "--lr", str(LR),
                                 "--momentum", str(MOMENTUM)] + flags, capture_output=True,
@@ -426,6 +435,123 @@ def check_samplers(trainc, work, check):
               "%s is refused (%s)" % (tag, run.stderr.strip()[-160:]))
 
 
+SELECT_BATCH, SELECT_STEPS = 16, 6
+
+
+def select_reference(case, dtype, keep):
+    """SELECT_STEPS steps of topk selection in file order: each step's
+    candidates' losses and chosen rows, each step's loss, the final state."""
+    torch.manual_seed(0)
+    net = case["spec"]["build"]()
+    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                         for k, v in net.state_dict().items()})
+    net = net.to(dtype)
+    net.train()
+    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
+    n = len(case["labels"])
+    per_epoch = (n + SELECT_BATCH - 1) // SELECT_BATCH
+    out = []
+    for step in range(SELECT_STEPS):
+        first = (step % per_epoch) * SELECT_BATCH
+        rows = list(range(first, min(n, first + SELECT_BATCH)))
+        x = torch.tensor(case["inputs"]["x"][rows]).to(dtype)
+        y = torch.tensor(case["labels"][rows])
+        # The selection forward updates no running statistic.
+        buffers = {k: v.clone() for k, v in net.named_buffers()}
+        with torch.no_grad():
+            candidate_losses = per_sample("cross-entropy", net(x), y)
+        for k, v in net.named_buffers():
+            v.copy_(buffers[k])
+        top = torch.topk(candidate_losses, min(keep, len(rows))).indices
+        chosen = sorted(rows[i] for i in top.tolist())
+        optimizer.zero_grad()
+        xs = torch.tensor(case["inputs"]["x"][chosen]).to(dtype)
+        loss = per_sample("cross-entropy", net(xs), torch.tensor(case["labels"][chosen])).mean()
+        loss.backward()
+        optimizer.step()
+        out.append((rows, candidate_losses.tolist(), chosen, float(loss)))
+    return out, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+
+def check_selection(trainc, work, check):
+    mlp = mlp_case(work, "cross-entropy")
+    for case, keep, fraction in ((mlp, 4, None), (mlp, 2, "0.125"), (bn_case(work), 4, None)):
+        tag = "--select=topk, %s, %d of %d candidates" % (case["name"], keep, SELECT_BATCH)
+        prog = compile_trainer(trainc, check, case, work, "cross-entropy",
+                               ["--select-batch=%d" % SELECT_BATCH])
+        if not prog:
+            continue
+        folder = write_data(case, os.path.join(work, "select-" + case["name"]), None)
+        trace_path = os.path.join(work, "select-%s-%d.jsonl" % (case["name"], keep))
+        extra = ["--select-fraction", fraction] if fraction else []
+        flags = ["--select", "topk", "--trace-batches", trace_path] + extra
+        log = os.path.join(work, "select.jsonl")
+        saved = os.path.join(work, "select.params")
+        shutil.rmtree(saved, ignore_errors=True)
+        run = subprocess.run([prog, "--data", folder, "--no-shuffle", "--steps",
+                              str(SELECT_STEPS), "--lr", str(LR), "--momentum", str(MOMENTUM),
+                              "--log", log, "--save-params", saved] + flags,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            check(False, "%s trains: %s" % (tag, run.stderr.strip()[-300:]))
+            continue
+        trace = [json.loads(line) for line in open(trace_path)]
+        records = [json.loads(line) for line in open(log)]
+        (ref64, state64), (_, state32) = [select_reference(case, dtype, keep)
+                                          for dtype in (torch.float64, torch.float32)]
+        same_candidates = [t["candidates"] for t in trace] == [r[0] for r in ref64]
+        loss_error = relative_error([l for t in trace for l in t["losses"]],
+                                    [l for r in ref64 for l in r[1]])
+        check(same_candidates and loss_error <= 1e-5,
+              "%s: each step's candidates and their losses against PyTorch float64's "
+              "(max relative error %.3g)" % (tag, loss_error))
+        check([t["rows"] for t in trace] == [r[2] for r in ref64],
+              "%s: the rows each step trains are torch.topk's of PyTorch's losses (%s)"
+              % (tag, [t["rows"] for t in trace][:2]))
+        error = relative_error([r["loss"] for r in records], [r[3] for r in ref64])
+        check(len(records) == SELECT_STEPS and error <= 1e-5,
+              "%s: each step's loss, the mean over the chosen rows, against PyTorch float64 "
+              "(max relative error %.3g)" % (tag, error))
+        names = [k for k in state64 if k in case["initial"] and
+                 np.asarray(case["initial"][k]).dtype.kind == "f"]
+        ok, text = compare_weights({k: case["initial"][k] for k in names},
+                                   {k: np.load(os.path.join(saved, k + ".npy")) for k in names},
+                                   {k: state64[k] for k in names}, {k: state32[k] for k in names})
+        check(ok, "%s: weights after %d steps against PyTorch float64, %s"
+              % (tag, SELECT_STEPS, text))
+        if case is not mlp or fraction:
+            continue
+        ckpt = os.path.join(work, "select-ckpt")
+        shutil.rmtree(ckpt, ignore_errors=True)
+        resumed = os.path.join(work, "select-resumed.params")
+        shutil.rmtree(resumed, ignore_errors=True)
+        common = [prog, "--data", folder, "--no-shuffle", "--lr", str(LR), "--momentum",
+                  str(MOMENTUM), "--select", "topk", "--checkpoint-dir", ckpt,
+                  "--checkpoint-every", "3"]
+        first = subprocess.run(common + ["--steps", "3"], capture_output=True, text=True)
+        second = subprocess.run(common + ["--steps", str(SELECT_STEPS), "--resume",
+                                          "--save-params", resumed],
+                                capture_output=True, text=True)
+        same = first.returncode == 0 and second.returncode == 0 and all(
+            open(os.path.join(saved, f), "rb").read() ==
+            open(os.path.join(resumed, f), "rb").read() for f in os.listdir(saved))
+        check(same, "%s: a run stopped after step 3's checkpoint and resumed writes the "
+                    "uninterrupted run's bytes (%s)" % (tag, second.stderr.strip()[-200:]))
+        plain = compile_trainer(trainc, check, case, work, "cross-entropy", [])
+        for what, program, args, message in (
+                ("--select without a selection entry", plain, ["--select", "topk"],
+                 "--select needs a program compiled with --select-batch"),
+                ("--select-fraction without --select", prog, ["--select-fraction", "0.5"],
+                 "--select-fraction is a parameter of --select=topk"),
+                ("--select-fraction beyond the compiled batch", prog,
+                 ["--select", "topk", "--select-fraction", "0.5"],
+                 "must keep from 1 to the compiled batch of 4 samples")):
+            run = subprocess.run([program, "--data", folder, "--steps", "1"] + args,
+                                 capture_output=True, text=True)
+            check(run.returncode != 0 and message in run.stderr,
+                  "%s is refused (%s)" % (what, run.stderr.strip()[-160:]))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -444,6 +570,7 @@ def main():
     check_zero_batch(trainc, work, check)
     check_bad_files(trainc, work, check)
     check_samplers(trainc, work, check)
+    check_selection(trainc, work, check)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -108,6 +108,9 @@ public:
   /// Device -> host on the compute queue, after the work issued so far;
   /// `dst` holds the data once an event recorded after it passes.
   virtual Status downloadAsync(void *dst, const void *src, size_t bytes) = 0;
+  /// Device -> device on the compute queue, after the work issued so far (a
+  /// row of a selection's candidates into the training step's inputs).
+  virtual Status copyOnDeviceAsync(void *dst, const void *src, size_t bytes) = 0;
   /// A new event (an index, valid for the Context's lifetime).
   virtual Status createEvent(int *event) = 0;
   /// Marks the point after all work issued to `queue` so far.

@@ -212,6 +212,24 @@ struct ExportInfo {
   const ExportPiece *pieces;
 };
 
+/// trainc compile --select-batch: the forward and each sample's loss over
+/// `batch` candidates (model.train()'s batch statistics, dropout inactive,
+/// nothing kept for a backward), from which the trainer's --select picks the
+/// samples a training step trains.
+struct SelectStep {
+  int64_t batch;
+  /// Its inputs: the step's (data, label, sample weights and mask) at
+  /// `batch` rows, by role.
+  int numInputs;
+  const TensorInfo *inputs;
+  uint64_t arenaBytes;
+  /// ForwardArgs::outputs: the loss (one f32), then the per-sample losses
+  /// (`batch` f32).
+  Status (*run)(Context &context, const ForwardArgs &args);
+  int generatedKernels;
+  int libraryCalls;
+};
+
 struct Program {
   const char *modelName;
   /// "cpu" or "cuda".
@@ -245,6 +263,8 @@ struct Program {
   /// same model from any program built from it (other speed flags, target or
   /// thread count), since the tensors it holds are checked one by one.
   const char *modelFingerprint;
+  /// The selection entry (trainc compile --select-batch), or null.
+  const SelectStep *select = nullptr;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,
