@@ -233,7 +233,7 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
   for (const auto &[key, value] : manifest) {
     if (key.rfind("monitor_", 0) == 0)
       point.monitor[key] = value;
-    if (key.rfind("sampler", 0) == 0)
+    if (key.rfind("sampler", 0) == 0 || key.rfind("select", 0) == 0)
       point.sampler[key] = value;
   }
   TRAINC_RETURN_IF_ERROR(text("rng", point.rng));

@@ -75,7 +75,8 @@ struct ResumePoint {
   /// The manifest's "monitor_*" fields (the best evaluation so far,
   /// EvalMonitor's), unchecked.
   std::map<std::string, std::string> monitor;
-  /// The manifest's "sampler*" fields (PrioritySampler's), unchecked.
+  /// The manifest's "sampler*" and "select*" fields (PrioritySampler's,
+  /// Selection's), unchecked.
   std::map<std::string, std::string> sampler;
   /// The updates the averaged weights hold (0 without averaging).
   int64_t averagedUpdates = 0;

@@ -353,14 +353,23 @@ void defineSamplerFlags(Parser &parser, TrainOptions &t) {
                 "--sampler: the importance weights' exponent at step 1, annealed to 1 over the "
                 "run, in [0, 1] (0.4)");
   parser.number("--priority-eps", s.eps, "E", "--sampler: added to every loss, > 0 (1e-6)");
-  parser.choice("--select", "topk",
-                "selective backprop (a program compiled with --select-batch=B): each step "
-                "runs the forward over the next B candidates and trains the ones of the "
-                "largest losses (the compiled batch, or --select-fraction of B)",
-                [&t](const std::string &) { t.select.topk = true; });
+  parser.choice("--select", "topk|prob",
+                "selective backprop (a program compiled with --select-batch=B): the forward "
+                "over B candidates at a time picks the samples a step trains: topk, the "
+                "largest losses of the next B (the compiled batch, or --select-fraction of "
+                "B); prob, each candidate kept with probability CDF(loss)^beta over the last "
+                "losses seen, until the batch is full",
+                [&t](const std::string &v) {
+                  t.select.kind = v == "prob" ? SelectOptions::Kind::Prob
+                                              : SelectOptions::Kind::TopK;
+                });
   parser.number("--select-fraction", t.select.fraction, "F",
-                "--select: the share of the B candidates each step trains (default: the "
+                "--select=topk: the share of the B candidates each step trains (default: the "
                 "compiled batch over B)");
+  parser.number("--select-beta", t.select.beta, "BETA",
+                "--select=prob: a candidate is kept with probability CDF(loss)^BETA (1)");
+  parser.integer("--select-history", t.select.history, 1, 100000000, "R",
+                 "--select=prob: the losses the CDF is over, the last R seen (1024)");
   parser.text("--trace-batches", s.tracePath, "FILE",
               "--sampler or --select: every batch's rows (and weights, candidates, losses) as "
               "JSON lines");

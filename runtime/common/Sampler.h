@@ -61,11 +61,16 @@ const char *samplerName(SamplerKind kind);
 /// --select (Selection.h), beside the sampler's options: both choose the
 /// samples a step trains.
 struct SelectOptions {
-  /// --select=topk.
-  bool topk = false;
-  /// --select-fraction: the share of the B candidates trained (NaN: the
-  /// compiled batch's, k / B).
+  /// --select=topk (the largest losses of each B candidates) or prob (each
+  /// candidate kept with probability CDF(loss)^beta over the history of
+  /// losses, until the batch is full).
+  enum class Kind { None, TopK, Prob } kind = Kind::None;
+  /// --select-fraction (topk): the share of the B candidates trained (NaN:
+  /// the compiled batch's, k / B).
   double fraction = std::numeric_limits<double>::quiet_NaN();
+  /// --select-beta (prob; NaN: 1) and --select-history (prob; 0: 1024).
+  double beta = std::numeric_limits<double>::quiet_NaN();
+  int64_t history = 0;
 };
 
 /// Settles the sampler's defaults and refuses what it cannot do: a

@@ -1,14 +1,25 @@
 //===- Selection.h - selective backprop: the samples a step trains -*- C++ -*-===//
 //
-// Internal to the runtime: trainer --select=topk (Jiang et al. 2019,
-// "Accelerating Deep Learning by Focusing on the Biggest Losers", their
-// deterministic variant). Each training step takes the next B candidates of
-// the epoch's order (B: trainc compile --select-batch), runs the program's
-// selection entry over them (the forward and each sample's loss; no
-// backward), and trains the k candidates of the largest losses (k: the
-// compiled batch, or --select-fraction of B): their rows are copied on the
-// device from the candidates into the step's inputs, in candidate order, so
-// nothing is read or uploaded twice.
+// Internal to the runtime: selective backprop (Jiang et al. 2019,
+// "Accelerating Deep Learning by Focusing on the Biggest Losers"). The
+// program's selection entry (trainc compile --select-batch=B) runs the
+// forward and each sample's loss over B candidates (no backward).
+//
+//  * --select=topk: each training step takes the next B candidates of the
+//    epoch's order and trains the k of the largest losses (k: the compiled
+//    batch, or --select-fraction of B). Their rows are copied on the device
+//    from the candidates into the step's inputs, in candidate order, so
+//    nothing is read or uploaded twice.
+//  * --select=prob: the paper's. Each candidate is kept with probability
+//    CDF(loss)^beta, the CDF over the last R losses seen (before the
+//    candidate's batch joins them; an empty history keeps all). Candidates
+//    come B at a time from passes over the data (shuffled per pass from the
+//    run's seed, or in file order) until k are kept; the kept ones beyond k
+//    wait for the next step. The step reads its k rows from the files. The
+//    passes, the kept samples, the history and the RNG travel in
+//    checkpoints.
+//
+// An epoch is ceil(N / B) steps either way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,15 +31,20 @@
 #include "TrainDevice.h"
 
 #include <cmath>
+#include <deque>
 #include <limits>
+#include <map>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace trainc::rt::detail {
 
-/// Refuses what selection cannot do: no selection entry in the program,
-/// --select-fraction without --select or beyond the compiled batch,
-/// gradient accumulation, data parallelism, a sampler, the LR range test.
-Status settleSelection(const SelectOptions &options, const Program &program, int64_t accum,
+/// Settles the defaults and refuses what selection cannot do: no selection
+/// entry in the program, a parameter of the other kind, --select-fraction
+/// beyond the compiled batch, gradient accumulation, data parallelism, a
+/// sampler, the LR range test.
+Status settleSelection(SelectOptions &options, const Program &program, int64_t accum,
                        bool dataParallel, bool sampler, bool rangeTest);
 
 class Selection {
@@ -36,18 +52,35 @@ public:
   Selection(RunDevice &device, const Program &program, const TrainingData &data)
       : device(device), program(program), data(data) {}
   /// `tracePath` (--trace-batches; empty: none) gets a JSON line per
-  /// selection, appended to where `resumed`.
-  Status init(const SelectOptions &options, const std::string &tracePath, bool resumed);
+  /// selection, appended to where `resumed`; `samples`, `shuffle` and
+  /// `seed`: prob's passes over the data.
+  Status init(const SelectOptions &options, const std::string &tracePath, bool resumed,
+              bool shuffle, uint64_t seed);
   bool enabled() const { return candidates > 0; }
+  /// The step's rows come from the candidates on the device (gather), not
+  /// from the files.
+  bool gathers() const { return opts.kind == SelectOptions::Kind::TopK; }
   /// Candidates per selection (B).
   int64_t batch() const { return candidates; }
 
-  /// Runs the selection over the `count` (<= B) candidates `rows` of
-  /// `epoch` and picks the ones to train (the largest losses; ties to the
-  /// earlier candidate), in candidate order: picked() and their samples,
-  /// pickedRows().
-  Status select(const int64_t *rows, int64_t count, int64_t epoch, int64_t seq);
+  /// The samples step `seq` of `epoch` (batch b of it) trains, pickedRows():
+  /// topk, the largest losses of candidates order[bB, bB + B) (ties to the
+  /// earlier candidate), in candidate order; prob, k kept candidates.
+  Status select(const int64_t *order, int64_t b, int64_t epoch, int64_t seq);
   const std::vector<int64_t> &pickedRows() const { return samples; }
+
+  /// prob's state in checkpoints: tensors (name -> bytes) and manifest
+  /// fields, with their names, dtypes (f64 or i64) and element counts.
+  struct Tensor {
+    std::string name;
+    bool isFloat64;
+    int64_t count;
+  };
+  std::vector<Tensor> checkpointTensors() const;
+  void save(std::map<std::string, std::vector<char>> &tensors,
+            std::map<std::string, std::string> &manifest) const;
+  Status restore(const std::map<std::string, std::vector<char>> &tensors,
+                 const std::map<std::string, std::string> &manifest);
   /// The candidates' losses of the last selection.
   const std::vector<float> &losses() const { return hostLosses; }
 
@@ -80,6 +113,23 @@ private:
   std::vector<int64_t> picked, samples;
   std::string tracePath;
   FileHandle trace;
+
+  /// Runs the selection entry over `count` candidates `rows`.
+  Status forward(const int64_t *rows, int64_t count, int64_t epoch);
+  Status traceLine(int64_t seq, const int64_t *rows, int64_t count);
+  Status selectProb(int64_t epoch, int64_t seq);
+
+  SelectOptions opts;
+  bool shuffle = true;
+  /// prob: the current pass over the data and the next candidate in it, the
+  /// kept samples waiting for a step, the last losses (a ring), the RNG of
+  /// the passes' shuffles and of the keep draws.
+  std::vector<int64_t> pass;
+  int64_t cursor = 0;
+  std::deque<int64_t> kept;
+  std::vector<double> history;
+  int64_t historyCount = 0, historyNext = 0;
+  std::mt19937_64 rng;
 };
 
 } // namespace trainc::rt::detail

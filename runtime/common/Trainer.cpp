@@ -456,7 +456,7 @@ Status TrainRun::setUp() {
                                          options.sampler.kind != SamplerKind::Uniform,
                                          rangeTest != nullptr));
   if (!options.sampler.tracePath.empty() && options.sampler.kind == SamplerKind::Uniform &&
-      !options.select.topk)
+      options.select.kind == SelectOptions::Kind::None)
     return Status::error("--trace-batches traces --sampler=priority or mh, or --select");
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
   TRAINC_RETURN_IF_ERROR(
@@ -549,7 +549,8 @@ Status TrainRun::setUpEvaluation() {
 Status TrainRun::planSteps() {
   globalBatch = batch * ranksCount;
   // Selective backprop: a batch per B candidates.
-  const int64_t perBatch = options.select.topk ? program.select->batch : globalBatch;
+  const int64_t perBatch =
+      options.select.kind != SelectOptions::Kind::None ? program.select->batch : globalBatch;
   batchesPerEpoch = data.dropLast ? data.samples / perBatch
                                   : (data.samples + perBatch - 1) / perBatch;
   stepsPerEpoch = (batchesPerEpoch + settings.accum - 1) / settings.accum;
@@ -564,16 +565,27 @@ Status TrainRun::planSteps() {
 Status TrainRun::setUpSampler() {
   const SamplerOptions &o = options.sampler;
   selection = std::make_unique<Selection>(device, program, data);
-  TRAINC_RETURN_IF_ERROR(selection->init(options.select, o.tracePath, options.resume));
-  if (selection->enabled() && chatty)
-    std::fprintf(stderr,
-                 "selective backprop: each step trains the %lld of the largest losses among "
-                 "%lld candidates\n",
-                 static_cast<long long>(std::isnan(options.select.fraction)
-                                            ? batch
-                                            : std::llround(options.select.fraction *
-                                                           double(selection->batch()))),
-                 static_cast<long long>(selection->batch()));
+  TRAINC_RETURN_IF_ERROR(selection->init(options.select, o.tracePath, options.resume,
+                                         options.shuffle, options.seed));
+  for (const Selection::Tensor &t : selection->checkpointTensors())
+    checkpoints->addHostTensor(t.name, t.isFloat64 ? DType::F64 : DType::I64, t.count);
+  if (selection->enabled() && chatty) {
+    if (selection->gathers())
+      std::fprintf(stderr,
+                   "selective backprop: each step trains the %lld of the largest losses among "
+                   "%lld candidates\n",
+                   static_cast<long long>(std::isnan(options.select.fraction)
+                                              ? batch
+                                              : std::llround(options.select.fraction *
+                                                             double(selection->batch()))),
+                   static_cast<long long>(selection->batch()));
+    else
+      std::fprintf(stderr,
+                   "selective backprop: candidates %lld at a time, each kept with probability "
+                   "CDF(loss)^%g over the last %lld losses, until %lld are kept for a step\n",
+                   static_cast<long long>(selection->batch()), options.select.beta,
+                   static_cast<long long>(options.select.history), static_cast<long long>(batch));
+  }
   TRAINC_RETURN_IF_ERROR(sampled.open(o, data.samples, batch, options.seed, options.resume));
   if (!sampled.enabled())
     return Status();
@@ -613,6 +625,7 @@ Status TrainRun::resume() {
   TRAINC_RETURN_IF_ERROR(checkpoints->restore(options.checkpointDir, expect, point));
   if (sampled.enabled())
     TRAINC_RETURN_IF_ERROR(sampled.state().restore(checkpoints->restoredHost(), point.sampler));
+  TRAINC_RETURN_IF_ERROR(selection->restore(checkpoints->restoredHost(), point.sampler));
   step = point.step;
   startEpoch = point.epoch;
   startBatch = point.batch;
@@ -745,13 +758,13 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
     // The step's rows come from the candidates on the device (launchBatch):
     // its host slot carries zeros there, the trainer's inputs and the
     // hyperparameters.
-    const int64_t first = b * selection->batch();
-    TRAINC_RETURN_IF_ERROR(selection->select(order.data() + first,
-                                             std::min(selection->batch(), data.samples - first),
-                                             epoch, seqOf(epoch, b)));
-    submitted = b + 1;
+    TRAINC_RETURN_IF_ERROR(selection->select(order.data(), b, epoch, seqOf(epoch, b)));
+    // topk's rows come from the candidates on the device; prob's from the
+    // files.
+    submitted = selection->gathers() ? b + 1 : b;
   }
-  const int64_t readAhead = sampled.enabled() ? 1 : pipeline->hostSlots() - 1;
+  const int64_t readAhead =
+      sampled.enabled() || selection->enabled() ? 1 : pipeline->hostSlots() - 1;
   for (; submitted < std::min(b + readAhead, epochLastBatch); ++submitted) {
     int h = pipeline->hostSlotOf(epochFirstLaunch + submitted - epochFirstBatch);
     TRAINC_RETURN_IF_ERROR(pipeline->submit(h, rowsOfBatch(epoch, submitted), 0,
@@ -760,7 +773,7 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
   const int h = pipeline->hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
   const Group group = groupOf(epoch, b);
   const bool last = b + 1 == group.end;
-  if (selection->enabled())
+  if (selection->gathers())
     for (int input : data.fileIndex)
       std::memset(pipeline->input(h, input), 0, tensorBytes(train.inputs[input]));
   else if (Status filled = pipeline->waitFilled(h); !filled.ok())
@@ -784,7 +797,7 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
 
 Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool last) {
   TRAINC_RETURN_IF_ERROR(pipeline->upload(launched, h));
-  if (selection->enabled())
+  if (selection->gathers())
     TRAINC_RETURN_IF_ERROR(selection->gather(pipeline->deviceInputs(d)));
   Status ran = pipeline->run(launched, h, last);
   if (!ran.ok())
@@ -930,6 +943,7 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
   std::map<std::string, std::vector<char>> host;
   if (sampled.enabled())
     sampled.state().save(host, manifest);
+  selection->save(host, manifest);
   TRAINC_RETURN_IF_ERROR(checkpoints->save(options.checkpointDir, manifest,
                                            {step, epoch, b + 1, epochRng}, host));
   if (options.keepLast > 0)

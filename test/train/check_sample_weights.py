@@ -41,7 +41,14 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     loss, the weights after 6 steps), with --select-fraction 2/16 too (the
     step's other rows padding); on the MLP and a model with batch norm (40
     samples: the last 8 candidates padded to 16); resume bit-exact;
-    misuse refused.
+    misuse refused;
+  * --select=prob (beta 2, history 32, 60 steps): each selection's CDF
+    replayed in NumPy from the traced losses (the history before the
+    batch); a candidate above the whole history is always kept, one below
+    it never; the kept share against the mean of CDF^beta (within 5 binomial
+    standard deviations); the steps train the kept rows first in, first out,
+    against PyTorch float64 (each step's loss, the weights); resume
+    bit-exact.
 (test/runtime/SamplerTest.cpp checks 10^5 draws of each sampler against the
 target distribution.)
 Prints one line per check and 'N passed, N failed'.
@@ -552,6 +559,97 @@ def check_selection(trainc, work, check):
                   "%s is refused (%s)" % (what, run.stderr.strip()[-160:]))
 
 
+def check_selection_prob(trainc, work, check):
+    case = mlp_case(work, "cross-entropy")
+    prog = compile_trainer(trainc, check, case, work, "cross-entropy",
+                           ["--select-batch=%d" % SELECT_BATCH])
+    if not prog:
+        return
+    folder = write_data(case, os.path.join(work, "select-prob"), None)
+    steps, beta, history = 60, 2.0, 32
+    trace_path = os.path.join(work, "select-prob.jsonl")
+    log = os.path.join(work, "select-prob-log.jsonl")
+    saved = os.path.join(work, "select-prob.params")
+    shutil.rmtree(saved, ignore_errors=True)
+    flags = ["--select", "prob", "--select-beta", "2", "--select-history", str(history),
+             "--lr", "0.02", "--momentum", "0.5"]
+    run = subprocess.run([prog, "--data", folder, "--steps", str(steps), "--trace-batches",
+                          trace_path, "--log", log, "--save-params", saved] + flags,
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        check(False, "--select=prob trains: %s" % run.stderr.strip()[-300:])
+        return
+    trace = [json.loads(line) for line in open(trace_path)]
+    past, edges_ok, expected, kept_total, count_total, order = [], True, 0.0, 0, 0, []
+    for t in trace:
+        losses = np.asarray(t["losses"], np.float64)
+        kept = set(t["rows"])
+        hist = np.asarray(past[-history:])
+        for row, loss in zip(t["candidates"], losses):
+            cdf = 1.0 if len(hist) == 0 else float(np.mean(hist <= np.float32(loss)))
+            keep = row in kept
+            if cdf == 1.0 and not keep or cdf == 0.0 and keep:
+                edges_ok = False
+            expected += cdf ** beta
+            kept_total += keep
+            count_total += 1
+        past.extend(np.float32(losses).tolist())
+        order.extend(r for r in t["candidates"] if r in kept)
+    sd = math.sqrt(max(expected * (1 - expected / max(count_total, 1)), 1.0))
+    check(edges_ok and abs(kept_total - expected) <= 5 * sd,
+          "--select=prob: a candidate above the history is kept, one below it is not, and %d "
+          "of %d candidates kept against %.1f expected from CDF^2 (5 sd: %.1f)"
+          % (kept_total, count_total, expected, 5 * sd))
+    # The steps train the kept rows first in, first out.
+    batches = [order[i * 4:(i + 1) * 4] for i in range(steps)]
+
+    def replay(dtype):
+        torch.manual_seed(0)
+        net = case["spec"]["build"]()
+        net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                             for k, v in net.state_dict().items()})
+        net = net.to(dtype)
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.02, momentum=0.5)
+        losses = []
+        for rows in batches:
+            optimizer.zero_grad()
+            loss = per_sample("cross-entropy", net(torch.tensor(case["inputs"]["x"][rows]).to(
+                dtype)), torch.tensor(case["labels"][rows])).mean()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+        return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+    (losses64, ref64), (losses32, ref32) = replay(torch.float64), replay(torch.float32)
+    got = [json.loads(line)["loss"] for line in open(log)]
+    error, tolerance = relative_error(got, losses64), max(1e-5,
+                                                          4 * relative_error(losses32, losses64))
+    check(len(got) == steps and error <= tolerance,
+          "--select=prob: each step's loss on the kept rows, first in first out, against "
+          "PyTorch float64 (max relative error %.3g; tolerance %.3g, 4x PyTorch float32's)"
+          % (error, tolerance))
+    names = [k for k in trained_params(case) if k in ref64]
+    ok, text = compare_weights({k: case["initial"][k] for k in names},
+                               {k: np.load(os.path.join(saved, k + ".npy")) for k in names},
+                               {k: ref64[k] for k in names}, {k: ref32[k] for k in names})
+    check(ok, "--select=prob: weights after %d steps against PyTorch float64, %s"
+          % (steps, text))
+    ckpt = os.path.join(work, "select-prob-ckpt")
+    shutil.rmtree(ckpt, ignore_errors=True)
+    resumed = os.path.join(work, "select-prob-resumed.params")
+    shutil.rmtree(resumed, ignore_errors=True)
+    common = [prog, "--data", folder, "--checkpoint-dir", ckpt, "--checkpoint-every", "25"] + flags
+    first = subprocess.run(common + ["--steps", "25"], capture_output=True, text=True)
+    second = subprocess.run(common + ["--steps", str(steps), "--resume", "--save-params",
+                                      resumed], capture_output=True, text=True)
+    same = first.returncode == 0 and second.returncode == 0 and all(
+        open(os.path.join(saved, f), "rb").read() == open(os.path.join(resumed, f), "rb").read()
+        for f in os.listdir(saved))
+    check(same, "--select=prob: a run stopped after step 25's checkpoint and resumed (the "
+                "passes, the kept samples, the history and the RNG in the checkpoint) writes "
+                "the uninterrupted run's bytes (%s)" % second.stderr.strip()[-200:])
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -571,6 +669,7 @@ def main():
     check_bad_files(trainc, work, check)
     check_samplers(trainc, work, check)
     check_selection(trainc, work, check)
+    check_selection_prob(trainc, work, check)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
