@@ -470,9 +470,84 @@ Status openSampleInputs(const std::string &dir, const TensorInfo *infos, int cou
   return Status();
 }
 
+/// --predict --per-sample-loss: the selection entry over the data in
+/// batches of its size (a short last one padded, its rows' weights and mask
+/// 0), each sample's loss appended to the file.
+Status writeSampleLosses(const Program &program, const Options &options, Context &context,
+                         const std::vector<void *> &params) {
+  const SelectStep &select = *program.select;
+  std::vector<TensorInfo> files;
+  std::vector<uint64_t> offsets;
+  uint64_t slotBytes = 0;
+  int weights = -1, mask = -1;
+  for (int i = 0; i < select.numInputs; ++i) {
+    offsets.push_back(slotBytes);
+    slotBytes += (tensorBytes(select.inputs[i]) + 255) / 256 * 256;
+    if (select.inputs[i].role == InputRole::SampleWeights)
+      weights = i;
+    else if (select.inputs[i].role == InputRole::SampleMask)
+      mask = i;
+    else
+      files.push_back(select.inputs[i]);
+  }
+  std::vector<NpyArray> arrays;
+  int64_t samples = 0;
+  TRAINC_RETURN_IF_ERROR(openSampleInputs(options.dataDir, files.data(),
+                                          static_cast<int>(files.size()), arrays, samples));
+  std::vector<SampleTransform> transforms;
+  TRAINC_RETURN_IF_ERROR(sampleTransforms(files.data(), static_cast<int>(files.size()), arrays,
+                                          options.train.samples, false, 0, transforms));
+  std::vector<BatchField> fields;
+  for (size_t f = 0, i = 0; i < static_cast<size_t>(select.numInputs); ++i)
+    if (static_cast<int>(i) != weights && static_cast<int>(i) != mask) {
+      fields.push_back({&arrays[f], tensorBytes(files[f], 1), offsets[i], &transforms[f]});
+      ++f;
+    }
+  DevicePtr slot(nullptr, DeviceFree{&context}), outputs(nullptr, DeviceFree{&context}),
+      arena(nullptr, DeviceFree{&context});
+  TRAINC_RETURN_IF_ERROR(allocateDevice(context, std::max<uint64_t>(slotBytes, 256), slot));
+  TRAINC_RETURN_IF_ERROR(allocateDevice(context, 256 + select.batch * 4, outputs));
+  TRAINC_RETURN_IF_ERROR(allocateDevice(context, select.arenaBytes, arena));
+  std::vector<void *> inputPtrs;
+  for (uint64_t at : offsets)
+    inputPtrs.push_back(static_cast<char *>(slot.get()) + at);
+  std::vector<void *> outputPtrs = {outputs.get(), static_cast<char *>(outputs.get()) + 256};
+  const ForwardArgs args{inputPtrs.data(), outputPtrs.data(), params.data(),
+                         static_cast<char *>(arena.get())};
+  NpyWriter writer;
+  TRAINC_RETURN_IF_ERROR(
+      writer.open(options.perSampleLossPath, DType::F32, {samples}, "--per-sample-loss"));
+  std::vector<char> host(std::max<uint64_t>(slotBytes, 256), 0);
+  std::vector<float> losses(select.batch);
+  std::vector<int64_t> order(samples);
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t first = 0; first < samples; first += select.batch) {
+    const int64_t count = std::min(select.batch, samples - first);
+    TRAINC_RETURN_IF_ERROR(fillBatch(fields, select.batch, order.data(), first, count,
+                                     host.data()));
+    for (int index : {weights, mask})
+      if (index >= 0) {
+        float *row = reinterpret_cast<float *>(host.data() + offsets[index]);
+        std::fill(row, row + select.batch, 0.0f);
+        std::fill(row, row + count, 1.0f);
+      }
+    TRAINC_RETURN_IF_ERROR(context.copyToDevice(slot.get(), host.data(), host.size()));
+    TRAINC_RETURN_IF_ERROR(select.run(context, args));
+    TRAINC_RETURN_IF_ERROR(context.copyToHost(losses.data(), outputPtrs[1], count * 4));
+    TRAINC_RETURN_IF_ERROR(writer.append(losses.data(), count * 4));
+  }
+  return writer.close();
+}
+
 Status runPredict(const Program &program, const Options &options) {
   if (options.dataDir.empty() || options.outDir.empty())
     return Status::error("--predict needs --data DIR and --out OUTDIR");
+  if (!options.perSampleLossPath.empty()) {
+    if (!program.select)
+      return Status::error("--per-sample-loss needs a program compiled with --select-batch=B "
+                           "(its selection entry computes each sample's loss)");
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(options.perSampleLossPath, "--per-sample-loss"));
+  }
   if (program.numInputs == 0)
     return Status::error("--predict needs a program with inputs");
   const int64_t batch = program.batchSize;
@@ -583,6 +658,8 @@ Status runPredict(const Program &program, const Options &options) {
   }
   for (NpyWriter &writer : writers)
     TRAINC_RETURN_IF_ERROR(writer.close());
+  if (!options.perSampleLossPath.empty())
+    TRAINC_RETURN_IF_ERROR(writeSampleLosses(program, options, *context, device.paramPtrs));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -604,8 +681,10 @@ Status checkForwardFlags(const Options &options) {
   const char *mode = options.predict ? "--predict" : "--run";
   static const char *const kUsed[] = {"--predict", "--run",    "--data",      "--out",
                                       "--threads", "--params", "--normalize", "--info",
-                                      "--help"};
+                                      "--help",    "--per-sample-loss"};
   for (const std::string &flag : options.given) {
+    if (flag == "--per-sample-loss" && options.runOnce)
+      return Status::error("--per-sample-loss is a --predict flag");
     if (flag == "--normalize" && options.runOnce)
       return Status::error("--normalize: --run takes the inputs as they are; --predict "
                            "normalizes");

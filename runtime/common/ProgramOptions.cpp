@@ -445,6 +445,9 @@ void define(Parser &parser, Options &options) {
   parser.text("--data", options.dataDir, "DIR",
               "folder with one .npy file per model input (training: and label.npy)");
   parser.text("--out", options.outDir, "OUTDIR", "folder for the outputs (created if needed)");
+  parser.text("--per-sample-loss", options.perSampleLossPath, "FILE.npy",
+              "--predict: also each sample's loss against DIR/label.npy, float32 [N] (a "
+              "program compiled with --select-batch: its selection entry computes them)");
   parser.integer("--threads", options.threads, 1, 4096, "N",
                  "CPU threads for kernels (default: OMP_NUM_THREADS or all cores)");
   parser.text("--params", t.paramsDir, "DIR",

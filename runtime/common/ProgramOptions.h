@@ -25,6 +25,9 @@ struct Options {
   bool runOnce = false;
   std::string dataDir;
   std::string outDir;
+  /// --predict --per-sample-loss FILE.npy: each sample's loss (the
+  /// selection entry's) as well.
+  std::string perSampleLossPath;
   int threads = 0; // 0: keep the default (OMP_NUM_THREADS or all cores).
   TrainOptions train = defaultTrainOptions();
   /// The flags given on the command line ("--epochs", ...), in flag order.

@@ -41,7 +41,8 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     loss, the weights after 6 steps), with --select-fraction 2/16 too (the
     step's other rows padding); on the MLP and a model with batch norm (40
     samples: the last 8 candidates padded to 16); resume bit-exact;
-    misuse refused;
+    --predict --per-sample-loss against PyTorch's reduction='none'; misuse
+    refused, --per-sample-loss without a selection entry included;
   * --select=prob (beta 2, history 32, 60 steps): each selection's CDF
     replayed in NumPy from the traced losses (the history before the
     batch); a candidate above the whole history is always kept, one below
@@ -544,16 +545,39 @@ def check_selection(trainc, work, check):
             open(os.path.join(resumed, f), "rb").read() for f in os.listdir(saved))
         check(same, "%s: a run stopped after step 3's checkpoint and resumed writes the "
                     "uninterrupted run's bytes (%s)" % (tag, second.stderr.strip()[-200:]))
+        # --predict --per-sample-loss: the selection entry over the data set.
+        losses_path = os.path.join(work, "per-sample-loss.npy")
+        run = subprocess.run([prog, "--predict", "--data", folder, "--out",
+                              os.path.join(work, "predicted"), "--per-sample-loss", losses_path],
+                             capture_output=True, text=True)
+        torch.manual_seed(0)
+        net = case["spec"]["build"]().double()
+        net.load_state_dict({k: torch.tensor(case["initial"][k]).double()
+                             if k in case["initial"] else v for k, v in net.state_dict().items()})
+        with torch.no_grad():
+            want = per_sample("cross-entropy", net(torch.tensor(case["inputs"]["x"]).double()),
+                              torch.tensor(case["labels"])).numpy()
+        got = np.load(losses_path) if run.returncode == 0 else np.zeros(0)
+        error = relative_error(got.tolist(), want.tolist()) if got.shape == want.shape else 1.0
+        check(got.shape == want.shape and error <= 1e-5,
+              "--predict --per-sample-loss: the %d samples' losses of the initial weights "
+              "against PyTorch float64's reduction='none' (max relative error %.3g) %s"
+              % (len(want), error, run.stderr.strip()[-120:]))
         plain = compile_trainer(trainc, check, case, work, "cross-entropy", [])
         for what, program, args, message in (
                 ("--select without a selection entry", plain, ["--select", "topk"],
                  "--select needs a program compiled with --select-batch"),
                 ("--select-fraction without --select", prog, ["--select-fraction", "0.5"],
                  "--select-fraction is a parameter of --select=topk"),
+                ("--per-sample-loss without a selection entry", plain,
+                 ["--predict", "--out", os.path.join(work, "p2"), "--per-sample-loss",
+                  os.path.join(work, "p2.npy")],
+                 "--per-sample-loss needs a program compiled with --select-batch"),
                 ("--select-fraction beyond the compiled batch", prog,
                  ["--select", "topk", "--select-fraction", "0.5"],
                  "must keep from 1 to the compiled batch of 4 samples")):
-            run = subprocess.run([program, "--data", folder, "--steps", "1"] + args,
+            steps = [] if "--predict" in args else ["--steps", "1"]
+            run = subprocess.run([program, "--data", folder] + steps + args,
                                  capture_output=True, text=True)
             check(run.returncode != 0 and message in run.stderr,
                   "%s is refused (%s)" % (what, run.stderr.strip()[-160:]))
