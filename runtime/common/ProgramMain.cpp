@@ -696,7 +696,8 @@ Status checkForwardFlags(const Options &options) {
                            "with --params DIR, the folder a training run's --save-params "
                            "wrote");
     return Status::error(flag + " is a training flag; " + mode +
-                         " reads only --data, --out, --params, --normalize and --threads");
+                         " reads only --data, --out, --params, --normalize, --per-sample-loss and "
+                         "--threads");
   }
   return Status();
 }
