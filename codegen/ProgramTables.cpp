@@ -334,8 +334,9 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
       // The model as imported: checkpoints of it resume here.
       {"modelFingerprint", options.modelFingerprint.empty()
                                ? std::string("nullptr")
-                               : cStringLiteral(options.modelFingerprint)},
-      {"select", fns.select ? "&kSelect" : "nullptr"}};
+                               : cStringLiteral(options.modelFingerprint)}};
+  if (fns.select)
+    fields.push_back({"select", "&kSelect"});
   os << "const trainc::rt::Program kProgram = " << designated(fields, /*block=*/true) << ";\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"
