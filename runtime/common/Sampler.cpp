@@ -185,31 +185,7 @@ double PrioritySampler::betaAt(int64_t step, int64_t total) const {
   return opts.beta + (1.0 - opts.beta) * t;
 }
 
-namespace {
-
-std::string exact(double value) {
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
-template <typename T> std::vector<char> bytesOf(const std::vector<T> &values) {
-  std::vector<char> bytes(values.size() * sizeof(T));
-  if (!values.empty())
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
-template <typename T> std::vector<T> valuesOf(const std::vector<char> &bytes) {
-  std::vector<T> values(bytes.size() / sizeof(T));
-  if (!values.empty())
-    std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
-  return values;
-}
-
-} // namespace
-
-std::vector<PrioritySampler::Tensor> PrioritySampler::checkpointTensors() const {
+std::vector<HostTensor> PrioritySampler::checkpointTensors() const {
   return {{"sampler.priority", true, samples},
           {"sampler.untrained", false, samples},
           {"sampler.pending_rows", false, 2 * batch},
@@ -250,11 +226,11 @@ void PrioritySampler::save(std::map<std::string, std::vector<char>> &tensors,
   std::ostringstream state;
   state << rng;
   manifest["sampler"] = samplerName(opts.kind);
-  manifest["sampler_alpha"] = exact(opts.alpha);
-  manifest["sampler_eps"] = exact(opts.eps);
-  manifest["sampler_beta"] = exact(opts.beta);
+  manifest["sampler_alpha"] = exactNumber(opts.alpha);
+  manifest["sampler_eps"] = exactNumber(opts.eps);
+  manifest["sampler_beta"] = exactNumber(opts.beta);
   manifest["sampler_rng"] = state.str();
-  manifest["sampler_max_priority"] = exact(maxPriority);
+  manifest["sampler_max_priority"] = exactNumber(maxPriority);
   manifest["sampler_pending"] = seqs;
 }
 
@@ -264,8 +240,8 @@ Status PrioritySampler::restore(const std::map<std::string, std::vector<char>> &
     auto it = manifest.find(key);
     return it == manifest.end() ? std::string() : it->second;
   };
-  if (field("sampler") != samplerName(opts.kind) || field("sampler_alpha") != exact(opts.alpha) ||
-      field("sampler_eps") != exact(opts.eps) || field("sampler_beta") != exact(opts.beta))
+  if (field("sampler") != samplerName(opts.kind) || field("sampler_alpha") != exactNumber(opts.alpha) ||
+      field("sampler_eps") != exactNumber(opts.eps) || field("sampler_beta") != exactNumber(opts.beta))
     return Status::error("the checkpoint was written with --sampler=" + field("sampler") +
                          " (alpha " + field("sampler_alpha") + ", eps " + field("sampler_eps") +
                          ", beta " + field("sampler_beta") + "); resume with the same sampler "
@@ -354,7 +330,7 @@ template <typename T> void appendList(std::string &line, const T *values, int64_
     if (i)
       line += ", ";
     if constexpr (std::is_floating_point_v<T>)
-      line += exact(static_cast<double>(values[i]));
+      line += exactNumber(static_cast<double>(values[i]));
     else
       line += std::to_string(values[i]);
   }
@@ -372,7 +348,7 @@ Status SampledBatches::drawGroup(int64_t seq, int64_t count, double beta) {
     return Status();
   std::string lines;
   for (int64_t k = 0; k < count; ++k) {
-    lines += "{\"batch\": " + std::to_string(seq + k) + ", \"beta\": " + exact(beta) +
+    lines += "{\"batch\": " + std::to_string(seq + k) + ", \"beta\": " + exactNumber(beta) +
              ", \"rows\": ";
     appendList(lines, rows(seq + k), batch);
     lines += ", \"weights\": ";

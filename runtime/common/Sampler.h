@@ -29,6 +29,7 @@
 #define TRAINC_RT_COMMON_SAMPLER_H
 
 #include "FileIO.h"
+#include "HostState.h"
 #include "trainc_rt/status.h"
 
 #include <cstdint>
@@ -112,12 +113,7 @@ public:
 
   /// The state a checkpoint keeps: tensors (name -> bytes, with dtype and
   /// shape given by checkpointTensors) and manifest fields.
-  struct Tensor {
-    std::string name;
-    bool isFloat64;  // else int64
-    int64_t count;
-  };
-  std::vector<Tensor> checkpointTensors() const;
+  std::vector<HostTensor> checkpointTensors() const;
   void save(std::map<std::string, std::vector<char>> &tensors,
             std::map<std::string, std::string> &manifest) const;
   Status restore(const std::map<std::string, std::vector<char>> &tensors,

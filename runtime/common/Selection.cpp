@@ -242,24 +242,7 @@ Status Selection::gather(void *const *stepInputs) {
   return Status();
 }
 
-namespace {
-
-std::string exactText(double value) {
-  char text[40];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
-template <typename T> std::vector<char> bytesOf(const std::vector<T> &values) {
-  std::vector<char> bytes(values.size() * sizeof(T));
-  if (!bytes.empty())
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
-} // namespace
-
-std::vector<Selection::Tensor> Selection::checkpointTensors() const {
+std::vector<HostTensor> Selection::checkpointTensors() const {
   if (opts.kind != SelectOptions::Kind::Prob)
     return {};
   return {{"select.pass", false, data.samples},
@@ -281,7 +264,7 @@ void Selection::save(std::map<std::string, std::vector<char>> &tensors,
   std::ostringstream state;
   state << rng;
   manifest["select"] = "prob";
-  manifest["select_beta"] = exactText(opts.beta);
+  manifest["select_beta"] = exactNumber(opts.beta);
   manifest["select_history"] = std::to_string(opts.history);
   manifest["select_cursor"] = std::to_string(cursor);
   manifest["select_history_count"] = std::to_string(historyCount);
@@ -297,7 +280,7 @@ Status Selection::restore(const std::map<std::string, std::vector<char>> &tensor
     auto it = manifest.find(key);
     return it == manifest.end() ? std::string() : it->second;
   };
-  if (field("select") != "prob" || field("select_beta") != exactText(opts.beta) ||
+  if (field("select") != "prob" || field("select_beta") != exactNumber(opts.beta) ||
       field("select_history") != std::to_string(opts.history))
     return Status::error("the checkpoint was written with other --select flags (--select=" +
                          field("select") + ", beta " + field("select_beta") + ", history " +

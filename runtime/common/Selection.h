@@ -27,6 +27,7 @@
 #define TRAINC_RT_COMMON_SELECTION_H
 
 #include "BatchLoader.h"
+#include "HostState.h"
 #include "TrainChecks.h"
 #include "TrainDevice.h"
 
@@ -70,13 +71,8 @@ public:
   const std::vector<int64_t> &pickedRows() const { return samples; }
 
   /// prob's state in checkpoints: tensors (name -> bytes) and manifest
-  /// fields, with their names, dtypes (f64 or i64) and element counts.
-  struct Tensor {
-    std::string name;
-    bool isFloat64;
-    int64_t count;
-  };
-  std::vector<Tensor> checkpointTensors() const;
+  /// fields.
+  std::vector<HostTensor> checkpointTensors() const;
   void save(std::map<std::string, std::vector<char>> &tensors,
             std::map<std::string, std::string> &manifest) const;
   Status restore(const std::map<std::string, std::vector<char>> &tensors,

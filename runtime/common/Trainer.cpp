@@ -567,7 +567,7 @@ Status TrainRun::setUpSampler() {
   selection = std::make_unique<Selection>(device, program, data);
   TRAINC_RETURN_IF_ERROR(selection->init(options.select, o.tracePath, options.resume,
                                          options.shuffle, options.seed));
-  for (const Selection::Tensor &t : selection->checkpointTensors())
+  for (const HostTensor &t : selection->checkpointTensors())
     checkpoints->addHostTensor(t.name, t.isFloat64 ? DType::F64 : DType::I64, t.count);
   if (selection->enabled() && chatty) {
     if (selection->gathers())
@@ -589,7 +589,7 @@ Status TrainRun::setUpSampler() {
   TRAINC_RETURN_IF_ERROR(sampled.open(o, data.samples, batch, options.seed, options.resume));
   if (!sampled.enabled())
     return Status();
-  for (const PrioritySampler::Tensor &t : sampled.state().checkpointTensors())
+  for (const HostTensor &t : sampled.state().checkpointTensors())
     checkpoints->addHostTensor(t.name, t.isFloat64 ? DType::F64 : DType::I64, t.count);
   if (chatty)
     std::fprintf(stderr,

@@ -76,6 +76,21 @@ BATCH, STEPS, LR, MOMENTUM = 4, 10, 0.1, 0.9
 F = torch.nn.functional
 
 
+def initial_net(case, dtype):
+    """The case's model at its initial weights in `dtype`, in train mode."""
+    torch.manual_seed(0)
+    net = case["spec"]["build"]()
+    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
+                         for k, v in net.state_dict().items()})
+    net = net.to(dtype)
+    net.train()
+    return net
+
+
+def final_state(net):
+    return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+
 def per_sample(kind, out, target):
     """PyTorch's reduction='none' loss of `kind`, averaged over each
     sample's positions: [N]."""
@@ -92,12 +107,7 @@ def reference(case, kind, norm, weights, dtype, accum=1, samples=None):
     """STEPS optimizer steps in file order: each step's loss, each step's
     per-sample losses (the batches of its group), the final state dict. A
     group whose weights are all 0 under sum is not run (loss NaN)."""
-    torch.manual_seed(0)
-    net = case["spec"]["build"]()
-    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
-                         for k, v in net.state_dict().items()})
-    net = net.to(dtype)
-    net.train()
+    net = initial_net(case, dtype)
     optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
     x_all = case["inputs"]["x"] if samples is None else case["inputs"]["x"][:samples]
     n = len(x_all)
@@ -127,7 +137,7 @@ def reference(case, kind, norm, weights, dtype, accum=1, samples=None):
         optimizer.step()
         losses.append(total)
         sample_losses.append(seen)
-    state = {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+    state = final_state(net)
     return losses, sample_losses, state
 
 
@@ -343,12 +353,7 @@ def replay_weights(trace, alpha, eps, beta0, samples, steps):
 def replay_training(case, trace, dtype):
     """PyTorch SGD (momentum 0.9) over the traced batches, each loss
     (w * l).sum() / batch: each step's loss and the final state."""
-    torch.manual_seed(0)
-    net = case["spec"]["build"]()
-    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
-                         for k, v in net.state_dict().items()})
-    net = net.to(dtype)
-    net.train()
+    net = initial_net(case, dtype)
     optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
     losses = []
     for d in (r for r in trace if "rows" in r):
@@ -361,7 +366,7 @@ def replay_training(case, trace, dtype):
         loss.backward()
         optimizer.step()
         losses.append(float(loss))
-    return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+    return losses, final_state(net)
 
 
 def check_samplers(trainc, work, check):
@@ -449,12 +454,7 @@ SELECT_BATCH, SELECT_STEPS = 16, 6
 def select_reference(case, dtype, keep):
     """SELECT_STEPS steps of topk selection in file order: each step's
     candidates' losses and chosen rows, each step's loss, the final state."""
-    torch.manual_seed(0)
-    net = case["spec"]["build"]()
-    net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
-                         for k, v in net.state_dict().items()})
-    net = net.to(dtype)
-    net.train()
+    net = initial_net(case, dtype)
     optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
     n = len(case["labels"])
     per_epoch = (n + SELECT_BATCH - 1) // SELECT_BATCH
@@ -478,7 +478,7 @@ def select_reference(case, dtype, keep):
         loss.backward()
         optimizer.step()
         out.append((rows, candidate_losses.tolist(), chosen, float(loss)))
-    return out, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+    return out, final_state(net)
 
 
 def check_selection(trainc, work, check):
@@ -550,10 +550,7 @@ def check_selection(trainc, work, check):
         run = subprocess.run([prog, "--predict", "--data", folder, "--out",
                               os.path.join(work, "predicted"), "--per-sample-loss", losses_path],
                              capture_output=True, text=True)
-        torch.manual_seed(0)
-        net = case["spec"]["build"]().double()
-        net.load_state_dict({k: torch.tensor(case["initial"][k]).double()
-                             if k in case["initial"] else v for k, v in net.state_dict().items()})
+        net = initial_net(case, torch.float64)
         with torch.no_grad():
             want = per_sample("cross-entropy", net(torch.tensor(case["inputs"]["x"]).double()),
                               torch.tensor(case["labels"])).numpy()
@@ -628,11 +625,7 @@ def check_selection_prob(trainc, work, check):
     batches = [order[i * 4:(i + 1) * 4] for i in range(steps)]
 
     def replay(dtype):
-        torch.manual_seed(0)
-        net = case["spec"]["build"]()
-        net.load_state_dict({k: torch.tensor(case["initial"][k]) if k in case["initial"] else v
-                             for k, v in net.state_dict().items()})
-        net = net.to(dtype)
+        net = initial_net(case, dtype)
         optimizer = torch.optim.SGD(net.parameters(), lr=0.02, momentum=0.5)
         losses = []
         for rows in batches:
@@ -642,7 +635,7 @@ def check_selection_prob(trainc, work, check):
             loss.backward()
             optimizer.step()
             losses.append(float(loss))
-        return losses, {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+        return losses, final_state(net)
 
     (losses64, ref64), (losses32, ref32) = replay(torch.float64), replay(torch.float32)
     got = [json.loads(line)["loss"] for line in open(log)]
