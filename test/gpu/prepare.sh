@@ -8,7 +8,8 @@
 # test/train/check_precision.py --gpu-prepare (the data-parallel trainers
 # among them, with Open MPI's libraries), and the LAMB and LARS trainers of
 # test/train/check_optimizers.py --gpu-prepare, and the recipe trainers of
-# test/train/check_recipes.py --gpu-prepare. OUTDIR
+# test/train/check_recipes.py and test/train/check_sample_weights.py
+# --gpu-prepare. OUTDIR
 # then travels to the GPU machine, where test/gpu/run.sh OUTDIR compares.
 # ResNet-18's prediction program holds its 47 MB of weights: it goes to
 # OUTDIR.resnet18 (with its own run.sh), so that each folder stays under the
@@ -70,6 +71,11 @@ rm -rf "$out/optimizers-work"
 cpu_checks check_recipes /usr/bin/python3 test/train/check_recipes.py build/bin/trainc \
   "$out/recipes-work" --only schedules,gradnorm,averaging --gpu-prepare "$out/recipes"
 rm -rf "$out/recipes-work"
+# Sample weights and selective backprop (--select=topk): CUDA trainers with
+# the CPU trainer's log and weights, run as the recipes are.
+cpu_checks check_sample_weights /usr/bin/python3 test/train/check_sample_weights.py \
+  build/bin/trainc "$out/samples-work" --gpu-prepare "$out/recipes"
+rm -rf "$out/samples-work"
 # Open MPI's libraries, which data-parallel trainers load (the GPU machine's
 # image has NCCL in its wheels, not Open MPI); run.sh puts them last on the
 # library path.

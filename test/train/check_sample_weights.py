@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Per-sample losses and the user's sample weights against PyTorch.
 
-Usage: check_sample_weights.py TRAINC WORKDIR
+Usage: check_sample_weights.py TRAINC WORKDIR [--gpu-prepare DIR]
 
 On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
 0.9, 10 steps, from the ONNX initial weights), with DIR/sample_weights.npy
@@ -52,6 +52,9 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     bit-exact.
 (test/runtime/SamplerTest.cpp checks 10^5 draws of each sampler against the
 target distribution.)
+--gpu-prepare DIR packs CUDA trainers of the MLP with sample weights
+(cross-entropy, sum) and with --select=topk beside the CPU trainer's log and
+weights, as check_recipes.py's (test/gpu/compare_recipes.py compares them).
 Prints one line per check and 'N passed, N failed'.
 """
 import json
@@ -68,7 +71,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "pylib"))
 from check_optimizers import trained_params, zoo_case  # noqa: E402
-from check_recipes import bn_case, relative_error, without_timing  # noqa: E402
+import check_recipes  # noqa: E402
+from check_recipes import bn_case, prepare_gpu_case, relative_error, without_timing  # noqa: E402
 from float64_compare import compare_weights  # noqa: E402
 
 torch.set_num_threads(2)
@@ -246,6 +250,12 @@ def check_losses(trainc, work, check):
             refs = [reference(case, kind, norm, weights, dtype, accum)
                     for dtype in (torch.float64, torch.float32)]
             compare_run(check, case, tag, records, saved, refs)
+            if kind == "cross-entropy" and norm == "sum" and accum == 1:
+                prepare_gpu_case(trainc, "sample weights", dict(case, data=folder), "sgd",
+                                 flags, ["--steps", str(STEPS), "--lr", str(LR), "--momentum",
+                                         str(MOMENTUM)], saved,
+                                 os.path.join(work, tag.replace(" ", "").replace(",", "_") +
+                                              ".jsonl"))
 
 
 def check_batch_norm(trainc, work, check):
@@ -529,6 +539,10 @@ def check_selection(trainc, work, check):
               % (tag, SELECT_STEPS, text))
         if case is not mlp or fraction:
             continue
+        prepare_gpu_case(trainc, "select topk", dict(case, data=folder), "sgd",
+                         ["--select-batch=%d" % SELECT_BATCH],
+                         ["--steps", str(SELECT_STEPS), "--lr", str(LR), "--momentum",
+                          str(MOMENTUM), "--select", "topk"], saved, log)
         ckpt = os.path.join(work, "select-ckpt")
         shutil.rmtree(ckpt, ignore_errors=True)
         resumed = os.path.join(work, "select-resumed.params")
@@ -668,7 +682,10 @@ def check_selection_prob(trainc, work, check):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) == 5 and sys.argv[3] == "--gpu-prepare":
+        check_recipes.GPU_DIR = os.path.abspath(sys.argv[4])
+        os.makedirs(check_recipes.GPU_DIR, exist_ok=True)
+    elif len(sys.argv) != 3:
         print(__doc__)
         return 2
     trainc, work = sys.argv[1], sys.argv[2]
