@@ -16,7 +16,9 @@ On the zoo's MLP (CPU trainers, batch 4, in file order, SGD with momentum
     sample_loss_min, _median and _max against PyTorch float64's (relative
     1e-5);
   * --grad-accum=2: the normalization is over the whole effective batch of
-    8 (sum and mean);
+    8 (sum and mean); data parallelism (mpirun -np 2 at batch 2) trains as
+    one process at batch 4 (sum and mean, each tensor within 1e-5
+    norm-wise);
   * a model with batch norm, 38 samples (the last batch padded): a sample of
     weight 0 is in the batch statistics (as in PyTorch), a padding row is
     not;
@@ -256,6 +258,45 @@ def check_losses(trainc, work, check):
                                          str(MOMENTUM)], saved,
                                  os.path.join(work, tag.replace(" ", "").replace(",", "_") +
                                               ".jsonl"))
+
+
+def check_data_parallel(trainc, work, check):
+    """Two ranks at batch 2 against one process at batch 4, with weights
+    (zeros among them): the normalization is over the global batch."""
+    from check_training import MPI_ENV, mpirun_command
+    if not shutil.which("mpirun"):
+        check(False, "sample weights under data parallelism: mpirun is missing")
+        return
+    case = mlp_case(work, "cross-entropy")
+    weights = weights_for(len(case["labels"]), seed=6)
+    folder = write_data(case, os.path.join(work, "dp-data"), weights)
+    for norm in ("sum", "mean"):
+        saved = {}
+        for ranks, batch in ((2, 2), (1, 4)):
+            prog = os.path.join(work, "dp_%s_%d" % (norm, ranks))
+            build = subprocess.run([trainc, "compile", case["path"], "--target=cpu",
+                                    "--batch-size=%d" % batch, "--loss=cross-entropy",
+                                    "--optimizer=sgd", "--sample-weight-norm=" + norm, "-o",
+                                    prog] + (["--data-parallel"] if ranks > 1 else []),
+                                   capture_output=True, text=True)
+            out = os.path.join(work, "dp_%s_%d.params" % (norm, ranks))
+            shutil.rmtree(out, ignore_errors=True)
+            args = ["--data", folder, "--no-shuffle", "--steps", "10", "--lr", str(LR),
+                    "--momentum", str(MOMENTUM), "--save-params", out]
+            cmd = mpirun_command(ranks, prog, args) if ranks > 1 else [prog] + args
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=MPI_ENV) \
+                if build.returncode == 0 else build
+            saved[ranks] = out if run.returncode == 0 else run.stderr.strip()[-200:]
+        if not all(os.path.isdir(str(v)) for v in saved.values()):
+            check(False, "sample weights (%s) under data parallelism train: %s" % (norm, saved))
+            continue
+        worst = 0.0
+        for f in os.listdir(saved[1]):
+            a, b = np.load(os.path.join(saved[2], f)), np.load(os.path.join(saved[1], f))
+            worst = max(worst, float(np.linalg.norm(a - b) / np.linalg.norm(b)))
+        check(worst <= 1e-5, "--sample-weight-norm=%s: 2 ranks at batch 2 train as 1 process at "
+                             "batch 4 with the same weights (worst tensor norm-wise %.2g, "
+                             "tolerance 1e-5; the sums differ only in order)" % (norm, worst))
 
 
 def check_batch_norm(trainc, work, check):
@@ -698,6 +739,7 @@ def main():
         passed, failed = passed + ok, failed + (not ok)
 
     check_losses(trainc, work, check)
+    check_data_parallel(trainc, work, check)
     check_batch_norm(trainc, work, check)
     check_zero_batch(trainc, work, check)
     check_bad_files(trainc, work, check)
