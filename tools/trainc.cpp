@@ -1395,7 +1395,7 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
 /// selection batch size.
 mlir::LogicalResult runPhases(mlir::MLIRContext &context, mlir::ModuleOp module,
                               const trainc::PipelineOptions &pipeline) {
-  if (selectBatch == 0 || pipeline.stopAfter == "loss" || pipeline.stopAfter == "fold-bias-bn")
+  if (selectBatch == 0)
     return trainc::runPipeline(module, pipeline);
   trainc::PipelineOptions first = pipeline;
   first.stopAfter = trainc::kSelectEntryAfter;
@@ -1432,6 +1432,12 @@ bool checkSelectFlags() {
     errs() << "error: --select-batch=" << selectBatch << " must be at least --batch-size ("
            << batchSize << ") and at most 2^24: the trainer picks the batch's samples from "
               "the B candidates\n";
+    return false;
+  }
+  if (compileTo == "import" || compileTo == "loss" || compileTo == "fold-bias-bn") {
+    errs() << "error: --select-batch: the selection entry joins the module after the "
+           << trainc::kSelectEntryAfter << " phase; --compile-to=" << compileTo
+           << " stops before it\n";
     return false;
   }
   if (batchIsFixed()) {

@@ -91,6 +91,25 @@ bool parseUnsigned(const std::string &text, uint64_t &out) {
   return error == std::errc() && ptr == end;
 }
 
+/// The run's sampler (the same as this run's) and the fields the
+/// monitor, the sampler and the selection read back themselves.
+Status takeRunState(const std::string &path, const std::map<std::string, std::string> &manifest,
+                    const ResumeExpectation &expect, ResumePoint &point) {
+  auto sampler = manifest.find("sampler");
+  const std::string drawnBy = sampler == manifest.end() ? "uniform" : sampler->second;
+  if (drawnBy != expect.sampler)
+    return Status::error("the checkpoint " + path + " was written with --sampler=" + drawnBy +
+                         "; resume it with the same sampler (this run has --sampler=" +
+                         expect.sampler + ")");
+  for (const auto &[key, value] : manifest) {
+    if (key.rfind("monitor_", 0) == 0)
+      point.monitor[key] = value;
+    if (key.rfind("sampler", 0) == 0 || key.rfind("select", 0) == 0)
+      point.sampler[key] = value;
+  }
+  return Status();
+}
+
 /// Checks every manifest field and returns the position; errors name `path`.
 Status checkManifest(const std::string &path, const std::map<std::string, std::string> &manifest,
                      const ResumeExpectation &expect, ResumePoint &point) {
@@ -224,18 +243,7 @@ Status checkManifest(const std::string &path, const std::map<std::string, std::s
   if (theirs != "none")
     TRAINC_RETURN_IF_ERROR(integer("averaged_updates", point.averagedUpdates, 0, point.step,
                                    "the updates of the average, at most one per step"));
-  auto sampler = manifest.find("sampler");
-  const std::string drawnBy = sampler == manifest.end() ? "uniform" : sampler->second;
-  if (drawnBy != expect.sampler)
-    return Status::error("the checkpoint " + path + " was written with --sampler=" + drawnBy +
-                         "; resume it with the same sampler (this run has --sampler=" +
-                         expect.sampler + ")");
-  for (const auto &[key, value] : manifest) {
-    if (key.rfind("monitor_", 0) == 0)
-      point.monitor[key] = value;
-    if (key.rfind("sampler", 0) == 0 || key.rfind("select", 0) == 0)
-      point.sampler[key] = value;
-  }
+  TRAINC_RETURN_IF_ERROR(takeRunState(path, manifest, expect, point));
   TRAINC_RETURN_IF_ERROR(text("rng", point.rng));
   std::mt19937_64 engine;
   std::istringstream state(point.rng);

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace trainc::rt::detail {
@@ -44,6 +45,21 @@ template <typename T> std::vector<T> valuesOf(const std::vector<char> &bytes) {
   if (!values.empty())
     std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
   return values;
+}
+
+/// `values` as a JSON list appended to `line` (floats exactly, as
+/// exactNumber writes them).
+template <typename T> void appendJsonList(std::string &line, const T *values, int64_t count) {
+  line += "[";
+  for (int64_t i = 0; i < count; ++i) {
+    if (i)
+      line += ", ";
+    if constexpr (std::is_floating_point_v<T>)
+      line += exactNumber(static_cast<double>(values[i]));
+    else
+      line += std::to_string(values[i]);
+  }
+  line += "]";
 }
 
 } // namespace trainc::rt::detail

@@ -683,8 +683,6 @@ Status checkForwardFlags(const Options &options) {
                                       "--threads", "--params", "--normalize", "--info",
                                       "--help",    "--per-sample-loss"};
   for (const std::string &flag : options.given) {
-    if (flag == "--per-sample-loss" && options.runOnce)
-      return Status::error("--per-sample-loss is a --predict flag");
     if (flag == "--normalize" && options.runOnce)
       return Status::error("--normalize: --run takes the inputs as they are; --predict "
                            "normalizes");
@@ -768,6 +766,10 @@ int run(int argc, char **argv, const Program &program) {
   }
   if (options.predict && options.runOnce) {
     std::fprintf(stderr, "%s: error: --predict and --run exclude each other\n", argv0);
+    return 1;
+  }
+  if (!options.perSampleLossPath.empty() && !options.predict) {
+    std::fprintf(stderr, "%s: error: --per-sample-loss is a --predict flag\n", argv0);
     return 1;
   }
   if (Status used = checkForwardFlags(options); !used.ok()) {

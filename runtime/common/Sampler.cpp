@@ -322,23 +322,6 @@ Status SampledBatches::open(const SamplerOptions &options, int64_t samples, int6
   return openAppendFile(tracePath, "--trace-batches", trace);
 }
 
-namespace {
-
-template <typename T> void appendList(std::string &line, const T *values, int64_t count) {
-  line += "[";
-  for (int64_t i = 0; i < count; ++i) {
-    if (i)
-      line += ", ";
-    if constexpr (std::is_floating_point_v<T>)
-      line += exactNumber(static_cast<double>(values[i]));
-    else
-      line += std::to_string(values[i]);
-  }
-  line += "]";
-}
-
-} // namespace
-
 Status SampledBatches::drawGroup(int64_t seq, int64_t count, double beta) {
   first = seq;
   group.resize(count * batch);
@@ -350,9 +333,9 @@ Status SampledBatches::drawGroup(int64_t seq, int64_t count, double beta) {
   for (int64_t k = 0; k < count; ++k) {
     lines += "{\"batch\": " + std::to_string(seq + k) + ", \"beta\": " + exactNumber(beta) +
              ", \"rows\": ";
-    appendList(lines, rows(seq + k), batch);
+    appendJsonList(lines, rows(seq + k), batch);
     lines += ", \"weights\": ";
-    appendList(lines, weights(seq + k), batch);
+    appendJsonList(lines, weights(seq + k), batch);
     lines += "}\n";
   }
   return writeAll(trace, tracePath, lines.data(), lines.size());
@@ -363,7 +346,7 @@ Status SampledBatches::record(int64_t seq, const float *losses) {
   if (!trace.valid())
     return Status();
   std::string line = "{\"batch\": " + std::to_string(seq) + ", \"losses\": ";
-  appendList(line, losses, batch);
+  appendJsonList(line, losses, batch);
   line += "}\n";
   return writeAll(trace, tracePath, line.data(), line.size());
 }

@@ -110,13 +110,12 @@ Status Selection::init(const SelectOptions &options, const std::string &path, bo
 Status Selection::forward(const int64_t *rows, int64_t count, int64_t epoch) {
   Context &context = *device.context;
   TRAINC_RETURN_IF_ERROR(fillBatch(fields, candidates, rows, 0, count, host.data(), epoch));
-  for (int index : {weightsIndex, maskIndex}) {
-    if (index < 0)
-      continue;
-    float *row = reinterpret_cast<float *>(host.data() + offsets[index]);
-    std::fill(row, row + candidates, 0.0f);
-    std::fill(row, row + count, 1.0f);
-  }
+  // The rows' weights as training's (the per-sample losses come before
+  // them) and the mask of the real ones.
+  auto row = [&](int index) {
+    return index < 0 ? nullptr : reinterpret_cast<float *>(host.data() + offsets[index]);
+  };
+  fillSampleRows(data, rows, count, candidates, row(weightsIndex), row(maskIndex));
   TRAINC_RETURN_IF_ERROR(context.copyToDevice(slot.get(), host.data(), host.size()));
   const ForwardArgs args{inputPtrs.data(), outputPtrs.data(), device.paramPtrs.data(),
                          static_cast<char *>(device.arena.get())};
@@ -208,19 +207,13 @@ Status Selection::selectProb(int64_t epoch, int64_t seq) {
 Status Selection::traceLine(int64_t seq, const int64_t *rows, int64_t count) {
   if (!trace.valid())
     return Status();
-  std::string line = "{\"batch\": " + std::to_string(seq) + ", \"candidates\": [";
-  for (int64_t i = 0; i < count; ++i)
-    line += (i ? ", " : "") + std::to_string(rows[i]);
-  line += "], \"losses\": [";
-  char number[32];
-  for (int64_t i = 0; i < count; ++i) {
-    std::snprintf(number, sizeof(number), "%.9g", static_cast<double>(hostLosses[i]));
-    line += (i ? ", " : "") + std::string(number);
-  }
-  line += "], \"rows\": [";
-  for (size_t i = 0; i < samples.size(); ++i)
-    line += (i ? ", " : "") + std::to_string(samples[i]);
-  line += "]}\n";
+  std::string line = "{\"batch\": " + std::to_string(seq) + ", \"candidates\": ";
+  appendJsonList(line, rows, count);
+  line += ", \"losses\": ";
+  appendJsonList(line, hostLosses.data(), count);
+  line += ", \"rows\": ";
+  appendJsonList(line, samples.data(), static_cast<int64_t>(samples.size()));
+  line += "}\n";
   return writeAll(trace, tracePath, line.data(), line.size());
 }
 
