@@ -183,7 +183,16 @@ LogicalResult ProgramEmitter::declareParams() {
     if (cType(type).empty())
       return param.emitError("codegen does not support element type of ") << type << " yet";
     paramIndex[param.getSymName()] = params.size();
-    params.push_back({param.getSymName().str(), type, appendToBlob(init),
+    // Another stage's emitter of the same source may have placed it.
+    uint64_t offset;
+    if (options.paramOffsets && options.paramOffsets->count(param.getSymName().str())) {
+      offset = options.paramOffsets->at(param.getSymName().str());
+    } else {
+      offset = appendToBlob(init);
+      if (options.paramOffsets)
+        (*options.paramOffsets)[param.getSymName().str()] = offset;
+    }
+    params.push_back({param.getSymName().str(), type, offset,
                       static_cast<uint64_t>(cast<RankedTensorType>(type).getNumElements() *
                                             elementBytes(type)),
                       param.getTrainable(), false, param.getNoDecay()});
@@ -206,6 +215,8 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   states.clear();
   hypers.clear();
   inputRoles.clear();
+  links.clear();
+  linkStatements.clear();
   generatedCalls = libraryCalls = 0;
   trainRole = train;
   sharedTables = tables != nullptr;
@@ -220,8 +231,8 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
-  return Emitted{body,   inputs,         outputs,        states,      hypers,
-                 inputRoles, arena.getInt(), generatedCalls, libraryCalls};
+  return Emitted{body,       links,          linkStatements, inputs,      outputs, states,
+                 hypers,     inputRoles,     arena.getInt(), generatedCalls, libraryCalls};
 }
 
 /// Integer inputs of `func` that index a table's rows (tc.gather's indices,
@@ -318,6 +329,10 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
      << "//\n// Kernels first (each names the tc ops and ONNX nodes it implements),\n"
      << "// then the forward pass, then the program description.\n\n"
      << "#include \"trainc_rt/generated.h\"\n\n"
+     << (options.stageSources.empty()
+             ? ""
+             : "// The stages' programs read their initial values here too.\n"
+               "extern \"C\" const unsigned char trainc_param_blob[];\n\n")
      << "namespace {\n\n"
      << "namespace tk = trainc::" << (cuda ? "cuda" : "cpu") << ";\n"
      << "using trainc::rt::Context;\nusing trainc::rt::Status;\n"
@@ -348,9 +363,109 @@ LogicalResult ProgramEmitter::run(raw_ostream &os) {
                            " candidates (no backward).\n",
                        selectFn->body);
 
+  for (const std::string &stage : options.stageSources)
+    os << stage;
+
   Functions fns{func, step, select, &*forwardFn, trainFn ? &*trainFn : nullptr,
                 accumulateFn ? &*accumulateFn : nullptr, selectFn ? &*selectFn : nullptr, batch};
   return emitTables(os, fns);
+}
+
+void ProgramEmitter::emitStageFunctions(raw_ostream &os, const Emitted &fn, StringRef name,
+                                        StringRef what) {
+  size_t cut = fn.body.find(kBackwardMarker);
+  if (cut == std::string::npos) {
+    os << stepFunction(name, "TrainArgs",
+                       ("/// " + what + ": forward, loss and backward (the last stage).\n").str(),
+                       fn.body);
+  } else {
+    // Each part declares the pointers it uses.
+    std::string first = fn.body.substr(0, cut), second = fn.body.substr(cut);
+    first = withDeclarations(fn.body, withoutDeclarations(first));
+    second = withDeclarations(fn.body, withoutDeclarations(second));
+    os << stepFunction(name, "TrainArgs",
+                       ("/// " + what + ", first part: the forward, up to what the next stage "
+                                        "needs.\n")
+                           .str(),
+                       first)
+       << stepFunction((name + "Backward").str(), "TrainArgs",
+                       ("/// " + what + ", second part: the backward, from the gradients the "
+                                        "next stage sent back.\n")
+                           .str(),
+                       second);
+  }
+  os << stepFunction((name + "Links").str(), "TrainArgs",
+                     ("/// Where " + name + "'s sent and received tensors live "
+                                           "(TrainArgs::links); runs nothing.\n")
+                         .str(),
+                     withDeclarations(fn.body, fn.linkStatements));
+}
+
+LogicalResult ProgramEmitter::runStage(raw_ostream &os) {
+  auto step = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!step || !step->hasAttr(tc::kOptimizerAttrName))
+    return module.emitError("codegen of a pipeline stage needs @train_step after the "
+                            "optimizer phase");
+  if (failed(declareParams()))
+    return failure();
+  FailureOr<Emitted> trainFn = emitFunction(step, /*train=*/true);
+  if (failed(trainFn))
+    return failure();
+  std::optional<Emitted> accumulateFn;
+  if (auto accumulate = module.lookupSymbol<func::FuncOp>("accumulate_step")) {
+    FailureOr<Emitted> emitted = emitFunction(accumulate, /*train=*/true, &*trainFn);
+    if (failed(emitted))
+      return failure();
+    if (emitted->links != trainFn->links)
+      return accumulate.emitError("@accumulate_step sends and receives other tensors than "
+                                  "@train_step");
+    accumulateFn = *emitted;
+  }
+  int64_t batch = 1;
+  if (auto attr = module->getAttrOfType<IntegerAttr>(tc::kBatchSizeAttrName))
+    batch = attr.getInt();
+  const std::string &ns = options.stageNamespace;
+  os << "//===- " << ns << " "
+     << std::string(ns.size() < 60 ? 60 - ns.size() : 0, '-') << "===//\n\n"
+     << "namespace " << ns << " {\n\n"
+     << kernels.text();
+  std::string what = "One micro-batch of " + std::to_string(batch) + " in pipeline " + ns;
+  emitStageFunctions(os, *trainFn, "trainStep", what + " (the last of an optimizer step: the "
+                                                       "parameter update too)");
+  if (accumulateFn)
+    emitStageFunctions(os, *accumulateFn, "accumulateStep",
+                       what + " (gradients added to their accumulators, no update)");
+  const llvm::StringMap<IndexLimit> noLimits;
+  if (failed(emitTrainStepTable(os, step, *trainFn, accumulateFn ? &*accumulateFn : nullptr,
+                                noLimits)))
+    return failure();
+  emitParamTable(os);
+  bool cuda = options.target == Target::Cuda;
+  os << "const trainc::rt::Program kProgram = "
+     << designated({{"modelName", cStringLiteral(options.modelName)},
+                    {"target", cStringLiteral(cuda ? "cuda" : "cpu")},
+                    {"batchSize", batch},
+                    {"numInputs", 0},
+                    {"inputs", "nullptr"},
+                    {"numOutputs", 0},
+                    {"outputs", "nullptr"},
+                    {"numParams", static_cast<int64_t>(params.size())},
+                    {"params", params.empty() ? "nullptr" : "kParams"},
+                    {"paramBlob", "trainc_param_blob"},
+                    {"paramBlobBytes", static_cast<int64_t>(blob.size())},
+                    {"arenaBytes", 0},
+                    {"forward", "nullptr"},
+                    {"train", "&kTrain"},
+                    {"exportInfo", "nullptr"},
+                    {"fingerprint", "\"" + programFingerprint(module, options) + "\""},
+                    {"generatedKernels", 0},
+                    {"libraryCalls", 0},
+                    {"modelFingerprint", options.modelFingerprint.empty()
+                                             ? std::string("nullptr")
+                                             : cStringLiteral(options.modelFingerprint)}},
+                   /*block=*/true)
+     << ";\n\n} // namespace " << ns << "\n\n";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -386,6 +501,8 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
     if (cType(operand.getType()).empty())
       return op->emitError("codegen does not support element type ")
              << cast<ShapedType>(operand.getType()).getElementType() << " yet";
+  if (isa<tc::SendOp, tc::RecvOp>(op))
+    return emitLink(op);
 
   // Results: arena pointers, or the pointer of the operand they are tied to.
   body += commentLine(opComment(op), "  ");
@@ -426,21 +543,24 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
     std::string outName = name ? name.getValue().str() : "output" + std::to_string(k);
     std::string t = cType(v.getType());
     std::string dst;
+    auto update = func.getResultAttrOfType<FlatSymbolRefAttr>(k, tc::kUpdateAttrName);
+    auto stateUpdate = func.getResultAttrOfType<StringAttr>(k, tc::kStateUpdateAttrName);
     if (!trainRole) {
       outputs.emplace_back(outName, v.getType());
       dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
-    } else if (k == 0) {
+    } else if (k == 0 && !update && !stateUpdate) { // a pipeline stage may have no loss
       dst = "static_cast<" + t + " *>(args.loss)";
     } else if (func.getResultAttr(k, tc::kSampleLossesAttrName)) {
       dst = "static_cast<" + t + " *>(args.sampleLosses)";
-    } else if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(k, tc::kUpdateAttrName)) {
+    } else if (update) {
       // In place: every read of the old value happened before the return.
       dst = "static_cast<" + t + " *>(args.params[" +
-            std::to_string(paramIndex.lookup(p.getValue())) + "])";
-    } else if (auto st = func.getResultAttrOfType<StringAttr>(k, tc::kStateUpdateAttrName)) {
-      auto it = llvm::find_if(states, [&](const auto &e) { return e.name == st.getValue(); });
+            std::to_string(paramIndex.lookup(update.getValue())) + "])";
+    } else if (stateUpdate) {
+      auto it = llvm::find_if(states,
+                              [&](const auto &e) { return e.name == stateUpdate.getValue(); });
       if (it == states.end())
-        return op.emitError("no state argument named ") << st;
+        return op.emitError("no state argument named ") << stateUpdate;
       dst = "static_cast<" + t + " *>(args.states[" + std::to_string(it - states.begin()) + "])";
     } else {
       return op.emitError("training step result ")
@@ -464,9 +584,62 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
   return success();
 }
 
+LogicalResult ProgramEmitter::emitLink(Operation *op) {
+  auto send = dyn_cast<tc::SendOp>(op);
+  auto recv = dyn_cast<tc::RecvOp>(op);
+  bool gradient = send ? send.getGradient() : recv.getGradient();
+  if (recv && gradient && body.find(kBackwardMarker) == std::string::npos)
+    body += kBackwardMarker;
+  Value value = send ? send.getValue() : recv.getResult();
+  LinkEntry link{(send ? send.getTensor() : recv.getTensor()).str(), send != nullptr, gradient,
+                 send ? send.getPeer() : recv.getPeer(), send ? send.getSlot() : recv.getSlot(),
+                 value.getType()};
+  std::string what = std::string(gradient ? "the gradient of '" : "'") + link.tensor + "' " +
+                     (send ? "to" : "from") + " stage " + std::to_string(link.peer) +
+                     " (slot " + std::to_string(link.slot) + ")";
+  if (recv) {
+    body += commentLine(std::string("tc.recv of ") + what + " -> " + shapeText(shapeOf(value)) +
+                            ": the trainer receives it here before this part runs",
+                        "  ");
+    if (failed(buffers.bindResults(op, body, Value())))
+      return failure();
+  } else {
+    body += commentLine("tc.send of " + what + ": the trainer sends it after this part", "  ");
+  }
+  linkStatements += "  args.links[" + std::to_string(links.size()) +
+                    "] = const_cast<void *>(static_cast<const void *>(" + ptr(value) + ")); " +
+                    commentLine(what);
+  links.push_back(link);
+  return success();
+}
+
 LogicalResult trainc::codegen::emitProgram(ModuleOp module, const EmitOptions &options,
                                            raw_ostream &source, std::vector<char> &paramBlob) {
   paramBlob.clear();
   ProgramEmitter emitter(module, options, paramBlob);
+  return emitter.run(source);
+}
+
+LogicalResult trainc::codegen::emitPipelineProgram(ModuleOp module, ArrayRef<ModuleOp> stages,
+                                                   const EmitOptions &options,
+                                                   raw_ostream &source,
+                                                   std::vector<char> &paramBlob) {
+  paramBlob.clear();
+  std::map<std::string, uint64_t> offsets;
+  EmitOptions top = options;
+  top.paramOffsets = &offsets;
+  for (auto [k, stage] : llvm::enumerate(stages)) {
+    EmitOptions own = top;
+    own.stageNamespace = "stage" + std::to_string(k);
+    own.exportSegmentsPath.clear();
+    own.exportPieces.clear();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    ProgramEmitter emitter(stage, own, paramBlob);
+    if (failed(emitter.runStage(os)))
+      return failure();
+    top.stageSources.push_back(std::move(text));
+  }
+  ProgramEmitter emitter(module, top, paramBlob);
   return emitter.run(source);
 }

@@ -40,6 +40,15 @@ struct EmitOptions {
   /// The model as imported, before any phase (modelFingerprint): empty
   /// leaves Program::modelFingerprint null.
   std::string modelFingerprint;
+  /// Pipeline parallelism. In a stage's module: the namespace its program
+  /// goes in ("stage0", ...). In the model's: the stages' source (each its
+  /// namespace) and the micro-batches of a step.
+  std::string stageNamespace;
+  std::vector<std::string> stageSources;
+  int64_t microBatches = 0;
+  /// Where each parameter's initial value already is in the blob, by name,
+  /// shared by the emitters of one source (null: not shared).
+  std::map<std::string, uint64_t> *paramOffsets = nullptr;
 };
 
 /// Emits the program of a planned module (`trainc-plan` has run): one source
@@ -49,6 +58,14 @@ struct EmitOptions {
 mlir::LogicalResult emitProgram(mlir::ModuleOp module, const EmitOptions &options,
                                 llvm::raw_ostream &source,
                                 std::vector<char> &paramBlob);
+
+/// The program of a pipeline-parallel trainer: `module` (the model's
+/// @forward, for prediction and export) and each stage's planned module, in
+/// one source and one blob.
+mlir::LogicalResult emitPipelineProgram(mlir::ModuleOp module,
+                                        llvm::ArrayRef<mlir::ModuleOp> stages,
+                                        const EmitOptions &options, llvm::raw_ostream &source,
+                                        std::vector<char> &paramBlob);
 
 /// 16 hex digits identifying the compiled program: a hash of the final IR
 /// (functions, op attributes, parameter names, shapes and dtypes, batch size,

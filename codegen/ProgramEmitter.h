@@ -76,6 +76,10 @@ public:
       : module(module), options(options), kernels(options.target), blob(blob) {}
 
   LogicalResult run(raw_ostream &os);
+  /// A pipeline stage's module (options.stageNamespace): its training step's
+  /// functions and tables, and a Program `kProgram` without a forward, in
+  /// that namespace.
+  LogicalResult runStage(raw_ostream &os);
 
 private:
   struct ParamEntry {
@@ -168,6 +172,10 @@ private:
   LogicalResult emitReduce(Operation *op, ArrayRef<int64_t> axes, StringRef kind);
   LogicalResult emitLoss(Operation *op);
   LogicalResult emitReturn(mlir::func::ReturnOp op);
+  /// tc.send and tc.recv: an entry of the links table and the statement of
+  /// the links function that writes where the tensor lives; before the
+  /// first received gradient, kBackwardMarker.
+  LogicalResult emitLink(Operation *op);
 
   uint64_t appendToBlob(DenseElementsAttr value);
   std::string ptr(Value v) { return buffers.ptr(v); }
@@ -226,10 +234,26 @@ private:
   /// Launches of generated kernels and runtime calls in the function.
   int generatedCalls = 0, libraryCalls = 0;
   int64_t arenaBytes = 0;
+  /// A pipeline stage's sends and receives (PipelineLink) in the current
+  /// function, and the statements that write their pointers.
+  struct LinkEntry {
+    std::string tensor;
+    bool send, gradient;
+    int64_t peer, slot;
+    Type type;
+    bool operator==(const LinkEntry &o) const {
+      return tensor == o.tensor && send == o.send && gradient == o.gradient && peer == o.peer &&
+             slot == o.slot && type == o.type;
+    }
+  };
+  std::vector<LinkEntry> links;
+  std::string linkStatements;
 
   /// What one emitted function contributes to the program.
   struct Emitted {
     std::string body;
+    std::vector<LinkEntry> links;
+    std::string linkStatements;
     std::vector<std::pair<std::string, Type>> inputs, outputs;
     std::vector<StateEntry> states;
     std::vector<tc::Hyper> hypers;
@@ -268,6 +292,11 @@ private:
   LogicalResult emitTrainStepTable(raw_ostream &os, mlir::func::FuncOp step,
                                    const Emitted &train, const Emitted *accumulate,
                                    const llvm::StringMap<IndexLimit> &limits);
+  /// A pipeline stage's step functions, cut at kBackwardMarker, and their
+  /// links functions.
+  void emitStageFunctions(raw_ostream &os, const Emitted &fn, llvm::StringRef name,
+                          llvm::StringRef what);
+  void emitLinkTable(raw_ostream &os, const Emitted &train);
   void emitParamTable(raw_ostream &os);
   LogicalResult emitExportTable(raw_ostream &os);
 };

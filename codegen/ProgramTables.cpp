@@ -11,6 +11,7 @@
 
 #include "codegen/Escape.h"
 #include "codegen/ProgramEmitter.h"
+#include "codegen/StepFunctions.h"
 #include "codegen/Toolchain.h"
 
 #include "ir/StepAbi.h"
@@ -172,8 +173,34 @@ LogicalResult ProgramEmitter::emitTrainStepTable(raw_ostream &os, func::FuncOp s
                                           : !cuda                  ? "trainc::rt::createMpiCommunicator"
                                           : ncclAvailable()        ? "trainc::rt::createNcclCommunicator"
                                                                    : "nullptr"});
+  if (!train.links.empty()) {
+    emitLinkTable(os, train);
+    bool cut = train.body.find(kBackwardMarker) != std::string::npos;
+    fields.push_back({"numLinks", static_cast<int64_t>(train.links.size())});
+    fields.push_back({"links", "kLinks"});
+    fields.push_back({"stepLinks", "trainStepLinks"});
+    fields.push_back({"stepBackward", cut ? "trainStepBackward" : "nullptr"});
+    fields.push_back({"accumulateLinks", accumulate ? "accumulateStepLinks" : "nullptr"});
+    fields.push_back(
+        {"accumulateBackward", accumulate && cut ? "accumulateStepBackward" : "nullptr"});
+  }
   os << "const trainc::rt::TrainStep kTrain = " << designated(fields, /*block=*/true) << ";\n";
   return success();
+}
+
+void ProgramEmitter::emitLinkTable(raw_ostream &os, const Emitted &train) {
+  os << "const trainc::rt::PipelineLink kLinks[] = {\n";
+  for (const LinkEntry &link : train.links)
+    os << "    "
+       << designated({{"tensor", cStringLiteral(link.tensor)},
+                      {"send", link.send ? "true" : "false"},
+                      {"gradient", link.gradient ? "true" : "false"},
+                      {"peer", link.peer},
+                      {"slot", link.slot},
+                      {"dtype", dtypeEnum(link.type)},
+                      {"bytes", cast<RankedTensorType>(link.type).getNumElements() * elementBytes(link.type)}})
+       << ",\n";
+  os << "};\n";
 }
 
 LogicalResult ProgramEmitter::emitExportTable(raw_ostream &os) {
@@ -280,7 +307,8 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
        << ";\n";
   }
   emitParamTable(os);
-  bool exporting = fns.train && !options.exportSegmentsPath.empty();
+  bool exporting = (fns.train || !options.stageSources.empty()) &&
+                   !options.exportSegmentsPath.empty();
   if (exporting && failed(emitExportTable(os)))
     return failure();
   // The blob's path goes into an assembler string inside a C++ string.
@@ -337,6 +365,18 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
                                : cStringLiteral(options.modelFingerprint)}};
   if (fns.select)
     fields.push_back({"select", "&kSelect"});
+  if (!options.stageSources.empty()) {
+    os << "const trainc::rt::Program *const kStages[] = {";
+    for (size_t k = 0; k < options.stageSources.size(); ++k)
+      os << (k ? ", " : "") << "&stage" << k << "::kProgram";
+    os << "};\n"
+       << "const trainc::rt::Pipeline kPipeline = "
+       << designated({{"numStages", static_cast<int64_t>(options.stageSources.size())},
+                      {"stages", "kStages"},
+                      {"microBatches", options.microBatches}})
+       << ";\n";
+    fields.push_back({"pipeline", "&kPipeline"});
+  }
   os << "const trainc::rt::Program kProgram = " << designated(fields, /*block=*/true) << ";\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"

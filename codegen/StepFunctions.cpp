@@ -38,12 +38,53 @@ void identifiers(llvm::StringRef line, llvm::StringSet<> &out) {
 
 } // namespace
 
+namespace {
+const llvm::Regex &declarationLine() {
+  static const llvm::Regex decl("^  (const )?[A-Za-z0-9_:]+ \\*([a-z]+[0-9]+) = "
+                                "(static_cast|reinterpret_cast)<");
+  return decl;
+}
+} // namespace
+
+std::string trainc::codegen::withDeclarations(const std::string &from, const std::string &text) {
+  llvm::StringSet<> used;
+  llvm::StringRef lines(text);
+  while (!lines.empty()) {
+    auto [line, tail] = lines.split('\n');
+    identifiers(line, used);
+    lines = tail;
+  }
+  std::string out;
+  llvm::StringSet<> declared;
+  lines = from;
+  while (!lines.empty()) {
+    auto [line, tail] = lines.split('\n');
+    lines = tail;
+    llvm::SmallVector<llvm::StringRef, 4> match;
+    if (declarationLine().match(line, &match) && used.contains(match[2]) &&
+        declared.insert(match[2]).second)
+      out += line.str() + "\n";
+  }
+  return out + text;
+}
+
+std::string trainc::codegen::withoutDeclarations(const std::string &text) {
+  std::string out;
+  llvm::StringRef lines(text);
+  while (!lines.empty()) {
+    auto [line, tail] = lines.split('\n');
+    lines = tail;
+    if (!declarationLine().match(line))
+      out += line.str() + "\n";
+  }
+  return out;
+}
+
 std::string trainc::codegen::stepFunction(llvm::StringRef name, llvm::StringRef argsType,
                                           llvm::StringRef doc, const std::string &body) {
   std::string signature = "(Context &ctx, const trainc::rt::" + argsType.str() + " &args)";
   // Split the body into declarations and op chunks.
-  static const llvm::Regex decl("^  (const )?[A-Za-z0-9_:]+ \\*([a-z]+[0-9]+) = "
-                                "(static_cast|reinterpret_cast)<");
+  const llvm::Regex &decl = declarationLine();
   std::vector<std::pair<std::string, std::string>> decls; // name, line
   std::vector<std::string> chunks;
   llvm::StringRef rest(body);

@@ -27,6 +27,18 @@ inline constexpr int kOpsPerPart = 96;
 std::string stepFunction(llvm::StringRef name, llvm::StringRef argsType, llvm::StringRef doc,
                          const std::string &body);
 
+/// The line at which a pipeline stage's step is cut into its two parts:
+/// before its first received gradient.
+inline constexpr const char *kBackwardMarker =
+    "  // -- the backward: the rest runs once the next stage's gradients are here --\n";
+
+/// The pointer declarations of `from` (lines as stepFunction describes
+/// them) that `text` uses, then `text`: a body of its own for statements
+/// cut from a longer one.
+std::string withDeclarations(const std::string &from, const std::string &text);
+/// `text` without its pointer declarations.
+std::string withoutDeclarations(const std::string &text);
+
 } // namespace trainc::codegen
 
 #endif // TRAINC_CODEGEN_STEPFUNCTIONS_H

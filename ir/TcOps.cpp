@@ -1195,3 +1195,20 @@ Value BatchNormOp::getReplacedOperand(unsigned index) {
 }
 
 Value AccumulateGradOp::getReplacedOperand(unsigned) { return getAccumulator(); }
+
+//===----------------------------------------------------------------------===//
+// Pipeline stages: tc.send, tc.recv
+//===----------------------------------------------------------------------===//
+
+namespace {
+LogicalResult verifyLink(Operation *op, int64_t peer, int64_t slot) {
+  if (peer < 0)
+    return op->emitOpError("peer is a stage number (0 or more), got ") << peer;
+  if (slot < 0)
+    return op->emitOpError("slot is a non-negative number, got ") << slot;
+  return success();
+}
+} // namespace
+
+LogicalResult SendOp::verify() { return verifyLink(*this, getPeer(), getSlot()); }
+LogicalResult RecvOp::verify() { return verifyLink(*this, getPeer(), getSlot()); }

@@ -142,6 +142,14 @@ inline constexpr llvm::StringLiteral kRecomputedAttrName = "tc.recomputed";
 /// function's arena bytes (i64).
 inline constexpr llvm::StringLiteral kOffsetsAttrName = "tc.offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "tc.arena_bytes";
+/// Pipeline parallelism: on the module, the number of stages (i64); on a
+/// stage's module, its index (i64); on a stage's function (the pipeline
+/// phase's @stageK_loss), its estimated step seconds (f64, OpCost.h) and the
+/// bytes it sends forward per micro-batch (i64).
+inline constexpr llvm::StringLiteral kPipelineStagesAttrName = "tc.pipeline_stages";
+inline constexpr llvm::StringLiteral kPipelineStageAttrName = "tc.pipeline_stage";
+inline constexpr llvm::StringLiteral kStageCostAttrName = "tc.stage_cost";
+inline constexpr llvm::StringLiteral kStageSendBytesAttrName = "tc.stage_send_bytes";
 /// Module: the ONNX model's default-domain opset (i64).
 inline constexpr llvm::StringLiteral kOpsetAttrName = "tc.opset";
 /// Module: the ONNX model's producer_name, which the fingerprint leaves out.

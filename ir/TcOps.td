@@ -1119,4 +1119,50 @@ def Tc_AllReduceOp : Tc_Op<"all_reduce",
   }];
 }
 
+
+def Tc_SendOp : Op<Tc_Dialect, "send", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "pipeline parallelism: a tensor sent to the neighbouring stage";
+  let description = [{
+    Sends `value` to pipeline stage `peer`, where the `tc.recv` of the same
+    `slot` and direction receives it: a forward activation (to the next
+    stage) or, with `gradient`, the gradient of an activation this stage
+    received (to the previous one). `tensor` names what crosses the
+    boundary (the ONNX tensor, or "gradient of" it), for comments and
+    tables only.
+
+    Each stage's step issues its sends and receives in the same order on
+    every micro-batch; the op reads and writes state outside the tensors
+    (the link to the other stage), so it is never duplicated, removed or
+    reordered with another send or receive. Built by the pipeline phase
+    (`trainc compile --pipeline-stages`) and by autodiff.
+
+    ```mlir
+    tc.send %h to stage 1 slot 0 {tensor = "/1/Relu_output_0"} : tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins Tc_Tensor:$value, I64Attr:$peer, I64Attr:$slot, UnitAttr:$gradient,
+                       StrAttr:$tensor);
+  let assemblyFormat = "$value `to` `stage` $peer `slot` $slot attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Tc_RecvOp : Op<Tc_Dialect, "recv", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "pipeline parallelism: a tensor received from the neighbouring stage";
+  let description = [{
+    The tensor that stage `peer` sends with the `tc.send` of the same `slot`
+    and direction: a forward activation (from the previous stage) or, with
+    `gradient`, the gradient of an activation this stage sent (from the next
+    one). See `tc.send`.
+
+    ```mlir
+    %h = tc.recv from stage 0 slot 0 {tensor = "/1/Relu_output_0"} : tensor<8x128xf32>
+    %g = tc.recv from stage 1 slot 0 {gradient, tensor = "/1/Relu_output_0"} : tensor<8x128xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$peer, I64Attr:$slot, UnitAttr:$gradient, StrAttr:$tensor);
+  let results = (outs Tc_Tensor:$result);
+  let assemblyFormat = "`from` `stage` $peer `slot` $slot attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TRAINC_IR_TCOPS_TD

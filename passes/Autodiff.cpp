@@ -251,7 +251,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     /// The arguments that get a gradient, in order.
     SmallVector<unsigned> params;
   };
-  FailureOr<Activity> findActive(ModuleOp module, func::FuncOp step, Value lossValue) {
+  FailureOr<Activity> findActive(ModuleOp module, func::FuncOp step, ArrayRef<Value> seeds) {
     Block &body = step.getBody().front();
     // Forward: values that depend on a trainable float parameter.
     Activity a;
@@ -278,6 +278,12 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     }
     if (!freeze.empty() && !froze)
       return step.emitError("--freeze='") << freeze << "' matches no trainable parameter";
+    // A pipeline stage's received activations are differentiated too: their
+    // gradients go back to the stage before.
+    step.walk([&](tc::RecvOp recv) {
+      if (!recv.getGradient() && isFloatTensor(recv.getResult()))
+        varying.insert(recv.getResult());
+    });
     for (Operation &op : body.without_terminator()) {
       bool depends = llvm::any_of(op.getOperands(), [&](Value v) { return varying.contains(v); });
       if (depends)
@@ -287,12 +293,81 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     }
     // Backward: values the loss depends on.
     llvm::DenseSet<Value> &useful = a.useful;
-    useful.insert(lossValue);
+    useful.insert(seeds.begin(), seeds.end());
     for (Operation &op : llvm::reverse(body.without_terminator()))
       if (llvm::any_of(op.getResults(), [&](Value r) { return useful.contains(r); }))
         for (Value v : op.getOperands())
           useful.insert(v);
     return a;
+  }
+
+  /// Seeds the backward with d loss = 1, or the loss scale (GradScaler's
+  /// scale(loss).backward(): d (scale * loss) = scale).
+  LogicalResult seedLoss(ModuleOp module, func::FuncOp step, OpBuilder &b, Value lossValue,
+                         llvm::DenseMap<Value, Value> &grads) {
+    auto one =
+        RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
+    Location seedLoc =
+        tc::phaseLoc("backward of the loss", b.getUnknownLoc(), tc::StepPhase::Backward);
+    Attribute scaling = module->getAttr(tc::kLossScaleAttrName);
+    if (!scaling) {
+      grads[lossValue] =
+          b.create<tc::ConstantOp>(seedLoc, DenseElementsAttr::get(one, 1.0f)).getResult();
+      return success();
+    }
+    if (!one.getElementType().isF32())
+      return step.emitError("loss scaling needs an f32 loss, got ") << lossValue.getType();
+    if (auto fixed = dyn_cast<FloatAttr>(scaling)) {
+      grads[lossValue] =
+          b.create<tc::ConstantOp>(
+               tc::phaseLoc("backward of the loss (scaled)", b.getUnknownLoc(),
+                            tc::StepPhase::Backward),
+               DenseElementsAttr::get(one, static_cast<float>(fixed.getValueAsDouble())))
+              .getResult();
+    } else {
+      grads[lossValue] = tc::addState(step, one, tc::StateRole::LossScale, {},
+                                      static_cast<float>(rt::kInitialLossScale));
+    }
+    return success();
+  }
+
+  /// A pipeline stage: the gradient of each float tensor it sent on, received
+  /// back from the same stage and slot where the backward starts.
+  void receiveGradients(OpBuilder &b, ArrayRef<tc::SendOp> sends,
+                        llvm::function_ref<void(Value, Value)> seed) {
+    for (tc::SendOp send : sends) {
+      if (!isFloatTensor(send.getValue()))
+        continue;
+      Location loc = tc::phaseLoc("gradient of " + send.getTensor().str() + " from stage " +
+                                      std::to_string(send.getPeer()),
+                                  send.getLoc(), tc::StepPhase::Backward);
+      auto recv = b.create<tc::RecvOp>(loc, send.getValue().getType(), send.getPeer(),
+                                       send.getSlot(), /*gradient=*/true, send.getTensor());
+      seed(send.getValue(), recv.getResult());
+    }
+  }
+
+  /// A pipeline stage: the gradient of each float tensor it received, sent
+  /// back to the stage before (zeros where the stage does not differentiate
+  /// it: the stage before waits for every one).
+  void sendGradients(OpBuilder &b, ArrayRef<tc::RecvOp> recvs, GradientSums &sums) {
+    for (tc::RecvOp recv : recvs) {
+      if (recv.getGradient() || !isFloatTensor(recv.getResult()))
+        continue;
+      sums.settle(recv.getResult());
+      Value g = sums.grads.lookup(recv.getResult());
+      Location loc = tc::phaseLoc("gradient of " + recv.getTensor().str() + " to stage " +
+                                      std::to_string(recv.getPeer()),
+                                  recv.getLoc(), tc::StepPhase::Backward);
+      if (!g) {
+        auto type = cast<RankedTensorType>(recv.getType());
+        g = b.create<tc::ConstantOp>(
+                 loc, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())))
+                .getResult();
+      }
+      b.create<tc::SendOp>(loc, g, recv.getPeer(), recv.getSlot(), /*gradient=*/true,
+                           recv.getTensor());
+    }
   }
 
   LogicalResult differentiate(ModuleOp module, func::FuncOp lossFunc) {
@@ -301,12 +376,26 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     module.push_back(step);
     Block &body = step.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() == 0 ||
-        cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() != 0)
+    // A pipeline stage before the last sends activations on and has no
+    // loss: each sent tensor's gradient, received back, seeds its backward.
+    SmallVector<tc::SendOp> sends;
+    SmallVector<tc::RecvOp> recvs;
+    step.walk([&](tc::SendOp op) { sends.push_back(op); });
+    step.walk([&](tc::RecvOp op) { recvs.push_back(op); });
+    bool hasLoss = ret.getNumOperands() > 0 &&
+                   cast<RankedTensorType>(ret.getOperand(0).getType()).getRank() == 0 &&
+                   !step.getResultAttr(0, tc::kUpdateAttrName);
+    if (!hasLoss && sends.empty())
       return step.emitError("@loss must return the scalar loss first");
-    Value lossValue = ret.getOperand(0);
+    Value lossValue = hasLoss ? ret.getOperand(0) : Value();
+    SmallVector<Value> seeds;
+    if (lossValue)
+      seeds.push_back(lossValue);
+    for (tc::SendOp send : sends)
+      if (isFloatTensor(send.getValue()))
+        seeds.push_back(send.getValue());
 
-    FailureOr<Activity> activity = findActive(module, step, lossValue);
+    FailureOr<Activity> activity = findActive(module, step, seeds);
     if (failed(activity))
       return failure();
     llvm::DenseSet<Value> &varying = activity->varying, &useful = activity->useful;
@@ -316,28 +405,12 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     OpBuilder b(ret);
     GradientSums sums(b);
     auto &grads = sums.grads;
-    auto one = RankedTensorType::get({}, cast<RankedTensorType>(lossValue.getType()).getElementType());
-    Location seedLoc =
-        tc::phaseLoc("backward of the loss", b.getUnknownLoc(), tc::StepPhase::Backward);
-    if (Attribute scaling = module->getAttr(tc::kLossScaleAttrName)) {
-      // GradScaler's scale(loss).backward(): d (scale * loss) = scale.
-      if (!one.getElementType().isF32())
-        return step.emitError("loss scaling needs an f32 loss, got ") << lossValue.getType();
-      if (auto fixed = dyn_cast<FloatAttr>(scaling)) {
-        grads[lossValue] =
-            b.create<tc::ConstantOp>(tc::phaseLoc("backward of the loss (scaled)",
-                                                  b.getUnknownLoc(), tc::StepPhase::Backward),
-                                     DenseElementsAttr::get(one, static_cast<float>(
-                                                                     fixed.getValueAsDouble())))
-                .getResult();
-      } else {
-        grads[lossValue] = tc::addState(step, one, tc::StateRole::LossScale, {},
-                                        static_cast<float>(rt::kInitialLossScale));
-      }
-    } else {
-      grads[lossValue] =
-          b.create<tc::ConstantOp>(seedLoc, DenseElementsAttr::get(one, 1.0f)).getResult();
-    }
+    receiveGradients(b, sends, [&](Value v, Value g) {
+      if (active(v))
+        sums.accumulate(v, g, g.getLoc());
+    });
+    if (lossValue && failed(seedLoss(module, step, b, lossValue, grads)))
+      return failure();
 
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
@@ -378,9 +451,15 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
         o->setLoc(gradLoc);
     }
 
+    sendGradients(b, recvs, sums);
+
     // Return the loss, then one gradient per differentiated parameter.
-    SmallVector<Value> results = {lossValue};
-    SmallVector<DictionaryAttr> attrs = {step.getResultAttrDict(0)};
+    SmallVector<Value> results;
+    SmallVector<DictionaryAttr> attrs;
+    if (lossValue) {
+      results.push_back(lossValue);
+      attrs.push_back(step.getResultAttrDict(0));
+    }
     for (unsigned index : params) {
       sums.settle(step.getArgument(index));
       Value g = grads.lookup(step.getArgument(index));
@@ -406,7 +485,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     }
     // The per-sample losses and the running-statistics updates of the
     // training forward go through as they are.
-    for (unsigned i = 1; i < ret.getNumOperands(); ++i)
+    for (unsigned i = lossValue ? 1 : 0; i < ret.getNumOperands(); ++i)
       if (step.getResultAttr(i, tc::kUpdateAttrName) ||
           step.getResultAttr(i, tc::kSampleLossesAttrName)) {
         results.push_back(ret.getOperand(i));

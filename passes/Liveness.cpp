@@ -152,6 +152,25 @@ BufferLiveness::BufferLiveness(Operation *op) {
     ++index;
   }
   ops = index;
+  // A pipeline stage's sent tensors stay until the step ends: the trainer
+  // sends them from their buffers after the step's part, and receives a
+  // gradient while they are still on their way.
+  // Its received tensors arrive before the step's part that reads them
+  // runs: an activation before the step, a gradient before the part that
+  // starts at the first received gradient.
+  int64_t at = 0, backwardPart = -1;
+  for (Operation &inner : body) {
+    if (auto send = dyn_cast<tc::SendOp>(inner))
+      if (auto it = owner.find(rootOf(send.getValue())); it != owner.end())
+        lives[it->second].last = ops - 1;
+    if (auto recv = dyn_cast<tc::RecvOp>(inner)) {
+      if (recv.getGradient() && backwardPart < 0)
+        backwardPart = at;
+      if (auto it = owner.find(recv.getResult()); it != owner.end())
+        lives[it->second].first = recv.getGradient() ? backwardPart : 0;
+    }
+    ++at;
+  }
 
   // Kinds: gradients are what the optimizer's updates read as gradients,
   // or what the step returns as tc.grad; a parameter's cast is its weight

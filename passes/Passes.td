@@ -521,6 +521,54 @@ def AttachLoss : Pass<"trainc-loss", "mlir::ModuleOp"> {
   ];
 }
 
+def PipelineStages : Pass<"trainc-pipeline-stages", "mlir::ModuleOp"> {
+  let summary = "pipeline parallelism: @loss cut into the stages' @stageK_loss";
+  let description = [{
+    With `stages` S > 1, cuts `@loss` (after the mixed-precision phase) into
+    S functions `@stage0_loss` ... `@stage<S-1>_loss`, the ops of each stage
+    in their order, and erases `@loss`; `@forward` stays whole (prediction
+    and export). The module gets `tc.pipeline_stages = S`.
+
+    Every op that reads a parameter, directly or through another such op,
+    belongs to one stage: the cuts lie between them, after S - 1 of them.
+    An op that reads no parameter (constants, masks of the labels, position
+    ids) is cloned into every stage that reads it. A stage's function takes
+    the arguments its ops read (parameters, inputs, labels, sample weights,
+    the dropout key) and returns the results of `@loss` its ops compute: the
+    last stage the loss and the per-sample losses, each stage its batch
+    norms' running-statistics updates.
+
+    What crosses a cut is explicit: the stage before ends with one
+    `tc.send ... to stage k+1 slot i` per tensor defined before the cut and
+    read after it, the stage after starts with the matching
+    `tc.recv from stage k slot i`. A tensor read two stages later (a skip
+    connection) is received and sent on by the stages between. Autodiff adds
+    the backward's sends and receives.
+
+    The cuts: `boundaries` (ONNX node names, in graph order) cut after the
+    last op of each named node; without them the pass picks the S - 1 cuts
+    that minimize the largest stage's estimated time (FLOPs and bytes of
+    each op, forward and backward), among cuts crossed by at most four
+    tensors. A cut never separates two readers of one parameter (tied
+    weights stay in one stage), and every stage reads a trainable
+    parameter. An impossible request is an error naming the node or the
+    parameter. Each stage's function records its estimated time
+    (`tc.stage_cost`, seconds at the reference rates of OpCost.h) and the
+    bytes it sends forward (`tc.stage_send_bytes`).
+
+    In `trainc compile` it is the phase `pipeline` (`--pipeline-stages`,
+    `--stage-boundaries`), after `mixed-precision`; the compiler then builds
+    each stage's module from its function and runs the later phases on each.
+    It must not fire with S = 1.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "pipeline stages (1: the pass does nothing)">,
+    ListOption<"boundaries", "boundaries", "std::string",
+               "the ONNX nodes after which the stages are cut, in graph order">
+  ];
+}
+
 def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   let summary = "reverse-mode differentiation of @loss into @train_step";
   let description = [{

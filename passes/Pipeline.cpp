@@ -13,6 +13,8 @@
 #include "passes/Pipeline.h"
 #include "passes/Passes.h"
 
+#include "ir/TcOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
@@ -22,6 +24,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
 #include <functional>
@@ -78,6 +82,16 @@ const std::vector<Phase> &phases() {
          mixed.precision = o.precision;
          mixed.lossScale = o.lossScale;
          pm.addPass(trainc::createMixedPrecision(mixed));
+         return true;
+       }},
+      {"pipeline", true,
+       [](OpPassManager &pm, const trainc::PipelineOptions &o) {
+         if (o.pipelineStages <= 1)
+           return false;
+         trainc::PipelineStagesOptions cut;
+         cut.stages = o.pipelineStages;
+         cut.boundaries = o.stageBoundaries;
+         pm.addPass(trainc::createPipelineStages(cut));
          return true;
        }},
       {"autodiff", true,
@@ -170,13 +184,15 @@ const std::vector<Phase> &phases() {
   return list;
 }
 
-LogicalResult dump(ModuleOp module, llvm::StringRef dir, int index, llvm::StringRef name) {
+LogicalResult dump(ModuleOp module, llvm::StringRef dir, int index, llvm::StringRef name,
+                   llvm::StringRef suffix = "") {
   if (dir.empty())
     return success();
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return module.emitError("cannot create --dump-ir folder '") << dir << "': " << ec.message();
   llvm::SmallString<256> path(dir);
-  std::string file = (index < 10 ? "0" : "") + std::to_string(index) + "-" + name.str() + ".mlir";
+  std::string file = (index < 10 ? "0" : "") + std::to_string(index) + "-" + name.str() +
+                     suffix.str() + ".mlir";
   llvm::sys::path::append(path, file);
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
@@ -215,6 +231,8 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
   Option<trainc::Remat> remat{*this, "remat", llvm::cl::init(trainc::Remat::None)};
   Option<int64_t> memoryBudget{*this, "memory-budget", llvm::cl::init(0)};
   Option<int64_t> gradAccum{*this, "grad-accum", llvm::cl::init(1)};
+  Option<int64_t> pipelineStages{*this, "pipeline-stages", llvm::cl::init(1)};
+  ListOption<std::string> stageBoundaries{*this, "stage-boundaries"};
   Option<trainc::Fusion> fusion{*this, "fuse", llvm::cl::init(trainc::Fusion::Auto)};
 
   trainc::PipelineOptions bind() const {
@@ -244,6 +262,8 @@ struct PhaseOptions : PassPipelineOptions<PhaseOptions> {
     o.remat = remat;
     o.memoryBudget = memoryBudget;
     o.gradAccum = gradAccum;
+    o.pipelineStages = pipelineStages;
+    o.stageBoundaries.assign(stageBoundaries.begin(), stageBoundaries.end());
     o.fusion = fusion;
     return o;
   }
@@ -312,7 +332,8 @@ void trainc::registerPipelineCLOptions() {
 }
 
 LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &options) {
-  if (options.startAfter.empty() && failed(dump(module, options.dumpDir, 1, "import")))
+  if (options.startAfter.empty() &&
+      failed(dump(module, options.dumpDir, 1, "import", options.dumpSuffix)))
     return failure();
   // --mlir-timing: one report for the whole pipeline, a scope per phase.
   DefaultTimingManager timing;
@@ -340,10 +361,36 @@ LogicalResult trainc::runPipeline(ModuleOp module, const PipelineOptions &option
     if (active && timing.isEnabled())
       pm.enableTiming(phaseTiming);
     if (failed(pm.run(module)) ||
-        failed(dump(module, options.dumpDir, index++, phase.name)))
+        failed(dump(module, options.dumpDir, index++, phase.name, options.dumpSuffix)))
       return failure();
-    if (options.stopAfter == phase.name)
+    if (options.stopAfter == phase.name ||
+        (active && phase.name == llvm::StringRef(kPipelinePhase)))
       break;
   }
   return success();
+}
+
+std::vector<OwningOpRef<ModuleOp>> trainc::stageModules(ModuleOp cut) {
+  std::vector<OwningOpRef<ModuleOp>> stages;
+  auto count = cut->getAttrOfType<IntegerAttr>(tc::kPipelineStagesAttrName);
+  for (int64_t k = 0; count && k < count.getInt(); ++k) {
+    OwningOpRef<ModuleOp> stage = cut.clone();
+    std::string mine = "stage" + std::to_string(k) + "_loss";
+    for (auto fn : llvm::make_early_inc_range(stage->getOps<func::FuncOp>()))
+      if (fn.getSymName() != mine)
+        fn.erase();
+    auto loss = stage->lookupSymbol<func::FuncOp>(mine);
+    loss.setSymName("loss");
+    llvm::DenseSet<Attribute> read;
+    for (unsigned i = 0; i < loss.getNumArguments(); ++i)
+      if (Attribute symbol = loss.getArgAttr(i, tc::kParamAttrName))
+        read.insert(symbol);
+    for (auto param : llvm::make_early_inc_range(stage->getOps<tc::ParamOp>()))
+      if (!read.contains(FlatSymbolRefAttr::get(param.getSymNameAttr())))
+        param.erase();
+    (*stage)->setAttr(tc::kPipelineStageAttrName,
+                      Builder(cut.getContext()).getI64IntegerAttr(k));
+    stages.push_back(std::move(stage));
+  }
+  return stages;
 }

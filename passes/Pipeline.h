@@ -75,6 +75,12 @@ struct PipelineOptions {
   Remat remat = Remat::None;
   /// With remat: bytes the step's peak of live bytes may reach (0: none).
   int64_t memoryBudget = 0;
+  /// Pipeline parallelism: the stages the pipeline phase cuts @loss into
+  /// (1: the phase is left out) and the ONNX nodes it cuts after (empty: it
+  /// chooses). runPipeline stops after that phase when it cuts: the later
+  /// phases run on each stage's module (see stageModules).
+  int64_t pipelineStages = 1;
+  std::vector<std::string> stageBoundaries;
   /// Gradient accumulation: the trainer's default micro-batches per
   /// optimizer step (1: the grad-accum phase is left out).
   int64_t gradAccum = 1;
@@ -88,6 +94,8 @@ struct PipelineOptions {
   /// With a non-empty folder, write `NN-PHASE.mlir` after import and every
   /// phase.
   std::string dumpDir;
+  /// Added to the dumped files' names before ".mlir" (a stage's ".stage1").
+  std::string dumpSuffix;
   /// Apply MLIR's pass-manager and timing command-line options
   /// (--mlir-print-ir-after-all, --mlir-timing, ...) to every phase; the
   /// tool must have called registerPipelineCLOptions.
@@ -106,6 +114,14 @@ void registerPipelineCLOptions();
 /// replays one phase on a dumped or --compile-to IR, e.g.
 ///   trainc-opt --pass-pipeline='builtin.module(trainc-phase-optimizer{optimizer=adamw})'
 void registerPhasePipelines();
+
+/// The phase that cuts @loss into pipeline stages (--pipeline-stages).
+inline constexpr const char *kPipelinePhase = "pipeline";
+
+/// The module of each pipeline stage, from a module the pipeline phase cut:
+/// stage k's has its @stage<k>_loss as @loss, the parameters that function
+/// reads, no @forward, and `tc.pipeline_stage = k`.
+std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stageModules(mlir::ModuleOp cut);
 
 /// Runs the phases. Diagnostics go through the context's handler.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, const PipelineOptions &options);

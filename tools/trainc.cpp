@@ -266,6 +266,23 @@ cl::opt<int64_t> selectBatch(
              "sample's loss over B candidates (no backward, its own arena), from which the "
              "trainer's --select picks the --batch-size samples each step trains"),
     cl::value_desc("B"), cl::init(0), cl::cat(category));
+cl::opt<int64_t> pipelineStages(
+    "pipeline-stages",
+    cl::desc("Pipeline parallelism (needs --optimizer): cut the training graph into S stages, "
+             "each with its own forward, backward, update and memory plan, run one per rank "
+             "under mpirun (stage-major, with --data-parallel S x D ranks) with the 1F1B "
+             "schedule over --micro-batches; the cuts balance the stages' estimated time"),
+    cl::value_desc("S"), cl::init(1), cl::cat(category));
+cl::list<std::string> stageBoundaries(
+    "stage-boundaries",
+    cl::desc("With --pipeline-stages: cut after these ONNX nodes (graph order) instead of "
+             "choosing the cuts"),
+    cl::value_desc("NODE,NODE"), cl::CommaSeparated, cl::cat(category));
+cl::opt<int64_t> microBatches(
+    "micro-batches",
+    cl::desc("With --pipeline-stages: the micro-batches (of --batch-size) of one optimizer "
+             "step, the trainer's default (its --micro-batches chooses another; default 2 S)"),
+    cl::value_desc("M"), cl::init(0), cl::cat(category));
 cl::opt<bool> dataParallel(
     "data-parallel",
     cl::desc("Data parallelism (needs --loss): the allreduce phase sums the step's gradients "
@@ -680,6 +697,13 @@ bool loadClassWeights(const std::string &path, std::vector<double> &values) {
   return true;
 }
 
+/// --pipeline-stages, or one more than the --stage-boundaries.
+int64_t stageCount() {
+  if (pipelineStages.getNumOccurrences() || stageBoundaries.empty())
+    return pipelineStages;
+  return static_cast<int64_t>(stageBoundaries.size()) + 1;
+}
+
 trainc::PipelineOptions pipelineFromCommandLine() {
   trainc::PipelineOptions pipeline;
   if (training())
@@ -720,6 +744,10 @@ trainc::PipelineOptions pipelineFromCommandLine() {
   if (auto budget = trainc::parseByteSize(memoryBudget))
     pipeline.memoryBudget = *budget;
   pipeline.gradAccum = gradAccum;
+  pipeline.pipelineStages = stageCount();
+  pipeline.stageBoundaries.assign(stageBoundaries.begin(), stageBoundaries.end());
+  if (pipeline.pipelineStages > 1)
+    pipeline.gradAccum = microBatches ? microBatches.getValue() : 2 * pipeline.pipelineStages;
   pipeline.dataParallel = dataParallel;
   if (auto bucket = trainc::parseByteSize(bucketSize))
     pipeline.bucketBytes = *bucket;
@@ -1157,6 +1185,46 @@ bool checkLossAndClippingFlags() {
 /// The flags of training (--grad-accum, --data-parallel, --precision,
 /// --loss-scale, --optimizer, ...): each needs the others it works with, and
 /// --compile-to a phase that runs.
+/// --pipeline-stages builds a trainer; what needs every stage's gradients
+/// at once is not there yet.
+bool checkPipelineFlags() {
+  const int64_t stages = stageCount();
+  if (stages < 1 || stages > 1024) {
+    errs() << "error: --pipeline-stages takes a number of stages from 1 to 1024, got "
+           << stages << "\n";
+    return false;
+  }
+  if (microBatches.getNumOccurrences() && stages == 1) {
+    errs() << "error: --micro-batches is the schedule of --pipeline-stages (for one stage, "
+              "--grad-accum)\n";
+    return false;
+  }
+  if (stages == 1)
+    return true;
+  const char *refusal = nullptr;
+  if (!hasOptimizer() || !training())
+    refusal = "needs --loss and --optimizer: it builds a trainer";
+  else if (microBatches.getNumOccurrences() && (microBatches < 1 || microBatches > 1000000))
+    refusal = "--micro-batches takes a number from 1 to 1000000";
+  else if (gradAccum > 1)
+    refusal = "and --grad-accum: the micro-batches are the accumulation (--micro-batches)";
+  else if (selectBatch > 0)
+    refusal = "and --select-batch: the selection entry is one process's forward";
+  else if (clipGradNorm > 0 || logGradNorm)
+    refusal = "and --clip-grad-norm or --log-grad-norm: the global norm would need every "
+              "stage's gradients";
+  else if (precisionMode == Precision::Fp16 &&
+           (!lossScaleMode.getNumOccurrences() ||
+            lossScaleMode.scaling == trainc::rt::LossScaling::Dynamic))
+    refusal = "and a dynamic fp16 loss scale: every stage would have to skip the same steps "
+              "(use --precision=bf16, or --loss-scale=VALUE)";
+  if (refusal) {
+    errs() << "error: --pipeline-stages " << refusal << "\n";
+    return false;
+  }
+  return true;
+}
+
 bool checkTrainingFlags() {
   if (gradAccum < 1 || gradAccum > 1000000) {
     errs() << "error: --grad-accum takes a number of micro-batches from 1 to 1000000, got "
@@ -1332,7 +1400,8 @@ bool addExportTemplate(mlir::ModuleOp module, StringRef buildDir, const std::str
 /// The program from the compiled module: PROG.build/ keeps the final IR, the
 /// source and the compiler's log; then the C++ or CUDA compiler builds PROG.
 int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string> &archs,
-                 const std::string &importedFingerprint) {
+                 const std::string &importedFingerprint,
+                 llvm::ArrayRef<mlir::ModuleOp> stages = {}) {
   if (outputPath == "-") {
     errs() << (emitKind == EmitKind::Source
                    ? "error: --emit=source needs -o FILE: the source reads the model's "
@@ -1353,7 +1422,13 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
   sys::path::append(sourcePath, stem + (cuda ? ".cu" : ".cpp"));
   sys::path::append(blobPath, stem + ".params.bin");
   sys::path::append(logPath, stem + ".compile.log");
-  if (!writeFile(irPath, [&](raw_ostream &os) { module.print(os, printingFlags()); }))
+  if (!writeFile(irPath, [&](raw_ostream &os) {
+        module.print(os, printingFlags());
+        for (mlir::ModuleOp stage : stages) {
+          os << "\n// -----\n";
+          stage.print(os, printingFlags());
+        }
+      }))
     return 1;
 
   trainc::codegen::EmitOptions emit;
@@ -1373,7 +1448,10 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
   std::string source;
   std::vector<char> blob;
   raw_string_ostream sourceStream(source);
-  if (failed(trainc::codegen::emitProgram(module, emit, sourceStream, blob)))
+  emit.microBatches = stages.empty() ? 0 : pipelineFromCommandLine().gradAccum;
+  if (failed(stages.empty()
+                 ? trainc::codegen::emitProgram(module, emit, sourceStream, blob)
+                 : trainc::codegen::emitPipelineProgram(module, stages, emit, sourceStream, blob)))
     return 1;
   if (!writeFile(sourcePath, [&](raw_ostream &os) { os << source; }) ||
       !writeFile(blobPath, [&](raw_ostream &os) { os.write(blob.data(), blob.size()); }))
@@ -1386,15 +1464,45 @@ int writeProgram(mlir::ModuleOp module, bool cuda, const std::vector<std::string
   build.sourcePath = sourcePath.str().str();
   build.outputPath = outputPath;
   build.logPath = logPath.str().str();
-  build.mpi = dataParallel;
+  build.mpi = dataParallel || !stages.empty();
   return trainc::codegen::buildProgram(build, errs()) ? 0 : 1;
 }
 
 /// The phases; with --select-batch, the selection entry joins the module
 /// after trainc::kSelectEntryAfter, built from the model imported at the
 /// selection batch size.
+using StageModules = std::vector<mlir::OwningOpRef<mlir::ModuleOp>>;
+
+/// --pipeline-stages: the phases up to the cut on the model, then the later
+/// phases on each stage's module (`stages`) and, for prediction and
+/// --export, on the model's @forward.
+mlir::LogicalResult runStagePhases(mlir::ModuleOp module, const trainc::PipelineOptions &pipeline,
+                                   StageModules &stages) {
+  if (failed(trainc::runPipeline(module, pipeline)))
+    return mlir::failure();
+  if (!module->hasAttr(trainc::tc::kPipelineStagesAttrName) ||
+      pipeline.stopAfter == trainc::kPipelinePhase)
+    return mlir::success();
+  stages = trainc::stageModules(module);
+  for (auto fn : llvm::make_early_inc_range(module.getOps<mlir::func::FuncOp>()))
+    if (fn.getSymName() != "forward")
+      fn.erase();
+  trainc::PipelineOptions rest = pipeline;
+  rest.startAfter = trainc::kPipelinePhase;
+  if (failed(trainc::runPipeline(module, rest)))
+    return mlir::failure();
+  for (size_t k = 0; k < stages.size(); ++k) {
+    rest.dumpSuffix = ".stage" + std::to_string(k);
+    if (failed(trainc::runPipeline(*stages[k], rest)))
+      return mlir::failure();
+  }
+  return mlir::success();
+}
+
 mlir::LogicalResult runPhases(mlir::MLIRContext &context, mlir::ModuleOp module,
-                              const trainc::PipelineOptions &pipeline) {
+                              const trainc::PipelineOptions &pipeline, StageModules &stages) {
+  if (pipeline.pipelineStages > 1)
+    return runStagePhases(module, pipeline, stages);
   if (selectBatch == 0)
     return trainc::runPipeline(module, pipeline);
   trainc::PipelineOptions first = pipeline;
@@ -1448,8 +1556,39 @@ bool checkSelectFlags() {
   return true;
 }
 
+/// --pipeline-stages after the phases: the report, the IR (the model's
+/// @forward, then each stage's module, separated as trainc-opt
+/// --split-input-file reads them) or the program.
+int finishStages(mlir::ModuleOp module, StageModules &stages, bool cuda,
+                 const std::vector<std::string> &archs, const std::string &importedFingerprint) {
+  if (!deviceMemory.empty()) {
+    errs() << "error: --device-memory searches one process's batch size; with "
+              "--pipeline-stages, --report-memory shows each stage's peak\n";
+    return 1;
+  }
+  if (reportMemory)
+    for (size_t k = 0; k < stages.size(); ++k) {
+      outs() << "stage " << k << ":\n";
+      printMemoryReport(*stages[k], outs());
+    }
+  if (!compileTo.empty() || emitKind == EmitKind::Mlir)
+    return writeOutput([&](raw_ostream &os) {
+      module.print(os, printingFlags());
+      for (auto &stage : stages) {
+        os << "\n// -----\n";
+        stage->print(os, printingFlags());
+      }
+      os << "\n";
+    });
+  std::vector<mlir::ModuleOp> planned;
+  for (auto &stage : stages)
+    planned.push_back(*stage);
+  return writeProgram(module, cuda, archs, importedFingerprint, planned);
+}
+
 int runCompile() {
-  if (!checkModeFlags() || !checkTrainingFlags() || !checkOutputPath() || !checkSelectFlags())
+  if (!checkModeFlags() || !checkTrainingFlags() || !checkPipelineFlags() ||
+      !checkOutputPath() || !checkSelectFlags())
     return 1;
   const bool cuda = cudaTarget();
   std::optional<std::vector<std::string>> archs = parseCudaArchs();
@@ -1467,8 +1606,11 @@ int runCompile() {
     return mlir::success();
   });
   trainc::PipelineOptions pipeline = pipelineFromCommandLine();
-  if (compileTo != "import" && failed(runPhases(context, *module, pipeline)))
+  StageModules stages;
+  if (compileTo != "import" && failed(runPhases(context, *module, pipeline, stages)))
     return 1;
+  if (!stages.empty())
+    return finishStages(*module, stages, cuda, *archs, importedFingerprint);
   if (reportMemory)
     printMemoryReport(*module, outs());
   noteSlowSpeedFlags(*module, pipeline, reportMemory);

@@ -108,6 +108,28 @@ struct TrainArgs {
   /// call takes on the host: a GEMM that accumulates a gradient takes
   /// GradAccumWeight and GradAccumKeep as its alpha and beta.
   const float *const *hostHypers;
+  /// A pipeline stage: where each of TrainStep::links lives, which the
+  /// step's links function writes (null elsewhere).
+  void **links = nullptr;
+};
+
+/// Pipeline parallelism: one tensor a stage's step sends to or receives
+/// from a neighbouring stage (the IR's tc.send and tc.recv), in the order
+/// the step issues them. The step reads a received tensor and leaves a sent
+/// one in place: the trainer moves them, at the device pointers the links
+/// function gives, between the step's parts.
+struct PipelineLink {
+  /// What crosses the boundary (the ONNX tensor's node).
+  const char *tensor;
+  /// Sent (or received); a gradient going back (or an activation going on).
+  bool send;
+  bool gradient;
+  /// The other stage, and the tensor's number among those that cross
+  /// between the two stages in its direction.
+  int peer;
+  int slot;
+  DType dtype;
+  uint64_t bytes;
 };
 
 /// The training step. Generated code fills it with designated initializers
@@ -189,6 +211,17 @@ struct TrainStep {
   int dataParallelBuckets = 0;
   /// The target's communicator for runs under mpirun (null: none yet).
   Status (*createCommunicator)(std::unique_ptr<Communicator> &communicator) = nullptr;
+  /// A pipeline stage (Program::pipeline): what its steps send and receive;
+  /// `step` and `accumulate` run up to their first received gradient (the
+  /// forward, sends included), `stepBackward` and `accumulateBackward` the
+  /// rest (null in the last stage, whose steps receive no gradient); the
+  /// links functions write TrainArgs::links without running anything.
+  int numLinks = 0;
+  const PipelineLink *links = nullptr;
+  Status (*stepLinks)(Context &context, const TrainArgs &args) = nullptr;
+  Status (*stepBackward)(Context &context, const TrainArgs &args) = nullptr;
+  Status (*accumulateLinks)(Context &context, const TrainArgs &args) = nullptr;
+  Status (*accumulateBackward)(Context &context, const TrainArgs &args) = nullptr;
 };
 
 /// One piece of the exported file: the next `segmentBytes` bytes of
@@ -230,6 +263,19 @@ struct SelectStep {
   int libraryCalls;
 };
 
+struct Program;
+
+/// trainc compile --pipeline-stages: the model's training step cut into
+/// stages, each a program of its own (its parameters, training step and
+/// arena; no forward), run one per rank under mpirun, stage-major.
+struct Pipeline {
+  int numStages;
+  const Program *const *stages;
+  /// The micro-batches of one optimizer step (trainc compile
+  /// --micro-batches), the trainer's default.
+  int64_t microBatches;
+};
+
 struct Program {
   const char *modelName;
   /// "cpu" or "cuda".
@@ -265,6 +311,10 @@ struct Program {
   const char *modelFingerprint;
   /// The selection entry (trainc compile --select-batch), or null.
   const SelectStep *select = nullptr;
+  /// The stages of a pipeline-parallel trainer, or null. This program is
+  /// then the whole model's prediction program (forward, every parameter,
+  /// the export); `train` is null.
+  const Pipeline *pipeline = nullptr;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,
