@@ -169,7 +169,7 @@ LogicalResult ProgramEmitter::emitTrainStepTable(raw_ostream &os, func::FuncOp s
   fields.push_back({"padding", multiple ? cStringLiteral(lines) : "nullptr"});
   fields.push_back({"paddingCopyBytes", multiple && copyBytes ? copyBytes.getInt() : 0});
   fields.push_back({"dataParallelBuckets", buckets});
-  fields.push_back({"createCommunicator", !buckets               ? "nullptr"
+  fields.push_back({"createCommunicator", !buckets && train.links.empty() ? "nullptr"
                                           : !cuda                  ? "trainc::rt::createMpiCommunicator"
                                           : ncclAvailable()        ? "trainc::rt::createNcclCommunicator"
                                                                    : "nullptr"});

@@ -372,6 +372,11 @@ LogicalResult PipelineStagesPass::buildStages(ModuleOp module, const Graph &g,
       argTypes.push_back(loss.getArgument(a).getType());
       argLocs.push_back(loss.getArgument(a).getLoc());
     }
+    // A stage before the last returns the loss 0 first, as every training
+    // step does (its ABI): the loss is the last stage's.
+    const bool zeroLoss = s + 1 < count;
+    if (zeroLoss)
+      resultTypes.push_back(ret.getOperand(0).getType());
     for (unsigned k : results)
       resultTypes.push_back(ret.getOperand(k).getType());
     auto fn = b.create<func::FuncOp>(loss.getLoc(), "stage" + std::to_string(s) + "_loss",
@@ -382,8 +387,10 @@ LogicalResult PipelineStagesPass::buildStages(ModuleOp module, const Graph &g,
       fn.setArgAttrs(i, loss.getArgAttrDict(a));
       map.map(loss.getArgument(a), entry->getArgument(i));
     }
+    if (zeroLoss)
+      fn.setResultAttrs(0, loss.getResultAttrDict(0));
     for (auto [i, k] : llvm::enumerate(results))
-      fn.setResultAttrs(i, loss.getResultAttrDict(k));
+      fn.setResultAttrs(i + (zeroLoss ? 1 : 0), loss.getResultAttrDict(k));
     OpBuilder in = OpBuilder::atBlockEnd(entry);
     for (auto [slot, v] : llvm::enumerate(received)) {
       auto recv = in.create<tc::RecvOp>(v.getLoc(), v.getType(), s - 1,
@@ -405,6 +412,13 @@ LogicalResult PipelineStagesPass::buildStages(ModuleOp module, const Graph &g,
       sendBytes += valueBytes(v);
     }
     SmallVector<Value> returned;
+    if (zeroLoss) {
+      auto type = cast<RankedTensorType>(ret.getOperand(0).getType());
+      returned.push_back(
+          in.create<tc::ConstantOp>(NameLoc::get(in.getStringAttr("the loss is the last stage's")),
+                                    DenseElementsAttr::get(type, in.getZeroAttr(type.getElementType())))
+              .getResult());
+    }
     for (unsigned k : results)
       returned.push_back(map.lookup(ret.getOperand(k)));
     in.create<func::ReturnOp>(ret.getLoc(), returned);

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace trainc::rt {
 
@@ -41,14 +42,17 @@ Status mpiError(const char *what, int code) {
 
 class MpiCommunicator final : public Communicator {
 public:
-  MpiCommunicator(int rank, int size, bool anyThread)
-      : me(rank), ranks(size), anyThread(anyThread) {}
+  MpiCommunicator(MPI_Comm comm, int rank, int size, bool anyThread, bool world)
+      : comm(comm), me(rank), ranks(size), anyThread(anyThread), world(world) {}
   ~MpiCommunicator() override {
     stopWatchdog();
     // An error on this rank: the others would wait for it in their next
-    // sum, so the whole run stops (mpirun reports which rank).
-    if (!finished)
+    // sum, so the whole run stops (mpirun reports which rank). A part of
+    // the world (split) leaves that to the world's communicator.
+    if (!finished && world)
       MPI_Abort(MPI_COMM_WORLD, 1);
+    if (!world)
+      MPI_Comm_free(&comm);
   }
   int rank() const override { return me; }
   int size() const override { return ranks; }
@@ -61,14 +65,66 @@ public:
   Status finish() override {
     stopWatchdog();
     finished = true;
+    if (!world)
+      return Status();
     int code = MPI_Finalize();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Finalize", code);
+  }
+  Status startTransfer(bool send, void *data, int64_t bytes, int peer, int tag,
+                       int64_t &request) override {
+    if (bytes < 0 || bytes > INT_MAX)
+      return Status::error("MPI point to point: " + std::to_string(bytes) + " bytes at once");
+    if (peer < 0 || peer >= ranks || peer == me)
+      return Status::error("MPI point to point: no rank " + std::to_string(peer));
+    MPI_Request handle;
+    int code = send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &handle)
+                    : MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &handle);
+    if (code != MPI_SUCCESS)
+      return mpiError(send ? "MPI_Isend" : "MPI_Irecv", code);
+    request = static_cast<int64_t>(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i)
+      if (requests[i] == MPI_REQUEST_NULL) {
+        request = static_cast<int64_t>(i);
+        break;
+      }
+    if (request == static_cast<int64_t>(requests.size()))
+      requests.push_back(handle);
+    else
+      requests[request] = handle;
+    return Status();
+  }
+  Status waitTransfer(int64_t request) override {
+    if (request < 0 || request >= static_cast<int64_t>(requests.size()))
+      return Status::error("MPI point to point: no transfer " + std::to_string(request));
+    auto t0 = Clock::now();
+    begin();
+    int code = MPI_Wait(&requests[request], MPI_STATUS_IGNORE);
+    end();
+    spent += std::chrono::duration<double>(Clock::now() - t0).count();
+    requests[request] = MPI_REQUEST_NULL;
+    return code == MPI_SUCCESS ? Status() : mpiError("MPI_Wait", code);
+  }
+  Status split(int color, int key, std::unique_ptr<Communicator> &part) override {
+    MPI_Comm sub;
+    begin();
+    int code = MPI_Comm_split(comm, color, key, &sub);
+    end();
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Comm_split", code);
+    MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(sub, &rank);
+    MPI_Comm_size(sub, &size);
+    auto made = std::make_unique<MpiCommunicator>(sub, rank, size, anyThread, false);
+    made->setTimeout(timeout.count());
+    part = std::move(made);
+    return Status();
   }
   Status broadcast(void *data, int64_t bytes, int root) override {
     if (bytes < 0 || bytes > INT_MAX)
       return Status::error("MPI_Bcast: " + std::to_string(bytes) + " bytes at once");
     begin();
-    int code = MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+    int code = MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm);
     end();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Bcast", code);
   }
@@ -93,7 +149,7 @@ private:
       int part = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
       auto t0 = Clock::now();
       begin();
-      int code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, MPI_COMM_WORLD);
+      int code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, comm);
       end();
       spent += std::chrono::duration<double>(Clock::now() - t0).count();
       ++calls;
@@ -149,8 +205,10 @@ private:
     watchdog.join();
   }
 
+  MPI_Comm comm;
   int me, ranks;
-  bool anyThread;
+  bool anyThread, world;
+  std::vector<MPI_Request> requests;
   bool finished = false;
   int64_t calls = 0;
   double spent = 0;
@@ -180,7 +238,8 @@ Status createMpiCommunicator(std::unique_ptr<Communicator> &communicator) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  communicator = std::make_unique<MpiCommunicator>(rank, size, level >= MPI_THREAD_SERIALIZED);
+  communicator = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, rank, size,
+                                                   level >= MPI_THREAD_SERIALIZED, true);
   return Status();
 }
 

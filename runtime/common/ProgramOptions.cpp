@@ -214,7 +214,8 @@ std::string description(const char *argv0, const Program &program) {
          "          [--cycle-momentum true|false] [--base-momentum M] [--max-momentum M]\n"
          "          [--cyclic-mode triangular|triangular2|exp_range] [--cyclic-gamma G]\n"
          "          [--scale-growth-interval N]\n"
-         "          [--grad-accum K] [--cuda-graph on|off] [--cudnn-benchmark on|off]\n"
+         "          [--grad-accum K] [--micro-batches M] [--cuda-graph on|off]\n"
+         "          [--cudnn-benchmark on|off]\n"
          "          [--cudnn-cache FILE|off] [--deterministic] [--comm-timeout SECONDS]\n"
          "          [--comm-overlap auto|on|off]\n"
          "          [--ema-decay D [--ema-warmup] | --swa-start S [--swa-every E]\n"
@@ -521,6 +522,9 @@ void define(Parser &parser, Options &options) {
                  "batches per optimizer step (a program compiled with --grad-accum; its K "
                  "by default): the step's gradient is the group's mean, a short last group "
                  "included");
+  parser.integer("--micro-batches", t.microBatches, 1, 1000000, "M",
+                 "a pipeline-parallel trainer's micro-batches per optimizer step (its "
+                 "compiled --micro-batches by default), run in the 1F1B order");
   onOff(parser, "--cuda-graph", t.cudaGraph,
         "on (default): record the training step as a CUDA graph at its second run and "
         "replay it with one launch; off: launch its kernels one by one (no effect on the "

@@ -79,6 +79,9 @@ struct TrainOptions {
   /// Gradient accumulation: micro-batches (of the compiled batch size) per
   /// optimizer step (0: the program's default, TrainStep::gradAccum).
   int64_t gradAccum = 0;
+  /// A pipeline-parallel trainer's micro-batches per optimizer step (0: the
+  /// program's default, Pipeline::microBatches).
+  int64_t microBatches = 0;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps, trustCoefficient;
   /// The max_grad_norm of a step compiled with --clip-grad-norm (NaN: the

@@ -22,9 +22,10 @@ SlotLayout slotLayout(const TrainStep &train) {
 }
 
 StepPipeline::StepPipeline(RunDevice &device, const TrainStep &train, const TrainingData &data,
-                           int64_t batch, int workers, bool cudaGraph)
+                           int64_t batch, int workers, bool cudaGraph, int deviceSlots)
     : device(device), context(*device.context), train(train), data(data),
       layout(slotLayout(train)), batch(batch), hostSlotCount(workers + 2),
+      deviceSlotCount(deviceSlots),
       deviceBlock(nullptr, DeviceFree{&context}),
       deviceSampleLosses(nullptr, DeviceFree{&context}), hostBlock(nullptr, HostFree{&context}),
       hostLoss(nullptr, HostFree{&context}), hostSampleLosses(nullptr, HostFree{&context}),
@@ -36,19 +37,19 @@ StepPipeline::~StepPipeline() {
 }
 
 Status StepPipeline::init() {
-  TRAINC_RETURN_IF_ERROR(allocateDevice(context, (kDeviceSlots + 1) * layout.bytes, deviceBlock));
+  TRAINC_RETURN_IF_ERROR(allocateDevice(context, deviceSlotCount * (layout.bytes + 256), deviceBlock));
   TRAINC_RETURN_IF_ERROR(allocatePinned(context, hostSlotCount * layout.bytes, hostBlock));
-  TRAINC_RETURN_IF_ERROR(allocatePinned(context, kDeviceSlots * 256, hostLoss));
+  TRAINC_RETURN_IF_ERROR(allocatePinned(context, deviceSlotCount * 256, hostLoss));
   const uint64_t sampleLossBytes = static_cast<uint64_t>(train.sampleLosses) * 4;
   if (sampleLossBytes > 0) {
     TRAINC_RETURN_IF_ERROR(
-        allocateDevice(context, kDeviceSlots * sampleLossBytes, deviceSampleLosses));
+        allocateDevice(context, deviceSlotCount * sampleLossBytes, deviceSampleLosses));
     TRAINC_RETURN_IF_ERROR(
-        allocatePinned(context, kDeviceSlots * sampleLossBytes, hostSampleLosses));
+        allocatePinned(context, deviceSlotCount * sampleLossBytes, hostSampleLosses));
   }
-  inputPtrs.resize(kDeviceSlots);
-  hyperPtrs.resize(kDeviceSlots);
-  for (int d = 0; d < kDeviceSlots; ++d) {
+  inputPtrs.resize(deviceSlotCount);
+  hyperPtrs.resize(deviceSlotCount);
+  for (int d = 0; d < deviceSlotCount; ++d) {
     for (uint64_t at : layout.inputs)
       inputPtrs[d].push_back(deviceSlot(d) + at);
     for (uint64_t at : layout.hypers)
@@ -65,7 +66,7 @@ Status StepPipeline::init() {
     for (uint64_t at : layout.hypers)
       hostHyperPtrs[h].push_back(reinterpret_cast<const float *>(hostSlot(h) + at));
   uploaded.resize(hostSlotCount);
-  computed.resize(kDeviceSlots);
+  computed.resize(deviceSlotCount);
   for (int &event : uploaded)
     TRAINC_RETURN_IF_ERROR(context.createEvent(&event));
   for (int &event : computed)
@@ -91,7 +92,7 @@ Status StepPipeline::submit(int h, const int64_t *order, int64_t first, int64_t 
 
 Status StepPipeline::upload(int64_t n, int h) {
   const int d = deviceSlotOf(n);
-  if (n >= kDeviceSlots)
+  if (n >= deviceSlotCount)
     TRAINC_RETURN_IF_ERROR(context.queueWait(Context::Queue::Upload, computed[d]));
   TRAINC_RETURN_IF_ERROR(context.uploadAsync(deviceSlot(d), hostSlot(h), layout.bytes));
   TRAINC_RETURN_IF_ERROR(context.recordEvent(uploaded[h], Context::Queue::Upload));
@@ -100,9 +101,7 @@ Status StepPipeline::upload(int64_t n, int h) {
 }
 
 Status StepPipeline::run(int64_t n, int h, bool last) {
-  const int d = deviceSlotOf(n);
-  args[d].hostHypers = hostHyperPtrs[h].data();
-  return graphs.run(last, d, args[d]);
+  return graphs.run(last, deviceSlotOf(n), argsOf(n, h));
 }
 
 Status StepPipeline::queueLossReadback(int d) {

@@ -110,12 +110,12 @@ private:
 
 class StepPipeline {
 public:
-  static constexpr int kDeviceSlots = 2;
-
   /// `order` (the epoch's sample order) must outlive the pipeline: the
-  /// workers read it.
+  /// workers read it. `deviceSlots`: the launches whose inputs are on the
+  /// device at once (2: one runs while the next uploads; a pipeline stage
+  /// keeps its micro-batches in flight until their backward).
   StepPipeline(RunDevice &device, const TrainStep &train, const TrainingData &data,
-               int64_t batch, int workers, bool cudaGraph);
+               int64_t batch, int workers, bool cudaGraph, int deviceSlots = 2);
   /// Whatever way the run ends, the device finishes the copies that read or
   /// write the pinned slots before they are freed.
   ~StepPipeline();
@@ -129,7 +129,14 @@ public:
   /// Where launch `n` (0-based, in the run) fills and uploads from, and the
   /// device slot it runs from.
   int hostSlotOf(int64_t n) const { return static_cast<int>(n % hostSlotCount); }
-  static int deviceSlotOf(int64_t n) { return static_cast<int>(n % kDeviceSlots); }
+  int deviceSlotOf(int64_t n) const { return static_cast<int>(n % deviceSlotCount); }
+  int deviceSlots() const { return deviceSlotCount; }
+  /// The arguments launch `n` from host slot `h` runs with.
+  const TrainArgs &argsOf(int64_t n, int h) {
+    TrainArgs &a = args[deviceSlotOf(n)];
+    a.hostHypers = hostHyperPtrs[h].data();
+    return a;
+  }
 
   /// Step input `input` and hyperparameter `hyper` in host slot `h`.
   char *input(int h, int input) { return hostSlot(h) + layout.inputs[input]; }
@@ -174,7 +181,7 @@ private:
   char *hostSlot(int h) { return static_cast<char *>(hostBlock.get()) + h * layout.bytes; }
   char *deviceSlot(int d) { return static_cast<char *>(deviceBlock.get()) + d * layout.bytes; }
   /// The losses live after the device slots, 256 bytes apart.
-  void *deviceLoss(int d) { return deviceSlot(kDeviceSlots) + d * 256; }
+  void *deviceLoss(int d) { return deviceSlot(deviceSlotCount) + d * 256; }
 
   RunDevice &device;
   Context &context;
@@ -183,6 +190,7 @@ private:
   const SlotLayout layout;
   const int64_t batch;
   const int hostSlotCount;
+  const int deviceSlotCount;
   DevicePtr deviceBlock, deviceSampleLosses;
   HostPtr hostBlock, hostLoss, hostSampleLosses;
   std::vector<std::vector<void *>> inputPtrs, hyperPtrs;

@@ -200,6 +200,26 @@ Status TrainCheckpoints::save(const std::string &dir,
 
 Status exportTrainedModel(Context &context, const Program &program,
                           const std::vector<void *> &params, const std::string &path) {
+  return exportTrainedModel(
+      program,
+      [&](int index, void *host) {
+        return context.copyToHost(host, params[index], program.params[index].bytes);
+      },
+      path);
+}
+
+Status saveTrainedParams(Context &context, const Program &program,
+                         const std::vector<void *> &params, const std::string &dir) {
+  return saveTrainedParams(
+      program,
+      [&](int index, void *host) {
+        return context.copyToHost(host, params[index], program.params[index].bytes);
+      },
+      dir);
+}
+
+Status exportTrainedModel(const Program &program, const ParamFetch &fetch,
+                          const std::string &path) {
   const ExportInfo *info = program.exportInfo;
   uint64_t largest = 0;
   TRAINC_RETURN_IF_ERROR(checkExportLayout(program, largest));
@@ -213,8 +233,7 @@ Status exportTrainedModel(Context &context, const Program &program,
     segment += piece.segmentBytes;
     if (piece.param < 0)
       continue;
-    TRAINC_RETURN_IF_ERROR(context.copyToHost(host.data(), params[piece.param],
-                                               piece.paramBytes));
+    TRAINC_RETURN_IF_ERROR(fetch(piece.param, host.data()));
     TRAINC_RETURN_IF_ERROR(file.write(host.data(), piece.paramBytes));
   }
   TRAINC_RETURN_IF_ERROR(file.commit());
@@ -222,8 +241,7 @@ Status exportTrainedModel(Context &context, const Program &program,
   return Status();
 }
 
-Status saveTrainedParams(Context &context, const Program &program,
-                         const std::vector<void *> &params, const std::string &dir) {
+Status saveTrainedParams(const Program &program, const ParamFetch &fetch, const std::string &dir) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error)
@@ -233,7 +251,7 @@ Status saveTrainedParams(Context &context, const Program &program,
     if (p.constant)
       continue; // names checked with the targets, before step 1
     std::vector<char> host(p.bytes);
-    TRAINC_RETURN_IF_ERROR(context.copyToHost(host.data(), params[i], p.bytes));
+    TRAINC_RETURN_IF_ERROR(fetch(i, host.data()));
     NpyWriter writer;
     TRAINC_RETURN_IF_ERROR(writer.open(dir + "/" + p.tensor.name + ".npy",
                                        p.tensor.dtype,

@@ -17,6 +17,7 @@
 #include "WeightAverage.h"
 #include "trainc_rt/device.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -98,6 +99,14 @@ Status exportTrainedModel(Context &context, const Program &program,
 /// names were checked with the output targets, before step 1).
 Status saveTrainedParams(Context &context, const Program &program,
                          const std::vector<void *> &params, const std::string &dir);
+
+/// The same from parameters wherever they are (a pipeline's stages):
+/// `fetch` copies the trained bytes of the program's parameter `index` to
+/// `host`.
+using ParamFetch = std::function<Status(int index, void *host)>;
+Status exportTrainedModel(const Program &program, const ParamFetch &fetch,
+                          const std::string &path);
+Status saveTrainedParams(const Program &program, const ParamFetch &fetch, const std::string &dir);
 
 } // namespace trainc::rt::detail
 

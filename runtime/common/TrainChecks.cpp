@@ -21,7 +21,8 @@ namespace trainc::rt::detail {
 /// scores with one more axis than the label: axis 1 (--class-axis=1) or the
 /// last axis (--class-axis=-1), as evaluation reads them.
 Status openTrainingData(const Program &program, const std::string &dir,
-                        const SampleOptions &sampleOptions, uint64_t seed, TrainingData &data) {
+                        const SampleOptions &sampleOptions, uint64_t seed, TrainingData &data,
+                        const TrainingData *lossData) {
   const TrainStep *train = program.train;
   for (int i = 0; i < train->numInputs; ++i) {
     InputRole role = train->inputs[i].role;
@@ -36,12 +37,19 @@ Status openTrainingData(const Program &program, const std::string &dir,
       data.fileIndex.push_back(i);
     }
   }
-  data.dropLast = data.weightsIndex < 0;
+  data.dropLast = lossData ? lossData->dropLast : data.weightsIndex < 0;
   const std::vector<TensorInfo> &fileInputs = data.fileInputs;
   std::vector<NpyArray> &arrays = data.arrays;
   int64_t &samples = data.samples;
-  TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, fileInputs.data(),
-                                          static_cast<int>(fileInputs.size()), arrays, samples));
+  if (lossData && fileInputs.empty())
+    samples = lossData->samples; // a middle stage reads no file
+  else
+    TRAINC_RETURN_IF_ERROR(openSampleInputs(dir, fileInputs.data(),
+                                            static_cast<int>(fileInputs.size()), arrays,
+                                            samples));
+  if (lossData && samples != lossData->samples)
+    return Status::error(dir + ": the inputs hold " + std::to_string(samples) +
+                         " samples, the labels " + std::to_string(lossData->samples));
   if (samples <= 0)
     return Status::error("no training samples in " + dir);
   if (data.dropLast && samples < program.batchSize)
@@ -83,10 +91,16 @@ Status openTrainingData(const Program &program, const std::string &dir,
 
   TRAINC_RETURN_IF_ERROR(sampleTransforms(fileInputs.data(), static_cast<int>(fileInputs.size()),
                                           arrays, sampleOptions, true, seed, data.transforms));
-  TRAINC_RETURN_IF_ERROR(
-      checkTrainingLabels(program, fileInputs, arrays, samples, &data.counted));
   TRAINC_RETURN_IF_ERROR(checkIndexInputs(fileInputs.data(), static_cast<int>(fileInputs.size()),
                                           arrays, samples));
+  if (lossData) {
+    data.counted = lossData->counted;
+    data.userWeights = lossData->userWeights;
+    data.weightSumDivides = lossData->weightSumDivides;
+    return Status();
+  }
+  TRAINC_RETURN_IF_ERROR(
+      checkTrainingLabels(program, fileInputs, arrays, samples, &data.counted));
   return openSampleWeights(program, dir, data);
 }
 

@@ -56,8 +56,12 @@ struct TrainingData {
 /// never whole: a data set may be larger than memory), labels and token ids
 /// in range (checkTrainingLabels, checkIndexInputs).
 /// `samples` and `seed`: the inputs' transforms (SampleTransform.h).
+/// `lossData`: a pipeline stage before the last, whose step reads neither
+/// labels nor sample weights: the last stage's data (opened here too), from
+/// which it takes what decides each batch's weight and whether it runs.
 Status openTrainingData(const Program &program, const std::string &dir,
-                        const SampleOptions &samples, uint64_t seed, TrainingData &data);
+                        const SampleOptions &samples, uint64_t seed, TrainingData &data,
+                        const TrainingData *lossData = nullptr);
 
 /// The weight of each sample in the loss: DIR/sample_weights.npy where it
 /// exists (float32, one per sample, finite and >= 0; anything else is

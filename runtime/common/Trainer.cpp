@@ -21,6 +21,7 @@
 #include "Evaluation.h"
 #include "FileIO.h"
 #include "LrRangeTest.h"
+#include "PipelineStage.h"
 #include "Plot.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
@@ -171,7 +172,15 @@ static Status trainOnRanks(const Program &program, const TrainOptions &givenOpti
                            Communicator *ranks, double &waitedForSums,
                            bool &overlappedSums);
 
+static Status runPipelineTraining(const Program &program, const TrainOptions &options);
+
 Status runTraining(const Program &program, const TrainOptions &options) {
+  if (program.pipeline)
+    return runPipelineTraining(program, options);
+  if (options.microBatches > 0)
+    return Status::error("--micro-batches is the schedule of a pipeline-parallel trainer "
+                         "(trainc compile --pipeline-stages); this one accumulates with "
+                         "--grad-accum");
   const TrainStep *train = program.train;
   if (!train)
     return Status::error("this program was compiled for prediction only; compile with "
@@ -219,6 +228,35 @@ Status runTraining(const Program &program, const TrainOptions &options) {
 
 namespace {
 
+/// A pipeline-parallel run, as one rank sees it: its place, the world (the
+/// stages' transfers and the gather of the trained model), the model's
+/// program and the last stage's view (its labels and sample weights).
+struct StagedRun {
+  StagePlace place;
+  Communicator *world;
+  const Program *model;
+  Program lossView;
+};
+
+/// The program one stage runs: the model's inputs, outputs and batch, the
+/// stage's parameters and training step (no forward, no export: the model's
+/// program writes the stages' gathered parameters).
+Program stageView(const Program &model, const Program &stage) {
+  Program view = model;
+  view.numParams = stage.numParams;
+  view.params = stage.params;
+  view.paramBlob = stage.paramBlob;
+  view.paramBlobBytes = stage.paramBlobBytes;
+  view.arenaBytes = 0;
+  view.forward = nullptr;
+  view.train = stage.train;
+  view.exportInfo = nullptr;
+  view.fingerprint = stage.fingerprint;
+  view.select = nullptr;
+  view.pipeline = nullptr;
+  return view;
+}
+
 /// One training run on this rank: everything is set up and checked before
 /// step 1 (setUp), then the epochs run (train), then the run reports and
 /// writes what it was asked for (finish). Data parallelism: this process is
@@ -227,12 +265,15 @@ namespace {
 class TrainRun {
 public:
   /// `rangeTest`: this run is the LR range test's (its rates, no outputs).
+  /// `staged`: this rank runs one stage of a pipeline-parallel trainer;
+  /// `program` is then the stage's view (stageView) and `ranks` its
+  /// replicas.
   TrainRun(const Program &program, const TrainOptions &givenOptions, Communicator *ranks,
-           LrRangeTest *rangeTest = nullptr)
+           LrRangeTest *rangeTest = nullptr, const StagedRun *staged = nullptr)
       : program(program), train(*program.train), options(givenOptions), ranks(ranks),
-        rangeTest(rangeTest),
+        rangeTest(rangeTest), staged(staged),
         rank(ranks ? ranks->rank() : 0), ranksCount(ranks ? ranks->size() : 1),
-        chatty(rank == 0), batch(program.batchSize),
+        chatty(rank == 0 && (!staged || staged->place.last())), batch(program.batchSize),
         stopsEarly(!givenOptions.evalDir.empty() && givenOptions.earlyStopPatience > 0),
         evalEvery(givenOptions.evalEvery),
         lossScaled(train.lossScaling != LossScaling::None) {
@@ -250,6 +291,8 @@ public:
       options.earlyStopMinDelta = std::nan("");
       options.averaging.evalAveraged = false;
     }
+    if (staged)
+      stagedOutputs();
   }
 
   Status setUp();
@@ -289,6 +332,12 @@ private:
   };
 
   Status planSteps();
+  /// A pipeline stage: the last one alone logs; each writes its own
+  /// checkpoints (in DIR/stage<k>); the export and --save-params gather
+  /// every stage's parameters on the world's rank 0 (writeStagedModel).
+  void stagedOutputs();
+  Status setUpStage();
+  Status writeStagedModel(const std::vector<void *> &weights);
   /// --sampler: its draws and its checkpoint tensors.
   Status setUpSampler();
   Status resume();
@@ -367,6 +416,10 @@ private:
   TrainOptions options;
   Communicator *ranks;
   LrRangeTest *rangeTest;
+  const StagedRun *staged;
+  /// A pipeline stage's --export and --save-params (written after the
+  /// gather, not by the stage's own program).
+  std::string stagedExportPath, stagedSaveDir;
   const int rank, ranksCount;
   const bool chatty;
   const int64_t batch;
@@ -383,6 +436,8 @@ private:
   /// The epoch's sample order, which the pipeline's workers read.
   std::vector<int64_t> order;
   std::unique_ptr<StepPipeline> pipeline;
+  /// A pipeline stage's schedule, transfers and arenas.
+  std::unique_ptr<PipelineStage> stage;
   /// --sampler: the draws of the group being trained.
   SampledBatches sampled;
   /// --select: the candidates' selection and the rows it picked.
@@ -459,17 +514,30 @@ Status TrainRun::setUp() {
       options.select.kind == SelectOptions::Kind::None)
     return Status::error("--trace-batches traces --sampler=priority or mh, or --select");
   TRAINC_RETURN_IF_ERROR(checkSaveTargets(program, options.saveDir));
-  TRAINC_RETURN_IF_ERROR(
-      openTrainingData(program, options.dataDir, options.samples, options.seed, data));
+  if (staged && !staged->place.last()) {
+    // The labels and sample weights decide every stage's batch weights and
+    // skipped steps: each stage reads them as the last stage does.
+    TrainingData lossData;
+    TRAINC_RETURN_IF_ERROR(openTrainingData(staged->lossView, options.dataDir, options.samples,
+                                            options.seed, lossData));
+    TRAINC_RETURN_IF_ERROR(openTrainingData(program, options.dataDir, options.samples,
+                                            options.seed, data, &lossData));
+  } else {
+    TRAINC_RETURN_IF_ERROR(
+        openTrainingData(program, options.dataDir, options.samples, options.seed, data));
+  }
   TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
   TRAINC_RETURN_IF_ERROR(setUpEvaluation());
   order.resize(data.samples);
   std::iota(order.begin(), order.end(), 0);
-  pipeline = std::make_unique<StepPipeline>(device, train, data, batch, options.workers,
-                                            options.cudaGraph);
-  TRAINC_RETURN_IF_ERROR(pipeline->init());
   rng.seed(options.seed);
   TRAINC_RETURN_IF_ERROR(planSteps());
+  const int deviceSlots =
+      staged ? PipelineStage::inFlight(staged->place, settings.accum) + 1 : 2;
+  pipeline = std::make_unique<StepPipeline>(device, train, data, batch, options.workers,
+                                            options.cudaGraph && !staged, deviceSlots);
+  TRAINC_RETURN_IF_ERROR(pipeline->init());
+  TRAINC_RETURN_IF_ERROR(setUpStage());
   TRAINC_RETURN_IF_ERROR(
       checkAveraging(options.averaging, program, totalSteps, !options.evalDir.empty(),
                      ranksCount > 1));
@@ -525,6 +593,83 @@ Status TrainRun::setUp() {
 }
 
 /// The held-out set and what watches it (--keep-best, --early-stop-patience).
+void TrainRun::stagedOutputs() {
+  const StagePlace &place = staged->place;
+  if (!place.last()) {
+    options.logPath.clear();
+    options.tensorboardDir.clear();
+  }
+  if (!options.checkpointDir.empty())
+    options.checkpointDir += "/stage" + std::to_string(place.stage);
+  stagedExportPath = options.exportPath;
+  stagedSaveDir = options.saveDir;
+  options.exportPath.clear();
+  options.saveDir.clear();
+}
+
+Status TrainRun::setUpStage() {
+  if (!staged)
+    return Status();
+  stage = std::make_unique<PipelineStage>(train, staged->place, *staged->world,
+                                          *device.context, train.arenaBytes);
+  return stage->init(settings.accum);
+}
+
+/// Every stage's replica 0 sends its parameters, in its table's order, to
+/// the world's rank 0 (stage 0's), which writes the model's export and
+/// --save-params folder from them and its own.
+Status TrainRun::writeStagedModel(const std::vector<void *> &weights) {
+  const StagePlace &place = staged->place;
+  Context &context = *device.context;
+  Communicator &world = *staged->world;
+  constexpr int kGatherTag = 1 << 20;
+  if (!place.first()) {
+    std::vector<char> host;
+    for (int i = 0; i < program.numParams; ++i) {
+      host.resize(program.params[i].bytes);
+      TRAINC_RETURN_IF_ERROR(context.copyToHost(host.data(), weights[i], host.size()));
+      int64_t request;
+      TRAINC_RETURN_IF_ERROR(world.startTransfer(true, host.data(),
+                                                 static_cast<int64_t>(host.size()), 0,
+                                                 kGatherTag, request));
+      TRAINC_RETURN_IF_ERROR(world.waitTransfer(request));
+    }
+    return Status();
+  }
+  const Program &model = *staged->model;
+  std::map<std::string, std::vector<char>> gathered;
+  for (int s = 1; s < model.pipeline->numStages; ++s) {
+    const Program &other = *model.pipeline->stages[s];
+    for (int i = 0; i < other.numParams; ++i) {
+      std::vector<char> &bytes = gathered[other.params[i].tensor.name];
+      bytes.resize(other.params[i].bytes);
+      int64_t request;
+      TRAINC_RETURN_IF_ERROR(world.startTransfer(false, bytes.data(),
+                                                 static_cast<int64_t>(bytes.size()),
+                                                 place.rankOf(s), kGatherTag, request));
+      TRAINC_RETURN_IF_ERROR(world.waitTransfer(request));
+    }
+  }
+  std::map<std::string, int> own;
+  for (int i = 0; i < program.numParams; ++i)
+    own[program.params[i].tensor.name] = i;
+  auto fetch = [&](int index, void *host) {
+    const ParamInfo &p = model.params[index];
+    if (auto it = own.find(p.tensor.name); it != own.end())
+      return context.copyToHost(host, weights[it->second], p.bytes);
+    auto it = gathered.find(p.tensor.name);
+    if (it == gathered.end() || it->second.size() != p.bytes)
+      return Status::error(std::string("no stage holds parameter ") + p.tensor.name);
+    std::memcpy(host, it->second.data(), p.bytes);
+    return Status();
+  };
+  if (!stagedExportPath.empty())
+    TRAINC_RETURN_IF_ERROR(exportTrainedModel(model, fetch, stagedExportPath));
+  if (!stagedSaveDir.empty())
+    TRAINC_RETURN_IF_ERROR(saveTrainedParams(model, fetch, stagedSaveDir));
+  return Status();
+}
+
 Status TrainRun::setUpEvaluation() {
   if (options.evalDir.empty())
     return Status();
@@ -770,7 +915,7 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
     TRAINC_RETURN_IF_ERROR(pipeline->submit(h, rowsOfBatch(epoch, submitted), 0,
                                             rankCount(submitted), epoch));
   }
-  const int h = pipeline->hostSlotOf(launched), d = StepPipeline::deviceSlotOf(launched);
+  const int h = pipeline->hostSlotOf(launched), d = pipeline->deviceSlotOf(launched);
   const Group group = groupOf(epoch, b);
   const bool last = b + 1 == group.end;
   if (selection->gathers())
@@ -787,7 +932,7 @@ Status TrainRun::runBatch(int64_t epoch, int64_t b) {
                      isAdam(train.optimizer) ? settings.hyper.beta1 : settings.hyper.momentum, d,
                      last, group.notRun});
   ++launched;
-  if (pending.size() >= StepPipeline::kDeviceSlots)
+  if (pending.size() >= static_cast<size_t>(pipeline->deviceSlots()))
     TRAINC_RETURN_IF_ERROR(finishOldest());
   if (!last)
     return Status();
@@ -799,7 +944,11 @@ Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool l
   TRAINC_RETURN_IF_ERROR(pipeline->upload(launched, h));
   if (selection->gathers())
     TRAINC_RETURN_IF_ERROR(selection->gather(pipeline->deviceInputs(d)));
-  Status ran = pipeline->run(launched, h, last);
+  Status ran =
+      stage ? stage->run(launched, pipeline->argsOf(launched, h), last, b - group.first,
+                         group.end - group.first,
+                         [&](int64_t n) { return pipeline->finishLaunch(pipeline->deviceSlotOf(n)); })
+            : pipeline->run(launched, h, last);
   if (!ran.ok())
     return Status::error("training step " + std::to_string(step + 1) + " failed" +
                          (settings.accum > 1 ? " (batch " + std::to_string(b - group.first + 1) +
@@ -960,6 +1109,8 @@ Status TrainRun::finishOldest() {
   if (p.notRun)
     return p.last ? recordNoLabelStep(p) : Status();
   TRAINC_RETURN_IF_ERROR(pipeline->waitStep(p.slot));
+  if (staged && !staged->place.last())
+    return Status(); // the loss is the last stage's
   const float *record = pipeline->record(p.slot);
   // The step's loss: the mean over the group's samples.
   groupLoss += static_cast<double>(record[0]) * p.weight;
@@ -1258,7 +1409,10 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
                   static_cast<unsigned long long>(average->bytes()));
   }
   saveAlgorithmChoices(device);
-  if (options.exportPath.empty() && options.saveDir.empty())
+  if (stage)
+    TRAINC_RETURN_IF_ERROR(stage->drain());
+  if (options.exportPath.empty() && options.saveDir.empty() && stagedExportPath.empty() &&
+      stagedSaveDir.empty())
     return Status();
   // What the run trained for: the averaged weights where it keeps them.
   const std::vector<void *> *weights = &device.paramPtrs;
@@ -1270,6 +1424,8 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
     std::fprintf(stderr, "note: the run ended before --swa-start took a step; writing the "
                          "trained weights\n");
   }
+  if (staged)
+    return writeStagedModel(*weights);
   if (!options.exportPath.empty())
     TRAINC_RETURN_IF_ERROR(exportTrainedModel(context, program, *weights, options.exportPath));
   if (!options.saveDir.empty())
@@ -1355,6 +1511,84 @@ static Status findLearningRate(const Program &program, const TrainOptions &optio
   reportRangeTest(finder, suggestion, options.rangeTest, seconds,
                   drawn.ok() ? curve + " and " + plot : curve);
   return Status();
+}
+
+/// What a pipeline-parallel run cannot do yet: whatever needs the whole
+/// model's forward in one place, or every stage's losses.
+static Status checkPipelineRun(const Program &program, const TrainOptions &options) {
+  const char *refused = !options.evalDir.empty()              ? "--eval-data"
+                        : options.findLr                      ? "--find-lr"
+                        : options.sampler.kind != SamplerKind::Uniform ? "--sampler"
+                        : options.select.kind != SelectOptions::Kind::None ? "--select"
+                        : options.averaging.kind() != AveragingKind::None
+                            ? "--ema-decay and --swa-start"
+                        : options.gradAccum > 0                ? "--grad-accum"
+                                                               : nullptr;
+  if (refused)
+    return Status::error(std::string(refused) + " with a pipeline-parallel trainer (" +
+                         std::to_string(program.pipeline->numStages) +
+                         " stages): not supported" +
+                         (options.gradAccum > 0 ? "; its micro-batches are --micro-batches"
+                                                : std::string()));
+  return Status();
+}
+
+static Status runPipelineTraining(const Program &program, const TrainOptions &givenOptions) {
+  const Pipeline &pipe = *program.pipeline;
+  TRAINC_RETURN_IF_ERROR(checkPipelineRun(program, givenOptions));
+  TrainOptions options = givenOptions;
+  options.gradAccum = options.microBatches;
+  TRAINC_RETURN_IF_ERROR(checkOutputTargets(program, givenOptions));
+  const int launched = launchOf().ranks;
+  if (launched < pipe.numStages || launched % pipe.numStages != 0)
+    return Status::error("this trainer is cut into " + std::to_string(pipe.numStages) +
+                         " pipeline stages: run it under mpirun with a multiple of " +
+                         std::to_string(pipe.numStages) + " processes (stages x replicas), "
+                         "started as " + std::to_string(std::max(launched, 1)));
+  const TrainStep &first = *pipe.stages[0]->train;
+  if (!first.createCommunicator)
+    return Status::error(std::string("this pipeline-parallel trainer's target (") +
+                         (program.target ? program.target : "?") +
+                         ") cannot send between processes yet");
+  std::unique_ptr<Communicator> world;
+  TRAINC_RETURN_IF_ERROR(first.createCommunicator(world));
+  world->setTimeout(options.commTimeout);
+  StagePlace place;
+  place.stages = pipe.numStages;
+  place.replicas = world->size() / pipe.numStages;
+  place.stage = world->rank() / place.replicas;
+  place.replica = world->rank() % place.replicas;
+  Status trained;
+  {
+    std::unique_ptr<Communicator> replicas;
+    if (place.replicas > 1)
+      trained = world->split(place.stage, place.replica, replicas);
+    const Program view = stageView(program, *pipe.stages[place.stage]);
+    StagedRun staged{place, world.get(), &program,
+                     stageView(program, *pipe.stages[pipe.numStages - 1])};
+    if (trained.ok() && place.replicas > 1 && !view.train->createCommunicator)
+      trained = Status::error("this pipeline-parallel trainer was compiled without "
+                              "--data-parallel: its stages cannot have replicas");
+    if (trained.ok()) {
+      StopOnSignals stop;
+      TrainRun run(view, options, replicas.get(), nullptr, &staged);
+      trained = run.setUp();
+      if (trained.ok())
+        trained = run.trainEpochs();
+      double waited = 0;
+      bool overlapped = false;
+      if (trained.ok())
+        trained = run.finish(waited, overlapped);
+    }
+    if (trained.ok() && replicas)
+      trained = replicas->finish();
+  }
+  if (!trained.ok()) {
+    std::fprintf(stderr, "rank %d of %d (pipeline stage %d): error: %s\n", world->rank(),
+                 world->size(), place.stage, trained.message().c_str());
+    return trained;
+  }
+  return world->finish();
 }
 
 static Status trainOnRanks(const Program &program, const TrainOptions &options,

@@ -57,6 +57,24 @@ public:
   /// that created the communicator (one call at a time), so that a sum can
   /// run while that thread computes.
   virtual bool sumsFromAnyThread() const { return false; }
+  /// Pipeline parallelism: starts sending `bytes` bytes at `data` to rank
+  /// `peer` (or receiving them from it into `data`), matched with the
+  /// peer's transfer of the same `tag` in issue order; waitTransfer
+  /// completes it (and, past --comm-timeout, ends the run). Host memory for
+  /// MPI.
+  virtual Status startTransfer(bool /*send*/, void * /*data*/, int64_t /*bytes*/, int /*peer*/,
+                               int /*tag*/, int64_t & /*request*/) {
+    return Status::error("this communicator cannot send to one rank");
+  }
+  virtual Status waitTransfer(int64_t /*request*/) {
+    return Status::error("this communicator cannot send to one rank");
+  }
+  /// The ranks that give the same `color` as a communicator of their own,
+  /// numbered in the order of `key` (every rank of this one calls it): a
+  /// pipeline stage's replicas, which sum their gradients together.
+  virtual Status split(int /*color*/, int /*key*/, std::unique_ptr<Communicator> & /*part*/) {
+    return Status::error("this communicator cannot be split");
+  }
 };
 
 /// MPI's (Open MPI under mpirun): the CPU target's. Linked into
