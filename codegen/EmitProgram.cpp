@@ -639,6 +639,9 @@ LogicalResult trainc::codegen::emitPipelineProgram(ModuleOp module, ArrayRef<Mod
     if (failed(emitter.runStage(os)))
       return failure();
     top.stageSources.push_back(std::move(text));
+    auto loss = ModuleOp(stage).lookupSymbol<func::FuncOp>("loss");
+    auto cost = loss ? loss->getAttrOfType<FloatAttr>(tc::kStageCostAttrName) : FloatAttr();
+    top.stageSeconds.push_back(cost ? cost.getValueAsDouble() : 0.0);
   }
   ProgramEmitter emitter(module, top, paramBlob);
   return emitter.run(source);

@@ -45,6 +45,7 @@ struct EmitOptions {
   /// namespace) and the micro-batches of a step.
   std::string stageNamespace;
   std::vector<std::string> stageSources;
+  std::vector<double> stageSeconds;
   int64_t microBatches = 0;
   /// Where each parameter's initial value already is in the blob, by name,
   /// shared by the emitters of one source (null: not shared).

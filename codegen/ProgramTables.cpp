@@ -369,11 +369,15 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
     os << "const trainc::rt::Program *const kStages[] = {";
     for (size_t k = 0; k < options.stageSources.size(); ++k)
       os << (k ? ", " : "") << "&stage" << k << "::kProgram";
+    os << "};\nconst double kStageSeconds[] = {";
+    for (size_t k = 0; k < options.stageSeconds.size(); ++k)
+      os << (k ? ", " : "") << cDouble(options.stageSeconds[k]);
     os << "};\n"
        << "const trainc::rt::Pipeline kPipeline = "
        << designated({{"numStages", static_cast<int64_t>(options.stageSources.size())},
                       {"stages", "kStages"},
-                      {"microBatches", options.microBatches}})
+                      {"microBatches", options.microBatches},
+                      {"stageSeconds", "kStageSeconds"}})
        << ";\n";
     fields.push_back({"pipeline", "&kPipeline"});
   }

@@ -9,6 +9,7 @@ differentiable op against PyTorch autograd), train (SGD/Adam/AdamW training
 steps against PyTorch), nan (NaN and infinities through every forward op as
 in PyTorch), recipes (schedules and the LR range test against PyTorch and
 fastai), samples (per-sample losses and sample weights against PyTorch),
+pipeline (pipeline-parallel trainers under mpirun against gradient accumulation),
 conformance (the ONNX backend node tests on the CPU target),
 models (torchvision and Hugging Face models: gradients of one step against
 PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
@@ -117,6 +118,11 @@ def run_samples():
                             "samples")
 
 
+def run_pipeline():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_pipeline.py"),
+                            "pipeline")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -169,6 +175,7 @@ def main():
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
                      ("precision", run_precision), ("optimizers", run_optimizers),
                      ("recipes", run_recipes), ("samples", run_samples),
+                     ("pipeline", run_pipeline),
                      ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):

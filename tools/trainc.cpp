@@ -1556,6 +1556,37 @@ bool checkSelectFlags() {
   return true;
 }
 
+/// One line on a pipeline stage: its ops, parameters, estimated time and
+/// what it sends on (its @loss as the pipeline phase cut it).
+void noteStage(mlir::ModuleOp stage, size_t k) {
+  auto loss = stage.lookupSymbol<mlir::func::FuncOp>("loss");
+  if (!loss)
+    return;
+  int64_t ops = 0, params = 0, paramBytes = 0;
+  std::string sends;
+  loss.walk([&](mlir::Operation *op) {
+    if (auto send = mlir::dyn_cast<trainc::tc::SendOp>(op))
+      sends += (sends.empty() ? "'" : ", '") + shownName(send.getTensor()) + "'";
+    else if (!mlir::isa<mlir::func::FuncOp, mlir::func::ReturnOp, trainc::tc::RecvOp>(op))
+      ++ops;
+  });
+  for (auto param : stage.getOps<trainc::tc::ParamOp>()) {
+    ++params;
+    auto type = mlir::cast<mlir::RankedTensorType>(param.getType());
+    paramBytes += type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+  }
+  auto cost = loss->getAttrOfType<mlir::FloatAttr>(trainc::tc::kStageCostAttrName);
+  auto bytes = loss->getAttrOfType<mlir::IntegerAttr>(trainc::tc::kStageSendBytesAttrName);
+  errs() << "note: pipeline stage " << k << ": " << ops << " forward ops, " << params
+         << " parameters (" << paramBytes << " bytes), estimated "
+         << llvm::format("%.3g", cost ? cost.getValueAsDouble() : 0.0)
+         << " s per micro-batch at 20 TFLOP/s and 1 TB/s";
+  if (!sends.empty())
+    errs() << "; sends " << sends << " (" << (bytes ? bytes.getInt() : 0)
+           << " bytes per micro-batch)";
+  errs() << "\n";
+}
+
 /// --pipeline-stages after the phases: the report, the IR (the model's
 /// @forward, then each stage's module, separated as trainc-opt
 /// --split-input-file reads them) or the program.
@@ -1566,6 +1597,8 @@ int finishStages(mlir::ModuleOp module, StageModules &stages, bool cuda,
               "--pipeline-stages, --report-memory shows each stage's peak\n";
     return 1;
   }
+  for (size_t k = 0; k < stages.size(); ++k)
+    noteStage(*stages[k], k);
   if (reportMemory)
     for (size_t k = 0; k < stages.size(); ++k) {
       outs() << "stage " << k << ":\n";

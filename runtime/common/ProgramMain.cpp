@@ -78,6 +78,9 @@ Status checkTensorInfo(const char *kind, const TensorInfo &t) {
 
 /// Consistency of what the generated code describes; a failure here is a
 /// compiler bug, reported instead of trusted.
+Status checkStepInputs(const TrainStep &train, int64_t batchSize);
+Status checkParams(const Program &program);
+
 Status checkProgram(const Program &program) {
   if (program.batchSize <= 0)
     return Status::error("invalid batch size " +
@@ -96,19 +99,38 @@ Status checkProgram(const Program &program) {
   // The trainer fills every data input, label and sample-weight buffer with
   // one batch of rows: a table whose first axis is not the batch would be
   // filled past its end.
-  if (const TrainStep *train = program.train) {
-    if (train->numInputs < 0 || (train->numInputs && !train->inputs))
+  if (program.train)
+    TRAINC_RETURN_IF_ERROR(checkStepInputs(*program.train, program.batchSize));
+  if (const Pipeline *pipeline = program.pipeline) {
+    if (pipeline->numStages < 2 || !pipeline->stages)
       return Status::error("program tables are inconsistent");
-    for (int i = 0; i < train->numInputs; ++i) {
-      const TensorInfo &t = train->inputs[i];
-      TRAINC_RETURN_IF_ERROR(checkTensorInfo("step input", t));
-      if (t.role != InputRole::DropoutKey && (t.rank == 0 || t.shape[0] != program.batchSize))
-        return Status::error("step input " + std::string(t.name) + " " + shapeText(t) +
-                             " does not have the program's batch size " +
-                             std::to_string(program.batchSize) +
-                             " as its first axis; recompile the model");
+    for (int s = 0; s < pipeline->numStages; ++s) {
+      const Program &stage = *pipeline->stages[s];
+      if (!stage.train || stage.batchSize != program.batchSize ||
+          (stage.train->numLinks && !stage.train->links))
+        return Status::error("pipeline stage " + std::to_string(s) + " is inconsistent");
+      TRAINC_RETURN_IF_ERROR(checkStepInputs(*stage.train, program.batchSize));
+      TRAINC_RETURN_IF_ERROR(checkParams(stage));
     }
   }
+  return checkParams(program);
+}
+
+Status checkStepInputs(const TrainStep &train, int64_t batchSize) {
+  if (train.numInputs < 0 || (train.numInputs && !train.inputs))
+    return Status::error("program tables are inconsistent");
+  for (int i = 0; i < train.numInputs; ++i) {
+    const TensorInfo &t = train.inputs[i];
+    TRAINC_RETURN_IF_ERROR(checkTensorInfo("step input", t));
+    if (t.role != InputRole::DropoutKey && (t.rank == 0 || t.shape[0] != batchSize))
+      return Status::error("step input " + std::string(t.name) + " " + shapeText(t) +
+                           " does not have the program's batch size " +
+                           std::to_string(batchSize) + " as its first axis; recompile the model");
+  }
+  return Status();
+}
+
+Status checkParams(const Program &program) {
   for (int i = 0; i < program.numParams; ++i) {
     const ParamInfo &p = program.params[i];
     TRAINC_RETURN_IF_ERROR(checkTensorInfo("parameter", p.tensor));
@@ -123,6 +145,9 @@ Status checkProgram(const Program &program) {
   }
   return Status();
 }
+
+void printTrainStep(const TrainStep *train);
+void printPipeline(const Pipeline &pipeline);
 
 void printInfo(const Program &program) {
   std::printf("model: %s\n", program.modelName ? program.modelName : "?");
@@ -178,9 +203,63 @@ void printInfo(const Program &program) {
     std::printf("model fingerprint: %s (checkpoints of this model resume here, whatever "
                 "speed flags built them)\n",
                 program.modelFingerprint);
-  const TrainStep *train = program.train;
-  if (!train)
-    return;
+  if (program.train)
+    printTrainStep(program.train);
+  if (const SelectStep *select = program.select) {
+    std::printf("selection entry (--select): the forward and each sample's loss over %lld "
+                "candidates, no backward\n  inputs:",
+                static_cast<long long>(select->batch));
+    for (int i = 0; i < select->numInputs; ++i)
+      std::printf("%s %s: %s", i ? "," : "", select->inputs[i].name,
+                  shapeText(select->inputs[i]).c_str());
+    std::printf("\n  arena: %llu bytes\n  kernels per selection: %d (%d generated, %d library "
+                "calls)\n",
+                static_cast<unsigned long long>(select->arenaBytes),
+                select->generatedKernels + select->libraryCalls, select->generatedKernels,
+                select->libraryCalls);
+  }
+  if (program.pipeline)
+    printPipeline(*program.pipeline);
+}
+
+/// A pipeline-parallel trainer: each stage's parameters, what it sends and
+/// receives per micro-batch, and its training step.
+void printPipeline(const Pipeline &pipeline) {
+  std::printf("pipeline parallelism: %d stages, one per rank (mpirun -np %d, or a multiple: "
+              "stages x replicas, stage-major), %lld micro-batches per step by default in "
+              "the 1F1B order\n",
+              pipeline.numStages, pipeline.numStages,
+              static_cast<long long>(pipeline.microBatches));
+  for (int s = 0; s < pipeline.numStages; ++s) {
+    const Program &stage = *pipeline.stages[s];
+    uint64_t paramBytes = 0;
+    int params = 0;
+    for (int i = 0; i < stage.numParams; ++i)
+      if (!stage.params[i].constant) {
+        paramBytes += stage.params[i].bytes;
+        ++params;
+      }
+    const int inFlight =
+        static_cast<int>(std::min<int64_t>(pipeline.numStages - s, pipeline.microBatches));
+    std::printf("stage %d: %d parameters, %llu bytes; estimated %.3g s per micro-batch (its "
+                "forward and backward at 20 TFLOP/s and 1 TB/s); %d micro-batch%s in flight "
+                "at most, each with an arena of its own\n",
+                s, params, static_cast<unsigned long long>(paramBytes),
+                pipeline.stageSeconds ? pipeline.stageSeconds[s] : 0.0, inFlight,
+                inFlight == 1 ? "" : "es");
+    const TrainStep &train = *stage.train;
+    for (int i = 0; i < train.numLinks; ++i) {
+      const PipelineLink &link = train.links[i];
+      std::printf("  %s %s'%s' %s stage %d: %llu bytes per micro-batch\n",
+                  link.send ? "sends" : "receives", link.gradient ? "the gradient of " : "",
+                  link.tensor, link.send ? "to" : "from", link.peer,
+                  static_cast<unsigned long long>(link.bytes));
+    }
+    printTrainStep(&train);
+  }
+}
+
+void printTrainStep(const TrainStep *train) {
   std::printf("training step: optimizer %s, precision %s", name(train->optimizer),
               name(train->precision));
   if (train->clipGradNorm > 0)
@@ -242,19 +321,6 @@ void printInfo(const Program &program) {
                 static_cast<long long>(train->gradAccum),
                 train->accumulateGeneratedKernels + train->accumulateLibraryCalls,
                 train->accumulateGeneratedKernels, train->accumulateLibraryCalls);
-  if (const SelectStep *select = program.select) {
-    std::printf("selection entry (--select): the forward and each sample's loss over %lld "
-                "candidates, no backward\n  inputs:",
-                static_cast<long long>(select->batch));
-    for (int i = 0; i < select->numInputs; ++i)
-      std::printf("%s %s: %s", i ? "," : "", select->inputs[i].name,
-                  shapeText(select->inputs[i]).c_str());
-    std::printf("\n  arena: %llu bytes\n  kernels per selection: %d (%d generated, %d library "
-                "calls)\n",
-                static_cast<unsigned long long>(select->arenaBytes),
-                select->generatedKernels + select->libraryCalls, select->generatedKernels,
-                select->libraryCalls);
-  }
 }
 
 Status allocateDevice(Context &context, size_t bytes, DevicePtr &result) {

@@ -274,6 +274,9 @@ struct Pipeline {
   /// The micro-batches of one optimizer step (trainc compile
   /// --micro-batches), the trainer's default.
   int64_t microBatches;
+  /// Each stage's estimated time per micro-batch (forward and backward, at
+  /// the compiler's reference rates), which balanced the cuts.
+  const double *stageSeconds = nullptr;
 };
 
 struct Program {
