@@ -1736,7 +1736,8 @@ std::vector<HelpGroup> helpGroups(StringRef command) {
           {"Speed",
            {"target", "cuda-arch", "precision", "loss-scale", "fuse", "layout", "pad-to"}},
           {"Memory", {"remat", "memory-budget", "report-memory", "device-memory"}},
-          {"Parallel", {"data-parallel", "bucket-size"}},
+          {"Parallel", {"data-parallel", "bucket-size", "pipeline-stages", "stage-boundaries",
+                        "micro-batches"}},
           {"Output",
            {"o", "emit", "compile-to", "dump-ir", "elide-constants", "print-debuginfo"}}};
 }
