@@ -21,7 +21,7 @@ Status PipelineStage::init(int64_t microBatches) {
     arenas.push_back(std::move(arena));
   }
   sending.assign(count, {});
-  return Status();
+  return world.prepareTransfers();
 }
 
 Status PipelineStage::run(int64_t n, const TrainArgs &args, bool last, int64_t index,

@@ -76,6 +76,12 @@ rm -rf "$out/recipes-work"
 cpu_checks check_sample_weights /usr/bin/python3 test/train/check_sample_weights.py \
   build/bin/trainc "$out/samples-work" --gpu-prepare "$out/recipes"
 rm -rf "$out/samples-work"
+# Pipeline parallelism: the MLP's CUDA trainer in 2 stages with the CPU
+# stages' log and weights (run.sh runs it under mpirun -np 2 where the
+# machine has 2 GPUs: NCCL takes one GPU per rank).
+cpu_checks check_pipeline /usr/bin/python3 test/train/check_pipeline.py build/bin/trainc \
+  "$out/pipeline-work" --gpu-prepare "$out/recipes"
+rm -rf "$out/pipeline-work"
 # Open MPI's libraries, which data-parallel trainers load (the GPU machine's
 # image has NCCL in its wheels, not Open MPI); run.sh puts them last on the
 # library path.

@@ -164,8 +164,20 @@ for case in "$dir"/recipes/*/; do
   name="$(basename "$case")"
   mapfile -t flags < <("$py" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))["flags"]))' "$case/case.json")
   rm -rf "$case/saved" "$case/log.jsonl"
-  if ! limit "$case/prog" --data "$case/data" --log "$case/log.jsonl" --save-params "$case/saved" \
-      "${flags[@]}" 2> "$case/train.log"; then
+  # A pipeline-parallel trainer: one rank per stage, one GPU per rank.
+  ranks="$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("ranks", 1))' "$case/case.json")"
+  launch=()
+  if [ "$ranks" -gt 1 ]; then
+    gpus="$(nvidia-smi -L 2> /dev/null | wc -l)"
+    if ! command -v mpirun > /dev/null || [ "$gpus" -lt "$ranks" ]; then
+      echo "SKIP: gpu recipe :: $name: needs mpirun and $ranks GPUs (NCCL takes one per rank; $gpus here)"
+      continue
+    fi
+    launch=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np "$ranks"
+            -x LD_LIBRARY_PATH)
+  fi
+  if ! limit "${launch[@]}" "$case/prog" --data "$case/data" --log "$case/log.jsonl" \
+      --save-params "$case/saved" "${flags[@]}" 2> "$case/train.log"; then
     echo "FAIL: gpu recipe :: $name: $(tail -c 400 "$case/train.log")"
     status=1
     continue

@@ -2,7 +2,7 @@
 """Pipeline parallelism (trainc compile --pipeline-stages) against gradient
 accumulation in one process.
 
-Usage: check_pipeline.py TRAINC WORKDIR
+Usage: check_pipeline.py TRAINC WORKDIR [--gpu-prepare DIR]
 
 The zoo's MLP, GPT and ResNet-18 (exported in training mode, as the zoo
 suite exports them; 10 samples, SGD with momentum 0.9 and weight decay)
@@ -21,10 +21,16 @@ initializer within 1e-6 norm-wise):
     checkpoint, and 4 + 2 steps train the same bytes as 6 in one go;
   * misuse is refused: a run outside mpirun, a process count that is not a
     multiple of S, --grad-accum, --eval-data.
+--gpu-prepare DIR packs the CUDA trainer of the MLP in 2 stages beside the
+CPU stages' log and weights (DIR/pipeline_mlp_2_stages, with "ranks": 2 in
+case.json): test/gpu/run.sh runs it under mpirun -np 2 (NCCL's send and
+receive; one GPU per rank) and test/gpu/compare_recipes.py compares.
 Prints one line per check and 'N passed, N failed'.
 """
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -40,6 +46,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
 from check_training import MPI_ENV, ZOO_SAMPLES, mpirun_command, zoo_data  # noqa: E402
 
 TOLERANCE = 1e-6
+GPU_DIR = None
 RUN_FLAGS = ["--lr", "0.01", "--momentum", "0.9", "--weight-decay", "1e-4", "--seed", "5"]
 
 
@@ -170,6 +177,28 @@ def check_case(trainc, work, check, model, data, flags, name, stages, replicas, 
     return staged
 
 
+def prepare_gpu_case(trainc, model, data, flags, staged, steps):
+    """The CUDA trainer of `model` in 2 stages with the CPU stages' log and
+    weights, for test/gpu/run.sh and compare_recipes.py."""
+    out = os.path.join(GPU_DIR, "pipeline_mlp_2_stages")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "initial"))
+    shutil.copytree(data, os.path.join(out, "data"))
+    shutil.copytree(staged + ".params", os.path.join(out, "cpu"))
+    shutil.copy(staged + ".log", os.path.join(out, "cpu.jsonl"))
+    error = run([trainc, "compile", model, "--target=cuda", "--cuda-arch=sm_90",
+                 "--loss=cross-entropy", "--optimizer=sgd", "--batch-size=2",
+                 "--pipeline-stages=2", "--micro-batches=2", "-o", os.path.join(out, "prog")] +
+                flags)
+    if error:
+        raise RuntimeError("CUDA pipeline trainer: " + error)
+    shutil.rmtree(os.path.join(out, "prog.build"), ignore_errors=True)
+    for t in onnx.load(model).graph.initializer:
+        np.save(os.path.join(out, "initial", t.name + ".npy"), numpy_helper.to_array(t))
+    with open(os.path.join(out, "case.json"), "w") as f:
+        json.dump({"flags": RUN_FLAGS + ["--steps", str(steps)], "ranks": 2}, f)
+
+
 def check_resume(work, check, prog, data):
     """Checkpoints every 2 steps to 4, --resume to 6, against 6 in one go."""
     ckpt = os.path.join(work, "pipeline_ckpt")
@@ -208,7 +237,11 @@ def check_refusals(check, prog, data):
 
 
 def main():
+    global GPU_DIR
     trainc, work = sys.argv[1], sys.argv[2]
+    if len(sys.argv) == 5 and sys.argv[3] == "--gpu-prepare":
+        GPU_DIR = os.path.abspath(sys.argv[4])
+        os.makedirs(GPU_DIR, exist_ok=True)
     os.makedirs(work, exist_ok=True)
     results = []
 
@@ -231,6 +264,8 @@ def main():
     check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 3, 1, 2, 3, 4)
     check_case(trainc, work, check, resnet, resnet_data, resnet_flags, "resnet18", 2, 1, 2, 2,
                2)
+    if prog and GPU_DIR:
+        prepare_gpu_case(trainc, mlp, mlp_data, mlp_flags, prog, 5)
     if prog:
         check_resume(work, check, prog, mlp_data)
         check_refusals(check, prog, mlp_data)

@@ -61,7 +61,8 @@ public:
   /// `peer` (or receiving them from it into `data`), matched with the
   /// peer's transfer of the same `tag` in issue order; waitTransfer
   /// completes it (and, past --comm-timeout, ends the run). Host memory for
-  /// MPI.
+  /// MPI; device memory for NCCL, whose transfers start behind everything
+  /// the context's streams hold when they are issued.
   virtual Status startTransfer(bool /*send*/, void * /*data*/, int64_t /*bytes*/, int /*peer*/,
                                int /*tag*/, int64_t & /*request*/) {
     return Status::error("this communicator cannot send to one rank");
@@ -69,6 +70,9 @@ public:
   virtual Status waitTransfer(int64_t /*request*/) {
     return Status::error("this communicator cannot send to one rank");
   }
+  /// Sets up what the transfers need (every rank calls it, before the
+  /// first): NCCL's communicators and streams for each direction.
+  virtual Status prepareTransfers() { return Status(); }
   /// The ranks that give the same `color` as a communicator of their own,
   /// numbered in the order of `key` (every rank of this one calls it): a
   /// pipeline stage's replicas, which sum their gradients together.
