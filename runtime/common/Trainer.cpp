@@ -572,6 +572,16 @@ Status TrainRun::setUp() {
   TRAINC_RETURN_IF_ERROR(scaler->read());
   if (options.resume)
     TRAINC_RETURN_IF_ERROR(resume());
+  if (staged) {
+    // Every stage resumes at the same step (each from its own checkpoint).
+    double steps[2] = {static_cast<double>(step), static_cast<double>(step) * step};
+    TRAINC_RETURN_IF_ERROR(staged->world->allReduceSum(steps, 2));
+    const double ranks = staged->world->size();
+    if (steps[0] * steps[0] != ranks * steps[1])
+      return Status::error("the pipeline stages' checkpoints are at different steps (" +
+                           options.checkpointDir + ": step " + std::to_string(step) +
+                           "); resume from checkpoints written by one run");
+  }
   runManifest = {{"format", "trainc checkpoint 1"},
                  {"model", program.modelName ? program.modelName : ""},
                  {"optimizer", name(train.optimizer)},
@@ -1538,6 +1548,15 @@ static Status runPipelineTraining(const Program &program, const TrainOptions &gi
   TRAINC_RETURN_IF_ERROR(checkPipelineRun(program, givenOptions));
   TrainOptions options = givenOptions;
   options.gradAccum = options.microBatches;
+  // On the CPU target one thread at a time talks to MPI: the replicas' sums
+  // run in the step's order, between the stages' transfers.
+  if (program.target && std::strcmp(program.target, "cpu") == 0) {
+    if (options.commOverlap == CommOverlap::On)
+      return Status::error("--comm-overlap on with a pipeline-parallel trainer on the CPU: "
+                           "the stages' transfers and the replicas' sums share MPI's one "
+                           "thread; the sums run in the step's order");
+    options.commOverlap = CommOverlap::Off;
+  }
   TRAINC_RETURN_IF_ERROR(checkOutputTargets(program, givenOptions));
   const int launched = launchOf().ranks;
   if (launched < pipe.numStages || launched % pipe.numStages != 0)

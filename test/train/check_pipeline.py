@@ -18,9 +18,10 @@ initializer within 1e-6 norm-wise):
   * GPT: 2 and 3 stages (the cuts cross the residual stream);
   * ResNet-18: 2 stages (batch norms in both; 2 steps);
   * checkpoints every 2 steps, then --resume: each stage resumes its own
-    checkpoint, and 4 + 2 steps train the same bytes as 6 in one go;
+    checkpoint, and 4 + 2 steps train the same bytes as 6 in one go; stages
+    whose checkpoints are at different steps are refused;
   * misuse is refused: a run outside mpirun, a process count that is not a
-    multiple of S, --grad-accum, --eval-data.
+    multiple of S, --grad-accum, --eval-data, --comm-overlap on (CPU).
 --gpu-prepare DIR packs the CUDA trainer of the MLP in 2 stages beside the
 CPU stages' log and weights (DIR/pipeline_mlp_2_stages, with "ranks": 2 in
 case.json): test/gpu/run.sh runs it under mpirun -np 2 (NCCL's send and
@@ -219,6 +220,15 @@ def check_resume(work, check, prog, data):
     check(same and stages == ["stage0", "stage1"],
           "mlp in 2 stages: each stage checkpoints in DIR/stage<k> and 4 steps, then --resume "
           "to 6, train the %d tensors of 6 steps in one go, bit for bit" % len(names))
+    # Stage 1's checkpoint from a run of 2 steps beside stage 0's of 4.
+    other = os.path.join(work, "pipeline_ckpt_2")
+    error = train(prog, data, 2, ["--steps", "2", "--checkpoint-dir", other], prog + "_first2")
+    shutil.rmtree(os.path.join(ckpt, "stage1"))
+    shutil.copytree(os.path.join(other, "stage1"), os.path.join(ckpt, "stage1"))
+    mixed = error or train(prog, data, 2, ["--steps", "6", "--checkpoint-dir", ckpt, "--resume"],
+                           prog + "_mixed")
+    check(mixed is not None and "checkpoints are at different steps" in mixed,
+          "mlp in 2 stages: --resume refuses stages whose checkpoints are at different steps")
 
 
 def check_refusals(check, prog, data):
@@ -227,6 +237,7 @@ def check_refusals(check, prog, data):
         ("3 processes for 2 stages", 3, [], "multiple of 2"),
         ("--grad-accum", 2, ["--grad-accum", "2"], "--micro-batches"),
         ("--eval-data", 2, ["--eval-data", data], "--eval-data"),
+        ("--comm-overlap on", 2, ["--comm-overlap", "on"], "--comm-overlap on"),
     ]
     for what, ranks, flags, says in cases:
         args = ["--data", data, "--steps", "1"] + flags
