@@ -36,27 +36,28 @@ void identifiers(llvm::StringRef line, llvm::StringSet<> &out) {
   }
 }
 
-} // namespace
-
-namespace {
 const llvm::Regex &declarationLine() {
   static const llvm::Regex decl("^  (const )?[A-Za-z0-9_:]+ \\*([a-z]+[0-9]+) = "
                                 "(static_cast|reinterpret_cast)<");
   return decl;
 }
+/// The identifiers of every line of `text`.
+llvm::StringSet<> identifiersOf(llvm::StringRef text) {
+  llvm::StringSet<> used;
+  while (!text.empty()) {
+    auto [line, tail] = text.split('\n');
+    identifiers(line, used);
+    text = tail;
+  }
+  return used;
+}
 } // namespace
 
 std::string trainc::codegen::withDeclarations(const std::string &from, const std::string &text) {
-  llvm::StringSet<> used;
-  llvm::StringRef lines(text);
-  while (!lines.empty()) {
-    auto [line, tail] = lines.split('\n');
-    identifiers(line, used);
-    lines = tail;
-  }
+  const llvm::StringSet<> used = identifiersOf(text);
   std::string out;
   llvm::StringSet<> declared;
-  lines = from;
+  llvm::StringRef lines = from;
   while (!lines.empty()) {
     auto [line, tail] = lines.split('\n');
     lines = tail;
@@ -102,13 +103,7 @@ std::string trainc::codegen::stepFunction(llvm::StringRef name, llvm::StringRef 
   }
   std::string out;
   auto function = [&](const std::string &fn, const std::string &text, llvm::StringRef comment) {
-    llvm::StringSet<> used;
-    llvm::StringRef lines(text);
-    while (!lines.empty()) {
-      auto [line, tail] = lines.split('\n');
-      identifiers(line, used);
-      lines = tail;
-    }
+    const llvm::StringSet<> used = identifiersOf(text);
     out += comment.str() + "Status " + fn + signature + " {\n  (void)ctx;\n  (void)args;\n";
     for (const auto &[n, line] : decls)
       if (used.contains(n))

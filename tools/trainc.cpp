@@ -1215,9 +1215,9 @@ bool checkPipelineFlags() {
               "stage's gradients";
   else if (precisionMode == Precision::Fp16 &&
            (!lossScaleMode.getNumOccurrences() ||
-            lossScaleMode.scaling == trainc::rt::LossScaling::Dynamic))
-    refusal = "and a dynamic fp16 loss scale: every stage would have to skip the same steps "
-              "(use --precision=bf16, or --loss-scale=VALUE)";
+            lossScaleMode.scaling != trainc::rt::LossScaling::None))
+    refusal = "and fp16 loss scaling: every stage would have to skip the same steps (use "
+              "--precision=bf16, or --loss-scale=none)";
   if (refusal) {
     errs() << "error: --pipeline-stages " << refusal << "\n";
     return false;

@@ -198,24 +198,22 @@ Status TrainCheckpoints::save(const std::string &dir,
   return writeCheckpoint(dir, tensors, manifest);
 }
 
+/// The parameters on the device, `params` in the program's order.
+static ParamFetch fromDevice(Context &context, const Program &program,
+                             const std::vector<void *> &params) {
+  return [&context, &program, &params](int index, void *host) {
+    return context.copyToHost(host, params[index], program.params[index].bytes);
+  };
+}
+
 Status exportTrainedModel(Context &context, const Program &program,
                           const std::vector<void *> &params, const std::string &path) {
-  return exportTrainedModel(
-      program,
-      [&](int index, void *host) {
-        return context.copyToHost(host, params[index], program.params[index].bytes);
-      },
-      path);
+  return exportTrainedModel(program, fromDevice(context, program, params), path);
 }
 
 Status saveTrainedParams(Context &context, const Program &program,
                          const std::vector<void *> &params, const std::string &dir) {
-  return saveTrainedParams(
-      program,
-      [&](int index, void *host) {
-        return context.copyToHost(host, params[index], program.params[index].bytes);
-      },
-      dir);
+  return saveTrainedParams(program, fromDevice(context, program, params), dir);
 }
 
 Status exportTrainedModel(const Program &program, const ParamFetch &fetch,
