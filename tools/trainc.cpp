@@ -474,7 +474,9 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
 }
 
 /// Peak memory by kind, from the planned module.
-void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
+/// `inFlight`: a pipeline stage's micro-batches in flight, each with an
+/// arena of its own.
+void printMemoryReport(mlir::ModuleOp module, raw_ostream &os, int64_t inFlight = 1) {
   MemoryTotals totals = memoryTotals(module);
   const int64_t params = totals.params, state = totals.state, arena = totals.arena,
                 constants = totals.constants, workspace = totals.workspace;
@@ -488,7 +490,11 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   row("optimizer", state - totals.accumulators);
   if (totals.accumulators)
     row("gradient accumulators", totals.accumulators, "  --grad-accum: one f32 sum per parameter");
-  row("activations", arena, largest ? "  the arena of @" + largest.getName().str() : "");
+  row("activations", arena * inFlight,
+      largest ? "  the arena of @" + largest.getName().str() +
+                    (inFlight > 1 ? " x " + std::to_string(inFlight) + " micro-batches in flight"
+                                  : std::string())
+              : "");
   if (largest) {
     // What is live at the arena's busiest op (the placement may add gaps).
     trainc::BufferLiveness liveness(largest);
@@ -548,7 +554,7 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os) {
   row("constants", constants);
   row("workspace", workspace,
       totals.searchWorkspace > 0 ? "  cuDNN's algorithm search (trainer --cudnn-benchmark)" : "");
-  row("total", totals.total());
+  row("total", totals.total() + arena * (inFlight - 1));
 }
 
 /// Why `name` cannot name a file `<name>.npy` in a folder (the program's
@@ -1601,8 +1607,11 @@ int finishStages(mlir::ModuleOp module, StageModules &stages, bool cuda,
     noteStage(*stages[k], k);
   if (reportMemory)
     for (size_t k = 0; k < stages.size(); ++k) {
+      const int64_t stageCount = static_cast<int64_t>(stages.size());
+      const int64_t micro = pipelineFromCommandLine().gradAccum;
       outs() << "stage " << k << ":\n";
-      printMemoryReport(*stages[k], outs());
+      printMemoryReport(*stages[k], outs(),
+                        std::max<int64_t>(1, std::min<int64_t>(stageCount - k, micro)));
     }
   if (!compileTo.empty() || emitKind == EmitKind::Mlir)
     return writeOutput([&](raw_ostream &os) {
