@@ -20,6 +20,8 @@ initializer within 1e-6 norm-wise):
   * checkpoints every 2 steps, then --resume: each stage resumes its own
     checkpoint, and 4 + 2 steps train the same bytes as 6 in one go; stages
     whose checkpoints are at different steps are refused;
+  * a stage that stops answering (SIGSTOP) ends the run through the other's
+    --comm-timeout, no rank left;
   * misuse is refused: a run outside mpirun, a process count that is not a
     multiple of S, --grad-accum, --eval-data, --comm-overlap on (CPU).
 --gpu-prepare DIR packs the CUDA trainer of the MLP in 2 stages beside the
@@ -32,8 +34,10 @@ Prints one line per check and 'N passed, N failed'.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import onnx
@@ -231,6 +235,35 @@ def check_resume(work, check, prog, data):
           "mlp in 2 stages: --resume refuses stages whose checkpoints are at different steps")
 
 
+def check_stopped_stage(check, prog, data):
+    """A stage that stops answering (SIGSTOP) ends the run through the other's
+    --comm-timeout, with no rank left behind."""
+    run = subprocess.Popen(mpirun_command(2, prog, ["--data", data, "--epochs", "100000",
+                                                    "--comm-timeout", "3"]),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=MPI_ENV)
+    time.sleep(3)
+    ranks = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
+                           text=True).stdout.split()
+    if len(ranks) == 2:
+        os.kill(int(ranks[1]), signal.SIGSTOP)
+    started = time.time()
+    try:
+        _, err = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        subprocess.run(["pkill", "-9", "-f", "^" + prog + " "])
+        check(False, "pipeline: a stopped stage leaves the run running after 60 s")
+        return
+    left = subprocess.run(["pgrep", "-f", "^" + prog + " "], capture_output=True,
+                          text=True).stdout.split()
+    said = next((line.strip() for line in err.splitlines() if "--comm-timeout" in line),
+                "no line naming --comm-timeout")
+    check(len(ranks) == 2 and run.returncode != 0 and not left and "--comm-timeout" in said,
+          "pipeline: stopping one of 2 stages mid-run ends the run in %.0f s, no rank left (%s)"
+          % (time.time() - started, said[:160]))
+
+
 def check_refusals(check, prog, data):
     cases = [
         ("a run outside mpirun", 1, [], "run it under mpirun"),
@@ -280,6 +313,7 @@ def main():
     if prog:
         check_resume(work, check, prog, mlp_data)
         check_refusals(check, prog, mlp_data)
+        check_stopped_stage(check, prog, mlp_data)
     passed = sum(results)
     print("%d passed, %d failed" % (passed, len(results) - passed))
     return 0 if passed == len(results) else 1
