@@ -15,8 +15,9 @@ model equal to the single process's (the graph byte for byte, each
 initializer within 1e-6 norm-wise):
   * MLP: 2 stages, 3 stages (one layer each), 2 stages x 2 replicas, and
     the trainer's --micro-batches overriding the compiled M;
-  * GPT: 2 and 3 stages (the cuts cross the residual stream);
-  * ResNet-18: 2 stages (batch norms in both; 2 steps);
+  * GPT: 2 and 3 stages (the cuts cross the residual stream), 2 stages x
+    2 replicas;
+  * ResNet-18: 2 and 3 stages (batch norms in every stage; 2 steps);
   * checkpoints every 2 steps, then --resume: each stage resumes its own
     checkpoint, and 4 + 2 steps train the same bytes as 6 in one go; stages
     whose checkpoints are at different steps are refused;
@@ -306,7 +307,10 @@ def main():
                extra_run=["--micro-batches", "3"], tag_extra=" (the trainer's --micro-batches)")
     check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 2, 1, 2, 2, 5)
     check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 3, 1, 2, 3, 4)
+    check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 2, 2, 2, 2, 3)
     check_case(trainc, work, check, resnet, resnet_data, resnet_flags, "resnet18", 2, 1, 2, 2,
+               2)
+    check_case(trainc, work, check, resnet, resnet_data, resnet_flags, "resnet18", 3, 1, 2, 3,
                2)
     if prog and GPU_DIR:
         prepare_gpu_case(trainc, mlp, mlp_data, mlp_flags, prog, 5)
