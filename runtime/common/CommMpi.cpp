@@ -3,7 +3,9 @@
 // Open MPI (Debian's) under mpirun: MPI_Init_thread when the trainer
 // starts, sums with MPI_Allreduce in place. The level asked for is
 // MPI_THREAD_SERIALIZED: the CPU target sums a bucket on a thread of its
-// own while the step goes on, and no two threads are ever in MPI at once.
+// own while the step goes on, pipeline stages' transfers move on a thread
+// of their own (Transfers), and a lock keeps any two threads out of MPI at
+// once.
 // Built into its own library, trainc_rt_mpi, which only data-parallel
 // programs link (with libmpi).
 //
@@ -17,6 +19,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <memory>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -40,12 +43,138 @@ Status mpiError(const char *what, int code) {
                        (length > 0 ? std::string(text, length) : std::to_string(code)));
 }
 
+/// The process's one thread in MPI at a time (MPI_THREAD_SERIALIZED): the
+/// point-to-point progress thread and whoever sums or broadcasts.
+std::mutex &mpiLock() {
+  static std::mutex lock;
+  return lock;
+}
+
+/// Pipeline parallelism's point-to-point transfers, moved on by a thread of
+/// their own: Open MPI advances a large message only while its sender or
+/// receiver is inside MPI, so a send started before a stage's compute would
+/// otherwise wait for the stage's next MPI call, and the stages would take
+/// turns instead of overlapping. The thread tests the transfers in flight
+/// every few microseconds (sleeping between, so that it takes no core from
+/// the kernels); waiting for a transfer waits for the thread to see it done.
+class Transfers {
+public:
+  explicit Transfers(MPI_Comm comm) : comm(comm) {}
+  ~Transfers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+      wake.notify_all();
+    }
+    if (thread.joinable())
+      thread.join();
+  }
+
+  Status start(bool send, void *data, int bytes, int peer, int tag, int64_t &request) {
+    int slot = -1;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (int i = 0; i < kSlots && slot < 0; ++i)
+        if (state[i] == State::Free)
+          slot = i;
+      if (slot < 0)
+        return Status::error("MPI point to point: more than " + std::to_string(kSlots) +
+                             " transfers in flight");
+      state[slot] = State::Starting;
+      if (!thread.joinable())
+        thread = std::thread([this] { progress(); });
+    }
+    int code;
+    {
+      std::lock_guard<std::mutex> lock(mpiLock());
+      code = send ? MPI_Isend(data, bytes, MPI_BYTE, peer, tag, comm, &requests[slot])
+                  : MPI_Irecv(data, bytes, MPI_BYTE, peer, tag, comm, &requests[slot]);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (code != MPI_SUCCESS) {
+      state[slot] = State::Free;
+      return mpiError(send ? "MPI_Isend" : "MPI_Irecv", code);
+    }
+    state[slot] = State::InFlight;
+    ++inFlight;
+    wake.notify_all();
+    request = slot;
+    return Status();
+  }
+
+  /// Waits until transfer `request` is done (the caller's watchdog bounds
+  /// the wait).
+  Status wait(int64_t request) {
+    if (request < 0 || request >= kSlots)
+      return Status::error("MPI point to point: no transfer " + std::to_string(request));
+    std::unique_lock<std::mutex> lock(mutex);
+    if (state[request] == State::Free || state[request] == State::Starting)
+      return Status::error("MPI point to point: no transfer " + std::to_string(request));
+    done.wait(lock, [&] { return state[request] == State::Done; });
+    state[request] = State::Free;
+    return codes[request] == MPI_SUCCESS ? Status() : mpiError("MPI_Test", codes[request]);
+  }
+
+private:
+  enum class State { Free, Starting, InFlight, Done };
+  static constexpr int kSlots = 256;
+
+  void progress() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!stopping) {
+      if (inFlight == 0) {
+        wake.wait(lock);
+        continue;
+      }
+      std::vector<int> testing;
+      for (int i = 0; i < kSlots; ++i)
+        if (state[i] == State::InFlight)
+          testing.push_back(i);
+      lock.unlock();
+      std::vector<std::pair<int, int>> finished; // slot, code
+      {
+        std::lock_guard<std::mutex> mpi(mpiLock());
+        for (int i : testing) {
+          int flag = 0;
+          int code = MPI_Test(&requests[i], &flag, MPI_STATUS_IGNORE);
+          if (flag || code != MPI_SUCCESS)
+            finished.emplace_back(i, code);
+        }
+      }
+      lock.lock();
+      for (auto [i, code] : finished) {
+        state[i] = State::Done;
+        codes[i] = code;
+        --inFlight;
+      }
+      if (!finished.empty())
+        done.notify_all();
+      if (inFlight > 0) {
+        lock.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        lock.lock();
+      }
+    }
+  }
+
+  MPI_Comm comm;
+  std::mutex mutex;
+  std::condition_variable wake, done;
+  State state[kSlots] = {};
+  MPI_Request requests[kSlots];
+  int codes[kSlots] = {};
+  int inFlight = 0;
+  bool stopping = false;
+  std::thread thread;
+};
+
 class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(MPI_Comm comm, int rank, int size, bool anyThread, bool world)
       : comm(comm), me(rank), ranks(size), anyThread(anyThread), world(world) {}
   ~MpiCommunicator() override {
     stopWatchdog();
+    transfers.reset();
     // An error on this rank: the others would wait for it in their next
     // sum, so the whole run stops (mpirun reports which rank). A part of
     // the world (split) leaves that to the world's communicator.
@@ -64,9 +193,11 @@ public:
   }
   Status finish() override {
     stopWatchdog();
+    transfers.reset();
     finished = true;
     if (!world)
       return Status();
+    std::lock_guard<std::mutex> lock(mpiLock());
     int code = MPI_Finalize();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Finalize", code);
   }
@@ -76,38 +207,26 @@ public:
       return Status::error("MPI point to point: " + std::to_string(bytes) + " bytes at once");
     if (peer < 0 || peer >= ranks || peer == me)
       return Status::error("MPI point to point: no rank " + std::to_string(peer));
-    MPI_Request handle;
-    int code = send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &handle)
-                    : MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, tag, comm, &handle);
-    if (code != MPI_SUCCESS)
-      return mpiError(send ? "MPI_Isend" : "MPI_Irecv", code);
-    request = static_cast<int64_t>(requests.size());
-    for (size_t i = 0; i < requests.size(); ++i)
-      if (requests[i] == MPI_REQUEST_NULL) {
-        request = static_cast<int64_t>(i);
-        break;
-      }
-    if (request == static_cast<int64_t>(requests.size()))
-      requests.push_back(handle);
-    else
-      requests[request] = handle;
-    return Status();
+    if (!transfers)
+      transfers = std::make_unique<Transfers>(comm);
+    return transfers->start(send, data, static_cast<int>(bytes), peer, tag, request);
   }
   Status waitTransfer(int64_t request) override {
-    if (request < 0 || request >= static_cast<int64_t>(requests.size()))
+    if (!transfers)
       return Status::error("MPI point to point: no transfer " + std::to_string(request));
-    auto t0 = Clock::now();
     begin();
-    int code = MPI_Wait(&requests[request], MPI_STATUS_IGNORE);
+    Status waited = transfers->wait(request);
     end();
-    spent += std::chrono::duration<double>(Clock::now() - t0).count();
-    requests[request] = MPI_REQUEST_NULL;
-    return code == MPI_SUCCESS ? Status() : mpiError("MPI_Wait", code);
+    return waited;
   }
   Status split(int color, int key, std::unique_ptr<Communicator> &part) override {
     MPI_Comm sub;
     begin();
-    int code = MPI_Comm_split(comm, color, key, &sub);
+    int code;
+    {
+      std::lock_guard<std::mutex> lock(mpiLock());
+      code = MPI_Comm_split(comm, color, key, &sub);
+    }
     end();
     if (code != MPI_SUCCESS)
       return mpiError("MPI_Comm_split", code);
@@ -124,7 +243,11 @@ public:
     if (bytes < 0 || bytes > INT_MAX)
       return Status::error("MPI_Bcast: " + std::to_string(bytes) + " bytes at once");
     begin();
-    int code = MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm);
+    int code;
+    {
+      std::lock_guard<std::mutex> lock(mpiLock());
+      code = MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, comm);
+    }
     end();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Bcast", code);
   }
@@ -149,7 +272,11 @@ private:
       int part = static_cast<int>(std::min<int64_t>(count - done, INT_MAX));
       auto t0 = Clock::now();
       begin();
-      int code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, comm);
+      int code;
+      {
+        std::lock_guard<std::mutex> lock(mpiLock());
+        code = MPI_Allreduce(MPI_IN_PLACE, values + done, part, type, MPI_SUM, comm);
+      }
       end();
       spent += std::chrono::duration<double>(Clock::now() - t0).count();
       ++calls;
@@ -208,7 +335,7 @@ private:
   MPI_Comm comm;
   int me, ranks;
   bool anyThread, world;
-  std::vector<MPI_Request> requests;
+  std::unique_ptr<Transfers> transfers;
   bool finished = false;
   int64_t calls = 0;
   double spent = 0;

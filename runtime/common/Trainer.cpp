@@ -1419,8 +1419,13 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
                   static_cast<unsigned long long>(average->bytes()));
   }
   saveAlgorithmChoices(device);
-  if (stage)
+  if (stage) {
     TRAINC_RETURN_IF_ERROR(stage->drain());
+    std::fprintf(stderr, "pipeline stage %d of %d (rank %d): waited %.2f s of %.2f s for the "
+                 "neighbouring stages' tensors\n",
+                 staged->place.stage, staged->place.stages, staged->world->rank(),
+                 stage->secondsWaiting(), secondsSince(start));
+  }
   if (options.exportPath.empty() && options.saveDir.empty() && stagedExportPath.empty() &&
       stagedSaveDir.empty())
     return Status();

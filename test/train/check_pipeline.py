@@ -85,7 +85,7 @@ def run(cmd, env=None):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     except subprocess.TimeoutExpired:
         return "timed out: " + " ".join(cmd)
-    return None if done.returncode == 0 else (done.stderr.strip()[-600:] or "failed")
+    return None if done.returncode == 0 else (done.stderr.strip()[-3000:] or "failed")
 
 
 def compile_trainer(trainc, model, out, batch, flags):
