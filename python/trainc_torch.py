@@ -264,6 +264,8 @@ class Trainer:
         # ONNX initializer name -> the module's state_dict keys it stands for.
         self.names = names
         self.params_dir = None
+        # The processes fit() starts under mpirun (1: the program alone).
+        self.ranks = 1
 
     def _write_data(self, data, folder, with_labels):
         """A folder as the trainer reads it: one .npy per input (float
@@ -292,14 +294,19 @@ class Trainer:
             np.save(os.path.join(folder, name + ".npy"), array)
         return folder
 
-    def fit(self, data, eval_data=None, **flags):
+    def fit(self, data, eval_data=None, ranks=None, mpirun_args=(), **flags):
         """Trains on `data` (a folder as the trainer reads it, a dict
         {input or label name: array}, or a tuple of the inputs' arrays and the
         labels) with the trainer's flags as keywords (epochs=10, lr=0.1,
         lr_schedule="onecycle", ...). The progress goes to stderr; returns the
-        run's log records. The trained parameters stay for `load_into`."""
+        run's log records. The trained parameters stay for `load_into`.
+        `ranks`: the processes of an `mpirun -np RANKS` run, with
+        `mpirun_args` before the program (default: the pipeline's stages, as
+        compiled with pipeline_stages=S; 1 runs the program alone)."""
         train_dir = self._write_data(data, os.path.join(self.workdir, "train"), True)
-        words = [self.program, "--data", train_dir]
+        ranks = self.ranks if ranks is None else int(ranks)
+        launch = ["mpirun", "-np", str(ranks)] + list(mpirun_args) if ranks > 1 else []
+        words = launch + [self.program, "--data", train_dir]
         if eval_data is not None:
             words += ["--eval-data",
                       self._write_data(eval_data, os.path.join(self.workdir, "eval"), True)]
@@ -386,4 +393,7 @@ def compile(module, example_inputs, loss="cross-entropy", optimizer="sgd", workd
     words = [_find_trainc(trainc), "compile", path, "--batch-size=%d" % batch_size,
              "--loss=" + loss, "--optimizer=" + optimizer, "-o", program] + _flag_words(flags)
     _run(words, "trainc compile")
-    return Trainer(program, workdir, input_names, output_names, label, keys)
+    trainer = Trainer(program, workdir, input_names, output_names, label, keys)
+    # A pipeline-parallel trainer runs one stage per mpirun rank.
+    trainer.ranks = int(flags.get("pipeline_stages", 1))
+    return trainer

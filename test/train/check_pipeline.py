@@ -21,6 +21,8 @@ initializer within 1e-6 norm-wise):
   * checkpoints every 2 steps, then --resume: each stage resumes its own
     checkpoint, and 4 + 2 steps train the same bytes as 6 in one go; stages
     whose checkpoints are at different steps are refused;
+  * python/trainc_torch.py: compile(pipeline_stages=2) and fit (under
+    mpirun) train the weights of grad_accum=2 in one process;
   * a stage that stops answering (SIGSTOP) ends the run through the other's
     --comm-timeout, no rank left;
   * misuse is refused: a run outside mpirun, a process count that is not a
@@ -265,6 +267,44 @@ def check_stopped_stage(check, prog, data):
           % (time.time() - started, said[:160]))
 
 
+def check_python(trainc, work, check):
+    """python/trainc_torch.py: compile(..., pipeline_stages=2) and fit under
+    mpirun train as the CLI does (the same weights as the single process)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import trainc_torch
+    torch.manual_seed(3)
+    module = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                 torch.nn.Linear(32, 4))
+    rng = np.random.RandomState(4)
+    x = rng.randn(64, 16).astype(np.float32)
+    y = x[:, :4].argmax(axis=1).astype(np.int64)
+    results = {}
+    for stages in (1, 2):
+        copy = torch.nn.Sequential(*[torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                     torch.nn.Linear(32, 4)])
+        copy.load_state_dict(module.state_dict())
+        folder = os.path.join(work, "python-pipeline-%d" % stages)
+        shutil.rmtree(folder, ignore_errors=True)
+        flags = {"pipeline_stages": 2, "micro_batches": 2} if stages == 2 else {"grad_accum": 2}
+        try:
+            os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            trainer = trainc_torch.compile(copy, torch.zeros(8, 16), loss="cross-entropy",
+                                           optimizer="sgd", target="cpu", workdir=folder,
+                                           trainc=trainc, **flags)
+            log = trainer.fit((x, y), steps=3, lr=0.1,
+                              mpirun_args=["--oversubscribe", "--mca",
+                                           "btl_vader_single_copy_mechanism", "none"])
+            trainer.load_into(copy)
+        except (RuntimeError, ValueError, OSError) as error:
+            check(False, "python: a pipeline trainer compiles and fits: %s" % str(error)[-300:])
+            return
+        results[stages] = (log, {k: v.clone() for k, v in copy.state_dict().items()})
+    same = all(torch.equal(results[1][1][k], results[2][1][k]) for k in results[1][1])
+    check(len(results[2][0]) == 3 and same,
+          "python: compile(pipeline_stages=2) and fit run the 2 stages under mpirun and train "
+          "the weights of grad_accum=2 in one process")
+
+
 def check_refusals(check, prog, data):
     cases = [
         ("a run outside mpirun", 1, [], "run it under mpirun"),
@@ -318,6 +358,7 @@ def main():
         check_resume(work, check, prog, mlp_data)
         check_refusals(check, prog, mlp_data)
         check_stopped_stage(check, prog, mlp_data)
+    check_python(trainc, work, check)
     passed = sum(results)
     print("%d passed, %d failed" % (passed, len(results) - passed))
     return 0 if passed == len(results) else 1
