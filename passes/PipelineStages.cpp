@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -150,6 +151,42 @@ struct Graph {
   }
 };
 
+/// Moves every op that reads only parameters and constants (the mixed-
+/// precision phase's weight casts, which it places at the top of @loss) to
+/// just before its first reader, so that a parameter belongs to the stage
+/// of the layer that reads it, not to the first stage.
+void sinkParameterOps(func::FuncOp loss) {
+  Block &body = loss.getBody().front();
+  llvm::DenseSet<Value> fromParams;
+  for (BlockArgument arg : loss.getArguments())
+    if (loss.getArgAttr(arg.getArgNumber(), tc::kParamAttrName))
+      fromParams.insert(arg);
+  SmallVector<Operation *> candidates;
+  for (Operation &op : body.without_terminator()) {
+    if (isa<tc::ConstantOp>(op)) {
+      fromParams.insert(op.getResult(0));
+      continue;
+    }
+    bool onlyParams = op.getNumOperands() > 0 && op.getNumRegions() == 0 &&
+                      isMemoryEffectFree(&op) &&
+                      llvm::all_of(op.getOperands(), [&](Value v) { return fromParams.contains(v); });
+    if (!onlyParams)
+      continue;
+    candidates.push_back(&op);
+    for (Value r : op.getResults())
+      fromParams.insert(r);
+  }
+  // Last first: a chain lands in order before its first reader.
+  for (Operation *op : llvm::reverse(candidates)) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first && op->isBeforeInBlock(first))
+      op->moveBefore(first);
+  }
+}
+
 /// The name a crossing tensor has in the IR and the tables.
 std::string tensorName(func::FuncOp loss, Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -186,6 +223,7 @@ struct PipelineStagesPass : trainc::impl::PipelineStagesBase<PipelineStagesPass>
           << count - 1;
       return signalPassFailure();
     }
+    sinkParameterOps(loss);
     Graph graph(loss);
     FailureOr<std::vector<int64_t>> cuts =
         boundaries.empty() ? chooseCuts(graph, count) : namedCuts(graph, count);

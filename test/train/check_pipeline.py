@@ -16,7 +16,7 @@ initializer within 1e-6 norm-wise):
   * MLP: 2 stages, 3 stages (one layer each), 2 stages x 2 replicas, and
     the trainer's --micro-batches overriding the compiled M;
   * GPT: 2 and 3 stages (the cuts cross the residual stream), 2 stages x
-    2 replicas;
+    2 replicas, and 2 stages in bf16 (the weight casts go with their layers);
   * ResNet-18: 2 and 3 stages (batch norms in every stage; 2 steps);
   * checkpoints every 2 steps, then --resume: each stage resumes its own
     checkpoint, and 4 + 2 steps train the same bytes as 6 in one go; stages
@@ -348,6 +348,10 @@ def main():
     check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 2, 1, 2, 2, 5)
     check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 3, 1, 2, 3, 4)
     check_case(trainc, work, check, gpt, gpt_data, gpt_flags, "gpt", 2, 2, 2, 2, 3)
+    # bf16: the weight casts the mixed-precision phase puts first go with
+    # their layers' stages.
+    check_case(trainc, work, check, gpt, gpt_data, gpt_flags + ["--precision=bf16"], "gpt", 2,
+               1, 2, 2, 3, tag_extra=" (bf16)")
     check_case(trainc, work, check, resnet, resnet_data, resnet_flags, "resnet18", 2, 1, 2, 2,
                2)
     check_case(trainc, work, check, resnet, resnet_data, resnet_flags, "resnet18", 3, 1, 2, 3,

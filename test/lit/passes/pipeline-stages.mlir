@@ -81,3 +81,4 @@ module attributes {tc.batch_size = 4 : i64} {
     return %mean, %l : tensor<f32>, tensor<4xf32>
   }
 }
+
