@@ -1200,6 +1200,11 @@ bool checkPipelineFlags() {
            << stages << "\n";
     return false;
   }
+  if (!stageBoundaries.empty() && stages != static_cast<int64_t>(stageBoundaries.size()) + 1) {
+    errs() << "error: --stage-boundaries names " << stageBoundaries.size()
+           << " nodes; --pipeline-stages=" << stages << " needs " << stages - 1 << "\n";
+    return false;
+  }
   if (microBatches.getNumOccurrences() && stages == 1) {
     errs() << "error: --micro-batches is the schedule of --pipeline-stages (for one stage, "
               "--grad-accum)\n";

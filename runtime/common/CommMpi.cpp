@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -71,53 +72,60 @@ public:
   }
 
   Status start(bool send, void *data, int bytes, int peer, int tag, int64_t &request) {
-    int slot = -1;
+    Slot *slot = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      for (int i = 0; i < kSlots && slot < 0; ++i)
-        if (state[i] == State::Free)
-          slot = i;
-      if (slot < 0)
-        return Status::error("MPI point to point: more than " + std::to_string(kSlots) +
-                             " transfers in flight");
-      state[slot] = State::Starting;
+      for (size_t i = 0; i < slots.size() && !slot; ++i)
+        if (slots[i].state == State::Free) {
+          slot = &slots[i];
+          request = static_cast<int64_t>(i);
+        }
+      if (!slot) { // a deque keeps its elements where they are as it grows
+        slots.emplace_back();
+        slot = &slots.back();
+        request = static_cast<int64_t>(slots.size() - 1);
+      }
+      slot->state = State::Starting;
       if (!thread.joinable())
         thread = std::thread([this] { progress(); });
     }
     int code;
     {
       std::lock_guard<std::mutex> lock(mpiLock());
-      code = send ? MPI_Isend(data, bytes, MPI_BYTE, peer, tag, comm, &requests[slot])
-                  : MPI_Irecv(data, bytes, MPI_BYTE, peer, tag, comm, &requests[slot]);
+      code = send ? MPI_Isend(data, bytes, MPI_BYTE, peer, tag, comm, &slot->request)
+                  : MPI_Irecv(data, bytes, MPI_BYTE, peer, tag, comm, &slot->request);
     }
     std::lock_guard<std::mutex> lock(mutex);
     if (code != MPI_SUCCESS) {
-      state[slot] = State::Free;
+      slot->state = State::Free;
       return mpiError(send ? "MPI_Isend" : "MPI_Irecv", code);
     }
-    state[slot] = State::InFlight;
+    slot->state = State::InFlight;
     ++inFlight;
     wake.notify_all();
-    request = slot;
     return Status();
   }
 
   /// Waits until transfer `request` is done (the caller's watchdog bounds
   /// the wait).
   Status wait(int64_t request) {
-    if (request < 0 || request >= kSlots)
-      return Status::error("MPI point to point: no transfer " + std::to_string(request));
     std::unique_lock<std::mutex> lock(mutex);
-    if (state[request] == State::Free || state[request] == State::Starting)
+    if (request < 0 || request >= static_cast<int64_t>(slots.size()) ||
+        slots[request].state == State::Free || slots[request].state == State::Starting)
       return Status::error("MPI point to point: no transfer " + std::to_string(request));
-    done.wait(lock, [&] { return state[request] == State::Done; });
-    state[request] = State::Free;
-    return codes[request] == MPI_SUCCESS ? Status() : mpiError("MPI_Test", codes[request]);
+    Slot &slot = slots[request];
+    done.wait(lock, [&] { return slot.state == State::Done; });
+    slot.state = State::Free;
+    return slot.code == MPI_SUCCESS ? Status() : mpiError("MPI_Test", slot.code);
   }
 
 private:
   enum class State { Free, Starting, InFlight, Done };
-  static constexpr int kSlots = 256;
+  struct Slot {
+    State state = State::Free;
+    MPI_Request request = MPI_REQUEST_NULL;
+    int code = MPI_SUCCESS;
+  };
 
   void progress() {
     std::unique_lock<std::mutex> lock(mutex);
@@ -126,25 +134,25 @@ private:
         wake.wait(lock);
         continue;
       }
-      std::vector<int> testing;
-      for (int i = 0; i < kSlots; ++i)
-        if (state[i] == State::InFlight)
-          testing.push_back(i);
+      std::vector<Slot *> testing;
+      for (Slot &slot : slots)
+        if (slot.state == State::InFlight)
+          testing.push_back(&slot);
       lock.unlock();
-      std::vector<std::pair<int, int>> finished; // slot, code
+      std::vector<std::pair<Slot *, int>> finished;
       {
         std::lock_guard<std::mutex> mpi(mpiLock());
-        for (int i : testing) {
+        for (Slot *slot : testing) {
           int flag = 0;
-          int code = MPI_Test(&requests[i], &flag, MPI_STATUS_IGNORE);
+          int code = MPI_Test(&slot->request, &flag, MPI_STATUS_IGNORE);
           if (flag || code != MPI_SUCCESS)
-            finished.emplace_back(i, code);
+            finished.emplace_back(slot, code);
         }
       }
       lock.lock();
-      for (auto [i, code] : finished) {
-        state[i] = State::Done;
-        codes[i] = code;
+      for (auto [slot, code] : finished) {
+        slot->state = State::Done;
+        slot->code = code;
         --inFlight;
       }
       if (!finished.empty())
@@ -160,9 +168,7 @@ private:
   MPI_Comm comm;
   std::mutex mutex;
   std::condition_variable wake, done;
-  State state[kSlots] = {};
-  MPI_Request requests[kSlots];
-  int codes[kSlots] = {};
+  std::deque<Slot> slots;
   int inFlight = 0;
   bool stopping = false;
   std::thread thread;
@@ -180,8 +186,10 @@ public:
     // the world (split) leaves that to the world's communicator.
     if (!finished && world)
       MPI_Abort(MPI_COMM_WORLD, 1);
-    if (!world)
+    if (!world) {
+      std::lock_guard<std::mutex> lock(mpiLock());
       MPI_Comm_free(&comm);
+    }
   }
   int rank() const override { return me; }
   int size() const override { return ranks; }
@@ -207,6 +215,9 @@ public:
       return Status::error("MPI point to point: " + std::to_string(bytes) + " bytes at once");
     if (peer < 0 || peer >= ranks || peer == me)
       return Status::error("MPI point to point: no rank " + std::to_string(peer));
+    if (!anyThread)
+      return Status::error("MPI point to point: this MPI grants no MPI_THREAD_SERIALIZED, "
+                           "which the transfers' progress thread needs");
     if (!transfers)
       transfers = std::make_unique<Transfers>(comm);
     return transfers->start(send, data, static_cast<int>(bytes), peer, tag, request);

@@ -86,6 +86,13 @@ Status PipelineStage::backward(MicroBatch &mb) {
 
 Status PipelineStage::receive(MicroBatch &mb, bool gradient) {
   std::vector<int64_t> requests;
+  bool any = false;
+  for (int i = 0; i < train.numLinks; ++i)
+    any |= !train.links[i].send && train.links[i].gradient == gradient;
+  // The arena's earlier micro-batch may still be running on the device (a
+  // GPU's streams): nothing lands in it before that is done.
+  if (any)
+    TRAINC_RETURN_IF_ERROR(context.synchronize());
   for (int i = 0; i < train.numLinks; ++i) {
     const PipelineLink &link = train.links[i];
     if (link.send || link.gradient != gradient)

@@ -631,8 +631,11 @@ Status TrainRun::setUpStage() {
 Status TrainRun::writeStagedModel(const std::vector<void *> &weights) {
   const StagePlace &place = staged->place;
   Context &context = *device.context;
-  Communicator &world = *staged->world;
-  constexpr int kGatherTag = 1 << 20;
+  // Host memory: the world's host communicator (MPI under NCCL's).
+  Communicator &world = staged->world->hostRanks();
+  // Above every link's tag (slot x 2 + direction), within MPI's guaranteed
+  // 32767.
+  constexpr int kGatherTag = 32767;
   if (!place.first()) {
     std::vector<char> host;
     for (int i = 0; i < program.numParams; ++i) {
@@ -1041,7 +1044,7 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
     TRAINC_RETURN_IF_ERROR(drain());
     TRAINC_RETURN_IF_ERROR(runEval(epoch, b + 1, true));
   }
-  const int stopping = ranks ? 0 : stopSignal.load();
+  const int stopping = ranks || staged ? 0 : stopSignal.load();
   if (stopsEarly && (epochEnd || (evalEvery > 0 && step % evalEvery == 0))) {
     // Every rank at the same point of its sums: drained, as rank 0 is for
     // its evaluation.
@@ -1570,6 +1573,10 @@ static Status runPipelineTraining(const Program &program, const TrainOptions &gi
                          std::to_string(pipe.numStages) + " processes (stages x replicas), "
                          "started as " + std::to_string(std::max(launched, 1)));
   const TrainStep &first = *pipe.stages[0]->train;
+  if (options.microBatches > 1 && !first.accumulate)
+    return Status::error("--micro-batches " + std::to_string(options.microBatches) +
+                         ": this pipeline trainer was compiled with --micro-batches=1; compile "
+                         "with --micro-batches=M (any M above 1 serves every count)");
   if (!first.createCommunicator)
     return Status::error(std::string("this pipeline-parallel trainer's target (") +
                          (program.target ? program.target : "?") +
@@ -1594,7 +1601,8 @@ static Status runPipelineTraining(const Program &program, const TrainOptions &gi
       trained = Status::error("this pipeline-parallel trainer was compiled without "
                               "--data-parallel: its stages cannot have replicas");
     if (trained.ok()) {
-      StopOnSignals stop;
+      // As under data parallelism, a signal ends the run through mpirun:
+      // the stages could not agree on the step to stop after.
       TrainRun run(view, options, replicas.get(), nullptr, &staged);
       trained = run.setUp();
       if (trained.ok())

@@ -82,6 +82,7 @@ public:
   // (activations on, gradients back), so that a send waiting for its
   // receiver never holds up a transfer the other way. Each direction's
   // transfers between two ranks match in the order they are issued.
+  Communicator &hostRanks() override { return *host; }
   Status prepareTransfers() override {
     for (Link &link : links) {
       if (link.comm)

@@ -61,8 +61,8 @@ public:
   /// `peer` (or receiving them from it into `data`), matched with the
   /// peer's transfer of the same `tag` in issue order; waitTransfer
   /// completes it (and, past --comm-timeout, ends the run). Host memory for
-  /// MPI; device memory for NCCL, whose transfers start behind everything
-  /// the context's streams hold when they are issued.
+  /// MPI; device memory for NCCL (the caller synchronizes the context
+  /// first: the transfers run on streams of their own).
   virtual Status startTransfer(bool /*send*/, void * /*data*/, int64_t /*bytes*/, int /*peer*/,
                                int /*tag*/, int64_t & /*request*/) {
     return Status::error("this communicator cannot send to one rank");
@@ -70,6 +70,9 @@ public:
   virtual Status waitTransfer(int64_t /*request*/) {
     return Status::error("this communicator cannot send to one rank");
   }
+  /// The communicator of the same ranks that moves host memory (this one
+  /// for MPI; the MPI one beside NCCL's).
+  virtual Communicator &hostRanks() { return *this; }
   /// Sets up what the transfers need (every rank calls it, before the
   /// first): NCCL's communicators and streams for each direction.
   virtual Status prepareTransfers() { return Status(); }
