@@ -94,6 +94,17 @@ StringRef trainc::bufferKindName(BufferKind kind) {
   return "";
 }
 
+void trainc::sinkToFirstReaders(llvm::ArrayRef<Operation *> ops) {
+  for (Operation *op : llvm::reverse(ops)) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (user->getBlock() == op->getBlock() && (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first && op->isBeforeInBlock(first))
+      op->moveBefore(first);
+  }
+}
+
 bool trainc::isBackwardLoc(Location loc) { return tc::markedPhase(loc).has_value(); }
 
 BufferLiveness::BufferLiveness(Operation *op) {

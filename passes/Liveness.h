@@ -17,6 +17,7 @@
 #define TRAINC_PASSES_LIVENESS_H
 
 #include "mlir/IR/Location.h"
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -56,6 +57,11 @@ int64_t tensorBytes(mlir::Type type);
 /// ("recompute of <node>"), or a fused location that holds one: marked
 /// #tc.phase (tc::markedPhase), whatever the names say.
 bool isBackwardLoc(mlir::Location loc);
+
+/// Moves each of `ops` (in block order) to just before its first reader in
+/// its block, the last first, so that a chain lands in order: what only
+/// arguments feed is computed where it is needed, not kept from the start.
+void sinkToFirstReaders(llvm::ArrayRef<mlir::Operation *> ops);
 
 struct BufferLife {
   mlir::Value value;     // the result that owns the buffer

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TcOps.h"
+#include "passes/Liveness.h"
 #include "passes/OpCost.h"
 #include "passes/Passes.h"
 
@@ -176,15 +177,7 @@ void sinkParameterOps(func::FuncOp loss) {
     for (Value r : op.getResults())
       fromParams.insert(r);
   }
-  // Last first: a chain lands in order before its first reader.
-  for (Operation *op : llvm::reverse(candidates)) {
-    Operation *first = nullptr;
-    for (Operation *user : op->getUsers())
-      if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
-        first = user;
-    if (first && op->isBeforeInBlock(first))
-      op->moveBefore(first);
-  }
+  sinkToFirstReaders(candidates);
 }
 
 /// The name a crossing tensor has in the IR and the tables.

@@ -450,15 +450,7 @@ void sinkArgumentOps(func::FuncOp func) {
         op.getNumRegions() == 0 && isMemoryEffectFree(&op))
       candidates.push_back(&op);
   }
-  // Last first: ops sunk to the same reader keep their order.
-  for (Operation *op : llvm::reverse(candidates)) {
-    Operation *first = nullptr;
-    for (Operation *user : op->getUsers())
-      if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
-        first = user;
-    if (first && op->isBeforeInBlock(first))
-      op->moveBefore(first);
-  }
+  sinkToFirstReaders(candidates);
 }
 
 struct RematPass : trainc::impl::RematBase<RematPass> {

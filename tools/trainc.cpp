@@ -1195,8 +1195,8 @@ bool checkLossAndClippingFlags() {
 /// at once is not there yet.
 bool checkPipelineFlags() {
   const int64_t stages = stageCount();
-  if (stages < 1 || stages > 1024) {
-    errs() << "error: --pipeline-stages takes a number of stages from 1 to 1024, got "
+  if (stages < 1 || stages > 64) {
+    errs() << "error: --pipeline-stages takes a number of stages from 1 to 64, got "
            << stages << "\n";
     return false;
   }
