@@ -17,6 +17,7 @@
 #include "runtime/common/Npy.h"
 #include "runtime/common/Plot.h"
 #include "runtime/include/trainc_rt/defaults.h"
+#include "tools/pbt/Pbt.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -350,6 +351,12 @@ usage:
                                                    draw trainer logs (loss, held-out metrics,
                                                    lr, momentum) side by side, or an LR
                                                    range test's curve (matplotlib)
+  trainc pbt     --population N --ready-every STEPS --hyper NAME=log:LOW,HIGH...
+                 [--exploit truncation:F] [--explore perturb:F1,F2|resample:P]
+                 [--metric eval_accuracy|eval_loss|eval_topK] [--seed S] [--parallel P]
+                 [--stop-after-rounds R] [--export MODEL.onnx] --dir RUN -- TRAINER FLAGS...
+                                                   population-based training of a compiled
+                                                   trainer (lineage in RUN/lineage.jsonl)
   trainc help | --help | --version
 
 MODEL is a binary .onnx file or an ONNX text-format file (.onnxtxt).
@@ -1929,6 +1936,8 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
+  if (command == "pbt")
+    return trainc::pbt::runPbt(std::vector<std::string>(argv + 2, argv + argc));
   if (command != "import" && command != "check" && command != "compile") {
     errs() << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;

@@ -802,7 +802,7 @@ Status checkRangeTestFlags(Options &options) {
       "--log",           "--export",        "--checkpoint-dir", "--checkpoint-every",
       "--tensorboard",   "--eval-every",    "--topk",           "--eval-output",
       "--keep-best",     "--keep-last",     "--early-stop-patience",
-      "--early-stop-min-delta",
+      "--early-stop-min-delta", "--until-step",
       "--resume",        "--resume-other-model", "--report-memory", "--lr",
       "--warmup-steps",  "--step-size",     "--step-size-down", "--gamma",
       "--min-lr",        "--pct-start",     "--div-factor",     "--final-div-factor",
@@ -870,7 +870,7 @@ int run(int argc, char **argv, const Program &program) {
                                        : runPredict(program, options);
   if (!predicted.ok()) {
     std::fprintf(stderr, "%s: error: %s\n", argv0, predicted.message().c_str());
-    return 1;
+    return predicted.isLossDiverged() ? kExitLossDiverged : 1;
   }
   return 0;
 }

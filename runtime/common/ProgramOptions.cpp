@@ -496,6 +496,9 @@ void define(Parser &parser, Options &options) {
   parser.integer("--checkpoint-every", t.checkpointEvery, 1,
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
+  parser.integer("--until-step", t.untilStep, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
+                 "pause after step N: evaluate (with --eval-data), checkpoint and end; "
+                 "--resume continues the run, whose schedule still spans --steps or --epochs");
   parser.app
       .add_option_function<std::string>(
           "--resume",

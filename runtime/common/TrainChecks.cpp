@@ -359,6 +359,7 @@ Status checkEvaluationFlags(const TrainOptions &options) {
       {"--early-stop-patience", options.earlyStopPatience > 0, true, false},
       {"--keep-last", options.keepLast > 0, false, true},
       {"--resume=auto", options.resumeAuto, false, true},
+      {"--until-step", options.untilStep > 0, false, true},
   };
   for (const Needs &f : flags) {
     if (f.given && f.needsEval && options.evalDir.empty())

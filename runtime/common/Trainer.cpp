@@ -463,6 +463,9 @@ private:
   // each global batch of the epoch's order (so the ranks together train
   // what one process would at batch * ranks).
   int64_t globalBatch = 0, batchesPerEpoch = 0, stepsPerEpoch = 0, totalSteps = 0;
+  /// Where this process stops: totalSteps, or --until-step's pause before it.
+  int64_t endStep = 0;
+  bool pauses() const { return endStep < totalSteps; }
   int64_t step = 0, startEpoch = 1, startBatch = 0, firstStep = 0;
 
   // The loop's position: batches issued in this run (each group's, with
@@ -572,6 +575,10 @@ Status TrainRun::setUp() {
   TRAINC_RETURN_IF_ERROR(scaler->read());
   if (options.resume)
     TRAINC_RETURN_IF_ERROR(resume());
+  if (step > endStep)
+    return Status::error("the checkpoint in " + options.checkpointDir + " is at step " +
+                         std::to_string(step) + ", past --until-step " +
+                         std::to_string(options.untilStep) + "; pause at a later step");
   if (staged) {
     // Every stage resumes at the same step (each from its own checkpoint).
     double steps[2] = {static_cast<double>(step), static_cast<double>(step) * step};
@@ -590,7 +597,10 @@ Status TrainRun::setUp() {
                  {"grad_accum", std::to_string(settings.accum)},
                  {"seed", std::to_string(options.seed)},
                  {"samples", std::to_string(data.samples)},
-                 {"shuffle", options.shuffle ? "true" : "false"}};
+                 {"shuffle", options.shuffle ? "true" : "false"},
+                 // What the run is asked for (a resumed run may ask for more):
+                 // read by trainc pbt, not checked on resume.
+                 {"total_steps", std::to_string(totalSteps)}};
   if (average->enabled())
     runManifest["averaging"] = average->identity();
   if (program.fingerprint)
@@ -717,6 +727,7 @@ Status TrainRun::planSteps() {
                          std::to_string(stepsPerEpoch) + " steps each are more than the " +
                          std::to_string(kMaxTrainSteps) + " steps a run can have");
   totalSteps = options.steps > 0 ? options.steps : options.epochs * stepsPerEpoch;
+  endStep = options.untilStep > 0 ? std::min(options.untilStep, totalSteps) : totalSteps;
   return checkScheduleLength(options.schedule, totalSteps);
 }
 
@@ -831,7 +842,7 @@ Status TrainRun::trainEpochs() {
                    static_cast<long long>(monitor->bestStep()));
     return Status();
   }
-  for (int64_t epoch = startEpoch; step < totalSteps && !rangeTestEnded() && !stoppedEarly;
+  for (int64_t epoch = startEpoch; step < endStep && !rangeTestEnded() && !stoppedEarly;
        ++epoch)
     TRAINC_RETURN_IF_ERROR(runEpoch(epoch));
   return Status();
@@ -853,7 +864,7 @@ Status TrainRun::runEpoch(int64_t epoch) {
   epochFirstBatch = epoch == startEpoch ? startBatch : 0;
   // No overflow: at most 10^12 steps of at most 10^6 batches.
   epochLastBatch =
-      std::min(batchesPerEpoch, epochFirstBatch + (totalSteps - step) * settings.accum);
+      std::min(batchesPerEpoch, epochFirstBatch + (endStep - step) * settings.accum);
   if (epochFirstBatch >= epochLastBatch) {
     // Resumed from the checkpoint at this epoch's end. Its evaluation
     // came before the checkpoint; it runs again only if the log lacks it (a
@@ -1034,8 +1045,11 @@ void TrainRun::fillTrainerInputs(int h, int64_t epoch, int64_t b, const Group &g
 /// SIGTERM (after a checkpoint where --checkpoint-dir asks).
 Status TrainRun::afterStep(int64_t epoch, int64_t b) {
   const bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
+  // --until-step: the pause evaluates and checkpoints as an epoch's end does.
+  const bool pausing = pauses() && step == endStep;
   const bool evalDue = !options.evalDir.empty() &&
-                       (epochEnd || (options.evalEvery > 0 && step % options.evalEvery == 0));
+                       (epochEnd || pausing ||
+                        (options.evalEvery > 0 && step % options.evalEvery == 0));
   if (epochEnd && !rangeTest) {
     TRAINC_RETURN_IF_ERROR(drain());
     epochSummary(epoch);
@@ -1052,7 +1066,7 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
     TRAINC_RETURN_IF_ERROR(decideEarlyStop());
   }
   if (!options.checkpointDir.empty() &&
-      (stopping || stoppedEarly ||
+      (stopping || stoppedEarly || pausing ||
        (options.checkpointEvery > 0 ? step % options.checkpointEvery == 0 : epochEnd)))
     TRAINC_RETURN_IF_ERROR(saveCheckpoint(epoch, b));
   if (stoppedEarly && chatty)
@@ -1168,7 +1182,7 @@ Status TrainRun::finishOldest() {
     return Status();
   }
   if (!std::isfinite(loss) && !skipped)
-    return Status::error("the loss became " + std::to_string(loss) + " at step " +
+    return Status::lossDiverged("the loss became " + std::to_string(loss) + " at step " +
                          std::to_string(p.step) + " (learning rate too high?)");
   if (std::isfinite(loss)) {
     epochLoss += loss * p.count;
@@ -1393,6 +1407,11 @@ void TrainRun::runSummary() {
       line += ", its checkpoint in " + options.checkpointDir + "/best";
   }
   std::fprintf(stderr, "%s\n", line.c_str());
+  if (pauses() && step == endStep)
+    std::fprintf(stderr, "paused after step %lld of %lld (--until-step); --resume continues "
+                         "from %s\n",
+                 static_cast<long long>(step), static_cast<long long>(totalSteps),
+                 options.checkpointDir.c_str());
 }
 
 /// `waitedForSums`: the seconds the steps waited for the buckets' sums

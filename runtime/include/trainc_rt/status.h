@@ -17,14 +17,27 @@ class [[nodiscard]] Status {
 public:
   Status() = default;
   static Status error(std::string message) { return Status(std::move(message)); }
+  /// The training loss became non-finite (a learning rate too high, as a
+  /// rule): the trainer ends with kExitLossDiverged, which tells a driver
+  /// (trainc pbt) a diverged run from a broken one.
+  static Status lossDiverged(std::string message) {
+    Status status(std::move(message));
+    status.diverged = true;
+    return status;
+  }
   bool ok() const { return !failed; }
+  bool isLossDiverged() const { return diverged; }
   const std::string &message() const { return text; }
 
 private:
   explicit Status(std::string message) : failed(true), text(std::move(message)) {}
-  bool failed = false;
+  bool failed = false, diverged = false;
   std::string text;
 };
+
+/// The trainer's exit status when the training loss became non-finite (1:
+/// any other error).
+inline constexpr int kExitLossDiverged = 3;
 
 } // namespace trainc::rt
 
