@@ -7,10 +7,14 @@ Each file is either a trainer's --log (JSON lines: one record per step with
 "grad_norm" and "loss_scale"; one per evaluation with "eval_loss" and
 "eval_accuracy") or the curve of an LR range test (--find-lr-out PREFIX writes
 PREFIX.jsonl: one record per step with "lr", "loss" and "smoothed_loss", and a
-last record with the suggestions). Training logs are drawn side by side, one
+last record with the suggestions) or the lineage of a population (`trainc pbt`
+writes RUN/lineage.jsonl: "start", "ready" and "exploit" events). Training logs are drawn side by side, one
 colour per run: the loss, the held-out metrics, the learning rate and momentum,
 and the gradient norm against the steps. A range test is drawn as its smoothed
 loss against the learning rate (log scale) with the suggested rates marked.
+A lineage is drawn as each member's metric at its ready points and each searched
+hyperparameter against the steps, one colour per member; a dotted line joins a
+member's copy to the parent it copied.
 
 The trainer runs this script for --find-lr (its text is compiled into the
 runtime), and so does `trainc plot`. Exit status: 0 written, 3 matplotlib
@@ -80,6 +84,93 @@ def eval_points(records, key):
             xs.append(step)
             ys.append(r[key])
     return xs, ys
+
+
+def is_lineage(records):
+    return any(r.get("event") in ("start", "ready", "exploit") for r in records)
+
+
+def member_paths(records, field):
+    """For each member, its (step, value) points in order: the start and
+    ready points give `field` (the metric's "score" or one of "hypers"), an
+    exploit restarts the member's path at its parent's step with the copied
+    and explored values. Also the copies as ((parent step, parent value),
+    (step, value)) pairs."""
+    paths, copies = {}, []
+    def value_of(record):
+        if field == "score":
+            return record.get("score")
+        return record.get("hypers", {}).get(field)
+    for r in records:
+        member, step = r.get("member"), r.get("step")
+        if not isinstance(member, int) or not finite(step):
+            continue
+        path = paths.setdefault(member, [])
+        event = r.get("event")
+        if event == "start" and field != "score":
+            path.append((step, value_of(r)))
+        elif event == "ready":
+            value = value_of(r)
+            path.append((step, value if finite(value) else None))
+        elif event == "exploit":
+            if field == "score":
+                value = r.get("parent_score")
+                start = value
+            else:
+                value = r.get("hypers", {}).get(field)
+                start = r.get("hypers_before", {}).get(field)
+            if finite(value):
+                if field != "score" and finite(start):
+                    copies.append(((step, start), (step, value)))
+                path.append(None)  # a break in the member's own line
+                path.append((step, value))
+    return paths, copies
+
+
+def draw_population(plt, runs, title):
+    records = [r for _, rs in runs for r in rs]
+    metric = next((r["metric"] for r in records if r.get("event") == "ready" and "metric" in r),
+                  "score")
+    hypers = sorted({name for r in records for name in r.get("hypers", {})})
+    panels = [("score", metric)] + [(name, name) for name in hypers]
+    columns = 2 if len(panels) > 1 else 1
+    rows = (len(panels) + columns - 1) // columns
+    figure, grid = plt.subplots(rows, columns, figsize=(6 * columns, 3.4 * rows), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (field, name) in enumerate(panels):
+        axes = grid[index // columns][index % columns]
+        paths, copies = member_paths(records, field)
+        for member in sorted(paths):
+            colour = colours[member % len(colours)]
+            xs, ys = [], []
+            for point in paths[member] + [None]:
+                if point is None or point[1] is None:
+                    if xs:
+                        axes.plot(xs, ys, color=colour, marker="o", markersize=3,
+                                  label=None if any(l.get_label() == "member %d" % member
+                                                    for l in axes.get_lines())
+                                  else "member %d" % member,
+                                  drawstyle="default" if field == "score" else "steps-post")
+                    xs, ys = [], []
+                    continue
+                xs.append(point[0])
+                ys.append(point[1])
+        for (x0, y0), (x1, y1) in copies:
+            axes.plot([x0, x1], [y0, y1], color="grey", linestyle=":", linewidth=0.8)
+        values = [v for path in paths.values() for p in path if p and finite(p[1])
+                  for v in [p[1]]]
+        if field != "score" and values and min(values) > 0 and max(values) > 10 * min(values):
+            axes.set_yscale("log")
+        axes.set_title(name + (" at the ready points" if field == "score" else ""))
+        axes.set_xlabel("step")
+        axes.grid(True, alpha=0.3)
+        if index == 0 and len(paths) <= 16:
+            axes.legend(fontsize=7, ncol=2)
+    for index in range(len(panels), rows * columns):
+        grid[index // columns][index % columns].set_visible(False)
+    figure.suptitle(title or "population")
+    figure.tight_layout()
+    return figure
 
 
 def draw_range_test(plt, runs, title):
@@ -184,16 +275,19 @@ def main(argv):
         if not records:
             raise SystemExit("error: %s holds no records" % path)
         runs.append((os.path.splitext(os.path.basename(path))[0], records))
-    kinds = {is_range_test(records) for _, records in runs}
+    kinds = {"lineage" if is_lineage(records) else "range" if is_range_test(records)
+             else "training" for _, records in runs}
     if len(kinds) > 1:
-        raise SystemExit("error: LR range tests and training logs go in separate plots")
+        raise SystemExit("error: LR range tests, training logs and lineages go in separate "
+                         "plots")
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return 3  # the caller says so, and may try another python3
-    draw = draw_range_test if kinds == {True} else draw_training
+    draw = {"range": draw_range_test, "lineage": draw_population,
+            "training": draw_training}[kinds.pop()]
     figure = draw(plt, runs, args.title)
     # Written next to the target and renamed over it: a reader never sees half a PNG.
     folder = os.path.dirname(os.path.abspath(args.output))

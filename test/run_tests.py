@@ -10,6 +10,7 @@ steps against PyTorch), nan (NaN and infinities through every forward op as
 in PyTorch), recipes (schedules and the LR range test against PyTorch and
 fastai), samples (per-sample losses and sample weights against PyTorch),
 pipeline (pipeline-parallel trainers under mpirun against gradient accumulation),
+pbt (population-based training: exploit copies, kills and reruns, --until-step),
 conformance (the ONNX backend node tests on the CPU target),
 models (torchvision and Hugging Face models: gradients of one step against
 PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
@@ -123,6 +124,10 @@ def run_pipeline():
                             "pipeline")
 
 
+def run_pbt():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_pbt.py"), "pbt")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -175,7 +180,7 @@ def main():
                      ("zoo", run_zoo), ("grad", run_grad), ("train", run_train),
                      ("precision", run_precision), ("optimizers", run_optimizers),
                      ("recipes", run_recipes), ("samples", run_samples),
-                     ("pipeline", run_pipeline),
+                     ("pipeline", run_pipeline), ("pbt", run_pbt),
                      ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):

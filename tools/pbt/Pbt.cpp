@@ -250,16 +250,18 @@ Status Driver::loadOrStart() {
   std::string text;
   TRAINC_RETURN_IF_ERROR(rt::readRegularFile(statePath, "the driver's state", 1u << 30, text));
   Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // The options first: the rest of the state is read as they shape it.
+  const Json saved = json.is_object() ? json.value("options", Json()) : Json();
+  const std::string differs = saved.is_object() ? firstDifference(saved, o.identity()) : "";
+  if (!differs.empty())
+    return Status::error(o.dir + " was started with other options (" + differs + ": " +
+                         saved.value(differs, Json()).dump() + ", this command: " +
+                         o.identity().value(differs, Json()).dump() +
+                         "); rerun it with the same options, or give another --dir");
   std::string error;
   std::optional<State> loaded = fromJson(json, o, statePath, error);
   if (!loaded)
     return Status::error(error);
-  const std::string differs = firstDifference(loaded->identity, o.identity());
-  if (!differs.empty())
-    return Status::error(o.dir + " was started with other options (" + differs + ": " +
-                         loaded->identity.value(differs, Json()).dump() + ", this command: " +
-                         o.identity().value(differs, Json()).dump() +
-                         "); rerun it with the same options, or give another --dir");
   state = std::move(*loaded);
   std::fprintf(stderr, "pbt: continuing %s at round %lld (%s)\n", o.dir.c_str(),
                static_cast<long long>(state.round + 1),
