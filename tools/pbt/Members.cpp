@@ -216,6 +216,21 @@ Status readScore(const std::string &run, int member, const std::string &key, int
   return Status();
 }
 
+std::string lastTrainerLine(const std::string &run, int member) {
+  const std::string path = memberDir(run, member) + "/trainer.log";
+  FileHandle file;
+  uint64_t size = 0;
+  if (!rt::openRegularFile(path, "", file, size).ok())
+    return "";
+  const uint64_t bytes = std::min<uint64_t>(size, 4096);
+  std::string tail(bytes, '\0');
+  if (!rt::readAt(file, path, size - bytes, tail.data(), bytes).ok())
+    return "";
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r'))
+    tail.pop_back();
+  return tail.substr(tail.find_last_of('\n') + 1);
+}
+
 Status copyCheckpoint(const std::string &run, int parent, int member) {
   for (const char *name : {"checkpoint.safetensors", "checkpoint.json"}) {
     const std::string from = checkpointDir(run, parent) + "/" + name,

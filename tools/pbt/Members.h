@@ -88,6 +88,9 @@ Status readScore(const std::string &run, int member, const std::string &key, int
 /// (and copying again completes it).
 Status copyCheckpoint(const std::string &run, int parent, int member);
 
+/// The last line the member's trainer wrote (its error, after a failure).
+std::string lastTrainerLine(const std::string &run, int member);
+
 /// Creates `path` as a folder (a symlink or a file there is an error).
 Status makeFolder(const std::string &path);
 

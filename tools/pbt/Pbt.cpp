@@ -291,9 +291,12 @@ Status Driver::finishMember(const Finished &done) {
   switch (done.outcome) {
   case Outcome::Stopped:
     return Status();
-  case Outcome::Failed:
+  case Outcome::Failed: {
+    const std::string said = lastTrainerLine(o.dir, done.member);
     return Status::error("member " + std::to_string(done.member) + "'s trainer failed (" +
-                         done.how + "); its output is in " + logs);
+                         done.how + (said.empty() ? "" : ": " + said) + "); its output is in " +
+                         logs);
+  }
   case Outcome::Diverged:
     std::fprintf(stderr, "member %d: the loss diverged (%s); it takes a better member's place\n",
                  done.member, logs.c_str());
