@@ -496,6 +496,12 @@ void define(Parser &parser, Options &options) {
   parser.integer("--checkpoint-every", t.checkpointEvery, 1,
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
+  parser.integer("--async-workers", t.asyncWorkers, 2, 64, "N",
+                 "asynchronous SGD on one machine (Hogwild!): N steps at once, each on its own "
+                 "batches, arena and dropout keys, updating the shared parameters without "
+                 "locks; not deterministic (runs differ), checkpoints and evaluations see one "
+                 "state (the CPU target splits --threads between the workers; CUDA: a stream "
+                 "each)");
   parser.integer("--until-step", t.untilStep, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "pause after step N: evaluate (with --eval-data), checkpoint and end; "
                  "--resume continues the run, whose schedule still spans --steps or --epochs");

@@ -73,6 +73,9 @@ struct TrainOptions {
   /// end of every epoch); `resume` continues from the one there.
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
+  /// --async-workers N (0: none): N instances of the step at once on the
+  /// shared parameters, without locks (AsyncLanes.h).
+  int asyncWorkers = 0;
   /// --until-step N: pause after step N (0: none): evaluate, checkpoint and
   /// end, as a run whose schedule still spans `steps` or `epochs`.
   int64_t untilStep = 0;

@@ -191,6 +191,10 @@ std::string settingsLine(const Program &program, const TrainOptions &options,
   if (program.target && std::string(program.target) == "cpu")
     line += " (" + std::to_string(omp_get_max_threads()) + " threads)";
 #endif
+  if (options.asyncWorkers > 0)
+    line += "; " + std::to_string(options.asyncWorkers) +
+            " asynchronous workers (Hogwild!: their updates race, so no two runs train the "
+            "same weights)";
   line += "; " + std::to_string(samples) + " samples, " + std::to_string(batchesPerEpoch) +
           " batches per epoch, " + std::to_string(totalSteps) + " steps";
   return line;

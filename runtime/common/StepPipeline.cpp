@@ -32,6 +32,9 @@ StepPipeline::StepPipeline(RunDevice &device, const TrainStep &train, const Trai
       graphs(context, train, cudaGraph) {}
 
 StepPipeline::~StepPipeline() {
+  // The lanes' steps write into the slots and the loss records.
+  for (int d = 0; laneSet && d < laneSet->size(); ++d)
+    (void)laneSet->wait(d);
   loader.reset();
   (void)context.synchronize();
 }
@@ -60,6 +63,15 @@ Status StepPipeline::init() {
                                               d * sampleLossBytes
                                         : nullptr,
                     static_cast<char *>(device.arena.get()), nullptr});
+  }
+  if (laneSet) {
+    laneHypers.assign(deviceSlotCount, std::vector<float>(layout.hypers.size()));
+    laneHyperPtrs.resize(deviceSlotCount);
+    for (int d = 0; d < deviceSlotCount; ++d) {
+      args[d].arena = static_cast<char *>(laneArenas[d]);
+      for (const float &value : laneHypers[d])
+        laneHyperPtrs[d].push_back(&value);
+    }
   }
   hostHyperPtrs.resize(hostSlotCount);
   for (int h = 0; h < hostSlotCount; ++h)
@@ -92,6 +104,11 @@ Status StepPipeline::submit(int h, const int64_t *order, int64_t first, int64_t 
 
 Status StepPipeline::upload(int64_t n, int h) {
   const int d = deviceSlotOf(n);
+  if (laneSet) {
+    // The lane is idle (its step was read back): a plain copy.
+    TRAINC_RETURN_IF_ERROR(laneSet->wait(d));
+    return laneSet->context(d).copyToDevice(deviceSlot(d), hostSlot(h), layout.bytes);
+  }
   if (n >= deviceSlotCount)
     TRAINC_RETURN_IF_ERROR(context.queueWait(Context::Queue::Upload, computed[d]));
   TRAINC_RETURN_IF_ERROR(context.uploadAsync(deviceSlot(d), hostSlot(h), layout.bytes));
@@ -101,10 +118,31 @@ Status StepPipeline::upload(int64_t n, int h) {
 }
 
 Status StepPipeline::run(int64_t n, int h, bool last) {
-  return graphs.run(last, deviceSlotOf(n), argsOf(n, h));
+  if (!laneSet)
+    return graphs.run(last, deviceSlotOf(n), argsOf(n, h));
+  // The lane runs the step, then copies its loss (and per-sample losses)
+  // back and waits for its own context.
+  const int d = deviceSlotOf(n);
+  for (size_t i = 0; i < laneHypers[d].size(); ++i)
+    laneHypers[d][i] = *hostHyperPtrs[h][i];
+  TrainArgs a = args[d];
+  a.hostHypers = laneHyperPtrs[d].data();
+  Status (*function)(Context &, const TrainArgs &) = last ? train.step : train.accumulate;
+  const uint64_t sampleLossBytes = static_cast<uint64_t>(train.sampleLosses) * 4;
+  laneSet->start(d, [this, a, d, function, sampleLossBytes](Context &lane) -> Status {
+    TRAINC_RETURN_IF_ERROR(function(lane, a));
+    TRAINC_RETURN_IF_ERROR(lane.copyToHost(record(d), deviceLoss(d), 4));
+    if (sampleLossBytes > 0)
+      TRAINC_RETURN_IF_ERROR(
+          lane.copyToHost(const_cast<float *>(sampleLosses(d)), a.sampleLosses, sampleLossBytes));
+    return lane.synchronize();
+  });
+  return Status();
 }
 
 Status StepPipeline::queueLossReadback(int d) {
+  if (laneSet)
+    return Status(); // the lane's job copies the loss back
   TRAINC_RETURN_IF_ERROR(context.downloadAsync(record(d), deviceLoss(d), 4));
   if (train.sampleLosses == 0)
     return Status();
@@ -113,9 +151,13 @@ Status StepPipeline::queueLossReadback(int d) {
 }
 
 Status StepPipeline::finishLaunch(int d) {
+  if (laneSet)
+    return Status();
   return context.recordEvent(computed[d], Context::Queue::Compute);
 }
 
-Status StepPipeline::waitStep(int d) { return context.hostWait(computed[d]); }
+Status StepPipeline::waitStep(int d) {
+  return laneSet ? laneSet->wait(d) : context.hostWait(computed[d]);
+}
 
 } // namespace trainc::rt::detail

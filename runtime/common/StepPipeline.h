@@ -14,6 +14,7 @@
 #ifndef TRAINC_RT_COMMON_STEPPIPELINE_H
 #define TRAINC_RT_COMMON_STEPPIPELINE_H
 
+#include "AsyncLanes.h"
 #include "BatchLoader.h"
 #include "TrainChecks.h"
 #include "TrainDevice.h"
@@ -122,6 +123,15 @@ public:
   StepPipeline(const StepPipeline &) = delete;
   StepPipeline &operator=(const StepPipeline &) = delete;
 
+  /// --async-workers: device slot d's steps run on lane d of `lanes` (as
+  /// many as device slots), each from its own arena, behind a synchronous
+  /// upload; called before init.
+  void runOnLanes(AsyncLanes *lanes, std::vector<void *> arenas) {
+    laneSet = lanes;
+    laneArenas = std::move(arenas);
+  }
+  bool onLanes() const { return laneSet != nullptr; }
+
   /// Allocates the slots and the events.
   Status init();
 
@@ -201,6 +211,13 @@ private:
   std::vector<int> uploaded, computed;
   std::vector<bool> uploadPending;
   StepGraphs graphs;
+  /// --async-workers: the lanes and their arenas; each lane's copy of the
+  /// hyperparameters the step reads on the host (the host slot it was
+  /// filled from is refilled while the lane runs).
+  AsyncLanes *laneSet = nullptr;
+  std::vector<void *> laneArenas;
+  std::vector<std::vector<float>> laneHypers;
+  std::vector<std::vector<const float *>> laneHyperPtrs;
   /// Declared after every buffer it reads or fills, so it stops before
   /// they go.
   std::unique_ptr<BatchLoader> loader;

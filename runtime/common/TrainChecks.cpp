@@ -400,4 +400,31 @@ Status checkOutputTargets(const Program &program, const TrainOptions &options) {
   return Status();
 }
 
+Status checkAsyncWorkers(const TrainOptions &options, int ranks, bool staged, int64_t accum,
+                         bool lossScaling, bool gradNorm) {
+  struct Conflict {
+    bool given;
+    const char *what, *why;
+  };
+  const Conflict conflicts[] = {
+      {ranks > 1 || staged, "more than one process (data or pipeline parallelism)",
+       "its workers are threads of one process"},
+      {accum > 1, "--grad-accum above 1",
+       "the workers would add into the same gradient accumulators"},
+      {lossScaling, "fp16 dynamic loss scaling", "the workers would share one loss scale"},
+      {gradNorm, "a step compiled with --clip-grad-norm or --log-grad-norm",
+       "the workers would share one gradient norm"},
+      {options.averaging.kind() != AveragingKind::None, "--ema-decay or --swa-start",
+       "the average would read the weights while workers write them"},
+      {options.sampler.kind != SamplerKind::Uniform || options.select.kind != SelectOptions::Kind::None,
+       "--sampler or --select", "batches are drawn from the losses in step order"},
+      {options.findLr || options.lrAuto, "--find-lr or --lr=auto",
+       "the range test reads the loss of each rate in order"},
+  };
+  for (const Conflict &c : conflicts)
+    if (c.given)
+      return Status::error(std::string("--async-workers is not for ") + c.what + ": " + c.why);
+  return Status();
+}
+
 } // namespace trainc::rt::detail

@@ -120,6 +120,13 @@ Status checkEvaluationFlags(const TrainOptions &options);
 
 Status checkOutputTargets(const Program &program, const TrainOptions &options);
 
+/// --async-workers: refused, with the reason, where a step's work is not
+/// its own (shared gradient accumulators, a loss scale or gradient norm
+/// kept across steps, averaged weights, drawn or selected batches) or the
+/// run has more processes; `lossScaling`, `gradNorm`: the run keeps them.
+Status checkAsyncWorkers(const TrainOptions &options, int ranks, bool staged, int64_t accum,
+                         bool lossScaling, bool gradNorm);
+
 /// The export table of the program: every segment byte and every parameter
 /// exactly once, with the program's sizes. `largest`: the largest parameter.
 Status checkExportLayout(const Program &program, uint64_t &largest);

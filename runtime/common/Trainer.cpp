@@ -341,6 +341,7 @@ private:
   /// --sampler: its draws and its checkpoint tensors.
   Status setUpSampler();
   Status resume();
+  Status setUpLanes();
   Status openLog();
   Status runEpoch(int64_t epoch);
   Status runBatch(int64_t epoch, int64_t b);
@@ -435,6 +436,10 @@ private:
   EvalSet evalSet;
   /// The epoch's sample order, which the pipeline's workers read.
   std::vector<int64_t> order;
+  /// --async-workers: the lanes and the arenas of lanes 1..N-1 (lane 0
+  /// runs in device.arena); before the pipeline, which waits for them.
+  std::unique_ptr<AsyncLanes> lanes;
+  std::vector<DevicePtr> laneArenas;
   std::unique_ptr<StepPipeline> pipeline;
   /// A pipeline stage's schedule, transfers and arenas.
   std::unique_ptr<PipelineStage> stage;
@@ -535,10 +540,13 @@ Status TrainRun::setUp() {
   std::iota(order.begin(), order.end(), 0);
   rng.seed(options.seed);
   TRAINC_RETURN_IF_ERROR(planSteps());
-  const int deviceSlots =
-      staged ? PipelineStage::inFlight(staged->place, settings.accum) + 1 : 2;
+  const int deviceSlots = staged ? PipelineStage::inFlight(staged->place, settings.accum) + 1
+                         : options.asyncWorkers > 0 ? options.asyncWorkers
+                                                    : 2;
   pipeline = std::make_unique<StepPipeline>(device, train, data, batch, options.workers,
                                             options.cudaGraph && !staged, deviceSlots);
+  if (options.asyncWorkers > 0)
+    TRAINC_RETURN_IF_ERROR(setUpLanes());
   TRAINC_RETURN_IF_ERROR(pipeline->init());
   TRAINC_RETURN_IF_ERROR(setUpStage());
   TRAINC_RETURN_IF_ERROR(
@@ -770,6 +778,29 @@ Status TrainRun::setUpSampler() {
                        "compiled with --sample-weight-norm=mean divides by the batch size, as "
                        "prioritized experience replay)"
                      : "");
+  return Status();
+}
+
+/// --async-workers N: N lanes sharing the cores (each at least one
+/// thread), lane 0 in the run's arena and each other in one of its own.
+Status TrainRun::setUpLanes() {
+  const int workers = options.asyncWorkers;
+  TRAINC_RETURN_IF_ERROR(checkAsyncWorkers(options, ranksCount, staged != nullptr,
+                                           settings.accum, device.scaleState >= 0,
+                                           device.gradNormState >= 0));
+  int threads = 1;
+#ifdef _OPENMP
+  threads = std::max(1, omp_get_max_threads() / workers);
+#endif
+  lanes = std::make_unique<AsyncLanes>();
+  TRAINC_RETURN_IF_ERROR(lanes->init(workers, threads));
+  std::vector<void *> arenas{device.arena.get()};
+  for (int w = 1; w < workers; ++w) {
+    laneArenas.emplace_back(nullptr, DeviceFree{device.context.get()});
+    TRAINC_RETURN_IF_ERROR(allocateDevice(*device.context, device.arenaBytes, laneArenas.back()));
+    arenas.push_back(laneArenas.back().get());
+  }
+  pipeline->runOnLanes(lanes.get(), std::move(arenas));
   return Status();
 }
 
