@@ -174,6 +174,117 @@ private:
   std::thread thread;
 };
 
+/// Asynchronous SGD's parameter server: two windows in rank 0 (the f32
+/// values; each rank's step count), reached with passive-target one-sided
+/// operations. Reads are MPI_Get_accumulate with MPI_NO_OP and adds
+/// MPI_Accumulate with MPI_SUM, which MPI makes atomic per value against
+/// each other; an add holds a shared lock on rank 0's window and a snapshot
+/// an exclusive one, so a snapshot sees every add whole or not at all.
+/// Operations go in pieces of at most 2^30 values (MPI counts are ints).
+class MpiParameterServer final : public ParameterServer {
+public:
+  static Status open(MPI_Comm comm, int me, int ranks, int64_t count,
+                     std::unique_ptr<ParameterServer> &server) {
+    auto made = std::unique_ptr<MpiParameterServer>(new MpiParameterServer(me, ranks));
+    std::lock_guard<std::mutex> lock(mpiLock());
+    void *base = nullptr;
+    int code = MPI_Win_allocate(me == 0 ? static_cast<MPI_Aint>(count) * 4 : 0, 4,
+                                MPI_INFO_NULL, comm, &base, &made->values);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Win_allocate (the parameter server)", code);
+    code = MPI_Win_allocate(me == 0 ? static_cast<MPI_Aint>(ranks) * 8 : 0, 8, MPI_INFO_NULL,
+                            comm, &made->counts, &made->steps);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Win_allocate (the step counts)", code);
+    MPI_Win_set_errhandler(made->values, MPI_ERRORS_RETURN);
+    MPI_Win_set_errhandler(made->steps, MPI_ERRORS_RETURN);
+    if (me == 0)
+      std::fill(static_cast<int64_t *>(made->counts),
+                static_cast<int64_t *>(made->counts) + ranks, 0);
+    // Everyone's windows exist (and rank 0's counts are 0) before any use.
+    code = MPI_Barrier(comm);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Barrier", code);
+    server = std::move(made);
+    return Status();
+  }
+
+  Status get(float *dst, int64_t offset, int64_t count) override {
+    return pieces(MPI_LOCK_SHARED, offset, count, [&](int64_t at, int n) {
+      return MPI_Get_accumulate(nullptr, 0, MPI_FLOAT, dst + (at - offset), n, MPI_FLOAT, 0,
+                                at, n, MPI_FLOAT, MPI_NO_OP, values);
+    });
+  }
+  Status add(const float *src, int64_t offset, int64_t count) override {
+    return pieces(MPI_LOCK_SHARED, offset, count, [&](int64_t at, int n) {
+      return MPI_Accumulate(src + (at - offset), n, MPI_FLOAT, 0, at, n, MPI_FLOAT, MPI_SUM,
+                            values);
+    });
+  }
+  Status set(const float *src, int64_t count) override {
+    return pieces(MPI_LOCK_EXCLUSIVE, 0, count, [&](int64_t at, int n) {
+      return MPI_Put(src + at, n, MPI_FLOAT, 0, at, n, MPI_FLOAT, values);
+    });
+  }
+  Status snapshot(float *dst, int64_t count) override {
+    return pieces(MPI_LOCK_EXCLUSIVE, 0, count, [&](int64_t at, int n) {
+      return MPI_Get(dst + at, n, MPI_FLOAT, 0, at, n, MPI_FLOAT, values);
+    });
+  }
+  Status setProgress(int64_t done) override {
+    std::lock_guard<std::mutex> lock(mpiLock());
+    int code = MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, steps);
+    if (code == MPI_SUCCESS)
+      code = MPI_Accumulate(&done, 1, MPI_INT64_T, 0, me, 1, MPI_INT64_T, MPI_REPLACE, steps);
+    int unlocked = MPI_Win_unlock(0, steps);
+    return code != MPI_SUCCESS       ? mpiError("MPI_Accumulate (a step count)", code)
+           : unlocked != MPI_SUCCESS ? mpiError("MPI_Win_unlock", unlocked)
+                                     : Status();
+  }
+  Status progress(std::vector<int64_t> &all) override {
+    all.assign(ranks, 0);
+    std::lock_guard<std::mutex> lock(mpiLock());
+    int code = MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, steps);
+    if (code == MPI_SUCCESS)
+      code = MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, all.data(), ranks, MPI_INT64_T, 0, 0,
+                                ranks, MPI_INT64_T, MPI_NO_OP, steps);
+    int unlocked = MPI_Win_unlock(0, steps);
+    return code != MPI_SUCCESS       ? mpiError("MPI_Get_accumulate (the step counts)", code)
+           : unlocked != MPI_SUCCESS ? mpiError("MPI_Win_unlock", unlocked)
+                                     : Status();
+  }
+
+  Status close() override {
+    std::lock_guard<std::mutex> lock(mpiLock());
+    int code = MPI_Win_free(&values);
+    if (code == MPI_SUCCESS)
+      code = MPI_Win_free(&steps);
+    return code == MPI_SUCCESS ? Status() : mpiError("MPI_Win_free", code);
+  }
+
+private:
+  MpiParameterServer(int me, int ranks) : me(me), ranks(ranks) {}
+
+  /// One lock epoch on rank 0's values for the whole range, `op` per piece.
+  template <typename Op> Status pieces(int lockType, int64_t offset, int64_t count, Op op) {
+    constexpr int64_t kPiece = int64_t(1) << 30;
+    std::lock_guard<std::mutex> lock(mpiLock());
+    int code = MPI_Win_lock(lockType, 0, 0, values);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Win_lock", code);
+    for (int64_t at = offset; at < offset + count && code == MPI_SUCCESS; at += kPiece)
+      code = op(at, static_cast<int>(std::min(kPiece, offset + count - at)));
+    int unlocked = MPI_Win_unlock(0, values);
+    if (code != MPI_SUCCESS)
+      return mpiError("a one-sided operation on the parameter server", code);
+    return unlocked == MPI_SUCCESS ? Status() : mpiError("MPI_Win_unlock", unlocked);
+  }
+
+  int me, ranks;
+  MPI_Win values = MPI_WIN_NULL, steps = MPI_WIN_NULL;
+  void *counts = nullptr;
+};
+
 class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(MPI_Comm comm, int rank, int size, bool anyThread, bool world)
@@ -261,6 +372,12 @@ public:
     }
     end();
     return code == MPI_SUCCESS ? Status() : mpiError("MPI_Bcast", code);
+  }
+  Status openParameterServer(int64_t count, std::unique_ptr<ParameterServer> &server) override {
+    begin();
+    Status opened = MpiParameterServer::open(comm, me, ranks, count, server);
+    end();
+    return opened;
   }
   bool sumsFromAnyThread() const override { return anyThread; }
   int64_t sums() const override { return calls; }

@@ -802,7 +802,7 @@ Status checkRangeTestFlags(Options &options) {
       "--log",           "--export",        "--checkpoint-dir", "--checkpoint-every",
       "--tensorboard",   "--eval-every",    "--topk",           "--eval-output",
       "--keep-best",     "--keep-last",     "--early-stop-patience",
-      "--early-stop-min-delta", "--until-step", "--async-workers",
+      "--early-stop-min-delta", "--until-step", "--async-workers", "--async", "--staleness-bound",
       "--resume",        "--resume-other-model", "--report-memory", "--lr",
       "--warmup-steps",  "--step-size",     "--step-size-down", "--gamma",
       "--min-lr",        "--pct-start",     "--div-factor",     "--final-div-factor",

@@ -502,6 +502,12 @@ void define(Parser &parser, Options &options) {
                  "locks; not deterministic (runs differ), checkpoints and evaluations see one "
                  "state (the CPU target splits --threads between the workers; CUDA: a stream "
                  "each)");
+  parser.flag("--async", t.asyncRanks,
+              "a --data-parallel trainer under mpirun: asynchronous SGD over a parameter "
+              "server in rank 0 (MPI one-sided); each rank trains its share of the epochs "
+              "without waiting for the others (no gradient sums); not deterministic");
+  parser.integer("--staleness-bound", t.stalenessBound, 1, 1000000000, "K",
+                 "--async: a rank waits while it is K steps ahead of the slowest (none)");
   parser.integer("--until-step", t.untilStep, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "pause after step N: evaluate (with --eval-data), checkpoint and end; "
                  "--resume continues the run, whose schedule still spans --steps or --epochs");

@@ -76,6 +76,11 @@ struct TrainOptions {
   /// --async-workers N (0: none): N instances of the step at once on the
   /// shared parameters, without locks (AsyncLanes.h).
   int asyncWorkers = 0;
+  /// --async: a data-parallel trainer's ranks train asynchronously over a
+  /// parameter server in rank 0 (AsyncRanks.h), each rank at most
+  /// `stalenessBound` steps ahead of the slowest (0: no bound).
+  bool asyncRanks = false;
+  int64_t stalenessBound = 0;
   /// --until-step N: pause after step N (0: none): evaluate, checkpoint and
   /// end, as a run whose schedule still spans `steps` or `epochs`.
   int64_t untilStep = 0;

@@ -183,6 +183,13 @@ std::string settingsLine(const Program &program, const TrainOptions &options,
   line += "; batch " + std::to_string(program.batchSize);
   if (ranks > 1)
     line += " on each of " + std::to_string(ranks) + " ranks";
+  if (ranks > 1 && options.asyncRanks)
+    line += " training asynchronously over rank 0's parameter server (--async: no rank waits "
+            "for another" +
+            (options.stalenessBound > 0
+                 ? " more than " + std::to_string(options.stalenessBound) + " steps"
+                 : std::string()) +
+            ", so no two runs train the same weights; rank 0 logs its own steps)";
   if (accum > 1)
     line += ", " + std::to_string(accum) + " batches per step";
   line += ", precision " + std::string(name(train.precision)) + "; " +

@@ -400,6 +400,35 @@ Status checkOutputTargets(const Program &program, const TrainOptions &options) {
   return Status();
 }
 
+Status checkAsyncRanks(const TrainOptions &options, bool ranks, int64_t accum, bool rangeTest) {
+  if (options.stalenessBound > 0 && !options.asyncRanks)
+    return Status::error("--staleness-bound is a parameter of --async; add it or drop "
+                         "--staleness-bound");
+  if (!options.asyncRanks)
+    return Status();
+  if (!ranks)
+    return Status::error("--async is asynchronous SGD over the ranks of a --data-parallel "
+                         "trainer under mpirun; this run is one process (--async-workers N "
+                         "runs N workers in one)");
+  struct Conflict {
+    bool given;
+    const char *what, *why;
+  };
+  const Conflict conflicts[] = {
+      {accum > 1, "--grad-accum above 1", "each rank's step is one batch of its own"},
+      {options.earlyStopPatience > 0, "--early-stop-patience",
+       "the ranks would stop at different steps"},
+      {options.averaging.kind() != AveragingKind::None, "--ema-decay or --swa-start",
+       "rank 0 would average its own steps' parameters, not the server's"},
+      {rangeTest || options.findLr || options.lrAuto, "--find-lr or --lr=auto",
+       "the range test reads the loss of each rate in order"},
+  };
+  for (const Conflict &c : conflicts)
+    if (c.given)
+      return Status::error(std::string("--async is not for ") + c.what + ": " + c.why);
+  return Status();
+}
+
 Status checkAsyncWorkers(const TrainOptions &options, int ranks, bool staged, int64_t accum,
                          bool lossScaling, bool gradNorm) {
   struct Conflict {

@@ -124,6 +124,12 @@ Status checkOutputTargets(const Program &program, const TrainOptions &options);
 /// its own (shared gradient accumulators, a loss scale or gradient norm
 /// kept across steps, averaged weights, drawn or selected batches) or the
 /// run has more processes; `lossScaling`, `gradNorm`: the run keeps them.
+/// --async and --staleness-bound: refused, with the reason, outside a
+/// data-parallel run (`ranks`), and where a step's work is not its own
+/// (gradient accumulation) or a decision needs every rank at one step
+/// (early stopping, averaging, the range test).
+Status checkAsyncRanks(const TrainOptions &options, bool ranks, int64_t accum, bool rangeTest);
+
 Status checkAsyncWorkers(const TrainOptions &options, int ranks, bool staged, int64_t accum,
                          bool lossScaling, bool gradNorm);
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AlgoCache.h"
+#include "AsyncRanks.h"
 #include "BatchLoader.h"
 #include "Checkpoint.h"
 #include "TrainCheckpoints.h"
@@ -205,7 +206,7 @@ Status runTraining(const Program &program, const TrainOptions &options) {
   communicator->setTimeout(options.commTimeout);
   auto began = std::chrono::steady_clock::now();
   Status trained = trainOnRanks(program, options, communicator.get(), waited, overlapped);
-  if (trained.ok() && communicator->rank() == 0) {
+  if (trained.ok() && communicator->rank() == 0 && !options.asyncRanks) {
     double run = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     std::fprintf(stderr, "data parallelism: %d ranks; rank 0 spent %.2f s of %.2f s in %lld "
                  "sums over the ranks (waiting for the others included)",
@@ -439,6 +440,8 @@ private:
   /// --async-workers: the lanes and the arenas of lanes 1..N-1 (lane 0
   /// runs in device.arena); before the pipeline, which waits for them.
   std::unique_ptr<AsyncLanes> lanes;
+  /// --async: the parameter server (rank 0's) this rank trains against.
+  std::unique_ptr<AsyncRanks> server;
   std::vector<DevicePtr> laneArenas;
   std::unique_ptr<StepPipeline> pipeline;
   /// A pipeline stage's schedule, transfers and arenas.
@@ -534,7 +537,14 @@ Status TrainRun::setUp() {
     TRAINC_RETURN_IF_ERROR(
         openTrainingData(program, options.dataDir, options.samples, options.seed, data));
   }
-  TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, ranks, device));
+  TRAINC_RETURN_IF_ERROR(checkAsyncRanks(options, ranks != nullptr, settings.accum,
+                                         rangeTest != nullptr));
+  // --async: no gradient sums; the ranks meet at the parameter server.
+  const bool asyncRun = options.asyncRanks && ranks;
+  TRAINC_RETURN_IF_ERROR(setUpDevice(program, options, asyncRun ? nullptr : ranks, device));
+  if (asyncRun)
+    server = std::make_unique<AsyncRanks>(*device.context, program, device.paramPtrs, *ranks,
+                                          options.stalenessBound, options.commTimeout);
   TRAINC_RETURN_IF_ERROR(setUpEvaluation());
   order.resize(data.samples);
   std::iota(order.begin(), order.end(), 0);
@@ -583,6 +593,8 @@ Status TrainRun::setUp() {
   TRAINC_RETURN_IF_ERROR(scaler->read());
   if (options.resume)
     TRAINC_RETURN_IF_ERROR(resume());
+  if (server)
+    TRAINC_RETURN_IF_ERROR(server->open());
   if (step > endStep)
     return Status::error("the checkpoint in " + options.checkpointDir + " is at step " +
                          std::to_string(step) + ", past --until-step " +
@@ -876,6 +888,18 @@ Status TrainRun::trainEpochs() {
   for (int64_t epoch = startEpoch; step < endStep && !rangeTestEnded() && !stoppedEarly;
        ++epoch)
     TRAINC_RETURN_IF_ERROR(runEpoch(epoch));
+  if (!server)
+    return Status();
+  // Every rank done: rank 0 ends with the server's parameters.
+  TRAINC_RETURN_IF_ERROR(drain());
+  TRAINC_RETURN_IF_ERROR(server->finish());
+  if (chatty)
+    std::fprintf(stderr, "asynchronous SGD: %d ranks over rank 0's parameter server (%lld "
+                 "values); rank 0 waited %.2f s for slower ranks (--staleness-bound %s)\n",
+                 ranksCount, static_cast<long long>(server->servedValues()),
+                 server->secondsWaiting(),
+                 options.stalenessBound > 0 ? std::to_string(options.stalenessBound).c_str()
+                                            : "none");
   return Status();
 }
 
@@ -999,6 +1023,8 @@ Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool l
   TRAINC_RETURN_IF_ERROR(pipeline->upload(launched, h));
   if (selection->gathers())
     TRAINC_RETURN_IF_ERROR(selection->gather(pipeline->deviceInputs(d)));
+  if (server)
+    TRAINC_RETURN_IF_ERROR(server->pull(step + 1));
   Status ran =
       stage ? stage->run(launched, pipeline->argsOf(launched, h), last, b - group.first,
                          group.end - group.first,
@@ -1010,6 +1036,8 @@ Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool l
                                                    " of its group)"
                                              : std::string()) +
                          ": " + ran.message());
+  if (server)
+    TRAINC_RETURN_IF_ERROR(server->push(step + 1));
   TRAINC_RETURN_IF_ERROR(pipeline->queueLossReadback(d));
   if (last) {
     TRAINC_RETURN_IF_ERROR(scaler->queueReadback(pipeline->record(d)));
@@ -1064,9 +1092,12 @@ void TrainRun::fillTrainerInputs(int h, int64_t epoch, int64_t b, const Group &g
     *pipeline->hyper(h, settings.keepHyper) = b == group.first ? 0.0f : 1.0f;
   }
   if (settings.shareHyper >= 0)
-    // The rank's share of the global group's weight (1 in one process).
+    // The rank's share of the global group's weight (1 in one process; an
+    // asynchronous rank's step is its own).
     *pipeline->hyper(h, settings.shareHyper) =
-        group.globalWeight > 0 ? static_cast<float>(group.weight / group.globalWeight) : 0.0f;
+        server ? (group.weight > 0 ? 1.0f : 0.0f)
+        : group.globalWeight > 0 ? static_cast<float>(group.weight / group.globalWeight)
+                                 : 0.0f;
 }
 
 /// After an optimizer step: at an epoch's end its summary; an evaluation
@@ -1087,6 +1118,8 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
   }
   if (evalDue) {
     TRAINC_RETURN_IF_ERROR(drain());
+    if (server && rank == 0)
+      TRAINC_RETURN_IF_ERROR(server->adopt());
     TRAINC_RETURN_IF_ERROR(runEval(epoch, b + 1, true));
   }
   const int stopping = ranks || staged ? 0 : stopSignal.load();
@@ -1142,6 +1175,8 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
   TRAINC_RETURN_IF_ERROR(drain());
   if (rank != 0)
     return Status();
+  if (server)
+    TRAINC_RETURN_IF_ERROR(server->adopt()); // one version, taken whole
   TRAINC_RETURN_IF_ERROR(log.sync());
   TRAINC_RETURN_IF_ERROR(board.sync());
   std::map<std::string, std::string> manifest = runManifest;
@@ -1179,9 +1214,9 @@ Status TrainRun::finishOldest() {
     TRAINC_RETURN_IF_ERROR(sampled.record(p.seq, pipeline->sampleLosses(p.slot)));
   if (!p.last)
     return Status();
-  if (ranks) {
+  if (ranks && !server) {
     // The global batch's loss: every rank's weighted sum, weight and count
-    // added.
+    // added (asynchronous ranks log their own).
     double sums[3] = {groupLoss, groupWeight, static_cast<double>(groupCount)};
     TRAINC_RETURN_IF_ERROR(ranks->allReduceSum(sums, 3));
     groupLoss = sums[0];
@@ -1591,6 +1626,7 @@ static Status checkPipelineRun(const Program &program, const TrainOptions &optio
                         : options.averaging.kind() != AveragingKind::None
                             ? "--ema-decay and --swa-start"
                         : options.gradAccum > 0                ? "--grad-accum"
+                        : options.asyncRanks                   ? "--async"
                                                                : nullptr;
   if (refused)
     return Status::error(std::string(refused) + " with a pipeline-parallel trainer (" +

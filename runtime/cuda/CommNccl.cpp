@@ -83,6 +83,9 @@ public:
   // receiver never holds up a transfer the other way. Each direction's
   // transfers between two ranks match in the order they are issued.
   Communicator &hostRanks() override { return *host; }
+  Status openParameterServer(int64_t count, std::unique_ptr<ParameterServer> &server) override {
+    return host->openParameterServer(count, server); // host memory, over MPI
+  }
   Status prepareTransfers() override {
     for (Link &link : links) {
       if (link.comm)

@@ -16,10 +16,36 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace trainc::rt {
 
 class AlgoCache;
+
+/// Asynchronous SGD across processes (the trainer's --async): rank 0 holds
+/// the parameters as f32 values that every rank reads and adds its updates
+/// into with one-sided operations, no rank waiting for another. Each rank's
+/// step count lies beside them (--staleness-bound).
+class ParameterServer {
+public:
+  virtual ~ParameterServer() = default;
+  /// The server's values [offset, offset + count) into `dst` (each value
+  /// read whole; adds of other ranks may land between values).
+  virtual Status get(float *dst, int64_t offset, int64_t count) = 0;
+  /// Adds `count` values to the server's from `offset` on: one update, of
+  /// which snapshot() sees all or nothing.
+  virtual Status add(const float *src, int64_t offset, int64_t count) = 0;
+  /// Rank 0, while no rank reads or adds (between barriers): sets the
+  /// server's values.
+  virtual Status set(const float *src, int64_t count) = 0;
+  /// All values at one version: no add applied in part.
+  virtual Status snapshot(float *dst, int64_t count) = 0;
+  /// This rank's steps so far, and every rank's.
+  virtual Status setProgress(int64_t steps) = 0;
+  virtual Status progress(std::vector<int64_t> &steps) = 0;
+  /// Every rank, once each is done with the server: frees it (collective).
+  virtual Status close() = 0;
+};
 
 /// The processes of a data-parallel run (started by mpirun), one rank each.
 class Communicator {
@@ -81,6 +107,12 @@ public:
   /// pipeline stage's replicas, which sum their gradients together.
   virtual Status split(int /*color*/, int /*key*/, std::unique_ptr<Communicator> & /*part*/) {
     return Status::error("this communicator cannot be split");
+  }
+  /// A parameter server of `count` f32 values in rank 0 (every rank calls
+  /// it, collectively).
+  virtual Status openParameterServer(int64_t /*count*/,
+                                     std::unique_ptr<ParameterServer> & /*server*/) {
+    return Status::error("this communicator has no one-sided operations");
   }
 };
 
