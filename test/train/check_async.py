@@ -17,14 +17,30 @@ On the digits example (examples/digits_mlp.onnx, SGD, batch 32):
     the last checkpoint's parameters equal the saved ones byte for byte; a
     run paused (--until-step) and resumed logs every step once;
   * refusals: averaging, --sampler, --lr=auto, --grad-accum above 1.
+The --data-parallel trainer's --async under mpirun (a parameter server in
+rank 0, MPI one-sided):
+  * on one rank, reading the server, stepping and adding the change trains
+    the synchronous run's weights (135 steps, norm-wise 1e-6: the change is
+    exact wherever the old and new value are within a factor of 2);
+  * on two ranks it trains the digits to a held-out accuracy of at least
+    0.95;
+  * --staleness-bound 2: rank 1 stopped (SIGSTOP) for 2 s holds rank 0 back
+    (a gap of at least 1.5 s between its logged steps); without a bound
+    rank 0 trains on (no gap of 1 s);
+  * a run paused at step 30 resumes from its checkpoint (the server's
+    parameters at one version) and logs each step once;
+  * refusals: one process, --staleness-bound alone, early stopping,
+    --async-workers with ranks.
 Prints one line per check and 'N passed, N failed'.
 """
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -92,6 +108,126 @@ def check_workers(check, trainer, data, work):
               % (" ".join(extra), r.stderr.strip().splitlines()[-1:]))
 
 
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def mpirun(ranks, cmd):
+    return ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none", "--mca",
+            "btl_vader_single_copy_mechanism", "none"] + cmd
+
+
+def rank_pid(parent, rank):
+    """The pid of mpirun's child whose MPI rank is `rank`."""
+    for _ in range(200):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/environ" % entry, "rb") as f:
+                    env = f.read().split(b"\0")
+                with open("/proc/%s/stat" % entry) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            if ppid == parent and b"OMPI_COMM_WORLD_RANK=%d" % rank in env:
+                return int(entry)
+        time.sleep(0.01)
+    return None
+
+
+def largest_gap(log):
+    """The longest wall time between two of rank 0's consecutive steps."""
+    times = [r["wall_time"] for r in map(json.loads, open(log)) if "loss" in r]
+    return max(b - a for a, b in zip(times, times[1:])), len(times)
+
+
+def check_ranks(check, dp, data, work):
+    base = [dp, "--data", data + "/train", "--eval-data", data + "/val", "--threads", "1"]
+    # One rank: the server's parameters plus each step's change are the
+    # step's parameters.
+    outputs = {}
+    for name, extra in (("sync", []), ("async", ["--async"])):
+        folder = os.path.join(work, "one-rank-" + name)
+        shutil.rmtree(folder, ignore_errors=True)
+        r = subprocess.run(mpirun(1, base + ["--epochs", "3", "--lr", "0.05", "--momentum", "0.9",
+                                             "--save-params", folder] + extra),
+                           capture_output=True, text=True, env=MPI_ENV)
+        outputs[name] = (r, folder)
+    ok = all(r.returncode == 0 for r, _ in outputs.values())
+    worst = 0.0
+    if ok:
+        for name in os.listdir(outputs["sync"][1]):
+            a = np.load(os.path.join(outputs["sync"][1], name)).astype(np.float64)
+            b = np.load(os.path.join(outputs["async"][1], name)).astype(np.float64)
+            worst = max(worst, np.linalg.norm(a - b) / max(np.linalg.norm(a), 1e-30))
+    check(ok and worst <= 1e-6,
+          "--async on one rank (read the server, step, add the change) trains the synchronous "
+          "run's weights: 135 steps, norm-wise %.2g (at most 1e-6)" % worst)
+    r = subprocess.run(mpirun(2, base + ["--epochs", "30", "--lr", "0.1", "--momentum", "0.9",
+                                         "--weight-decay", "0.0005", "--async"]),
+                       capture_output=True, text=True, env=MPI_ENV)
+    accuracy = float(r.stdout.split()[-1]) if r.returncode == 0 else 0.0
+    check(accuracy >= 0.95 and "training asynchronously over rank 0's parameter server" in
+          r.stderr and "asynchronous SGD: 2 ranks" in r.stderr,
+          "--async on 2 ranks trains the digits to held-out accuracy %.4f (at least 0.95)"
+          % accuracy)
+    # A rank stopped for 2 s: with --staleness-bound 2 rank 0 waits for it.
+    gaps = {}
+    for bound in ([], ["--staleness-bound", "2"]):
+        log = os.path.join(work, "stale%s.jsonl" % len(bound))
+        if os.path.exists(log):
+            os.unlink(log)
+        process = subprocess.Popen(
+            mpirun(2, base + ["--epochs", "400", "--lr", "0.01", "--async", "--log", log] +
+                   bound), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=MPI_ENV)
+        pid = rank_pid(process.pid, 1)
+        # Stopped once rank 0 has logged 50 steps (of 9200): mid-run on any
+        # machine.
+        for _ in range(2000):
+            if os.path.exists(log) and sum(1 for _ in open(log)) >= 50:
+                break
+            time.sleep(0.01)
+        if pid:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(2.0)
+            os.kill(pid, signal.SIGCONT)
+        code = process.wait()
+        gaps[len(bound)] = largest_gap(log) if code == 0 and pid else (0, 0)
+    (free, steps), (held, _) = gaps[0], gaps[2]
+    check(held >= 1.5 and 0 < free < 1.0 and steps == 9200,
+          "a rank stopped for 2 s: with --staleness-bound 2 rank 0 waits for it (its longest "
+          "gap between steps %.2f s), without a bound it trains on (%.2f s)" % (held, free))
+    ck = os.path.join(work, "async-ck")
+    shutil.rmtree(ck, ignore_errors=True)
+    log = os.path.join(work, "async-paused.jsonl")
+    runs = [subprocess.run(mpirun(2, base + ["--epochs", "3", "--lr", "0.05", "--async",
+                                             "--checkpoint-dir", ck, "--resume=auto", "--log",
+                                             log] + extra),
+                           capture_output=True, text=True, env=MPI_ENV)
+            for extra in (["--until-step", "30"], [])]
+    steps = [r["step"] for r in map(json.loads, open(log)) if "loss" in r] if os.path.exists(
+        log) else []
+    check(all(r.returncode == 0 for r in runs) and steps == list(range(1, 70)) and
+          "resumed from" in runs[1].stderr,
+          "--async: a run paused at step 30 resumes from the checkpoint of the server's "
+          "parameters; rank 0 logs steps 1-69 once")
+    refusals = [
+        ([dp, "--data", data + "/train", "--epochs", "1", "--lr", "0.1", "--async"], 1,
+         "--async is asynchronous SGD over the ranks of a --data-parallel trainer under mpirun"),
+        ([dp, "--data", data + "/train", "--epochs", "1", "--lr", "0.1", "--staleness-bound",
+          "2"], 1, "--staleness-bound is a parameter of --async"),
+        (base + ["--epochs", "1", "--lr", "0.1", "--async", "--early-stop-patience", "2"], 2,
+         "--async is not for --early-stop-patience"),
+        (base + ["--epochs", "1", "--lr", "0.1", "--async-workers", "2"], 2,
+         "--async-workers is not for more than one process"),
+    ]
+    for cmd, ranks, expected in refusals:
+        r = subprocess.run(mpirun(ranks, cmd) if ranks > 1 else cmd, capture_output=True,
+                           text=True, env=MPI_ENV)
+        check(r.returncode != 0 and expected in r.stderr,
+              "refused: %s" % (expected))
+
+
 def main():
     trainc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(work, exist_ok=True)
@@ -114,6 +250,13 @@ def main():
         check(False, "compiling the digits trainers: " + r.stderr + accum.stderr)
     else:
         check_workers(check, trainer, data, work)
+        dp = trainer + "-dp"
+        r = run([trainc, "compile", model, "--target=cpu", "--batch-size=32",
+                 "--loss=cross-entropy", "--optimizer=sgd", "--data-parallel", "-o", dp])
+        if r.returncode == 0:
+            check_ranks(check, dp, data, work)
+        else:
+            check(False, "compiling the data-parallel digits trainer: " + r.stderr)
         r = run([trainer + "-accum", "--data", data + "/train", "--epochs", "1", "--lr", "0.1",
                  "--async-workers", "2"])
         check(r.returncode == 1 and "--async-workers is not for --grad-accum above 1" in
