@@ -276,7 +276,7 @@ public:
         rank(ranks ? ranks->rank() : 0), ranksCount(ranks ? ranks->size() : 1),
         chatty(rank == 0 && (!staged || staged->place.last())), batch(program.batchSize),
         stopsEarly(!givenOptions.evalDir.empty() && givenOptions.earlyStopPatience > 0),
-        evalEvery(givenOptions.evalEvery),
+        evalEvery(givenOptions.evalEvery), evaluates(!givenOptions.evalDir.empty()),
         lossScaled(train.lossScaling != LossScaling::None) {
     if (rank > 0) {
       options.logPath.clear();
@@ -430,6 +430,9 @@ private:
   /// evaluations: at epochs' ends and every `evalEvery` steps).
   const bool stopsEarly;
   const int64_t evalEvery;
+  /// Rank 0 evaluates (--eval-data): every rank drains its steps at the
+  /// evaluations, so that their sums over the ranks pair up.
+  const bool evaluates;
   const bool lossScaled;
   RunSettings settings;
   TrainingData data;
@@ -1109,18 +1112,20 @@ Status TrainRun::afterStep(int64_t epoch, int64_t b) {
   const bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
   // --until-step: the pause evaluates and checkpoints as an epoch's end does.
   const bool pausing = pauses() && step == endStep;
-  const bool evalDue = !options.evalDir.empty() &&
-                       (epochEnd || pausing ||
-                        (options.evalEvery > 0 && step % options.evalEvery == 0));
+  const bool evalDue =
+      evaluates && (epochEnd || pausing || (evalEvery > 0 && step % evalEvery == 0));
   if (epochEnd && !rangeTest) {
     TRAINC_RETURN_IF_ERROR(drain());
     epochSummary(epoch);
   }
   if (evalDue) {
+    // Every rank drains here, as rank 0 does before it evaluates: the
+    // steps' loss sums over the ranks then come in the same order on each.
     TRAINC_RETURN_IF_ERROR(drain());
     if (server && rank == 0)
       TRAINC_RETURN_IF_ERROR(server->adopt());
-    TRAINC_RETURN_IF_ERROR(runEval(epoch, b + 1, true));
+    if (rank == 0)
+      TRAINC_RETURN_IF_ERROR(runEval(epoch, b + 1, true));
   }
   const int stopping = ranks || staged ? 0 : stopSignal.load();
   if (stopsEarly && (epochEnd || (evalEvery > 0 && step % evalEvery == 0))) {

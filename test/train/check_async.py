@@ -116,6 +116,12 @@ def mpirun(ranks, cmd):
             "btl_vader_single_copy_mechanism", "none"] + cmd
 
 
+def same_folders(a, b):
+    return sorted(os.listdir(a)) == sorted(os.listdir(b)) and all(
+        np.array_equal(np.load(os.path.join(a, n)), np.load(os.path.join(b, n)))
+        for n in os.listdir(a))
+
+
 def rank_pid(parent, rank):
     """The pid of mpirun's child whose MPI rank is `rank`."""
     for _ in range(200):
@@ -163,6 +169,26 @@ def check_ranks(check, dp, data, work):
     check(ok and worst <= 1e-6,
           "--async on one rank (read the server, step, add the change) trains the synchronous "
           "run's weights: 135 steps, norm-wise %.2g (at most 1e-6)" % worst)
+    # Synchronous data parallelism with evaluations between epochs' ends:
+    # every rank drains its steps where rank 0 evaluates, so their loss sums
+    # pair up (they once crossed: MPI_ERR_TRUNCATE) and training is as
+    # without the evaluations.
+    trained = []
+    for extra in ([], ["--eval-every", "5"]):
+        folder = os.path.join(work, "dp-eval%d" % len(extra))
+        shutil.rmtree(folder, ignore_errors=True)
+        log = folder + ".jsonl"
+        r = subprocess.run(mpirun(2, base + ["--epochs", "2", "--lr", "0.05", "--save-params",
+                                             folder, "--log", log] + extra),
+                           capture_output=True, text=True, env=MPI_ENV)
+        evals = [x["step"] for x in map(json.loads, open(log)) if "eval_loss" in x] \
+            if r.returncode == 0 else []
+        trained.append((r.returncode == 0 and same_folders(folder, trained[0][1])
+                        if trained else r.returncode == 0, folder, evals))
+    check(trained[0][0] and trained[1][0] and
+          trained[1][2] == [5, 10, 15, 20, 23, 25, 30, 35, 40, 45, 46],
+          "synchronous --data-parallel with --eval-every 5 on 2 ranks evaluates after steps %s "
+          "and trains the weights of the run without it" % trained[1][2])
     r = subprocess.run(mpirun(2, base + ["--epochs", "30", "--lr", "0.1", "--momentum", "0.9",
                                          "--weight-decay", "0.0005", "--async"]),
                        capture_output=True, text=True, env=MPI_ENV)
