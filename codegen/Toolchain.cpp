@@ -79,7 +79,9 @@ std::vector<std::string> trainc::codegen::buildCommand(const BuildOptions &optio
     addLibrary(cmd, TRAINC_NCCL_LIBRARY);
     addMpiLibraries(cmd);
   }
-  cmd.insert(cmd.end(), {"-ltrainc_rt_cuda", "-lcublasLt", "-lcublas", "-lcudnn", "-lz"});
+  // OpenBLAS: LAPACK for K-FAC's factor inverses, on the host.
+  cmd.insert(cmd.end(),
+             {"-ltrainc_rt_cuda", "-lcublasLt", "-lcublas", "-lcudnn", "-lz", "-lopenblas"});
   return cmd;
 }
 

@@ -50,7 +50,11 @@ def Tc_Hyper : I32EnumAttr<"Hyper", "a hyperparameter the trainer sets before ea
   I32EnumAttrCase<"DataParallelScale", 10, "data_parallel.scale">,
   I32EnumAttrCase<"OneMinusBeta1", 11, "one_minus_beta1">,
   I32EnumAttrCase<"OneMinusBeta2", 12, "one_minus_beta2">,
-  I32EnumAttrCase<"TrustCoefficient", 13, "trust_coefficient">
+  I32EnumAttrCase<"TrustCoefficient", 13, "trust_coefficient">,
+  I32EnumAttrCase<"KfacDamping", 14, "kfac.damping">,
+  I32EnumAttrCase<"KfacStatDecay", 15, "kfac.stat_decay">,
+  I32EnumAttrCase<"KfacKlClip", 16, "kfac.kl_clip">,
+  I32EnumAttrCase<"KfacInvert", 17, "kfac.invert">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;
@@ -71,7 +75,11 @@ def Tc_StateRole : I32EnumAttr<"StateRole", "what an optimizer state tensor hold
   I32EnumAttrCase<"LossScale", 5, "loss_scale">,
   I32EnumAttrCase<"LossScaleGrowthTracker", 6, "loss_scale.growth_tracker">,
   I32EnumAttrCase<"LossScaleSkippedSteps", 7, "loss_scale.skipped_steps">,
-  I32EnumAttrCase<"GradNorm", 8, "grad_norm">
+  I32EnumAttrCase<"GradNorm", 8, "grad_norm">,
+  I32EnumAttrCase<"KfacA", 9, "kfac.a">,
+  I32EnumAttrCase<"KfacG", 10, "kfac.g">,
+  I32EnumAttrCase<"KfacAInverse", 11, "kfac.a_inverse">,
+  I32EnumAttrCase<"KfacGInverse", 12, "kfac.g_inverse">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;
@@ -87,7 +95,8 @@ def Tc_Optimizer : I32EnumAttr<"Optimizer", "the optimizer of a training step", 
   I32EnumAttrCase<"Adam", 1, "adam">,
   I32EnumAttrCase<"AdamW", 2, "adamw">,
   I32EnumAttrCase<"Lamb", 3, "lamb">,
-  I32EnumAttrCase<"Lars", 4, "lars">
+  I32EnumAttrCase<"Lars", 4, "lars">,
+  I32EnumAttrCase<"Kfac", 5, "kfac">
 ]> {
   let cppNamespace = "::trainc::tc";
   let genSpecializedAttr = 0;

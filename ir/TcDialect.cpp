@@ -132,6 +132,19 @@ LogicalResult TcDialect::verifyRegionResultAttribute(Operation *op, unsigned,
       return op->emitError() << "'tc.sample_losses' is a unit attribute";
     return success();
   }
+  // K-FAC's captured rows (autodiff's, for the optimizer phase).
+  if (attr.getName() == kKfacInputAttrName || attr.getName() == kKfacOutputGradAttrName ||
+      attr.getName() == kKfacBiasAttrName) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue() << "' must name a tc.param";
+    return success();
+  }
+  if (attr.getName() == kKfacLayoutAttrName || attr.getName() == kKfacSamplesAttrName) {
+    if (!isa<StringAttr, IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'" << attr.getName().getValue() << "' must be a layout name "
+                             << "or a sample count";
+    return success();
+  }
   if (attr.getName() != trainc::tc::kOutputAttrName)
     return op->emitError() << "unknown tc result attribute '" << attr.getName().getValue() << "'";
   if (!isa<StringAttr>(attr.getValue()))

@@ -256,6 +256,27 @@ LogicalResult GlobalNormOp::verify() {
   return success();
 }
 
+LogicalResult DampedInverseOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getMatrix().getType());
+  return success();
+}
+
+LogicalResult DampedInverseOp::verify() {
+  auto matrix = cast<ShapedType>(getMatrix().getType());
+  if (matrix.getRank() != 2 || matrix.getDimSize(0) != matrix.getDimSize(1) ||
+      !matrix.getElementType().isF32())
+    return emitOpError("matrix must be a square f32 matrix, got ") << matrix;
+  if (getPrevious().getType() != matrix || getResult().getType() != matrix)
+    return emitOpError("previous and the result must have the matrix's type ") << matrix;
+  for (Value scalar : {getDamping(), getInvert()}) {
+    auto type = cast<ShapedType>(scalar.getType());
+    if (type.getRank() != 0 || !type.getElementType().isF32())
+      return emitOpError("damping and invert must be tensor<f32>, got ") << type;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Pointwise ops
 //===----------------------------------------------------------------------===//

@@ -98,6 +98,19 @@ inline constexpr llvm::StringLiteral kGradAttrName = "tc.grad";
 inline constexpr llvm::StringLiteral kUpdateAttrName = "tc.update";
 inline constexpr llvm::StringLiteral kStateUpdateAttrName = "tc.state_update";
 inline constexpr llvm::StringLiteral kOptimizerAttrName = "tc.optimizer";
+/// --optimizer=kfac (passes/Kfac.h): autodiff's results of a layer's input
+/// rows (tc.kfac_input = the weight, with tc.kfac_layout of the weight,
+/// "out_in" ([M, K]), "in_out" ([K, M]) or "conv" ([M, C, kh, kw] as [M, K]),
+/// tc.kfac_samples, the batch N, and tc.kfac_bias, the trained bias) and
+/// output-gradient rows (tc.kfac_output_grad = the weight), which the
+/// optimizer phase consumes; and @train_step's tc.kfac_plain, the captured
+/// weights it left to plain SGD with the reason (an array of strings).
+inline constexpr llvm::StringLiteral kKfacInputAttrName = "tc.kfac_input";
+inline constexpr llvm::StringLiteral kKfacOutputGradAttrName = "tc.kfac_output_grad";
+inline constexpr llvm::StringLiteral kKfacLayoutAttrName = "tc.kfac_layout";
+inline constexpr llvm::StringLiteral kKfacSamplesAttrName = "tc.kfac_samples";
+inline constexpr llvm::StringLiteral kKfacBiasAttrName = "tc.kfac_bias";
+inline constexpr llvm::StringLiteral kKfacPlainAttrName = "tc.kfac_plain";
 /// The names the per-sample weights and mask inputs have in the program's
 /// tables.
 inline constexpr llvm::StringLiteral kSampleWeightsInputName = "sample_weights";

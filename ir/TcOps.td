@@ -868,6 +868,29 @@ def Tc_GlobalNormOp : Tc_Op<"global_norm", [Pure, Tc_AutocastF32]> {
   let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
 }
 
+def Tc_DampedInverseOp : Tc_Op<"damped_inverse", [Pure]> {
+  let summary = "K-FAC's inverse of a Kronecker factor, every few steps";
+  let description = [{
+    Where `invert` is not 0: the inverse of `matrix + sqrt(damping) I` for a
+    symmetric positive semi-definite n x n `matrix` (a running average of
+    covariances), by Cholesky in double (LAPACK's dpotrf and dpotri), the
+    result symmetric and rounded to f32 once. Where `invert` is 0: `previous`
+    (the inverse kept in the optimizer state). `damping` and `invert` are the
+    step's hyperparameters (kfac.damping, kfac.invert), which the library call
+    reads on the host.
+
+    ```mlir
+    %inv = tc.damped_inverse %a, %damping, %invert, %a_inv
+        : (tensor<65x65xf32>, tensor<f32>, tensor<f32>, tensor<65x65xf32>) -> tensor<65x65xf32>
+    ```
+  }];
+  let arguments = (ins Tc_FloatTensor:$matrix, Tc_FloatTensor:$damping,
+      Tc_FloatTensor:$invert, Tc_FloatTensor:$previous);
+  let results = (outs Tc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tc_SgdUpdateOp : Tc_Op<"sgd_update", [Pure, Tc_TiedOpInterface, Tc_ParamUpdate]> {
   let summary = "one fused SGD step of a parameter (torch.optim.SGD)";
   let description = [{

@@ -12,6 +12,7 @@
 #include "runtime/include/trainc_rt/defaults.h"
 #include "ir/StepAbi.h"
 #include "ir/TcOps.h"
+#include "passes/Kfac.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -415,6 +416,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
       forward.push_back(&op);
+    SmallVector<KfacCapture> captures;
     for (Operation *op : llvm::reverse(forward)) {
       for (Value r : op->getResults())
         sums.settle(r);
@@ -436,6 +438,12 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       Operation *mark = ret->getPrevNode();
       if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
         return failure();
+      // --optimizer=kfac: the layer's input and output-gradient rows.
+      if (kfac)
+        if (auto capture = captureKfacRows(step, b, op, resultGrads.front(), [&](Value v) {
+              return isa<BlockArgument>(v) && active(v);
+            }))
+          captures.push_back(*capture);
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
         if (g && active(operand))
           sums.accumulate(operand, g, op->getLoc());
@@ -482,6 +490,13 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
           {b.getNamedAttr(tc::kOutputAttrName,
                           b.getStringAttr("grad." + symbol.getValue().str())),
            b.getNamedAttr(tc::kGradAttrName, symbol)}));
+    }
+    // K-FAC's rows, for the optimizer phase (which drops them).
+    for (const KfacCapture &capture : captures) {
+      results.push_back(capture.rows);
+      attrs.push_back(capture.rowsAttrs);
+      results.push_back(capture.outputGrads);
+      attrs.push_back(capture.outputGradAttrs);
     }
     // The per-sample losses and the running-statistics updates of the
     // training forward go through as they are.

@@ -2,6 +2,7 @@
 
 #include "ir/StepAbi.h"
 #include "ir/TcOps.h"
+#include "passes/Kfac.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -218,7 +219,10 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     NoDecayGroup group;
     std::string rule = noDecay;
     if (rule == "auto")
-      rule = optimizer == tc::Optimizer::Sgd || optimizer == tc::Optimizer::Adam ? "none" : "1d";
+      rule = optimizer == tc::Optimizer::Sgd || optimizer == tc::Optimizer::Adam ||
+                     optimizer == tc::Optimizer::Kfac
+                 ? "none"
+                 : "1d";
     if (rule == "1d")
       group.rule = NoDecayGroup::Rule::Rank1;
     else if (rule != "none") {
@@ -303,11 +307,13 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     auto named = [&](tc::StateRole role, Value v) {
       return std::make_pair(tc::stateName(role, name), v);
     };
-    if (optimizer == tc::Optimizer::Sgd || optimizer == tc::Optimizer::Lars) {
+    if (optimizer == tc::Optimizer::Sgd || optimizer == tc::Optimizer::Lars ||
+        optimizer == tc::Optimizer::Kfac) {
+      // K-FAC's update is SGD's on the preconditioned gradient.
       Value momentum = hyper(step, tc::Hyper::Momentum);
       Value buffer = stateOf(tc::StateRole::Momentum);
       Operation *update;
-      if (optimizer == tc::Optimizer::Sgd)
+      if (optimizer != tc::Optimizer::Lars)
         update = b.create<tc::SgdUpdateOp>(loc, withScale({p, g, buffer, lr, momentum, wd}), flags);
       else
         update = b.create<tc::LarsUpdateOp>(
@@ -413,6 +419,17 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
     }
 
     SmallVector<Value> grads = clipByValue(step, b, loc, ret.getOperands(), scaler);
+    if (optimizer == tc::Optimizer::Kfac) {
+      SmallVector<std::string> plain;
+      std::function<void(Value, const std::string &)> keep = keepState;
+      if (failed(preconditionKfac(step, b, ret.getOperands(), grads, keep, plain)))
+        return signalPassFailure();
+      SmallVector<Attribute> lines;
+      for (const std::string &line : plain)
+        lines.push_back(b.getStringAttr(line));
+      if (!lines.empty())
+        step->setAttr(kKfacPlainAttrName, b.getArrayAttr(lines));
+    }
 
     // The updates, those with weight decay first: a run of updates with the
     // same operands and flags is one multi-tensor kernel.

@@ -603,7 +603,10 @@ def Autodiff : Pass<"trainc-autodiff", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
-           "regular expression: parameters whose name it matches are not trained">
+           "regular expression: parameters whose name it matches are not trained">,
+    Option<"kfac", "kfac", "bool", /*default=*/"false",
+           "--optimizer=kfac: also return each Gemm, MatMul and Conv layer's input and "
+           "output-gradient rows (tc.kfac_input, tc.kfac_output_grad) for the optimizer phase">
   ];
 }
 
@@ -637,6 +640,15 @@ def Optimizer : Pass<"trainc-optimizer", "mlir::ModuleOp"> {
       correction, as apex FusedLAMB): r = (m / bc1) / (sqrt(v) / sqrt(bc2)
       + eps) + wd p, p -= lr (||p|| / ||r||) r, with per-tensor norms; bc1
       and sqrt(bc2) from the step count as Adam's.
+    - `kfac` (Martens and Grosse 2015): each layer autodiff captured
+      (`tc.kfac_input`, `tc.kfac_output_grad` results: a Gemm's, MatMul's
+      or NCHW Conv's input and output-gradient rows) gets running averages
+      of its factors A = [X 1]^T [X 1] / N and G = (N / T) D^T D (states
+      `kfac.a.W`, `kfac.g.W`, starting as the identity), their damped
+      inverses every few steps (`tc.damped_inverse`, states
+      `kfac.a_inverse.W`, `kfac.g_inverse.W`), and the preconditioned
+      gradient G^-1 [dW db] A^-1, KL-clipped over all layers; then SGD's
+      update. The captured rows are dropped from the results.
     - `lars` (`tc.lars_update`, LARC's form): local_lr = trust_coefficient
       ||p|| / (||g|| + wd ||p|| + eps), b = momentum b + lr local_lr (g +
       wd p), p -= b.

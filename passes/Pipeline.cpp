@@ -98,6 +98,7 @@ const std::vector<Phase> &phases() {
        [](OpPassManager &pm, const trainc::PipelineOptions &o) {
          trainc::AutodiffOptions autodiff;
          autodiff.freeze = o.freeze;
+         autodiff.kfac = o.optimizer == trainc::rt::Optimizer::Kfac;
          pm.addPass(trainc::createAutodiff(autodiff));
          if (o.precision != trainc::rt::Precision::Fp32) {
            trainc::MixedPrecisionOptions legalize;

@@ -12,6 +12,7 @@
 #include "ir/TcDialect.h"
 #include "ir/StepAbi.h"
 #include "ir/TcOps.h"
+#include "passes/Kfac.h"
 #include "passes/Liveness.h"
 #include "passes/Pipeline.h"
 #include "runtime/common/Npy.h"
@@ -147,7 +148,7 @@ cl::opt<std::string> labelName("label", cl::desc("Name of the label input (defau
                                cl::value_desc("NAME"), cl::init("label"), cl::cat(category));
 cl::opt<Optimizer> optimizerKind("optimizer",
                                  cl::desc("Build a trainer with this optimizer: sgd, adam, "
-                                          "adamw, lamb or lars (needs --loss)"),
+                                          "adamw, lamb, lars or kfac (needs --loss)"),
                                  cl::cat(category));
 cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum (--optimizer=sgd)"),
                        cl::init(false), cl::cat(category));
@@ -336,7 +337,7 @@ usage:
                  [--loss=KIND [--label=NAME] [--class-axis=AXIS] [--freeze=REGEX]
                   [--label-smoothing=EPS] [--class-weights=FILE.npy] [--ignore-index=N]
                   [--sample-weight-norm=sum|mean]
-                  [--optimizer=sgd|adam|adamw|lamb|lars [--nesterov] [--no-decay=1d|none|REGEX]
+                  [--optimizer=sgd|adam|adamw|lamb|lars|kfac [--nesterov] [--no-decay=1d|none|REGEX]
                    [--clip-grad-norm=X | --clip-grad-value=X] [--log-grad-norm]
                    [--select-batch=B]]
                   [--entry=forward|loss|train_step]]
@@ -435,8 +436,9 @@ struct MemoryTotals {
   int64_t params = 0, state = 0, arena = 0, constants = 0, workspace = 0;
   /// Of `workspace`: the CUDA trainer's cuDNN algorithm search scratch.
   int64_t searchWorkspace = 0;
-  /// Of `state`: the gradient accumulators (--grad-accum).
-  int64_t accumulators = 0;
+  /// Of `state`: the gradient accumulators (--grad-accum), K-FAC's factors
+  /// and their inverses.
+  int64_t accumulators = 0, kfacFactors = 0;
   mlir::func::FuncOp largest; // the function with the largest arena
   int64_t total() const { return params + state + arena + constants + workspace; }
 };
@@ -449,6 +451,8 @@ MemoryTotals memoryTotals(mlir::ModuleOp module) {
         t.state += trainc::tensorBytes(arg.getType());
         if (*role == trainc::tc::StateRole::GradAccum)
           t.accumulators += trainc::tensorBytes(arg.getType());
+        if (trainc::rt::isKfacFactor(trainc::tc::toRuntime(*role)))
+          t.kfacFactors += trainc::tensorBytes(arg.getType());
       }
   module.walk([&](mlir::Operation *op) {
     if (auto param = mlir::dyn_cast<trainc::tc::ParamOp>(op))
@@ -494,7 +498,10 @@ void printMemoryReport(mlir::ModuleOp module, raw_ostream &os, int64_t inFlight 
   };
   os << "memory (peak, by kind):\n";
   row("parameters", params);
-  row("optimizer", state - totals.accumulators);
+  row("optimizer", state - totals.accumulators - totals.kfacFactors);
+  if (totals.kfacFactors)
+    row("K-FAC factors", totals.kfacFactors,
+        "  A and G of each preconditioned layer, and their inverses");
   if (totals.accumulators)
     row("gradient accumulators", totals.accumulators, "  --grad-accum: one f32 sum per parameter");
   row("activations", arena * inFlight,
@@ -1003,6 +1010,31 @@ int64_t largestBatch(int64_t limit, const trainc::PipelineOptions &options,
   return good;
 }
 
+/// --optimizer=kfac: which weights it preconditions (those with factors),
+/// and the ones it leaves to plain SGD with the reason.
+void noteKfac(mlir::ModuleOp module) {
+  auto step = module.lookupSymbol<mlir::func::FuncOp>("train_step");
+  if (!step || !hasOptimizer() || optimizerKind != Optimizer::Kfac)
+    return;
+  std::vector<std::string> preconditioned;
+  for (mlir::BlockArgument arg : step.getArguments()) {
+    auto role = trainc::tc::argStateRole(step, arg.getArgNumber());
+    if (role && *role == trainc::tc::StateRole::KfacA)
+      if (auto name = step.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(),
+                                                               trainc::tc::kStateAttrName))
+        preconditioned.push_back(name.getValue().drop_front(7).str()); // "kfac.a."
+  }
+  errs() << "note: --optimizer=kfac preconditions " << preconditioned.size() << " layers (";
+  for (size_t i = 0; i < preconditioned.size(); ++i)
+    errs() << (i ? ", " : "") << preconditioned[i];
+  errs() << ", each with its bias where it has one); every other trained parameter takes "
+            "plain SGD with momentum\n";
+  if (auto plain = step->getAttrOfType<mlir::ArrayAttr>(trainc::kKfacPlainAttrName))
+    for (mlir::Attribute line : plain)
+      errs() << "note: --optimizer=kfac: plain SGD for "
+             << mlir::cast<mlir::StringAttr>(line).getValue() << "\n";
+}
+
 /// Speed flags that do not pay on this target say so, once each, with the
 /// reason: fp16 on the CPU (its 16-bit operands are widened to f32 for the
 /// f32 kernels: conversions and loss scaling on top of the fp32 step), NHWC
@@ -1192,6 +1224,33 @@ bool checkLossAndClippingFlags() {
   }
   if (!classWeightsPath.empty() && !loadClassWeights(classWeightsPath, classWeightValues))
     return false;
+  return true;
+}
+
+/// --optimizer=kfac: what its factors cannot follow yet is refused.
+bool checkKfacFlags() {
+  if (!hasOptimizer() || optimizerKind != Optimizer::Kfac)
+    return true;
+  const char *refusal = nullptr;
+  if (precisionMode != Precision::Fp32)
+    refusal = "computes its factors in f32: compile with --precision=fp32";
+  else if (gradAccum > 1)
+    refusal = "updates its factors from each batch: --grad-accum is not for it yet";
+  else if (dataParallel)
+    refusal = "keeps each process's factors: --data-parallel would need them summed (not yet)";
+  else if (stageCount() > 1)
+    refusal = "needs every layer's factors in one process: not with --pipeline-stages";
+  else if (clipGradNorm > 0 || clipGradValue > 0 || logGradNorm)
+    refusal = "clips its updates by KL divergence (the trainer's --kfac-kl-clip): not with "
+              "--clip-grad-norm, --clip-grad-value or --log-grad-norm";
+  else if (layoutMode == Layout::Nhwc)
+    refusal = "patches NCHW convolutions: not with --layout=nhwc";
+  else if (!padToMode.isAuto() && padToMode.multiple > 1)
+    refusal = "factors the layers' own sizes: not with --pad-to";
+  if (refusal) {
+    errs() << "error: --optimizer=kfac " << refusal << "\n";
+    return false;
+  }
   return true;
 }
 
@@ -1641,7 +1700,7 @@ int finishStages(mlir::ModuleOp module, StageModules &stages, bool cuda,
 }
 
 int runCompile() {
-  if (!checkModeFlags() || !checkTrainingFlags() || !checkPipelineFlags() ||
+  if (!checkModeFlags() || !checkTrainingFlags() || !checkPipelineFlags() || !checkKfacFlags() ||
       !checkOutputPath() || !checkSelectFlags())
     return 1;
   const bool cuda = cudaTarget();
@@ -1668,6 +1727,7 @@ int runCompile() {
   if (reportMemory)
     printMemoryReport(*module, outs());
   noteSlowSpeedFlags(*module, pipeline, reportMemory);
+  noteKfac(*module);
   // The remat phase meets the budget on the step's live bytes before
   // fusion; the placed arena is what the program allocates.
   if (auto step = module->lookupSymbol<mlir::func::FuncOp>("train_step");

@@ -469,6 +469,15 @@ void define(Parser &parser, Options &options) {
   parser.number("--beta1", t.beta1, "B", "Adam and LAMB beta1, in [0, 1) (0.9)", true);
   parser.number("--beta2", t.beta2, "B", "Adam and LAMB beta2, in [0, 1) (0.999)", true);
   parser.number("--eps", t.eps, "E", "Adam, LAMB and LARS epsilon (1e-8)");
+  parser.number("--kfac-damping", t.kfacDamping, "L",
+                "K-FAC: the damping lambda; sqrt(L) joins the diagonal of each factor before "
+                "it is inverted (1e-3)");
+  parser.number("--kfac-stat-decay", t.kfacStatDecay, "D",
+                "K-FAC: the factors' running average keeps D of the old value (0.95)", true);
+  parser.number("--kfac-kl-clip", t.kfacKlClip, "C",
+                "K-FAC: the update is scaled so that lr^2 g^T F^-1 g stays at most C (1e-3)");
+  parser.integer("--kfac-inverse-every", t.kfacInverseEvery, 1, 1000000, "T",
+                 "K-FAC: invert the factors at step 1 and every T steps after (10)");
   parser.number("--trust-coefficient", t.trustCoefficient, "T",
                 "LARS: the trust coefficient of the layer-wise learning rate (0.001)");
   parser.number("--clip-grad-norm", t.clipGradNorm, "X",
@@ -633,7 +642,7 @@ std::string nearMiss(const CLI::App &app, const std::string &argument) {
 TrainOptions Options::defaultTrainOptions() {
   TrainOptions t;
   t.lr = t.momentum = t.weightDecay = t.beta1 = t.beta2 = t.eps = t.trustCoefficient =
-      t.clipGradNorm = std::nan("");
+      t.clipGradNorm = t.kfacDamping = t.kfacStatDecay = t.kfacKlClip = std::nan("");
   t.sampler.alpha = t.sampler.beta = t.sampler.eps = std::nan("");
   return t;
 }

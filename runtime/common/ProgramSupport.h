@@ -95,6 +95,10 @@ struct TrainOptions {
   int64_t microBatches = 0;
   /// NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, eps, trustCoefficient;
+  /// K-FAC (NaN: the defaults, 1e-3, 0.95, 1e-3), and the steps between
+  /// inversions of its factors (0: 10).
+  double kfacDamping, kfacStatDecay, kfacKlClip;
+  int64_t kfacInverseEvery = 0;
   /// The max_grad_norm of a step compiled with --clip-grad-norm (NaN: the
   /// compiled value).
   double clipGradNorm;

@@ -40,6 +40,11 @@ double Hyperparameters::value(Hyper which) const {
   case Hyper::OneMinusBeta1: return 1.0 - beta1;
   case Hyper::OneMinusBeta2: return 1.0 - beta2;
   case Hyper::TrustCoefficient: return trustCoefficient;
+  case Hyper::KfacDamping: return kfacDamping;
+  case Hyper::KfacStatDecay: return kfacStatDecay;
+  case Hyper::KfacKlClip: return kfacKlClip;
+  // Step 1 inverts (the loop sets it per step).
+  case Hyper::KfacInvert: return 1.0;
   }
   return std::nan("");
 }
@@ -59,6 +64,11 @@ Status settleRun(const Program &program, const TrainOptions &options, RunSetting
               options.scaleGrowthInterval > 0 ? static_cast<double>(options.scaleGrowthInterval)
                                               : double(kScaleGrowthInterval),
               orDefault(options.trustCoefficient, 1e-3)};
+  settings.hyper.kfacDamping = orDefault(options.kfacDamping, 1e-3);
+  settings.hyper.kfacStatDecay = orDefault(options.kfacStatDecay, 0.95);
+  settings.hyper.kfacKlClip = orDefault(options.kfacKlClip, 1e-3);
+  if (options.kfacInverseEvery > 0)
+    settings.inverseEvery = options.kfacInverseEvery;
   const bool dynamicScale = train->lossScaling == LossScaling::Dynamic;
   if (options.scaleGrowthInterval > 0 && !dynamicScale)
     return Status::error("--scale-growth-interval: this trainer has no dynamic loss scaling "
@@ -87,7 +97,13 @@ Status settleRun(const Program &program, const TrainOptions &options, RunSetting
       weightHyper = h;
     if (train->hypers[h] == Hyper::GradAccumKeep)
       keepHyper = h;
+    if (train->hypers[h] == Hyper::KfacInvert)
+      settings.invertHyper = h;
   }
+  if (options.kfacInverseEvery > 0 && settings.invertHyper < 0)
+    return Status::error("--kfac-inverse-every: " + std::string("this trainer was compiled "
+                         "with --optimizer=") + name(train->optimizer) +
+                         ", which keeps no Kronecker factors (compile with --optimizer=kfac)");
   if (train->accumulate && (weightHyper < 0 || keepHyper < 0))
     return Status::error("the program's accumulate step lacks its hyperparameters "
                          "grad_accum.weight and grad_accum.keep");
@@ -169,6 +185,14 @@ std::string settingsLine(const Program &program, const TrainOptions &options,
   if (noDecay > 0) {
     std::snprintf(text, sizeof(text), " (none on %d of %d parameters: --no-decay)", noDecay,
                   trained);
+    line += text;
+  }
+  if (isKfac(train.optimizer)) {
+    std::snprintf(text, sizeof(text), ", K-FAC damping %g, factor decay %g, KL clip %g, "
+                  "inverses every %lld steps", hyper.kfacDamping, hyper.kfacStatDecay,
+                  hyper.kfacKlClip, static_cast<long long>(options.kfacInverseEvery > 0
+                                                               ? options.kfacInverseEvery
+                                                               : 10));
     line += text;
   }
   if (train.optimizer == Optimizer::Lars) {

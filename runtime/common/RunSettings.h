@@ -20,6 +20,8 @@ namespace trainc::rt::detail {
 struct Hyperparameters {
   double lr, momentum, weightDecay, beta1, beta2, eps, maxGradNorm, scaleGrowthInterval,
       trustCoefficient;
+  /// K-FAC (--kfac-damping, --kfac-stat-decay, --kfac-kl-clip).
+  double kfacDamping = 1e-3, kfacStatDecay = 0.95, kfacKlClip = 1e-3;
 
   /// The value of `which` (the learning rate as the schedule last set it).
   /// Every derived constant the host gives is computed here, once, in double
@@ -42,6 +44,10 @@ struct RunSettings {
   /// sets per batch (-1: the step has none): the accumulation weight and
   /// keep flag, the rank's share of the global batch.
   int weightHyper = -1, keepHyper = -1, shareHyper = -1;
+  /// K-FAC: the index of kfac.invert (-1: none) and the steps between
+  /// inversions of the factors (--kfac-inverse-every).
+  int invertHyper = -1;
+  int64_t inverseEvery = 10;
 };
 
 /// The run's hyperparameters from `options` and the program's defaults;

@@ -322,6 +322,12 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
       {"--trust-coefficient", !std::isnan(options.trustCoefficient), Hyper::TrustCoefficient,
        "only LARS has a trust coefficient"},
       {"--weight-decay", !std::isnan(options.weightDecay), Hyper::WeightDecay, ""},
+      {"--kfac-damping", !std::isnan(options.kfacDamping), Hyper::KfacDamping,
+       "only K-FAC has Kronecker factors; compile with --optimizer=kfac"},
+      {"--kfac-stat-decay", !std::isnan(options.kfacStatDecay), Hyper::KfacStatDecay,
+       "only K-FAC has Kronecker factors; compile with --optimizer=kfac"},
+      {"--kfac-kl-clip", !std::isnan(options.kfacKlClip), Hyper::KfacKlClip,
+       "only K-FAC has Kronecker factors; compile with --optimizer=kfac"},
   };
   for (const Flag &f : flags)
     if (f.given && !readsHyper(train, f.hyper))
@@ -329,7 +335,10 @@ Status checkHyperFlags(const TrainStep &train, const TrainOptions &options) {
                            name(f.hyper) +
                            (*f.instead ? std::string(" (") + f.instead + ")" : "") +
                            (adam || f.hyper == Hyper::Momentum ||
-                                    f.hyper == Hyper::TrustCoefficient
+                                    f.hyper == Hyper::TrustCoefficient ||
+                                    f.hyper == Hyper::KfacDamping ||
+                                    f.hyper == Hyper::KfacStatDecay ||
+                                    f.hyper == Hyper::KfacKlClip
                                 ? ""
                                 : "; compile with --optimizer=adam, adamw or lamb to use it"));
   TRAINC_RETURN_IF_ERROR(checkScheduleFlags(options.schedule));

@@ -37,7 +37,17 @@ Status allocateStates(const TrainStep &train, RunDevice &device) {
     device.states.emplace_back(nullptr, DeviceFree{&context});
     TRAINC_RETURN_IF_ERROR(allocateDevice(context, bytes, device.states.back()));
     TRAINC_RETURN_IF_ERROR(context.fill(device.states.back().get(), 0, bytes));
-    if (state.init != 0.0f) {
+    if (isKfacFactor(state.role)) {
+      // K-FAC's factors and inverses start as the identity.
+      const int64_t n = state.tensor.rank == 2 ? state.tensor.shape[0] : 0;
+      if (state.tensor.dtype != DType::F32 || n * n * 4 != static_cast<int64_t>(bytes))
+        return Status::error(std::string("state ") + state.tensor.name +
+                             " is a K-FAC factor, but not a square f32 matrix");
+      std::vector<float> identity(bytes / 4, 0.0f);
+      for (int64_t i = 0; i < n; ++i)
+        identity[i * n + i] = 1.0f;
+      TRAINC_RETURN_IF_ERROR(context.copyToDevice(device.states.back().get(), identity.data(), bytes));
+    } else if (state.init != 0.0f) {
       if (state.tensor.dtype != DType::F32)
         return Status::error(std::string("state ") + state.tensor.name +
                              " has an initial value but is not f32");

@@ -1094,6 +1094,9 @@ void TrainRun::fillTrainerInputs(int h, int64_t epoch, int64_t b, const Group &g
                          : 1.0f / static_cast<float>(group.end - group.first);
     *pipeline->hyper(h, settings.keepHyper) = b == group.first ? 0.0f : 1.0f;
   }
+  if (settings.invertHyper >= 0)
+    // K-FAC inverts its factors at step 1 and every T steps after.
+    *pipeline->hyper(h, settings.invertHyper) = step % settings.inverseEvery == 0 ? 1.0f : 0.0f;
   if (settings.shareHyper >= 0)
     // The rank's share of the global group's weight (1 in one process; an
     // asynchronous rank's step is its own).

@@ -46,7 +46,15 @@ namespace trainc::rt {
   X(OneMinusBeta1, "one_minus_beta1")                                          \
   X(OneMinusBeta2, "one_minus_beta2")                                          \
   /* LARS: the trust coefficient of its layer-wise learning rate. */          \
-  X(TrustCoefficient, "trust_coefficient")
+  X(TrustCoefficient, "trust_coefficient")                                     \
+  /* K-FAC: the damping lambda (sqrt(lambda) joins each factor's diagonal),   \
+     the factors' running-average decay, the KL clip of the update, and 1 on  \
+     a step that inverts the factors (every --kfac-inverse-every steps from   \
+     step 1), else 0. */                                                       \
+  X(KfacDamping, "kfac.damping")                                               \
+  X(KfacStatDecay, "kfac.stat_decay")                                          \
+  X(KfacKlClip, "kfac.kl_clip")                                                \
+  X(KfacInvert, "kfac.invert")
 
 /// What an optimizer state tensor is (TrainStep::states). The state's name
 /// (its name in checkpoints) is the role's name, a dot and the parameter's
@@ -65,7 +73,15 @@ namespace trainc::rt {
   X(LossScaleSkippedSteps, "loss_scale.skipped_steps")                       \
   /* The global L2 norm of the step's gradients (unscaled, before clipping),  \
      written by every update for the trainer's log; not checkpointed. */       \
-  X(GradNorm, "grad_norm")
+  X(GradNorm, "grad_norm")                                                     \
+  /* K-FAC's Kronecker factors of a layer (named after its weight): the      \
+     running averages of the input covariance A (with a bias column) and of  \
+     the output-gradient covariance G, both starting as the identity, and    \
+     the inverses of A + sqrt(damping) I and G + sqrt(damping) I. */          \
+  X(KfacA, "kfac.a")                                                           \
+  X(KfacG, "kfac.g")                                                           \
+  X(KfacAInverse, "kfac.a_inverse")                                            \
+  X(KfacGInverse, "kfac.g_inverse")
 
 /// The optimizer a step's update implements (trainc compile --optimizer).
 #define TRAINC_RT_OPTIMIZERS(X)                                                \
@@ -73,7 +89,8 @@ namespace trainc::rt {
   X(Adam, "adam")                                                              \
   X(AdamW, "adamw")                                                            \
   X(Lamb, "lamb")                                                              \
-  X(Lars, "lars")
+  X(Lars, "lars")                                                              \
+  X(Kfac, "kfac")
 
 /// The mixed precision a step computes in (trainc compile --precision).
 #define TRAINC_RT_PRECISIONS(X)                                                \
@@ -156,6 +173,17 @@ constexpr bool isAdam(Optimizer optimizer) {
 /// (LAMB's trust ratio, LARS's local learning rate).
 constexpr bool isLayerAdaptive(Optimizer optimizer) {
   return optimizer == Optimizer::Lamb || optimizer == Optimizer::Lars;
+}
+
+/// Whether `optimizer` preconditions gradients with Kronecker factors (and
+/// takes SGD's momentum on the result).
+constexpr bool isKfac(Optimizer optimizer) { return optimizer == Optimizer::Kfac; }
+
+/// Whether a state of `role` is one of K-FAC's factors or their inverses,
+/// square matrices that start as the identity (--report-memory's own kind).
+constexpr bool isKfacFactor(StateRole role) {
+  return role == StateRole::KfacA || role == StateRole::KfacG ||
+         role == StateRole::KfacAInverse || role == StateRole::KfacGInverse;
 }
 
 /// Whether a state of `role` is the fp16 loss scaler's (a checkpoint's

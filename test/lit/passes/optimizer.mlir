@@ -3,7 +3,7 @@
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adamw no-decay=none" | FileCheck %s --check-prefix=ADAMW
 // RUN: trainc-opt %s --split-input-file --trainc-optimizer="optimizer=adam" | FileCheck %s --check-prefix=ADAM
 // RUN: not trainc-opt %s --split-input-file --trainc-optimizer="optimizer=lion" 2>&1 | FileCheck %s --check-prefix=KIND
-// KIND: --optimizer must be sgd, adam, adamw, lamb or lars, got 'lion'
+// KIND: --optimizer must be sgd, adam, adamw, lamb, lars or kfac, got 'lion'
 
 // Stochastic gradient descent: the gradient output becomes the updated
 // parameter and the momentum buffer, from one fused tc.sgd_update whose

@@ -1,0 +1,13 @@
+//===- Linalg.cpp - the CUDA target (the factor inverted on the host, LAPACK)'s dense linear algebra -----------------===//
+
+#include "../common/DampedInverse.h"
+#include "trainc_rt/kernels.h"
+
+namespace trainc::cuda {
+
+Status dampedInverse(Context &ctx, int64_t n, const float *matrix, float damping, float invert,
+                     const float *previous, float *inverse) {
+  return rt::detail::dampedInverse(ctx, n, matrix, damping, invert, previous, inverse);
+}
+
+} // namespace trainc::cuda
