@@ -129,6 +129,15 @@ LogicalResult ProgramEmitter::declareArguments(func::FuncOp func) {
         return func.emitError("hyperparameter '") << hyperName << "' is not one of @train_step's";
       std::string name = "h" + std::to_string(index);
       hyperIndex[arg] = index;
+      // K-FAC's damping and invert flag are read on the host alone
+      // (args.hostHypers, by tc.damped_inverse): no device pointer.
+      if (!arg.use_empty() && llvm::all_of(arg.getUsers(), [](Operation *user) {
+            return isa<tc::DampedInverseOp>(user);
+          })) {
+        body += "  " + commentLine("hyperparameter '" + hyperName + "': args.hostHypers[" +
+                                   std::to_string(index) + "], read on the host");
+        continue;
+      }
       body += "  const float *" + name + " = static_cast<const float *>(args.hypers[" +
               std::to_string(index) + "]); " + commentLine("hyperparameter '" + hyperName + "'");
       buffers.bind(arg, name);
@@ -592,8 +601,8 @@ LogicalResult ProgramEmitter::emitLink(Operation *op) {
     body += kBackwardMarker;
   Value value = send ? send.getValue() : recv.getResult();
   LinkEntry link{(send ? send.getTensor() : recv.getTensor()).str(), send != nullptr, gradient,
-                 send ? send.getPeer() : recv.getPeer(), send ? send.getSlot() : recv.getSlot(),
-                 value.getType()};
+                 static_cast<int64_t>(send ? send.getPeer() : recv.getPeer()),
+                 static_cast<int64_t>(send ? send.getSlot() : recv.getSlot()), value.getType()};
   std::string what = std::string(gradient ? "the gradient of '" : "'") + link.tensor + "' " +
                      (send ? "to" : "from") + " stage " + std::to_string(link.peer) +
                      " (slot " + std::to_string(link.slot) + ")";
