@@ -354,7 +354,8 @@ usage:
                                                    range test's curve (matplotlib)
   trainc pbt     --population N --ready-every STEPS --hyper NAME=log:LOW,HIGH...
                  [--exploit truncation:F] [--explore perturb:F1,F2|resample:P]
-                 [--metric eval_accuracy|eval_loss|eval_topK] [--seed S] [--parallel P]
+                 [--metric eval_accuracy|eval_loss|eval_topK] [--seed S]
+                 [--parallel P | --hosts H:S,... [--mpirun-arg WORD]...]
                  [--stop-after-rounds R] [--export MODEL.onnx] --dir RUN -- TRAINER FLAGS...
                                                    population-based training of a compiled
                                                    trainer (lineage in RUN/lineage.jsonl)

@@ -20,6 +20,8 @@ epoch; trainers run with --threads 1, so runs are bit for bit repeatable):
     --parallel 1, and a run whose driver is killed (SIGKILL) at 5 random
     moments and started again all end with the same state, lineage and
     member checkpoints, byte for byte.
+  * --hosts localhost:2: the members as `mpirun -np 1 --host` jobs end
+    the same, byte for byte;
   * the lineage's records, best.json (the best final score), --export (the
     best member's parameters), trainc plot of the lineage (a PNG); a
     member that diverges is replaced by a copy; flags the driver owns or
@@ -252,6 +254,21 @@ def check_repeatable(check, trainc, trainer, data, work, stopped_dir):
     check(kills == 5 and run_state(killed, 6) == reference,
           "a driver killed (SIGKILL) at 5 random moments and started again ends as the "
           "uninterrupted run, byte for byte (%d kills)" % kills)
+    # Across machines: each member an `mpirun -np 1 --host H` job (here the
+    # one host, with 2 slots).
+    hosts = os.path.join(work, "hosts")
+    shutil.rmtree(hosts, ignore_errors=True)
+    mpi = ["--hosts", "localhost:2"]
+    for word in ("--oversubscribe", "--mca", "btl_vader_single_copy_mechanism", "none"):
+        mpi += ["--mpirun-arg", word]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run(pbt_command(trainc, trainer, data, hosts, mpi), capture_output=True,
+                       text=True, env=env)
+    with open(os.path.join(member_dir(hosts, 0), "trainer.log")) as f:
+        placed = "== trainc pbt: round 1" in f.read()
+    check(r.returncode == 0 and placed and run_state(hosts, 6) == reference,
+          "--hosts localhost:2 (each member under mpirun -np 1 --host) ends as the run in one "
+          "process tree, byte for byte")
 
 
 def check_outputs(check, trainc, trainer, data, work, run_dir, table):
@@ -323,6 +340,10 @@ def check_refusals(check, trainc, trainer, data, work):
         (driver + ["--metric", "eval_top5"] + members, "needs the trainer's --topk 5"),
         (driver + members[:-6] + ["--epochs", "2", "--threads", "1"], "need --eval-data DIR"),
         (driver, "the trainer's command goes after '--'"),
+        (driver + ["--hosts", "a b:2"] + members, "--hosts needs HOST:SLOTS"),
+        (driver + ["--hosts", "h:2", "--parallel", "2"] + members,
+         "--parallel is the slots of --hosts"),
+        (driver + ["--mpirun-arg", "-v"] + members, "--mpirun-arg is a word of --hosts'"),
     ]
     for cmd, expected in cases:
         r = run(cmd)

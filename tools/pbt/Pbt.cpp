@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <map>
 #include <optional>
 
 namespace trainc::pbt {
@@ -153,6 +154,10 @@ private:
   Status copyCheckpoints();
   Status finish();
   std::vector<std::string> trainerArgs(int member, std::optional<int64_t> until) const;
+  /// --hosts: `mpirun -np 1 --host H ...` on a host with a free slot (taken
+  /// for `member`), before the trainer's command; nothing without --hosts.
+  std::vector<std::string> placement(int member);
+  void release(int member);
   double rankScore(double score) const { return o.metric.lowerIsBetter ? -score : score; }
   int64_t target() const {
     const int64_t step = (state.round + 1) * o.readyEvery;
@@ -165,6 +170,10 @@ private:
   Runner runner;
   rt::FileHandle lock;
   int threads = 0;
+  /// --hosts: the members running on each host, and each running member's
+  /// host.
+  std::vector<int> hostUse;
+  std::map<int, size_t> memberHost;
 };
 
 /// Cores this process may run on (its affinity mask).
@@ -269,6 +278,28 @@ Status Driver::loadOrStart() {
   return save(); // the lineage file as the state has it
 }
 
+std::vector<std::string> Driver::placement(int member) {
+  if (o.hosts.empty())
+    return {};
+  hostUse.resize(o.hosts.size(), 0);
+  size_t h = 0;
+  while (h + 1 < o.hosts.size() && hostUse[h] >= o.hosts[h].second)
+    ++h;
+  ++hostUse[h];
+  memberHost[member] = h;
+  std::vector<std::string> words = {"mpirun", "-np", "1", "--host", o.hosts[h].first};
+  words.insert(words.end(), o.mpirunArgs.begin(), o.mpirunArgs.end());
+  return words;
+}
+
+void Driver::release(int member) {
+  auto it = memberHost.find(member);
+  if (it == memberHost.end())
+    return;
+  --hostUse[it->second];
+  memberHost.erase(it);
+}
+
 std::vector<std::string> Driver::trainerArgs(int member, std::optional<int64_t> until) const {
   std::vector<std::string> args = o.trainer;
   args.insert(args.end(), {"--checkpoint-dir", checkpointDir(o.dir, member)});
@@ -336,16 +367,23 @@ Status Driver::trainRound(bool &stopped) {
     if (next < waiting.size() && failed.ok() && !stopSignal() && !runner.full()) {
       const int m = waiting[next++];
       const int64_t until = (state.round + 1) * o.readyEvery;
+      std::vector<std::string> argv = placement(m);
+      for (std::string &word : trainerArgs(m, until))
+        argv.push_back(std::move(word));
       Status started = runner.start(
-          m, trainerArgs(m, until),
+          m, argv,
           "== trainc pbt: round " + std::to_string(state.round + 1) + ", to step " +
               std::to_string(until));
-      if (!started.ok() && failed.ok())
-        failed = started;
+      if (!started.ok()) {
+        release(m);
+        if (failed.ok())
+          failed = started;
+      }
       continue;
     }
     Finished done;
     TRAINC_RETURN_IF_ERROR(runner.waitOne(done));
+    release(done.member);
     Status finished = finishMember(done);
     if (!finished.ok() && failed.ok()) {
       failed = finished;
@@ -461,11 +499,14 @@ Status Driver::finish() {
                static_cast<long long>(winner.step), checkpointDir(o.dir, best).c_str());
   if (o.exportPath.empty())
     return Status();
-  std::vector<std::string> args = trainerArgs(best, std::nullopt);
+  std::vector<std::string> args = placement(best);
+  for (std::string &word : trainerArgs(best, std::nullopt))
+    args.push_back(std::move(word));
   args.insert(args.end(), {"--export", o.exportPath});
   TRAINC_RETURN_IF_ERROR(runner.start(best, args, "== trainc pbt: --export " + o.exportPath));
   Finished done;
   TRAINC_RETURN_IF_ERROR(runner.waitOne(done));
+  release(done.member);
   if (done.outcome != Outcome::Trained)
     return Status::error("exporting member " + std::to_string(best) + " failed (" + done.how +
                          "); its output is in " + memberDir(o.dir, best) + "/trainer.log");
@@ -478,7 +519,7 @@ int Driver::run() {
   bool threadsGiven = false;
   for (const std::string &arg : o.trainer)
     threadsGiven |= arg == "--threads" || arg.rfind("--threads=", 0) == 0;
-  if (!threadsGiven)
+  if (!threadsGiven && o.hosts.empty())
     threads = std::max(1, usableCores() / o.parallel);
   Status status = prepareFolder();
   if (status.ok())

@@ -42,6 +42,11 @@ const char *const kPbtUsage =
     "  --seed S                the draws of the driver (0); the trainer's own --seed is kept\n"
     "  --parallel P            members trained at once (1); each trainer gets\n"
     "                          cores / P threads unless its flags set --threads\n"
+    "  --hosts H:S,...         across machines: each member runs as `mpirun -np 1\n"
+    "                          --host H` on a host with one of its S slots free (RUN and\n"
+    "                          the data on a file system every host shares; the trainer's\n"
+    "                          --threads is yours to set)\n"
+    "  --mpirun-arg WORD       one more word for those mpirun commands (repeat it)\n"
     "  --stop-after-rounds R   stop after R more ready points; rerun to continue\n"
     "  --export MODEL.onnx     at the end, the best member's trained model\n"
     "  --dir RUN               the run's folder (created; a rerun continues it)\n"
@@ -308,7 +313,7 @@ std::optional<Options> parseOptions(const std::vector<std::string> &args, std::s
       error = flag + (flag.rfind("--", 0) == 0 ? " needs a value" : ": not a flag of trainc pbt");
       return std::nullopt;
     }
-    if (flag != "--hyper" && !seen.insert(flag).second) {
+    if (flag != "--hyper" && flag != "--mpirun-arg" && !seen.insert(flag).second) {
       error = flag + " is given twice";
       return std::nullopt;
     }
@@ -340,6 +345,23 @@ std::optional<Options> parseOptions(const std::vector<std::string> &args, std::s
       if (!parseInteger(value, 1, 1024, n))
         error = "--parallel needs an integer in [1, 1024], got '" + value + "'";
       o.parallel = static_cast<int>(n);
+    } else if (flag == "--hosts") {
+      for (const std::string &part : splitCommas(value)) {
+        const size_t colon = part.rfind(':');
+        const std::string host = part.substr(0, colon);
+        const bool named = !host.empty() && host.find_first_not_of(
+                                                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
+                                                "UVWXYZ0123456789.-_") == std::string::npos;
+        if (colon == std::string::npos || !named ||
+            !parseInteger(part.substr(colon + 1), 1, 1024, n)) {
+          error = "--hosts needs HOST:SLOTS,... (a host name and 1 to 1024 slots), got '" +
+                  part + "'";
+          break;
+        }
+        o.hosts.push_back({host, static_cast<int>(n)});
+      }
+    } else if (flag == "--mpirun-arg") {
+      o.mpirunArgs.push_back(value);
     } else if (flag == "--stop-after-rounds") {
       if (!parseInteger(value, 1, 1000000000000LL, n))
         error = "--stop-after-rounds needs a positive integer, got '" + value + "'";
@@ -354,6 +376,18 @@ std::optional<Options> parseOptions(const std::vector<std::string> &args, std::s
     if (!error.empty())
       return std::nullopt;
   }
+  int slots = 0;
+  for (const auto &host : o.hosts)
+    slots += host.second;
+  if (!o.hosts.empty()) {
+    if (seen.count("--parallel"))
+      error = "--parallel is the slots of --hosts; give one of them";
+    o.parallel = std::min(slots, 1024);
+  } else if (!o.mpirunArgs.empty()) {
+    error = "--mpirun-arg is a word of --hosts' mpirun commands; give --hosts";
+  }
+  if (!error.empty())
+    return std::nullopt;
   if (o.population == 0)
     error = "--population N is needed";
   else if (o.readyEvery == 0)

@@ -3,7 +3,8 @@
 //   trainc pbt --population N --ready-every STEPS --hyper NAME=log:LOW,HIGH ...
 //              [--exploit truncation:F] [--explore perturb:F1,F2|resample:P]
 //              [--metric eval_accuracy|eval_loss|eval_topK] [--seed S]
-//              [--parallel P] [--stop-after-rounds R] [--export MODEL.onnx]
+//              [--parallel P | --hosts H:S,... [--mpirun-arg WORD]...]
+//              [--stop-after-rounds R] [--export MODEL.onnx]
 //              --dir RUN -- TRAINER [TRAINER FLAGS...]
 //
 // The flags before `--` are the driver's; what follows is the trainer's
@@ -43,6 +44,11 @@ struct Options {
   Metric metric;
   uint64_t seed = 0;
   int parallel = 1;
+  /// --hosts H:S,...: each member runs as `mpirun -np 1 --host H` on a host
+  /// with a free slot (S slots each; --parallel is their sum), with the
+  /// --mpirun-arg words before the trainer's command.
+  std::vector<std::pair<std::string, int>> hosts;
+  std::vector<std::string> mpirunArgs;
   /// Ready points to reach in this invocation (0: all); a rerun goes on.
   int64_t stopAfterRounds = 0;
   std::string exportPath;
