@@ -103,8 +103,9 @@ inline constexpr llvm::StringLiteral kOptimizerAttrName = "tc.optimizer";
 /// "out_in" ([M, K]), "in_out" ([K, M]) or "conv" ([M, C, kh, kw] as [M, K]),
 /// tc.kfac_samples, the batch N, and tc.kfac_bias, the trained bias) and
 /// output-gradient rows (tc.kfac_output_grad = the weight), which the
-/// optimizer phase consumes; and @train_step's tc.kfac_plain, the captured
-/// weights it left to plain SGD with the reason (an array of strings).
+/// optimizer phase consumes; and @train_step's tc.kfac_plain, the trained
+/// weights of Gemm, MatMul and Conv layers that autodiff or the optimizer
+/// phase left to plain SGD, each with the reason (an array of strings).
 inline constexpr llvm::StringLiteral kKfacInputAttrName = "tc.kfac_input";
 inline constexpr llvm::StringLiteral kKfacOutputGradAttrName = "tc.kfac_output_grad";
 inline constexpr llvm::StringLiteral kKfacLayoutAttrName = "tc.kfac_layout";

@@ -417,6 +417,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     for (Operation &op : body.without_terminator())
       forward.push_back(&op);
     SmallVector<KfacCapture> captures;
+    SmallVector<Attribute> kfacPlain; // the layers K-FAC leaves to SGD, and why
     for (Operation *op : llvm::reverse(forward)) {
       for (Value r : op->getResults())
         sums.settle(r);
@@ -439,11 +440,15 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
         return failure();
       // --optimizer=kfac: the layer's input and output-gradient rows.
-      if (kfac)
-        if (auto capture = captureKfacRows(step, b, op, resultGrads.front(), [&](Value v) {
-              return isa<BlockArgument>(v) && active(v);
-            }))
+      if (kfac) {
+        std::string why;
+        if (auto capture = captureKfacRows(
+                step, b, op, resultGrads.front(),
+                [&](Value v) { return isa<BlockArgument>(v) && active(v); }, why))
           captures.push_back(*capture);
+        else if (!why.empty())
+          kfacPlain.push_back(b.getStringAttr(why));
+      }
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
         if (g && active(operand))
           sums.accumulate(operand, g, op->getLoc());
@@ -492,6 +497,8 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
            b.getNamedAttr(tc::kGradAttrName, symbol)}));
     }
     // K-FAC's rows, for the optimizer phase (which drops them).
+    if (!kfacPlain.empty())
+      step->setAttr(tc::kKfacPlainAttrName, b.getArrayAttr(kfacPlain));
     for (const KfacCapture &capture : captures) {
       results.push_back(capture.rows);
       attrs.push_back(capture.rowsAttrs);

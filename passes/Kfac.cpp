@@ -86,7 +86,8 @@ Value patchKernel(OpBuilder &b, Location loc, ArrayRef<int64_t> weightShape) {
 } // namespace
 
 std::optional<KfacCapture> captureKfacRows(func::FuncOp step, OpBuilder &b, Operation *op,
-                                           Value dy, llvm::function_ref<bool(Value)> trained) {
+                                           Value dy, llvm::function_ref<bool(Value)> trained,
+                                           std::string &why) {
   auto symbolOf = [&](Value v) -> FlatSymbolRefAttr {
     auto arg = dyn_cast_or_null<BlockArgument>(v);
     if (!arg || arg.getOwner() != &step.getBody().front() || !trained(v))
@@ -105,9 +106,13 @@ std::optional<KfacCapture> captureKfacRows(func::FuncOp step, OpBuilder &b, Oper
   if (auto g = dyn_cast<tc::GemmOp>(op)) {
     weight = symbolOf(g.getB());
     x = g.getA();
-    if (!weight || g.getTransA() || g.getAlpha().convertToFloat() != 1.0f || !isF32(x) ||
-        symbolOf(x))
+    if (!weight)
       return std::nullopt;
+    if (g.getTransA() || g.getAlpha().convertToFloat() != 1.0f || !isF32(x) || symbolOf(x)) {
+      why = weight.getValue().str() + ": its Gemm transposes or scales the input, or it is "
+            "not f32";
+      return std::nullopt;
+    }
     rows = x;
     grads = dy;
     layout = g.getTransB() ? "out_in" : "in_out";
@@ -116,9 +121,14 @@ std::optional<KfacCapture> captureKfacRows(func::FuncOp step, OpBuilder &b, Oper
   } else if (auto m = dyn_cast<tc::MatMulOp>(op)) {
     weight = symbolOf(m.getRhs());
     x = m.getLhs();
-    if (!weight || m.getTransA() || typeOf(m.getRhs()).getRank() != 2 ||
-        typeOf(x).getRank() < 2 || !isF32(x) || typeOf(x).getNumElements() == 0)
+    if (!weight)
       return std::nullopt;
+    if (m.getTransA() || typeOf(m.getRhs()).getRank() != 2 || typeOf(x).getRank() < 2 ||
+        !isF32(x) || typeOf(x).getNumElements() == 0) {
+      why = weight.getValue().str() + ": its MatMul transposes the input, has no 2-D weight, "
+            "or is not f32";
+      return std::nullopt;
+    }
     const int64_t k = typeOf(x).getShape().back(), out = typeOf(dy).getShape().back();
     const int64_t r = typeOf(x).getNumElements() / k;
     rows = reshape(b, loc, x, {r, k});
@@ -128,9 +138,18 @@ std::optional<KfacCapture> captureKfacRows(func::FuncOp step, OpBuilder &b, Oper
     weight = symbolOf(conv.getWeight());
     x = conv.getInput();
     ArrayRef<int64_t> w = typeOf(conv.getWeight()).getShape();
-    if (!weight || conv.getGroup() != 1 || conv.getChannelsLast() || typeOf(x).getRank() != 4 ||
-        !isF32(x) || w[1] * w[2] * w[3] > kMaxFactorSide)
+    if (!weight)
       return std::nullopt;
+    if (conv.getGroup() != 1 || conv.getChannelsLast() || typeOf(x).getRank() != 4 ||
+        !isF32(x) || w[1] * w[2] * w[3] > kMaxFactorSide) {
+      why = weight.getValue().str() +
+            (conv.getGroup() != 1 ? std::string(": a grouped convolution")
+             : w[1] * w[2] * w[3] > kMaxFactorSide
+                 ? ": a convolution of more than " + std::to_string(kMaxFactorSide) +
+                       " patch elements"
+                 : std::string(": not a 2-D NCHW f32 convolution"));
+      return std::nullopt;
+    }
     // The patches: a convolution with a one-hot kernel copies each window.
     Value kernel = patchKernel(b, loc, w);
     Value patches = b.create<tc::ConvOp>(loc, ValueRange{x, kernel},

@@ -47,10 +47,12 @@ struct KfacCapture {
 
 /// Autodiff: the rows of forward op `op` (a Gemm, MatMul or Conv) whose
 /// result gradient is `dy`, built at `b`'s insertion point, if its weight is
-/// one of the trained parameter arguments `trained`; else nothing.
+/// one of the trained parameter arguments `trained`; else nothing, and
+/// `why` says why where the weight is trained (K-FAC leaves it to SGD).
 std::optional<KfacCapture> captureKfacRows(mlir::func::FuncOp step, mlir::OpBuilder &b,
                                            mlir::Operation *op, mlir::Value dy,
-                                           llvm::function_ref<bool(mlir::Value)> trained);
+                                           llvm::function_ref<bool(mlir::Value)> trained,
+                                           std::string &why);
 
 /// The optimizer phase: replaces `grads[i]` of each captured layer's weight
 /// (and bias) by its preconditioned, KL-clipped gradient. `keepState`

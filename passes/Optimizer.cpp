@@ -425,6 +425,8 @@ struct OptimizerPass : trainc::impl::OptimizerBase<OptimizerPass> {
       if (failed(preconditionKfac(step, b, ret.getOperands(), grads, keep, plain)))
         return signalPassFailure();
       SmallVector<Attribute> lines;
+      if (auto autodiffs = step->getAttrOfType<ArrayAttr>(kKfacPlainAttrName))
+        lines.append(autodiffs.begin(), autodiffs.end());
       for (const std::string &line : plain)
         lines.push_back(b.getStringAttr(line));
       if (!lines.empty())

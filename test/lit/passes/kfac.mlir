@@ -71,11 +71,13 @@ func.func @loss(%x: tensor<2x4xf32> {tc.input = "x"}, %w: tensor<3x4xf32> {tc.pa
 // -----
 
 // A grouped convolution has no one pair of factors: nothing is captured,
-// and its weight takes plain SGD.
+// its weight takes plain SGD, and the step says why (for compile's notes).
 // CAPTURE-LABEL: func.func @train_step(
-// CAPTURE-NOT: tc.kfac
+// CAPTURE-NOT: tc.kfac_input
+// CAPTURE-SAME: tc.kfac_plain = ["k: a grouped convolution"]
 // KFAC-LABEL: func.func @train_step(
 // KFAC-NOT: kfac.a
+// KFAC-SAME: tc.kfac_plain = ["k: a grouped convolution"]
 // KFAC: tc.sgd_update %arg1, %{{.*}},
 tc.param @k trainable : tensor<4x1x3x3xf32>
 func.func @loss(%x: tensor<2x2x5x5xf32> {tc.input = "x"}, %k: tensor<4x1x3x3xf32> {tc.param = @k})
