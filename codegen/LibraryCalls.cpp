@@ -185,28 +185,30 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
              ")");
         return success();
       })
-      .Case([&](tc::DampedInverseOp o) -> LogicalResult {
-        // Both scalars are hyperparameters, read on the host (a step graph
-        // is recorded per value of kfac.invert).
-        std::string host[2];
-        Value scalars[2] = {o.getDamping(), o.getInvert()};
-        for (int i = 0; i < 2; ++i) {
-          if (!hyperIndex.count(scalars[i]))
-            return o.emitError("codegen needs the damping and invert of tc.damped_inverse to "
-                               "be hyperparameters of the step");
-          hostReadHypers.insert(hyperIndex.lookup(scalars[i]));
-          host[i] = "args.hostHypers[" + std::to_string(hyperIndex.lookup(scalars[i])) + "][0]";
-        }
-        call("tk::dampedInverse(ctx, " + std::to_string(shapeOf(o.getMatrix())[0]) + ", " +
-             ptr(o.getMatrix()) + ", " + host[0] + ", " + host[1] + ", " + ptr(o.getPrevious()) +
-             ", " + ptr(o.getResult()) + ")");
-        return success();
-      })
+      .Case([&](tc::DampedInverseOp o) { return emitDampedInverse(o); })
       .Case<tc::SoftmaxCrossEntropyOp, tc::NllLossOp, tc::MseLossOp>(
           [&](Operation *o) { return emitLoss(o); })
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
       });
+}
+
+LogicalResult ProgramEmitter::emitDampedInverse(tc::DampedInverseOp o) {
+  // Both scalars are hyperparameters, read on the host (a step graph is
+  // recorded per value of kfac.invert).
+  std::string host[2];
+  Value scalars[2] = {o.getDamping(), o.getInvert()};
+  for (int i = 0; i < 2; ++i) {
+    if (!hyperIndex.count(scalars[i]))
+      return o.emitError("codegen needs the damping and invert of tc.damped_inverse to be "
+                         "hyperparameters of the step");
+    hostReadHypers.insert(hyperIndex.lookup(scalars[i]));
+    host[i] = "args.hostHypers[" + std::to_string(hyperIndex.lookup(scalars[i])) + "][0]";
+  }
+  call("tk::dampedInverse(ctx, " + std::to_string(shapeOf(o.getMatrix())[0]) + ", " +
+       ptr(o.getMatrix()) + ", " + host[0] + ", " + host[1] + ", " + ptr(o.getPrevious()) +
+       ", " + ptr(o.getResult()) + ")");
+  return success();
 }
 
 std::string ProgramEmitter::GemmDims::operands(StringRef alpha) const {

@@ -166,6 +166,8 @@ private:
   LogicalResult emitMatMul(tc::MatMulOp op);
   LogicalResult emitGemm(tc::GemmOp op);
   LogicalResult emitConv(tc::ConvOp op);
+  /// tc.damped_inverse: tk::dampedInverse with its hyperparameters read on the host.
+  LogicalResult emitDampedInverse(tc::DampedInverseOp op);
   LogicalResult emitConvBackward(Operation *op);
   void callWithDesc(StringRef type, const std::string &desc, const std::string &statement);
   LogicalResult emitPool(Operation *op);

@@ -371,6 +371,35 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
     }
   }
 
+  /// --optimizer=kfac: the rows of `op` (result gradient `dy`) when its
+  /// weight is a trained parameter, or why K-FAC leaves that weight to SGD.
+  static void captureRows(func::FuncOp step, OpBuilder &b, Operation *op, Value dy,
+                          llvm::function_ref<bool(Value)> active,
+                          SmallVectorImpl<KfacCapture> &captures,
+                          SmallVectorImpl<Attribute> &plain) {
+    std::string why;
+    if (auto capture = captureKfacRows(
+            step, b, op, dy, [&](Value v) { return isa<BlockArgument>(v) && active(v); }, why))
+      captures.push_back(*capture);
+    else if (!why.empty())
+      plain.push_back(b.getStringAttr(why));
+  }
+
+  /// K-FAC's rows as results, for the optimizer phase (which drops them),
+  /// and the weights left to SGD on the step.
+  static void returnRows(func::FuncOp step, OpBuilder &b, ArrayRef<KfacCapture> captures,
+                         ArrayRef<Attribute> plain, SmallVectorImpl<Value> &results,
+                         SmallVectorImpl<DictionaryAttr> &attrs) {
+    if (!plain.empty())
+      step->setAttr(tc::kKfacPlainAttrName, b.getArrayAttr(plain));
+    for (const KfacCapture &capture : captures) {
+      results.push_back(capture.rows);
+      attrs.push_back(capture.rowsAttrs);
+      results.push_back(capture.outputGrads);
+      attrs.push_back(capture.outputGradAttrs);
+    }
+  }
+
   LogicalResult differentiate(ModuleOp module, func::FuncOp lossFunc) {
     func::FuncOp step = lossFunc.clone();
     step.setSymName("train_step");
@@ -440,15 +469,8 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
       if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
         return failure();
       // --optimizer=kfac: the layer's input and output-gradient rows.
-      if (kfac) {
-        std::string why;
-        if (auto capture = captureKfacRows(
-                step, b, op, resultGrads.front(),
-                [&](Value v) { return isa<BlockArgument>(v) && active(v); }, why))
-          captures.push_back(*capture);
-        else if (!why.empty())
-          kfacPlain.push_back(b.getStringAttr(why));
-      }
+      if (kfac)
+        captureRows(step, b, op, resultGrads.front(), active, captures, kfacPlain);
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
         if (g && active(operand))
           sums.accumulate(operand, g, op->getLoc());
@@ -496,15 +518,7 @@ struct AutodiffPass : trainc::impl::AutodiffBase<AutodiffPass> {
                           b.getStringAttr("grad." + symbol.getValue().str())),
            b.getNamedAttr(tc::kGradAttrName, symbol)}));
     }
-    // K-FAC's rows, for the optimizer phase (which drops them).
-    if (!kfacPlain.empty())
-      step->setAttr(tc::kKfacPlainAttrName, b.getArrayAttr(kfacPlain));
-    for (const KfacCapture &capture : captures) {
-      results.push_back(capture.rows);
-      attrs.push_back(capture.rowsAttrs);
-      results.push_back(capture.outputGrads);
-      attrs.push_back(capture.outputGradAttrs);
-    }
+    returnRows(step, b, captures, kfacPlain, results, attrs);
     // The per-sample losses and the running-statistics updates of the
     // training forward go through as they are.
     for (unsigned i = lossValue ? 1 : 0; i < ret.getNumOperands(); ++i)

@@ -428,6 +428,33 @@ void defineRangeTestFlags(Parser &parser, TrainOptions &t) {
               "the range test's curve: PREFIX.jsonl and PREFIX.png (find-lr)");
 }
 
+void defineKfacFlags(Parser &parser, TrainOptions &t) {
+  parser.number("--kfac-damping", t.kfacDamping, "L",
+                "K-FAC: the damping lambda; sqrt(L) joins the diagonal of each factor before "
+                "it is inverted (1e-3)");
+  parser.number("--kfac-stat-decay", t.kfacStatDecay, "D",
+                "K-FAC: the factors' running average keeps D of the old value (0.95)", true);
+  parser.number("--kfac-kl-clip", t.kfacKlClip, "C",
+                "K-FAC: the update is scaled so that lr^2 g^T F^-1 g stays at most C (1e-3)");
+  parser.integer("--kfac-inverse-every", t.kfacInverseEvery, 1, 1000000, "T",
+                 "K-FAC: invert the factors at step 1 and every T steps after (10)");
+}
+
+void defineAsyncFlags(Parser &parser, TrainOptions &t) {
+  parser.integer("--async-workers", t.asyncWorkers, 2, 64, "N",
+                 "asynchronous SGD on one machine (Hogwild!): N steps at once, each on its own "
+                 "batches, arena and dropout keys, updating the shared parameters without "
+                 "locks; not deterministic (runs differ), checkpoints and evaluations see one "
+                 "state (the CPU target splits --threads between the workers; CUDA: a stream "
+                 "each)");
+  parser.flag("--async", t.asyncRanks,
+              "a --data-parallel trainer under mpirun: asynchronous SGD over a parameter "
+              "server in rank 0 (MPI one-sided); each rank trains its share of the epochs "
+              "without waiting for the others (no gradient sums); not deterministic");
+  parser.integer("--staleness-bound", t.stalenessBound, 1, 1000000000, "K",
+                 "--async: a rank waits while it is K steps ahead of the slowest (none)");
+}
+
 void define(Parser &parser, Options &options) {
   TrainOptions &t = options.train;
   CLI::App &app = parser.app;
@@ -469,15 +496,7 @@ void define(Parser &parser, Options &options) {
   parser.number("--beta1", t.beta1, "B", "Adam and LAMB beta1, in [0, 1) (0.9)", true);
   parser.number("--beta2", t.beta2, "B", "Adam and LAMB beta2, in [0, 1) (0.999)", true);
   parser.number("--eps", t.eps, "E", "Adam, LAMB and LARS epsilon (1e-8)");
-  parser.number("--kfac-damping", t.kfacDamping, "L",
-                "K-FAC: the damping lambda; sqrt(L) joins the diagonal of each factor before "
-                "it is inverted (1e-3)");
-  parser.number("--kfac-stat-decay", t.kfacStatDecay, "D",
-                "K-FAC: the factors' running average keeps D of the old value (0.95)", true);
-  parser.number("--kfac-kl-clip", t.kfacKlClip, "C",
-                "K-FAC: the update is scaled so that lr^2 g^T F^-1 g stays at most C (1e-3)");
-  parser.integer("--kfac-inverse-every", t.kfacInverseEvery, 1, 1000000, "T",
-                 "K-FAC: invert the factors at step 1 and every T steps after (10)");
+  defineKfacFlags(parser, t);
   parser.number("--trust-coefficient", t.trustCoefficient, "T",
                 "LARS: the trust coefficient of the layer-wise learning rate (0.001)");
   parser.number("--clip-grad-norm", t.clipGradNorm, "X",
@@ -505,18 +524,7 @@ void define(Parser &parser, Options &options) {
   parser.integer("--checkpoint-every", t.checkpointEvery, 1,
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
-  parser.integer("--async-workers", t.asyncWorkers, 2, 64, "N",
-                 "asynchronous SGD on one machine (Hogwild!): N steps at once, each on its own "
-                 "batches, arena and dropout keys, updating the shared parameters without "
-                 "locks; not deterministic (runs differ), checkpoints and evaluations see one "
-                 "state (the CPU target splits --threads between the workers; CUDA: a stream "
-                 "each)");
-  parser.flag("--async", t.asyncRanks,
-              "a --data-parallel trainer under mpirun: asynchronous SGD over a parameter "
-              "server in rank 0 (MPI one-sided); each rank trains its share of the epochs "
-              "without waiting for the others (no gradient sums); not deterministic");
-  parser.integer("--staleness-bound", t.stalenessBound, 1, 1000000000, "K",
-                 "--async: a rank waits while it is K steps ahead of the slowest (none)");
+  defineAsyncFlags(parser, t);
   parser.integer("--until-step", t.untilStep, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "pause after step N: evaluate (with --eval-data), checkpoint and end; "
                  "--resume continues the run, whose schedule still spans --steps or --epochs");
