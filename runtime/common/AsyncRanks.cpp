@@ -95,7 +95,7 @@ Status AsyncRanks::push(int64_t step) {
 
 Status AsyncRanks::adopt() {
   TRAINC_RETURN_IF_ERROR(context.synchronize());
-  TRAINC_RETURN_IF_ERROR(server->snapshot(kept.data(), total));
+  TRAINC_RETURN_IF_ERROR(server->get(kept.data(), 0, total));
   return writeParams(kept);
 }
 

@@ -9,7 +9,8 @@
 // state). --staleness-bound K makes a rank wait while it is K steps ahead
 // of the slowest rank still training (the stale synchronous parallel model,
 // Ho et al. 2013). Rank 0 evaluates, checkpoints and exports the server's
-// parameters at one version, taken whole.
+// parameters, read without waiting for any rank (a stopped rank holds
+// rank 0 up only under --staleness-bound).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,8 +41,10 @@ public:
   /// After the step: waits for it, adds the parameters' change since pull
   /// to the server and counts the step.
   Status push(int64_t step);
-  /// The server's parameters at one version into the device's (rank 0,
-  /// before an evaluation, a checkpoint and the end).
+  /// The server's parameters into the device's (rank 0, before an
+  /// evaluation, a checkpoint and the end), read as pull reads them: each
+  /// value whole, other ranks' adds landing between values. At the end no
+  /// rank adds any more.
   Status adopt();
   /// This rank trains no more: it holds no rank back, waits for the others
   /// and frees the server with them.

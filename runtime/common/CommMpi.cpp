@@ -178,8 +178,9 @@ private:
 /// values; each rank's step count), reached with passive-target one-sided
 /// operations. Reads are MPI_Get_accumulate with MPI_NO_OP and adds
 /// MPI_Accumulate with MPI_SUM, which MPI makes atomic per value against
-/// each other; an add holds a shared lock on rank 0's window and a snapshot
-/// an exclusive one, so a snapshot sees every add whole or not at all.
+/// each other. Every read and add holds a shared lock on rank 0's window:
+/// no rank waits for another's epoch, so a rank stopped inside one holds
+/// no other up (an exclusive lock would wait for it).
 /// Operations go in pieces of at most 2^30 values (MPI counts are ints).
 class MpiParameterServer final : public ParameterServer {
 public:
@@ -224,11 +225,6 @@ public:
   Status set(const float *src, int64_t count) override {
     return pieces(MPI_LOCK_EXCLUSIVE, 0, count, [&](int64_t at, int n) {
       return MPI_Put(src + at, n, MPI_FLOAT, 0, at, n, MPI_FLOAT, values);
-    });
-  }
-  Status snapshot(float *dst, int64_t count) override {
-    return pieces(MPI_LOCK_EXCLUSIVE, 0, count, [&](int64_t at, int n) {
-      return MPI_Get(dst + at, n, MPI_FLOAT, 0, at, n, MPI_FLOAT, values);
     });
   }
   Status setProgress(int64_t done) override {

@@ -1184,7 +1184,7 @@ Status TrainRun::saveCheckpoint(int64_t epoch, int64_t b) {
   if (rank != 0)
     return Status();
   if (server)
-    TRAINC_RETURN_IF_ERROR(server->adopt()); // one version, taken whole
+    TRAINC_RETURN_IF_ERROR(server->adopt());
   TRAINC_RETURN_IF_ERROR(log.sync());
   TRAINC_RETURN_IF_ERROR(board.sync());
   std::map<std::string, std::string> manifest = runManifest;

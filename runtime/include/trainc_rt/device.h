@@ -32,14 +32,12 @@ public:
   /// The server's values [offset, offset + count) into `dst` (each value
   /// read whole; adds of other ranks may land between values).
   virtual Status get(float *dst, int64_t offset, int64_t count) = 0;
-  /// Adds `count` values to the server's from `offset` on: one update, of
-  /// which snapshot() sees all or nothing.
+  /// Adds `count` values to the server's from `offset` on (each value
+  /// added whole; other ranks' reads and adds may land between values).
   virtual Status add(const float *src, int64_t offset, int64_t count) = 0;
   /// Rank 0, while no rank reads or adds (between barriers): sets the
   /// server's values.
   virtual Status set(const float *src, int64_t count) = 0;
-  /// All values at one version: no add applied in part.
-  virtual Status snapshot(float *dst, int64_t count) = 0;
   /// This rank's steps so far, and every rank's.
   virtual Status setProgress(int64_t steps) = 0;
   virtual Status progress(std::vector<int64_t> &steps) = 0;
