@@ -17,6 +17,7 @@
 #include "codegen/Toolchain.h"
 #include "codegen/StepFunctions.h"
 
+#include "ir/TcAttrs.h"
 #include "ir/TcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,22 +37,32 @@ using namespace mlir;
 using namespace trainc;
 using namespace trainc::codegen;
 
-std::string ProgramEmitter::opComment(Operation *op) {
-  if (auto fused = dyn_cast<tc::FusedOp>(op)) {
-    // The group and the ONNX nodes it computes, each once.
-    std::vector<std::string> nodes;
-    for (Operation &inner : fused.getBlock().without_terminator()) {
-      std::string n = nodeName(inner.getLoc());
-      if (!n.empty() && llvm::find(nodes, n) == nodes.end())
-        nodes.push_back(n);
-    }
-    std::string s = "tc.fused " + fused.getKernel().str() + " (";
-    for (size_t i = 0; i < nodes.size() && i < 6; ++i)
-      s += (i ? ", '" : "'") + nodes[i] + "'";
-    if (nodes.size() > 6)
-      s += " and " + std::to_string(nodes.size() - 6) + " more";
-    return s + ") -> " + shapeText(shapeOf(op->getResult(0)));
+std::string trainc::codegen::nodeList(ArrayRef<Operation *> ops) {
+  std::vector<std::string> nodes;
+  auto add = [&](Operation *op) {
+    std::string n = nodeName(op->getLoc());
+    if (!n.empty() && llvm::find(nodes, n) == nodes.end())
+      nodes.push_back(n);
+  };
+  for (Operation *op : ops) {
+    if (auto fused = dyn_cast<tc::FusedOp>(op))
+      for (Operation &inner : fused.getBlock().without_terminator())
+        add(&inner);
+    else
+      add(op);
   }
+  std::string s;
+  for (size_t i = 0; i < nodes.size() && i < 6; ++i)
+    s += (i ? ", '" : "'") + nodes[i] + "'";
+  if (nodes.size() > 6)
+    s += " and " + std::to_string(nodes.size() - 6) + " more";
+  return s;
+}
+
+std::string ProgramEmitter::opComment(Operation *op) {
+  if (auto fused = dyn_cast<tc::FusedOp>(op)) // the group and the ONNX nodes it computes
+    return "tc.fused " + fused.getKernel().str() + " (" + nodeList(op) + ") -> " +
+           shapeText(shapeOf(op->getResult(0)));
   std::string name = nodeName(op->getLoc());
   std::string s = op->getName().getStringRef().str();
   if (!name.empty())
@@ -227,6 +238,8 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
   links.clear();
   linkStatements.clear();
   generatedCalls = libraryCalls = 0;
+  functionName = func.getSymName().str();
+  pastBackward = false;
   trainRole = train;
   sharedTables = tables != nullptr;
   if (tables) {
@@ -450,6 +463,8 @@ LogicalResult ProgramEmitter::runStage(raw_ostream &os) {
     return failure();
   emitParamTable(os);
   bool cuda = options.target == Target::Cuda;
+  emitCallTable(os);
+  std::vector<Field> calls = callTableFields();
   os << "const trainc::rt::Program kProgram = "
      << designated({{"modelName", cStringLiteral(options.modelName)},
                     {"target", cStringLiteral(cuda ? "cuda" : "cpu")},
@@ -471,7 +486,8 @@ LogicalResult ProgramEmitter::runStage(raw_ostream &os) {
                     {"libraryCalls", 0},
                     {"modelFingerprint", options.modelFingerprint.empty()
                                              ? std::string("nullptr")
-                                             : cStringLiteral(options.modelFingerprint)}},
+                                             : cStringLiteral(options.modelFingerprint)},
+                    calls[0], calls[1]},
                    /*block=*/true)
      << ";\n\n} // namespace " << ns << "\n\n";
   return success();
@@ -483,6 +499,10 @@ LogicalResult ProgramEmitter::runStage(raw_ostream &os) {
 
 LogicalResult ProgramEmitter::emitOp(Operation *op) {
   waitForSums(op);
+  callOps.assign(1, op);
+  callCostTaken = false;
+  if (tc::markedPhase(op->getLoc()) == tc::StepPhase::Backward)
+    pastBackward = true;
   if (auto ret = dyn_cast<func::ReturnOp>(op))
     return emitReturn(ret);
   if (auto constant = dyn_cast<tc::ConstantOp>(op)) {

@@ -178,6 +178,8 @@ void larsKernel(tc::LarsUpdateOp op, const std::string &g, const KeepFn &keep, U
 /// of one optimizer is one multi-tensor kernel; LAMB's and LARS's are two
 /// passes, the first summing each tensor's squares.
 LogicalResult ProgramEmitter::emitUpdates(ArrayRef<Operation *> ops) {
+  callOps.assign(ops.begin(), ops.end());
+  callCostTaken = false;
   Operation *op = ops.front();
   const bool scaled =
       llvm::TypeSwitch<Operation *, bool>(op)
@@ -269,6 +271,8 @@ LogicalResult ProgramEmitter::emitAccumulate(Operation *op) {
     return success(); // emitted with the run's last accumulation
   std::vector<Operation *> ops = std::move(pendingAccumulates);
   pendingAccumulates.clear();
+  callOps = ops;
+  callCostTaken = false;
   std::vector<std::string> comment;
   std::vector<int64_t> counts;
   describeRun(ops, comment, counts);
@@ -326,6 +330,8 @@ LogicalResult ProgramEmitter::emitWeightCast(Operation *op) {
     return success(); // emitted with the run's last cast
   std::vector<Operation *> ops = std::move(pendingCasts);
   pendingCasts.clear();
+  callOps = ops;
+  callCostTaken = false;
   if (ops.size() == 1)
     return emitPointwise(op);
   std::string low = cType(op->getResult(0).getType());

@@ -13,6 +13,7 @@
 #define TRAINC_CODEGEN_PROGRAMEMITTER_H
 
 #include "codegen/BufferBinding.h"
+#include "codegen/Escape.h"
 #include "codegen/Emitter.h"
 #include "codegen/KernelWriter.h"
 
@@ -48,6 +49,9 @@ int64_t countOf(mlir::Value v);
 std::string shapeText(llvm::ArrayRef<int64_t> shape);
 /// The ONNX node name a location carries.
 std::string nodeName(mlir::Location loc);
+/// The ONNX nodes `ops` compute (a tc.fused group's: its inner ops'), each
+/// once and quoted: "'a', 'b'", the first six and "and N more".
+std::string nodeList(llvm::ArrayRef<mlir::Operation *> ops);
 /// A float literal of the element type (f32 gets an `f` suffix).
 std::string literal(double v, bool f32);
 /// The element strides and base offset of a strided slice of a tensor of
@@ -182,12 +186,22 @@ private:
   uint64_t appendToBlob(DenseElementsAttr value);
   std::string ptr(Value v) { return buffers.ptr(v); }
   std::string opComment(Operation *op);
+  /// A call of the step: TRAINC_CALL with its id in Program::calls.
   void call(const std::string &statement) {
     bool library = llvm::StringRef(statement).starts_with("tk::") ||
                    llvm::StringRef(statement).starts_with("ctx.");
     ++(library ? libraryCalls : generatedCalls);
-    body += "  TRAINC_RETURN_IF_ERROR(" + statement + ");\n";
+    body += "  TRAINC_CALL(ctx, " + std::to_string(profiledCall(statement)) + ", " + statement +
+            ");\n";
   }
+  /// The row of Program::calls (--profile) of a call emitted now for
+  /// `callOps`, and its id (ProfiledCalls.cpp).
+  int profiledCall(const std::string &statement);
+  /// The part of the step `op` is in (the function's ops in order).
+  rt::StepPart stepPart(Operation *op);
+  /// kCalls, every call's row, and the Program fields that point at it.
+  void emitCallTable(raw_ostream &os);
+  std::vector<Field> callTableFields() const;
 
   ModuleOp module;
   const EmitOptions &options;
@@ -250,6 +264,20 @@ private:
   };
   std::vector<LinkEntry> links;
   std::string linkStatements;
+  /// --profile's table: one row per call of every function.
+  struct CallEntry {
+    std::string kernel, op, nodes, function;
+    rt::StepPart part;
+    double flops = 0, bytes = 0;
+  };
+  std::vector<CallEntry> callTable;
+  /// The ops the calls emitted now compute (emitOp's op, or an update
+  /// run's); the first call counts their cost.
+  std::vector<Operation *> callOps;
+  bool callCostTaken = false;
+  /// The current function's name, and whether its backward has begun.
+  std::string functionName;
+  bool pastBackward = false;
 
   /// What one emitted function contributes to the program.
   struct Emitted {

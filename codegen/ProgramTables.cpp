@@ -381,6 +381,9 @@ LogicalResult ProgramEmitter::emitTables(raw_ostream &os, const Functions &fns) 
        << ";\n";
     fields.push_back({"pipeline", "&kPipeline"});
   }
+  for (const Field &field : callTableFields())
+    fields.push_back(field);
+  emitCallTable(os);
   os << "const trainc::rt::Program kProgram = " << designated(fields, /*block=*/true) << ";\n"
      << "} // namespace\n\n"
      << "int main(int argc, char **argv) {\n"

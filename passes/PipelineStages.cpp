@@ -11,7 +11,7 @@
 
 #include "ir/TcOps.h"
 #include "passes/Liveness.h"
-#include "passes/OpCost.h"
+#include "ir/OpCost.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

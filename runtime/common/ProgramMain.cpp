@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BatchLoader.h"
+#include "FileIO.h"
 #include "Npy.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
@@ -809,11 +810,37 @@ Status checkRangeTestFlags(Options &options) {
       "--three-phase",   "--anneal-strategy", "--max-momentum", "--cyclic-mode",
       "--cyclic-gamma",  "--ema-decay",     "--ema-warmup",     "--swa-start",
       "--swa-every",     "--swa-lr",        "--swa-anneal-steps", "--swa-anneal",
-      "--eval-averaged"};
+      "--eval-averaged", "--profile",      "--profile-warmup", "--profile-steps"};
   for (const char *flag : kTrainingOnly)
     if (given(flag))
       return Status::error(std::string(flag) + " is a training flag; --find-lr runs only the "
                            "range test (--lr=auto trains after it, at the suggested rate)");
+  return Status();
+}
+
+/// --profile's parameters only with it; not for a pipeline's stages (other
+/// processes run them) nor for a program without a calls table.
+Status checkProfileFlags(const Options &options, const Program &program) {
+  const ProfileOptions &p = options.train.profile;
+  if (!p.enabled) {
+    for (const char *flag : {"--profile-warmup", "--profile-steps"})
+      if (std::find(options.given.begin(), options.given.end(), flag) != options.given.end())
+        return Status::error(std::string(flag) + " is a parameter of --profile; add it");
+    return Status();
+  }
+  if (program.pipeline)
+    return Status::error("--profile is not for a pipeline-parallel trainer yet: its stages "
+                         "run in the other processes");
+  if (program.numCalls == 0)
+    return Status::error("--profile: this program has no table of its calls (compile it "
+                         "again with this trainc)");
+  if (!p.tracePath.empty()) {
+    TRAINC_RETURN_IF_ERROR(checkReplaceable(p.tracePath, "--profile"));
+    std::string folder = std::filesystem::path(p.tracePath).parent_path().string();
+    std::error_code error;
+    if (!std::filesystem::is_directory(folder.empty() ? "." : folder, error))
+      return Status::error("--profile=" + p.tracePath + ": " + folder + " is not a folder");
+  }
   return Status();
 }
 
@@ -843,6 +870,10 @@ int run(int argc, char **argv, const Program &program) {
     return 1;
   }
   if (Status used = checkRangeTestFlags(options); !used.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0, used.message().c_str());
+    return 1;
+  }
+  if (Status used = checkProfileFlags(options, program); !used.ok()) {
     std::fprintf(stderr, "%s: error: %s\n", argv0, used.message().c_str());
     return 1;
   }

@@ -455,6 +455,28 @@ void defineAsyncFlags(Parser &parser, TrainOptions &t) {
                  "--async: a rank waits while it is K steps ahead of the slowest (none)");
 }
 
+void defineProfileFlags(Parser &parser, TrainOptions &t) {
+  ProfileOptions &p = t.profile;
+  parser.app
+      .add_option_function<std::string>(
+          "--profile",
+          [&p](const std::string &value) {
+            p.enabled = true;
+            p.tracePath = value;
+          },
+          "time every kernel and library call of a window of steps after a warm-up and "
+          "print a table sorted by time (kernel, ONNX nodes, forward/backward/update, calls, "
+          "total and mean time, share of the step, GFLOP/s or GB/s); =FILE also writes a "
+          "Chrome trace (JSON: Perfetto, chrome://tracing)")
+      ->expected(0, 1)
+      ->default_str("")
+      ->type_name("[=FILE]");
+  parser.integer("--profile-warmup", p.warmup, 0, 1000000, "N",
+                 "--profile: steps before the window (5)");
+  parser.integer("--profile-steps", p.steps, 1, 10000, "N",
+                 "--profile: steps in the window (20)");
+}
+
 void define(Parser &parser, Options &options) {
   TrainOptions &t = options.train;
   CLI::App &app = parser.app;
@@ -525,6 +547,7 @@ void define(Parser &parser, Options &options) {
                  static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "checkpoint every N steps (default: at every epoch's end)");
   defineAsyncFlags(parser, t);
+  defineProfileFlags(parser, t);
   parser.integer("--until-step", t.untilStep, 1, static_cast<uint64_t>(kMaxTrainSteps), "N",
                  "pause after step N: evaluate (with --eval-data), checkpoint and end; "
                  "--resume continues the run, whose schedule still spans --steps or --epochs");

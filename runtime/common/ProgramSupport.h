@@ -9,6 +9,7 @@
 #define TRAINC_RT_COMMON_PROGRAMSUPPORT_H
 
 #include "LrRangeTest.h"
+#include "Profiler.h"
 #include "Npy.h"
 #include "SampleTransform.h"
 #include "Sampler.h"
@@ -146,6 +147,8 @@ struct TrainOptions {
   /// After training: the arena's planned size and how far the steps wrote
   /// into it (its high-water mark; the arena is filled with a pattern first).
   bool reportMemory = false;
+  /// --profile[=FILE]: the calls of a window of steps timed (Profiler.h).
+  ProfileOptions profile;
   /// Record the step as a CUDA graph and replay it (targets with graphs).
   bool cudaGraph = true;
   /// Convolution algorithms (cuDNN): timed once per shape instead of taken

@@ -458,6 +458,7 @@ Status checkAsyncWorkers(const TrainOptions &options, int ranks, bool staged, in
        "--sampler or --select", "batches are drawn from the losses in step order"},
       {options.findLr || options.lrAuto, "--find-lr or --lr=auto",
        "the range test reads the loss of each rate in order"},
+      {options.profile.enabled, "--profile", "its calls would be timed on several threads at once"},
   };
   for (const Conflict &c : conflicts)
     if (c.given)

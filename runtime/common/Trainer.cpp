@@ -445,6 +445,8 @@ private:
   std::unique_ptr<AsyncLanes> lanes;
   /// --async: the parameter server (rank 0's) this rank trains against.
   std::unique_ptr<AsyncRanks> server;
+  /// --profile (rank 0; not the range test's run).
+  std::unique_ptr<StepProfiler> profiler;
   std::vector<DevicePtr> laneArenas;
   std::unique_ptr<StepPipeline> pipeline;
   /// A pipeline stage's schedule, transfers and arenas.
@@ -878,6 +880,9 @@ Status TrainRun::trainEpochs() {
   start = lastLine = std::chrono::steady_clock::now();
   recent = {{start, 0}};
   firstStep = step;
+  if (options.profile.enabled && rank == 0 && !rangeTest)
+    profiler = std::make_unique<StepProfiler>(program, *device.context, options.profile,
+                                              step + 1, endStep);
   TRAINC_RETURN_IF_ERROR(decideEarlyStop());
   if (stoppedEarly) {
     if (chatty)
@@ -1028,11 +1033,16 @@ Status TrainRun::launchBatch(int h, int d, int64_t b, const Group &group, bool l
     TRAINC_RETURN_IF_ERROR(selection->gather(pipeline->deviceInputs(d)));
   if (server)
     TRAINC_RETURN_IF_ERROR(server->pull(step + 1));
+  const bool timed = profiler && profiler->covers(step + 1);
+  if (timed)
+    TRAINC_RETURN_IF_ERROR(profiler->beginLaunch(step + 1));
   Status ran =
       stage ? stage->run(launched, pipeline->argsOf(launched, h), last, b - group.first,
                          group.end - group.first,
                          [&](int64_t n) { return pipeline->finishLaunch(pipeline->deviceSlotOf(n)); })
             : pipeline->run(launched, h, last);
+  if (timed && ran.ok())
+    ran = profiler->endLaunch();
   if (!ran.ok())
     return Status::error("training step " + std::to_string(step + 1) + " failed" +
                          (settings.accum > 1 ? " (batch " + std::to_string(b - group.first + 1) +
@@ -1112,6 +1122,8 @@ void TrainRun::fillTrainerInputs(int h, int64_t epoch, int64_t b, const Group &g
 /// the end of the run when --early-stop-patience runs out, or on SIGINT or
 /// SIGTERM (after a checkpoint where --checkpoint-dir asks).
 Status TrainRun::afterStep(int64_t epoch, int64_t b) {
+  if (profiler)
+    TRAINC_RETURN_IF_ERROR(profiler->afterStep(step));
   const bool epochEnd = b + 1 == batchesPerEpoch || step == totalSteps;
   // --until-step: the pause evaluates and checkpoints as an epoch's end does.
   const bool pausing = pauses() && step == endStep;
@@ -1503,6 +1515,8 @@ Status TrainRun::finish(double &waitedForSums, bool &overlappedSums) {
   }
   if (chatty)
     runSummary();
+  if (profiler)
+    TRAINC_RETURN_IF_ERROR(profiler->finish());
   TRAINC_RETURN_IF_ERROR(log.sync());
   TRAINC_RETURN_IF_ERROR(board.sync());
   Context &context = *device.context;

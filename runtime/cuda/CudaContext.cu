@@ -144,6 +144,10 @@ CudaContext::~CudaContext() {
     (void)cudaStreamSynchronize(sumStream);
   for (cudaGraphExec_t graph : graphs)
     (void)cudaGraphExecDestroy(graph);
+  for (cudaEvent_t event : profileEvents)
+    (void)cudaEventDestroy(event);
+  if (profileStart)
+    (void)cudaEventDestroy(profileStart);
   plans.clear(); // Plans hold library descriptors: destroy before handles.
   for (void *ptr : retired)
     (void)cudaFree(ptr);

@@ -156,6 +156,13 @@ public:
   bool overlapsSums() const override { return sumStream != nullptr; }
   Status allReduceStart(int bucket, float *data, int64_t count) override;
   Status allReduceWait(int bucket) override;
+  /// --profile (CudaProfiling.cpp): a pair of timing events on the compute
+  /// stream around each call and an NVTX range named after its kernel;
+  /// stopProfiling waits for the last event and reads the times.
+  Status startProfiling(const ::trainc::rt::ProfiledCall *calls, int count) override;
+  void profileBegin(int id) override;
+  void profileEnd(int id) override;
+  Status stopProfiling(std::vector<::trainc::rt::TimedCall> &timed) override;
   /// The choices of earlier runs (--cudnn-cache), or null.
   ::trainc::rt::AlgoCache *algorithmChoices() const { return algorithmCache; }
   /// --cudnn-benchmark: time the algorithms of each convolution plan once.
@@ -236,6 +243,15 @@ private:
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> bucketEvents;
   /// Instantiated step graphs, destroyed with the context.
   std::vector<cudaGraphExec_t> graphs;
+  /// --profile: the table's calls, the events (a pool that grows, two a
+  /// call: begin, end; and the start), the ids timed since startProfiling
+  /// and the first error of a begin or end (reported by stopProfiling).
+  const ::trainc::rt::ProfiledCall *profiledCalls = nullptr;
+  int numProfiledCalls = 0;
+  std::vector<cudaEvent_t> profileEvents;
+  cudaEvent_t profileStart = nullptr;
+  std::vector<int> profiledIds;
+  cudaError_t profileError = cudaSuccess;
   std::map<PlanKey, std::unique_ptr<CachedPlan>> plans;
 };
 

@@ -126,6 +126,19 @@ namespace trainc::rt {
   X(Sum, "sum")                                                                \
   X(Mean, "mean")
 
+/// The part of the training step a call belongs to (the trainer's
+/// --profile): the forward (the loss included), the backward, the backward's
+/// recomputation (--remat), the optimizer's work (updates, clipping, loss
+/// scaling, K-FAC's factors) and the sums over data-parallel ranks. The
+/// compiler finds it from the ops' locations (#tc.phase) and their order;
+/// the IR has no attribute of it.
+#define TRAINC_RT_STEP_PARTS(X)                                                \
+  X(Forward, "forward")                                                        \
+  X(Backward, "backward")                                                      \
+  X(Recompute, "recompute")                                                    \
+  X(Update, "update")                                                          \
+  X(AllReduce, "all-reduce")
+
 #define TRAINC_RT_ENUMERATOR(e, name) e,
 #define TRAINC_RT_NAME(e, name) name,
 #define TRAINC_RT_SPELLING(e, name) #e,
@@ -155,6 +168,7 @@ TRAINC_RT_DECLARE_ENUM(Precision, TRAINC_RT_PRECISIONS)
 TRAINC_RT_DECLARE_ENUM(LossScaling, TRAINC_RT_LOSS_SCALINGS)
 TRAINC_RT_DECLARE_ENUM(InputRole, TRAINC_RT_INPUT_ROLES)
 TRAINC_RT_DECLARE_ENUM(SampleWeightNorm, TRAINC_RT_SAMPLE_WEIGHT_NORMS)
+TRAINC_RT_DECLARE_ENUM(StepPart, TRAINC_RT_STEP_PARTS)
 
 #undef TRAINC_RT_DECLARE_ENUM
 #undef TRAINC_RT_COUNT

@@ -21,6 +21,14 @@
 namespace trainc::rt {
 
 class AlgoCache;
+struct ProfiledCall;
+
+/// A call timed under --profile: its id in Program::calls, when it began
+/// (seconds from Context::startProfiling) and how long it took.
+struct TimedCall {
+  int call;
+  double start, seconds;
+};
 
 /// Asynchronous SGD across processes (the trainer's --async): rank 0 holds
 /// the parameters as f32 values that every rank reads and adds its updates
@@ -243,9 +251,47 @@ public:
   /// (the GPU waits, not the host).
   virtual double secondsWaitingForSums() const { return -1; }
 
+  // Profiling (the trainer's --profile) ------------------------------------
+  /// Whether calls are being timed. The generated TRAINC_CALL asks before
+  /// each call: a step without --profile pays one test a call.
+  bool profiling() const { return timing; }
+  /// Starts timing the calls of the table `calls` (Program::calls). The
+  /// CPU target reads the host's steady clock around each call; CUDA
+  /// records events on the compute queue and opens an NVTX range named
+  /// after the call's kernel.
+  virtual Status startProfiling(const ProfiledCall *calls, int count);
+  /// Around call `id` of the table (TRAINC_CALL), while profiling.
+  virtual void profileBegin(int id);
+  virtual void profileEnd(int id);
+  /// Stops timing. `timed` gets the calls timed since startProfiling, in
+  /// their order, their times in seconds from startProfiling (CUDA waits
+  /// for them).
+  virtual Status stopProfiling(std::vector<TimedCall> &timed);
+
+protected:
+  bool timing = false;
+
 private:
   static Status noGraphs() { return Status::error("this target has no step graphs"); }
+  /// The host clock's record (startProfiling's defaults): nanoseconds of
+  /// the steady clock.
+  std::vector<TimedCall> hostTimed;
+  int64_t hostStart = 0;
 };
+
+/// A call of a step function: a failure returns from the function; under
+/// --profile the context times it as call `id` of Program::calls.
+#define TRAINC_CALL(ctx, id, expr)                                             \
+  do {                                                                         \
+    const bool trainc_timed_ = (ctx).profiling();                              \
+    if (trainc_timed_)                                                         \
+      (ctx).profileBegin(id);                                                  \
+    ::trainc::rt::Status trainc_status_ = (expr);                              \
+    if (trainc_timed_)                                                         \
+      (ctx).profileEnd(id);                                                    \
+    if (!trainc_status_.ok())                                                  \
+      return trainc_status_;                                                   \
+  } while (0)
 
 /// Creates the Context of the target this library was built for.
 Status createContext(std::unique_ptr<Context> &context);

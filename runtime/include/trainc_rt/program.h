@@ -263,6 +263,27 @@ struct SelectStep {
   int libraryCalls;
 };
 
+/// One call of a step function, a generated kernel or a runtime call, as
+/// --profile reports it: the generated TRAINC_CALL(ctx, id, ...) is
+/// Program::calls[id].
+struct ProfiledCall {
+  /// The generated kernel ("k03_gemm_relu") or runtime function
+  /// ("tk::conv2d").
+  const char *kernel;
+  /// The IR op it computes ("tc.conv", "tc.fused gemm_relu").
+  const char *op;
+  /// The ONNX nodes it computes, each quoted, comma-separated (may be "").
+  const char *nodes;
+  /// The function it is in: "forward", "train_step", "accumulate_step",
+  /// "select".
+  const char *function;
+  StepPart part;
+  /// A contraction's floating-point operations (2 per multiply-add), else
+  /// 0; and the bytes of its tensor operands and results.
+  double flops;
+  double bytes;
+};
+
 struct Program;
 
 /// trainc compile --pipeline-stages: the model's training step cut into
@@ -318,6 +339,9 @@ struct Program {
   /// then the whole model's prediction program (forward, every parameter,
   /// the export); `train` is null.
   const Pipeline *pipeline = nullptr;
+  /// Every call of every step function, by the id TRAINC_CALL gives it.
+  int numCalls = 0;
+  const ProfiledCall *calls = nullptr;
 };
 
 /// The trainer's main: parses the command line (--predict --data DIR --out DIR,

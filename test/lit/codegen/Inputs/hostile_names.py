@@ -83,11 +83,34 @@ def make(dir):
             np.maximum(xs * wv, 0) + numpy_helper.to_array(c))
 
 
+def code_of(line):
+    """The line's code: its string literals' contents (data, escaped by
+    cStringLiteral) and its comment taken out."""
+    code, i, quoted = [], 0, False
+    while i < len(line):
+        c = line[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+                code.append(c)
+        elif c == '"' and not (i > 0 and line[i - 1] == "'"):
+            quoted = True
+            code.append(c)
+        elif line.startswith("//", i):
+            break
+        else:
+            code.append(c)
+        i += 1
+    return "".join(code)
+
+
 def check_source(path):
     text = open(path, "rb").read().decode("ascii")  # non-ASCII must be escaped
     bad = 0
     for number, line in enumerate(text.split("\n"), 1):
-        code = line.split("//", 1)[0]
+        code = code_of(line)
         if "marker" in code or "system(" in code:
             print(f"{path}:{number}: code from a name: {line[:120]}")
             bad += 1

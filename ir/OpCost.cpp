@@ -1,6 +1,6 @@
 //===- OpCost.cpp - what an op costs, estimated ---------------------------===//
 
-#include "passes/OpCost.h"
+#include "ir/OpCost.h"
 
 #include "ir/TcOps.h"
 
@@ -32,7 +32,11 @@ int64_t trainc::valueBytes(Value v) {
   return type.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
-double trainc::opFlops(Operation *op) {
+double trainc::contractionFlops(Operation *op) {
+  if (auto fused = dyn_cast<tc::FusedOp>(op)) {
+    auto inner = fused.getBlock().without_terminator();
+    return inner.empty() ? 0.0 : contractionFlops(&*inner.begin());
+  }
   if (op->getNumResults() == 0)
     return 0.0;
   double out = elements(op->getResult(0));
@@ -42,6 +46,21 @@ double trainc::opFlops(Operation *op) {
     return 2.0 * out * dim(matmul.getLhs(), matmul.getTransA() ? -2 : -1);
   if (auto conv = dyn_cast<tc::ConvOp>(op)) // weight [Cout, Cin/group, k...]
     return 2.0 * out * elements(conv.getWeight()) / dim(conv.getWeight(), 0);
+  // The gradients: as many multiply-adds as the forward, whose output is
+  // the result gradient and whose weight is [Cout, Cin/group, k...].
+  if (auto data = dyn_cast<tc::ConvBackwardDataOp>(op))
+    return 2.0 * elements(data.getResultGrad()) * elements(data.getWeight()) /
+           dim(data.getWeight(), 0);
+  if (auto filter = dyn_cast<tc::ConvBackwardFilterOp>(op))
+    return 2.0 * elements(filter.getResultGrad()) * out / dim(filter.getResult(), 0);
+  return 0.0;
+}
+
+double trainc::opFlops(Operation *op) {
+  if (op->getNumResults() == 0)
+    return 0.0;
+  if (double flops = isa<tc::FusedOp>(op) ? 0.0 : contractionFlops(op); flops > 0)
+    return flops;
   double flops = 0.0;
   for (Value r : op->getResults())
     flops += elements(r);

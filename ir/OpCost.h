@@ -4,12 +4,13 @@
 // operations at kReferenceFlops, or its bytes read and written at
 // kReferenceBytesPerSecond, whichever is longer. The pipeline phase
 // balances its stages with it (a relative measure: the rates are a
-// reference device's, not the target's).
+// reference device's, not the target's). The trainer's --profile reports
+// each call's rate from the same counts (contractionFlops, opBytes).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TRAINC_PASSES_OPCOST_H
-#define TRAINC_PASSES_OPCOST_H
+#ifndef TRAINC_IR_OPCOST_H
+#define TRAINC_IR_OPCOST_H
 
 #include "mlir/IR/Operation.h"
 
@@ -25,6 +26,11 @@ inline constexpr double kReferenceBytesPerSecond = 1e12;
 /// contraction (GEMM, matrix product, convolution), one per result element
 /// elsewhere.
 double opFlops(mlir::Operation *op);
+/// Floating-point operations of a contraction, 2 per multiply-add: a GEMM,
+/// a matrix product, a convolution or either of its gradients, or a
+/// tc.fused group headed by one of them (its epilogue not counted). 0 for
+/// any other op.
+double contractionFlops(mlir::Operation *op);
 /// Bytes of `op`'s tensor operands and results.
 int64_t opBytes(mlir::Operation *op);
 /// Seconds of `op`'s forward at the reference rates.
@@ -34,4 +40,4 @@ int64_t valueBytes(mlir::Value v);
 
 } // namespace trainc
 
-#endif // TRAINC_PASSES_OPCOST_H
+#endif // TRAINC_IR_OPCOST_H
