@@ -34,8 +34,10 @@ int64_t trainc::valueBytes(Value v) {
 
 double trainc::contractionFlops(Operation *op) {
   if (auto fused = dyn_cast<tc::FusedOp>(op)) {
-    auto inner = fused.getBlock().without_terminator();
-    return inner.empty() ? 0.0 : contractionFlops(&*inner.begin());
+    double flops = 0.0;
+    for (Operation &inner : fused.getBlock().without_terminator())
+      flops += contractionFlops(&inner);
+    return flops;
   }
   if (op->getNumResults() == 0)
     return 0.0;

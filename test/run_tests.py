@@ -13,6 +13,7 @@ pipeline (pipeline-parallel trainers under mpirun against gradient accumulation)
 pbt (population-based training: exploit copies, kills and reruns, --until-step),
 async (asynchronous SGD: Hogwild! workers, the MPI parameter server),
 kfac (K-FAC's factors, inverses and updates against float64),
+profile (the trainer's --profile: its window, table, trace and costs),
 conformance (the ONNX backend node tests on the CPU target),
 models (torchvision and Hugging Face models: gradients of one step against
 PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
@@ -138,6 +139,10 @@ def run_kfac():
     return run_python_suite(os.path.join(ROOT, "test", "train", "check_kfac.py"), "kfac")
 
 
+def run_profile():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_profile.py"), "profile")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -191,7 +196,7 @@ def main():
                      ("precision", run_precision), ("optimizers", run_optimizers),
                      ("recipes", run_recipes), ("samples", run_samples),
                      ("pipeline", run_pipeline), ("pbt", run_pbt),
-                     ("async", run_async), ("kfac", run_kfac),
+                     ("async", run_async), ("kfac", run_kfac), ("profile", run_profile),
                      ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):
