@@ -25,7 +25,9 @@ constexpr int64_t kTranscendentalCost = 16;
 /// Whether an element loop of `count` runs on every thread: its work, the
 /// elements times the body's cost (one, plus kTranscendentalCost a call to
 /// a transcendental function), reaches kParallelThreshold.
-bool worthThreads(int64_t count, llvm::StringRef body) {
+bool worthThreads(int64_t count, llvm::StringRef body, int64_t elementWork = 0) {
+  if (elementWork > 0)
+    return count > 1 && count * elementWork >= kParallelThreshold;
   static const char *const calls[] = {"expf(", "logf(", "tanhf(", "erff(", "powf(",
                                       "sigmoid(", "gelu", "sinf(", "cosf(", "tanf(",
                                       "sinhf(", "coshf(", "asinf(", "acosf("};
@@ -75,10 +77,11 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
                                     llvm::ArrayRef<std::string> comment,
                                     llvm::ArrayRef<KernelParam> params,
                                     int64_t count, llvm::StringRef body, bool mayAlias,
-                                    bool cpuRange, int64_t innerExtent) {
+                                    bool cpuRange, int64_t innerExtent, int64_t elementWork) {
   const bool rows = innerExtent > 1;
   std::string key = what.str() + '\n' + std::to_string(count) + (mayAlias ? " alias" : "") +
-                    (cpuRange ? " range" : "") + " inner " + std::to_string(innerExtent) + "\n";
+                    (cpuRange ? " range" : "") + " inner " + std::to_string(innerExtent) +
+                    " work " + std::to_string(elementWork) + "\n";
   for (const KernelParam &p : params)
     key += p.type + " " + p.name + (p.output ? " out\n" : "\n");
   key += body;
@@ -144,7 +147,7 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   }
   if (target == Target::Cpu) {
     os << "static Status " << name << "(Context &" << launchParams << ") {\n";
-    if (worthThreads(count, body))
+    if (worthThreads(count, body, elementWork))
       os << "#pragma omp parallel for schedule(static)\n";
     os << "  for (int64_t i = 0; i < " << count << "; ++i)\n"
        << "    " << name << "_body(i" << argList(params) << ");\n"

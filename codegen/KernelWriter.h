@@ -55,10 +55,13 @@ public:
   /// element's column as is: a body that reads a bias at `inner` is then a
   /// plain vectorizable loop, where `i % innerExtent` is not (not with
   /// mayAlias).
+  /// `elementWork`: what one element's body costs in simple operations (a
+  /// reduction's loop: its values), which decides threading (0: one, plus
+  /// a transcendental call's cost for each in the body).
   std::string addKernel(llvm::StringRef what, llvm::ArrayRef<std::string> comment,
                         llvm::ArrayRef<KernelParam> params, int64_t count,
                         llvm::StringRef body, bool mayAlias = false, bool cpuRange = false,
-                        int64_t innerExtent = 1);
+                        int64_t innerExtent = 1, int64_t elementWork = 0);
 
   /// Adds one kernel that runs `body` over several tensors at once (as
   /// PyTorch's multi_tensor_apply for its fused optimizers): `perTensor`

@@ -499,8 +499,17 @@ LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAt
   // Scattered axes: a generated kernel, one output element per thread.
   SmallVector<int64_t> kept, keptStrides, reduced, reducedStrides;
   std::vector<int64_t> strides = rowMajorStrides(s);
+  // The trailing reduced axes (a convolution's H and W, summed for its
+  // bias's gradient) are one contiguous run of `run` values per row.
+  int64_t run = 1, trailing = 0;
+  for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0 && llvm::is_contained(axes, d);
+       --d, ++trailing)
+    run *= s[d];
+  const bool rows = kind != "Max" && run >= 16;
   for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
     bool r = llvm::is_contained(axes, d);
+    if (r && rows && d >= static_cast<int64_t>(s.size()) - trailing)
+      continue; // in the run
     (r ? reduced : kept).push_back(s[d]);
     (r ? reducedStrides : keptStrides).push_back(strides[d]);
   }
@@ -515,20 +524,36 @@ LogicalResult ProgramEmitter::emitReduce(Operation *op, ArrayRef<int64_t> axesAt
     count *= r;
   code += "  for (int64_t j = 0; j < " + std::to_string(count) + "; ++j) {\n";
   code += decomposeIndex(reduced, "j", "r", "    ");
-  code += "    const " + t + " v = in[base + " + linearIndex(reducedStrides, 0, "r") + "];\n";
   bool isFloat = isa<FloatType>(cast<ShapedType>(in.getType()).getElementType());
-  if (kind != "Max")
-    code += "    acc += v;\n";
-  else if (isFloat) // a NaN, once met, stays the maximum (torch.amax)
-    code += "    acc = (v > acc || v != v) ? v : acc;\n";
-  else
-    code += "    acc = v > acc ? v : acc;\n";
+  if (rows) {
+    // Eight partial sums a row: a loop the compiler vectorizes (one sum
+    // would chain every add), no index arithmetic per value.
+    code += "    const " + inType + " *row = in + base + " + linearIndex(reducedStrides, 0, "r") +
+            ";\n    " + t + " part[8] = {};\n    int64_t k = 0;\n" +
+            "    for (; k + 8 <= " + std::to_string(run) + "; k += 8)\n" +
+            "      for (int u = 0; u < 8; ++u)\n        part[u] += " + t + "(row[k + u]);\n" +
+            "    for (; k < " + std::to_string(run) + "; ++k)\n      part[0] += " + t +
+            "(row[k]);\n" +
+            "    acc += ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + "
+            "(part[6] + part[7]));\n";
+    count *= run;
+  } else {
+    code += "    const " + t + " v = in[base + " + linearIndex(reducedStrides, 0, "r") + "];\n";
+    if (kind != "Max")
+      code += "    acc += v;\n";
+    else if (isFloat) // a NaN, once met, stays the maximum (torch.amax)
+      code += "    acc = (v > acc || v != v) ? v : acc;\n";
+    else
+      code += "    acc = v > acc ? v : acc;\n";
+  }
   code += "  }\n";
   code += kind == "Mean" ? "  out[i] = acc / " + t + "(" + std::to_string(count) + ");\n"
                          : "  out[i] = acc;\n";
   std::vector<std::string> comment = {opComment(op)};
+  // Each output element's loop is the work of `count` values.
   std::string name = kernels.addKernel(("reduce_" + kind.lower()), comment,
-                                       {{inType, "in", false}, {t, "out", true}}, countOf(out), code);
+                                       {{inType, "in", false}, {t, "out", true}}, countOf(out),
+                                       code, false, false, 1, count);
   call(name + "(ctx, " + ptr(in) + ", " + ptr(out) + ")");
   return success();
 }
