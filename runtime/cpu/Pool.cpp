@@ -33,8 +33,16 @@ Status maxPool2d(Context &ctx, const Pool2dDesc &d, const float *x, float *y) {
                             [&](float *const *f) {
                               return maxPool2d(ctx, channelsFirst(d), f[0], f[1]);
                             });
+  const Windows windows(d);
+  if (windows.allFull(d)) {
+    detail::forEachFullWindow(d, x, [](int64_t) {}, [&](const float *win, int64_t o) {
+      bool nan;
+      y[o] = detail::fullWindowMax(win, d.kh, d.kw, d.w, nan);
+    });
+    return Status();
+  }
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-  Windows(d).forEachWindow(
+  windows.forEachWindow(
       d, [](int64_t) {},
       [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         // Padding never wins a max (ONNX pads MaxPool with -inf); NaN in
@@ -61,8 +69,20 @@ Status avgPool2d(Context &ctx, const Pool2dDesc &d, bool countIncludePad,
                             [&](float *const *f) {
                               return avgPool2d(ctx, channelsFirst(d), countIncludePad, f[0], f[1]);
                             });
+  const Windows windows(d);
+  if (windows.allFull(d)) {
+    const float divisor = float(d.kh * d.kw);
+    detail::forEachFullWindow(d, x, [](int64_t) {}, [&](const float *win, int64_t o) {
+      float sum = 0.0f;
+      for (int64_t i = 0; i < d.kh; ++i)
+        for (int64_t j = 0; j < d.kw; ++j)
+          sum += win[i * d.w + j];
+      y[o] = sum / divisor;
+    });
+    return Status();
+  }
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-  Windows(d).forEachWindow(
+  windows.forEachWindow(
       d, [](int64_t) {},
       [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         const float *in = x + p * inSpatial;

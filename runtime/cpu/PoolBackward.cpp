@@ -48,7 +48,33 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
           return maxPool2dBackward(ctx, channelsFirst(d), f[0], f[1], f[2]);
         });
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-  Windows(d).forEachWindow(
+  const Windows windows(d);
+  if (windows.allFull(d)) {
+    // Windows that tile the plane (stride = kernel, no input left over)
+    // write each of their taps, 0 and then the winner's dy: no fill first. Else the plane is zeroed and each winner adds its dy. dx at a
+    // window's tap: x's offset is dx's.
+    const bool tiles = d.strideH == d.kh && d.strideW == d.kw && d.outH * d.kh == d.h &&
+                       d.outW * d.kw == d.w;
+    if (tiles) {
+      detail::forEachFullWindow(d, x, [](int64_t) {}, [&](const float *win, int64_t o) {
+        const int64_t best = detail::fullWindowArgMax(win, d.kh, d.kw, d.w);
+        float *taps = dx + (win - x);
+        const float g = dy[o];
+        for (int64_t i = 0; i < d.kh; ++i)
+          for (int64_t j = 0; j < d.kw; ++j)
+            taps[i * d.w + j] = 0.0f;
+        taps[best] = g; // no compare per tap: it would be a jump
+      });
+      return Status();
+    }
+    detail::forEachFullWindow(
+        d, x, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
+        [&](const float *win, int64_t o) {
+          dx[(win - x) + detail::fullWindowArgMax(win, d.kh, d.kw, d.w)] += dy[o];
+        });
+    return Status();
+  }
+  windows.forEachWindow(
       d, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
       [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         // A dilated window can straddle the input with no tap inside it;
@@ -84,7 +110,23 @@ Status avgPool2dBackward(Context &ctx, const Pool2dDesc &d,
                                                        f[0], f[1]);
                             });
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-  Windows(d).forEachWindow(
+  const Windows windows(d);
+  if (windows.allFull(d)) {
+    const float divisor = float(d.kh * d.kw);
+    // Windows read through dx's own plane (forEachFullWindow walks dx as
+    // the input: the same offsets).
+    detail::forEachFullWindow(
+        d, dx, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
+        [&](const float *win, int64_t o) {
+          float *taps = dx + (win - dx);
+          const float share = dy[o] / divisor;
+          for (int64_t i = 0; i < d.kh; ++i)
+            for (int64_t j = 0; j < d.kw; ++j)
+              taps[i * d.w + j] += share;
+        });
+    return Status();
+  }
+  windows.forEachWindow(
       d, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
       [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         const int64_t count = detail::averageCount(r, c, countIncludePad);

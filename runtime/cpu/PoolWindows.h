@@ -6,7 +6,9 @@
 #include "trainc_rt/kernels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace trainc::cpu::detail {
@@ -44,6 +46,20 @@ struct Windows {
       cols.push_back(tapRange(ow, d.strideW, d.padLeft, d.padRight, d.kw, d.dilationW, d.w));
   }
 
+  /// Whether every window lies whole inside the input, its taps adjacent
+  /// (no padding reached, no dilation): the fast loops of forEachFullWindow.
+  bool allFull(const ::trainc::rt::Pool2dDesc &d) const {
+    if (d.dilationH != 1 || d.dilationW != 1)
+      return false;
+    for (const TapRange &r : rows)
+      if (r.begin != 0 || r.end != d.kh)
+        return false;
+    for (const TapRange &c : cols)
+      if (c.begin != 0 || c.end != d.kw)
+        return false;
+    return true;
+  }
+
   /// Calls window(p, o, r, c) for every (image, channel) plane p of an
   /// NCHW descriptor (one OpenMP task each, plane(p) first) and each of its
   /// windows in output order: o = oh * outW + ow, with its row and column
@@ -60,6 +76,82 @@ struct Windows {
     }
   }
 };
+
+/// For descriptors whose windows are all full (Windows::allFull): calls
+/// window(in, o) for every plane's windows in output order, `in` pointing
+/// at the window's top-left tap (its taps at in[i * d.w + j], i < kh, j <
+/// kw) and `o` the output's offset from the first plane's; plane(p) first,
+/// one OpenMP task a plane. No clipping, no tap ranges: loops the compiler
+/// unrolls.
+template <class Plane, class Window>
+void forEachFullWindow(const ::trainc::rt::Pool2dDesc &d, const float *x, Plane plane,
+                       Window window) {
+  const int64_t planes = d.n * d.c, inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
+  const int64_t outH = d.outH, outW = d.outW, w = d.w, sh = d.strideH, sw = d.strideW;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < planes; ++p) {
+    plane(p);
+    const float *in = x + p * inSpatial;
+    for (int64_t oh = 0; oh < outH; ++oh) {
+      const float *top = in + oh * sh * w;
+      const int64_t o = p * outSpatial + oh * outW;
+      for (int64_t ow = 0; ow < outW; ++ow)
+        window(top + ow * sw, o + ow);
+    }
+  }
+}
+
+/// The maximum of a full window, NaN where it holds one (PyTorch's max
+/// pooling); `nan` says which. No branch on the values (random data would
+/// mispredict half of them): a running max and a NaN flag.
+/// A float's bits (std::bit_cast before C++20).
+inline uint32_t floatBits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+inline float fullWindowMax(const float *win, int64_t kh, int64_t kw, int64_t w, bool &nan) {
+  float m = win[0];
+  bool seen = false;
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      const float v = win[i * w + j];
+      m = v > m ? v : m;
+      seen |= v != v;
+    }
+  nan = seen;
+  return seen ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
+/// The tap that wins a full window, as its offset from the top-left tap:
+/// the first maximum in window order, or the last NaN where the window
+/// holds one (PyTorch's max_pool2d_with_indices: a NaN takes it from any
+/// number, and a later NaN from an earlier one). Selects, not branches.
+inline int64_t fullWindowArgMax(const float *win, int64_t kh, int64_t kw, int64_t w) {
+  bool nan;
+  const float m = fullWindowMax(win, kh, kw, w, nan);
+  // best += (tap - best) & mask: a select the compiler keeps as arithmetic.
+  int64_t best = 0;
+  if (nan) {
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        const float v = win[i * w + j];
+        best += (i * w + j - best) & -static_cast<int64_t>(v != v);
+      }
+  } else {
+    // The running max is the first maximum's own value: the first tap with
+    // its bits (+0 and -0 told apart, as the max kept the first of them).
+    // Compared as integers, which the compiler does not turn into jumps
+    // (a float == needs two flags, and it branched on them).
+    const uint32_t bits = floatBits(m);
+    for (int64_t i = kh - 1; i >= 0; --i)
+      for (int64_t j = kw - 1; j >= 0; --j)
+        best += (i * w + j - best) &
+                -static_cast<int64_t>(floatBits(win[i * w + j]) == bits);
+  }
+  return best;
+}
 
 /// Calls tap(at) for the in-bounds taps of a window, row by row: `at` is
 /// the tap's offset in its H x W plane.

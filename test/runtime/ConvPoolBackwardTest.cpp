@@ -428,6 +428,15 @@ TEST(MaxPool2dBackward, TiesGoToTheFirstMaximum) {
   std::vector<float> x(9, 5.0f), dy = {1, 2, 3, 4}, dx(9, std::nanf(""));
   EXPECT_OK(tk::maxPool2dBackward(*ctx, d, x.data(), dy.data(), dx.data()));
   EXPECT_TRUE(allClose(dx, {1, 2, 0, 3, 4, 0, 0, 0, 0}, 0, 0));
+
+  // Whole windows tiling the plane (the kernels' fast path): -0 and +0 tie
+  // as equals, and the first of them wins whichever sign it has.
+  Pool2dDesc tiled{1, 1, 2, 4, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1, 2};
+  x = {-0.0f, 0.0f, 0.0f, -0.0f, 0.0f, -0.0f, -1.0f, -0.0f};
+  dy = {7, 9};
+  dx.assign(8, std::nanf(""));
+  EXPECT_OK(tk::maxPool2dBackward(*ctx, tiled, x.data(), dy.data(), dx.data()));
+  EXPECT_TRUE(allClose(dx, {7, 0, 9, 0, 0, 0, 0, 0}, 0, 0));
 }
 
 TEST(MaxPool2dBackward, NaNAndInfinityFollowPyTorch) {
