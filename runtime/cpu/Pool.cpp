@@ -48,6 +48,12 @@ Status maxPool2d(Context &ctx, const Pool2dDesc &d, const float *x, float *y) {
         // Padding never wins a max (ONNX pads MaxPool with -inf); NaN in
         // the window propagates, as in PyTorch.
         const float *in = x + p * inSpatial;
+        if (detail::isFull(d, r, c)) { // an interior window: the fast loop
+          bool nan;
+          y[p * outSpatial + o] =
+              detail::fullWindowMax(in + r.start * d.w + c.start, d.kh, d.kw, d.w, nan);
+          return;
+        }
         float best = -std::numeric_limits<float>::infinity();
         forEachTap(d, r, c, [&](int64_t at) {
           if (in[at] > best || in[at] != in[at])

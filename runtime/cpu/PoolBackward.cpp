@@ -82,6 +82,12 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
         if (r.begin == r.end || c.begin == c.end)
           return;
         const float *in = x + p * inSpatial;
+        if (detail::isFull(d, r, c)) { // an interior window: the fast scan
+          const int64_t top = r.start * d.w + c.start;
+          dx[p * inSpatial + top + detail::fullWindowArgMax(in + top, d.kh, d.kw, d.w)] +=
+              dy[p * outSpatial + o];
+          return;
+        }
         int64_t best = -1;
         float bestValue = -std::numeric_limits<float>::infinity();
         forEachTap(d, r, c, [&](int64_t at) {

@@ -36,6 +36,13 @@ inline TapRange tapRange(int64_t out, int64_t stride, int64_t padBegin, int64_t 
   return r;
 }
 
+/// Whether a window lies whole inside the input with adjacent taps: its
+/// taps are in[(r.start + i) * d.w + c.start + j], i < kh, j < kw.
+inline bool isFull(const ::trainc::rt::Pool2dDesc &d, const TapRange &r, const TapRange &c) {
+  return d.dilationH == 1 && d.dilationW == 1 && r.begin == 0 && r.end == d.kh &&
+         c.begin == 0 && c.end == d.kw;
+}
+
 /// Tap ranges of every output row and column of a descriptor.
 struct Windows {
   std::vector<TapRange> rows, cols;
@@ -49,14 +56,10 @@ struct Windows {
   /// Whether every window lies whole inside the input, its taps adjacent
   /// (no padding reached, no dilation): the fast loops of forEachFullWindow.
   bool allFull(const ::trainc::rt::Pool2dDesc &d) const {
-    if (d.dilationH != 1 || d.dilationW != 1)
-      return false;
     for (const TapRange &r : rows)
-      if (r.begin != 0 || r.end != d.kh)
-        return false;
-    for (const TapRange &c : cols)
-      if (c.begin != 0 || c.end != d.kw)
-        return false;
+      for (const TapRange &c : cols)
+        if (!isFull(d, r, c))
+          return false;
     return true;
   }
 
