@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What --profile costs, and where the CPU trainers' steps go.
 
-Usage: bench/profile.py [--trainc PATH] [--threads N] [--batch B] [--steps S]
+Usage: bench/step_profile.py [--trainc PATH] [--threads N] [--batch B] [--steps S]
                         [--resnet-batch B] [--resnet-steps S] [--repeat R]
                         [--models REGEX] [--tables]
 
