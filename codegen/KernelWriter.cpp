@@ -278,8 +278,13 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
     os << launcher;
     if (total >= kParallelThreshold)
       os << "#pragma omp parallel for schedule(static)\n";
+    // ivdep: element i reads and writes only index i of each tensor (in
+    // place or not) and the shared values are never written, so the
+    // vectorizer may ignore the dependences it cannot rule out (an output
+    // that may alias its input or a hyperparameter).
     os << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
        << "    const int32_t t = " << name << "_tensor[c];\n"
+       << "#pragma GCC ivdep\n"
        << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
        << "      " << call << "\n"
        << "  }\n  return Status();\n}\n\n";
