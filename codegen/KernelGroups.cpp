@@ -539,10 +539,10 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   }
   std::string code;
   // A group that reads an operand at the innermost coordinate (a bias row)
-  // gets it from its loop (KernelWriter::addKernel's innerExtent). Not in a
-  // GEMM's epilogue, whose ranges are the GEMM's blocks.
+  // gets it from its loop (KernelWriter::addKernel's innerExtent); a GEMM's
+  // epilogue too, its blocks' ranges cut at row ends.
   const int64_t innerExtent =
-      needsCoords && !product && shape.size() > 1 && used.back() ? shape.back() : 1;
+      needsCoords && shape.size() > 1 && used.back() ? shape.back() : 1;
   if (needsCoords)
     code += decomposeIndex(shape, "i", "c", "  ", used, innerExtent > 1 ? "inner" : "");
   std::vector<KernelParam> kparams;

@@ -255,6 +255,14 @@ FailureOr<ProgramEmitter::GemmDims> ProgramEmitter::matmulDims(tc::MatMulOp op, 
   g.strideB = bb == 1 ? 0 : g.k * g.n;
   g.a = ptr(lhs);
   g.b = ptr(rhs);
+  // A batch of row-major A [m, k] blocks against one shared B (a Linear on
+  // [N, T, C]) is one GEMM of N T rows: the blocks lie end to end, as do
+  // C's. One call with a tall A runs far faster than many small ones.
+  if (g.batch > 1 && g.strideB == 0 && g.strideA == g.m * g.k && !g.transA) {
+    g.m *= g.batch;
+    g.batch = 1;
+    g.strideA = 0;
+  }
   return g;
 }
 
