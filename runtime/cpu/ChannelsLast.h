@@ -15,6 +15,8 @@
 #include "trainc_rt/kernels.h"
 #include "trainc_rt/status.h"
 
+#include "Threading.h"
+
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -32,7 +34,7 @@ struct ChannelsLastTensor {
 /// [n, spatial, c] -> [n, c, spatial].
 inline void toChannelsFirst(const float *in, float *out, int64_t n, int64_t c,
                             int64_t spatial) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * spatial))
   for (int64_t plane = 0; plane < n * c; ++plane) {
     const int64_t b = plane / c, ch = plane % c;
     const float *src = in + b * spatial * c + ch;
@@ -45,7 +47,7 @@ inline void toChannelsFirst(const float *in, float *out, int64_t n, int64_t c,
 /// [n, c, spatial] -> [n, spatial, c].
 inline void toChannelsLast(const float *in, float *out, int64_t n, int64_t c,
                            int64_t spatial) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * spatial))
   for (int64_t row = 0; row < n * spatial; ++row) {
     const int64_t b = row / spatial, i = row % spatial;
     const float *src = in + b * c * spatial + i;

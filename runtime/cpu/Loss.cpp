@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "Threading.h"
 
 #include <algorithm>
 #include <cmath>
@@ -87,11 +88,11 @@ Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
   int64_t counted = 0;
   for (int64_t s = 0; s < samples; ++s)
     counted += hasIgnoreIndex && labels[s] == ignoreIndex ? 0 : 1;
-  // Every sample's loss first, over the threads (a sample is a column of
-  // c classes: worth them from a few thousand values on), then the ordered
-  // sum over the losses: the same result with any number of threads.
+  // Every sample's loss first, over the threads where the work is worth
+  // them (an exp a value costs some 16 simple operations), then the
+  // ordered sum over the losses: the same result with any thread count.
   std::vector<double> losses(static_cast<size_t>(samples));
-#pragma omp parallel for schedule(static) if (samples * c >= 4096)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(samples * c * 16))
   for (int64_t s = 0; s < samples; ++s) {
     const int64_t label = labels[s];
     const bool ignored = hasIgnoreIndex && label == ignoreIndex;
@@ -159,7 +160,7 @@ Status mseLoss(Context &ctx, int64_t count, const float *prediction,
   TRAINC_RETURN_IF_ERROR(checkPositive(kernel, {{"count", count}}));
   TRAINC_RETURN_IF_ERROR(checkReduction(kernel, reduction));
   if (reduction == Reduction::None) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(count))
     for (int64_t i = 0; i < count; ++i) {
       float delta = prediction[i] - target[i];
       out[i] = delta * delta;

@@ -2,6 +2,7 @@
 
 #include "../common/KernelChecks.h"
 #include "ChannelsLast.h"
+#include "Threading.h"
 
 #include <cmath>
 #include <string>
@@ -38,7 +39,7 @@ Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
     add[i] = float(double(bias[i]) - double(mean[i]) * a);
   }
   const int64_t planes = n * c;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(planes * spatial))
   for (int64_t p = 0; p < planes; ++p) {
     const float a = mul[p % c], b = add[p % c];
     const float *in = x + p * spatial;
@@ -129,7 +130,7 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                        runningMean, runningVar, mask, epsilon,
                                                        momentum, f[1], newMean, newVar);
                             });
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * spatial))
   for (int64_t ch = 0; ch < c; ++ch) {
     ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
     const double rstd = 1.0 / std::sqrt(s.var + double(epsilon));
@@ -174,7 +175,7 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
   // With xhat = (x - mean) * rstd over the M kept values of a channel:
   // dbias = sum dy, dscale = sum dy xhat,
   // dx = scale rstd (dy - dbias / M - xhat dscale / M).
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * spatial))
   for (int64_t ch = 0; ch < c; ++ch) {
     ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
     const double rstd = 1.0 / std::sqrt(s.var + double(epsilon));
@@ -251,7 +252,7 @@ Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *
   void *scratch = nullptr;
   TRAINC_RETURN_IF_ERROR(ctx.workspace(&scratch, size_t(rows) * 2 * sizeof(double)));
   double *stats = static_cast<double *>(scratch);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(rows * cols))
   for (int64_t r = 0; r < rows; ++r) {
     const float *in = x + r * cols, *g = dy + r * cols;
     double mu, rstd;
@@ -273,7 +274,7 @@ Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *
     stats[2 * r + 1] = rstd;
   }
   // Column sums over the rows, each column by one thread in row order.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(rows * cols))
   for (int64_t i = 0; i < cols; ++i) {
     double ds = 0, db = 0;
     for (int64_t r = 0; r < rows; ++r) {
@@ -298,7 +299,7 @@ Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
       checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
   int64_t unused;
   TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {rows, cols}, unused));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(rows * cols))
   for (int64_t r = 0; r < rows; ++r) {
     const float *in = x + r * cols;
     float *out = y + r * cols;

@@ -3,6 +3,7 @@
 #ifndef TRAINC_RT_CPU_POOLWINDOWS_H
 #define TRAINC_RT_CPU_POOLWINDOWS_H
 
+#include "Threading.h"
 #include "trainc_rt/kernels.h"
 
 #include <algorithm>
@@ -70,7 +71,7 @@ struct Windows {
   template <class Plane, class Window>
   void forEachWindow(const ::trainc::rt::Pool2dDesc &d, Plane plane, Window window) const {
     const int64_t planes = d.n * d.c;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worthThreads(planes * d.h * d.w))
     for (int64_t p = 0; p < planes; ++p) {
       plane(p);
       for (int64_t oh = 0; oh < d.outH; ++oh)
@@ -91,7 +92,7 @@ void forEachFullWindow(const ::trainc::rt::Pool2dDesc &d, const float *x, Plane 
                        Window window) {
   const int64_t planes = d.n * d.c, inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
   const int64_t outH = d.outH, outW = d.outW, w = d.w, sh = d.strideH, sw = d.strideW;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worthThreads(planes * inSpatial))
   for (int64_t p = 0; p < planes; ++p) {
     plane(p);
     const float *in = x + p * inSpatial;

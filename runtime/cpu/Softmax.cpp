@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "Threading.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,7 +33,7 @@ Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
 
   const int64_t blocks = (inner + kBlock - 1) / kBlock;
   const int64_t tasks = outer * blocks;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (detail::worthThreads(outer * axis * inner))
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t o = t / blocks;
     const int64_t begin = (t % blocks) * kBlock;

@@ -1,0 +1,25 @@
+//===- Threading.h - when a CPU kernel takes the thread team ----*- C++ -*-===//
+//
+// Waking the OpenMP team costs microseconds (more once its threads have gone
+// to sleep between steps): a kernel with little work runs faster on the
+// calling thread. The runtime's kernels ask worthThreads with the values
+// they read and write; generated kernels use the same bound
+// (codegen/KernelWriter.cpp's kParallelThreshold).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRAINC_RT_CPU_THREADING_H
+#define TRAINC_RT_CPU_THREADING_H
+
+#include <cstdint>
+
+namespace trainc::cpu::detail {
+
+/// Values below which a kernel stays on the calling thread.
+inline constexpr int64_t kParallelWork = 32768;
+
+inline bool worthThreads(int64_t work) { return work >= kParallelWork; }
+
+} // namespace trainc::cpu::detail
+
+#endif // TRAINC_RT_CPU_THREADING_H
