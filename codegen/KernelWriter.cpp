@@ -286,7 +286,9 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
                          (target == Target::Cuda ? "ctx" : "") +
                          launcherParams(perTensor, shared) + ") {\n";
   if (target == Target::Cpu) {
-    os << launcher;
+    // Not inlined into the step: there the element loop lost its
+    // vectorization (the loop alone is vectorized).
+    os << "__attribute__((noinline)) " << launcher;
     if (total >= kParallelThreshold)
       os << "#pragma omp parallel for schedule(static)\n";
     // ivdep: element i reads and writes only index i of each tensor (in
