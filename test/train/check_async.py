@@ -48,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "pylib"))
 from loss_scaling import read_checkpoint  # noqa: E402
+from checksuite import suite_main  # noqa: E402
 
 TIMING = ("wall_time", "samples_per_s")
 
@@ -254,15 +255,7 @@ def check_ranks(check, dp, data, work):
               "refused: %s" % (expected))
 
 
-def main():
-    trainc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    os.makedirs(work, exist_ok=True)
-    results = []
-
-    def check(ok, what):
-        results.append(bool(ok))
-        print(("PASS " if ok else "FAIL ") + what, flush=True)
-
+def checks(check, trainc, work):
     model = os.path.join(ROOT, "examples", "digits_mlp.onnx")
     trainer = os.path.join(work, "trainer")
     r = run([trainc, "compile", model, "--target=cpu", "--batch-size=32",
@@ -287,10 +280,7 @@ def main():
                  "--async-workers", "2"])
         check(r.returncode == 1 and "--async-workers is not for --grad-accum above 1" in
               r.stderr, "refused: --async-workers with --grad-accum 2")
-    passed = sum(results)
-    print("%d passed, %d failed" % (passed, len(results) - passed))
-    return 0 if passed == len(results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(suite_main(checks))

@@ -41,6 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "pylib"))
 sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
 from loss_scaling import read_checkpoint  # noqa: E402
+from checksuite import suite_main  # noqa: E402
 
 BATCH, STEPS, SAMPLES = 4, 3, 12
 HYPER = dict(lr=0.05, momentum=0.9, weight_decay=1e-4, damping=1e-3, stat_decay=0.95,
@@ -251,23 +252,12 @@ def check_refusals(check, trainc, work):
           "refused: --kfac-damping for an SGD trainer")
 
 
-def main():
-    trainc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    os.makedirs(work, exist_ok=True)
-    results = []
-
-    def check(ok, what):
-        results.append(bool(ok))
-        print(("PASS " if ok else "FAIL ") + what, flush=True)
-
+def checks(check, trainc, work):
     torch.set_num_threads(1)
     for name in ("mlp", "lenet"):
         check_model(check, trainc, work, name)
     check_refusals(check, trainc, work)
-    passed = sum(results)
-    print("%d passed, %d failed" % (passed, len(results) - passed))
-    return 0 if passed == len(results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(suite_main(checks))

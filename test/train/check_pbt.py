@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "test", "pylib"))
 from loss_scaling import read_checkpoint  # noqa: E402
+from checksuite import suite_main  # noqa: E402
 
 TIMING = ("wall_time", "samples_per_s")
 
@@ -371,15 +372,7 @@ def check_refusals(check, trainc, trainer, data, work):
           % (r.stderr.strip().splitlines()[-1:] or "no message"))
 
 
-def main():
-    trainc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    os.makedirs(work, exist_ok=True)
-    results = []
-
-    def check(ok, what):
-        results.append(bool(ok))
-        print(("PASS " if ok else "FAIL ") + what, flush=True)
-
+def checks(check, trainc, work):
     trainer = os.path.join(work, "trainer")
     r = run([trainc, "compile", os.path.join(ROOT, "examples", "digits_mlp.onnx"),
              "--target=cpu", "--batch-size=32", "--loss=cross-entropy", "--optimizer=sgd",
@@ -395,10 +388,7 @@ def main():
         check_outputs(check, trainc, trainer, data, work, run_dir, table)
         check_diverged(check, trainc, trainer, data, work)
         check_refusals(check, trainc, trainer, data, work)
-    passed = sum(results)
-    print("%d passed, %d failed" % (passed, len(results) - passed))
-    return 0 if passed == len(results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(suite_main(checks))

@@ -37,7 +37,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "zoo"))
+sys.path.insert(0, os.path.join(ROOT, "test", "pylib"))
 from check_training import MPI_ENV, mpirun_command  # noqa: E402
+from checksuite import suite_main  # noqa: E402
 
 ROW = re.compile(r"^\s+(\d+\.\d)%\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(.*)$")
 
@@ -298,15 +300,7 @@ def check_refusals(check, prog, base, work):
           "refused: --find-lr --profile")
 
 
-def main():
-    trainc, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    os.makedirs(work, exist_ok=True)
-    results = []
-
-    def check(ok, what):
-        results.append(bool(ok))
-        print(("PASS " if ok else "FAIL ") + what, flush=True)
-
+def checks(check, trainc, work):
     data = os.path.join(work, "digits")
     run(["/usr/bin/python3", os.path.join(ROOT, "examples", "prepare_digits.py"), data])
     got = check_mlp(check, trainc, work, data)
@@ -316,10 +310,7 @@ def main():
         check_refusals(check, prog, base, work)
     check_lenet(check, trainc, work)
     check_accumulation_and_ranks(check, trainc, work, data)
-    passed = sum(results)
-    print("%d passed, %d failed" % (passed, len(results) - passed))
-    return 0 if passed == len(results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(suite_main(checks))
