@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <array>
 #include <cctype>
 #include <functional>
 
@@ -477,9 +478,8 @@ std::string kernelStem(StringRef name) {
 } // namespace
 
 LogicalResult ProgramEmitter::emitFused(tc::FusedOp fused) {
-  for (Operation &op : fused.getBlock().without_terminator())
-    if (tc::isEpilogueHead(&op))
-      return emitEpilogueGroup(fused, &op);
+  if (Operation *head = tc::groupHead(fused.getBlock()))
+    return tc::isNormHead(head) ? emitNormGroup(fused, head) : emitEpilogueGroup(fused, head);
   SmallVector<Operation *> ops;
   for (Operation &op : fused.getBlock().without_terminator())
     ops.push_back(&op);
@@ -519,7 +519,7 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
                                         ArrayRef<Value> outputs,
                                         ArrayRef<std::string> outputPtrs, StringRef what,
                                         Value product, unsigned productOutput,
-                                        std::string *kernel) {
+                                        std::string *kernel, StringRef note) {
   ArrayRef<int64_t> shape = shapeOf(outputs.front());
   // Inputs used only as a dropout's key are passed as pointers, not read.
   auto onlyKey = [&](Value v) {
@@ -553,7 +553,9 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   };
   if (product) {
     // The GEMM's element, read before anything writes it.
-    code += "  const float p = " + outputName(productOutput) + "[i]; // the product\n";
+    code += "  const float p = " + outputName(productOutput) + "[i]; // " +
+            (tc::isNormHead(product.getDefiningOp()) ? "the norm's value" : "the product") +
+            "\n";
     element[product] = "p";
   }
   for (auto [k, v] : llvm::enumerate(inputs)) {
@@ -574,9 +576,14 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     element[v] = a;
   }
   std::vector<std::string> comment;
+  if (!note.empty())
+    comment.push_back(note.str());
   if (product)
     comment.push_back(opComment(product.getDefiningOp()) +
-                      " (the GEMM; this kernel finishes its output in place)");
+                      (tc::isNormHead(product.getDefiningOp())
+                           ? " (the norm; this kernel finishes each plane or row of its "
+                             "output in place, right after the norm wrote it)"
+                           : " (the GEMM; this kernel finishes its output in place)"));
   int64_t shown = 0, computed = 0;
   std::string stores;
   for (Operation *op : ops) {
@@ -641,7 +648,7 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   // A GEMM's product is read and written through the same output pointer
   // only, and the planner keeps inputs and outputs apart: __restrict__ holds.
   std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code,
-                                       /*mayAlias=*/false, /*cpuRange=*/product && cpu,
+                                       /*mayAlias=*/false, /*cpuRange=*/kernel && cpu,
                                        innerExtent);
   if (kernel) {
     *kernel = name; // a GEMM's epilogue: emitEpilogueGroup calls it
@@ -790,5 +797,122 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *he
   call("tk::gemmEpilogue(ctx, " + gemm.operands() + ", " + hostPtr + gemm.outputTail() + ", " +
        gemmEpilogueArg(c, product, "None", kernel + "_range", "&env") + ")");
   body += "  }\n";
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitNormGroup(tc::FusedOp fused, Operation *head) {
+  Block &block = fused.getBlock();
+  auto yield = cast<tc::YieldOp>(block.getTerminator());
+  // A value's buffer: an input's, or the result that yields it.
+  auto pointer = [&](Value v) -> std::string {
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return ptr(fused.getInputs()[arg.getArgNumber()]);
+    for (auto [k, y] : llvm::enumerate(yield.getValues()))
+      if (y == v)
+        return ptr(fused.getResult(k));
+    return "";
+  };
+  SmallVector<Operation *> prologue, epilogue;
+  for (Operation &op : block.without_terminator())
+    if (&op != head)
+      (op.isBeforeInBlock(head) ? prologue : epilogue).push_back(&op);
+  Value product = head->getResult(0);
+  std::string productPtr = pointer(product);
+  NormPart pro, epi;
+  if (!prologue.empty() &&
+      failed(emitNormPart(fused, head, prologue, /*isEpilogue=*/false, pro, productPtr)))
+    return failure();
+  if (!epilogue.empty() &&
+      failed(emitNormPart(fused, head, epilogue, /*isEpilogue=*/true, epi, productPtr)))
+    return failure();
+  // The norm's first result goes where the epilogue finishes it.
+  auto pointerOrHost = [&](Value v) { return v == product ? productPtr : pointer(v); };
+  if (options.target != Target::Cpu) {
+    if (!pro.kernel.empty())
+      call(pro.kernel + "(ctx" + pro.args + ")");
+    emitNormCall(head, pointerOrHost, "");
+    if (!epi.kernel.empty())
+      call(epi.kernel + "(ctx" + epi.args + ")");
+    return success();
+  }
+  // Each plane (row) is written by the prologue right before the norm reads
+  // it, and finished by the epilogue right after the norm wrote it.
+  body += "  {\n";
+  std::string fields[4] = {"nullptr", "nullptr", "nullptr", "nullptr"};
+  for (auto [k, part] : llvm::enumerate(std::array<NormPart *, 2>{&pro, &epi})) {
+    if (part->kernel.empty())
+      continue;
+    std::string env = k == 0 ? "prologue" : "epilogue";
+    body += "    const " + part->kernel + "_env " + env + "{" + part->args.substr(2) + "};\n";
+    fields[2 * k] = part->kernel + "_range";
+    fields[2 * k + 1] = "&" + env;
+  }
+  body += "    const trainc::rt::NormFusion fusion" +
+          designated({{"prologue", fields[0]},
+                      {"prologueEnv", fields[1]},
+                      {"epilogue", fields[2]},
+                      {"epilogueEnv", fields[3]}}) +
+          ";\n  ";
+  emitNormCall(head, pointerOrHost, "&fusion");
+  body += "  }\n";
+  return success();
+}
+
+LogicalResult ProgramEmitter::emitNormPart(tc::FusedOp fused, Operation *head,
+                                           ArrayRef<Operation *> ops, bool isEpilogue,
+                                           NormPart &part, std::string &productPtr) {
+  auto yield = cast<tc::YieldOp>(fused.getBlock().getTerminator());
+  Value product = head->getResult(0);
+  // Its inputs: the values it reads from memory (the group's inputs, and
+  // for the epilogue the prologue's results); its outputs: the group's
+  // results it computes.
+  SmallVector<Value> inputs, outputs;
+  SmallVector<std::string> inputPtrs, outputPtrs;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      bool inside = def && (llvm::is_contained(ops, def) || def == head);
+      if (inside || tc::isSplatConstant(def) || llvm::is_contained(inputs, operand))
+        continue;
+      inputs.push_back(operand);
+      if (auto arg = dyn_cast<BlockArgument>(operand)) {
+        inputPtrs.push_back(ptr(fused.getInputs()[arg.getArgNumber()]));
+        continue;
+      }
+      auto yielded = llvm::find(yield.getValues(), operand);
+      if (yielded == yield.getValues().end())
+        return op->emitError("codegen: a norm's epilogue reads a prologue value the group "
+                             "does not keep");
+      inputPtrs.push_back(ptr(fused.getResult(yielded - yield.getValues().begin())));
+    }
+  for (auto [k, y] : llvm::enumerate(yield.getValues()))
+    if (Operation *def = y.getDefiningOp();
+        (def && llvm::is_contained(ops, def)) || (isEpilogue && y == product)) {
+      outputs.push_back(y);
+      outputPtrs.push_back(ptr(fused.getResult(k)));
+    }
+  unsigned host = 0;
+  if (isEpilogue) {
+    // The norm writes its result where the epilogue finishes it: its own
+    // result when the group yields it, else the first f32 one.
+    auto own = llvm::find(outputs, product);
+    if (own != outputs.end())
+      host = own - outputs.begin();
+    else
+      while (!cast<ShapedType>(outputs[host].getType()).getElementType().isF32())
+        ++host; // the verifier promises one
+    productPtr = outputPtrs[host];
+  }
+  std::string what = kernelStem(fused.getKernel()) + (isEpilogue ? "_epilogue" : "_prologue");
+  std::string note =
+      isEpilogue ? ""
+                 : "the prologue of " + opComment(head) +
+                       ": the norm runs it on each plane or row of its operand right before "
+                       "reading it";
+  if (failed(emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs, what,
+                       isEpilogue ? product : Value(), host, &part.kernel, note)))
+    return failure();
+  for (const std::string &p : llvm::concat<const std::string>(inputPtrs, outputPtrs))
+    part.args += ", " + p;
   return success();
 }

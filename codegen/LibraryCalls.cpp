@@ -93,50 +93,9 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
              ", " + ptr(o.getResult()) + ")");
         return success();
       })
-      .Case([&](tc::BatchNormOp o) {
-        std::string dims = batchNormDims(shapeOf(o.getInput()), o.getChannelsLast());
-        std::string common = ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
-                             ptr(o.getBias()) + ", " + ptr(o.getMean()) + ", " +
-                             ptr(o.getVar()) + ", ";
-        std::string epsilon = literal(o.getEpsilon().convertToFloat(), true);
-        if (!o.getTraining()) {
-          // Running statistics (the planner aliased the statistics results
-          // to the operands).
-          call("tk::batchNormInference(ctx, " + dims + ", " + common + epsilon + ", " +
-               ptr(o.getResult()) + batchNormLayout(o.getChannelsLast()) + ")");
-          return success();
-        }
-        call("tk::batchNormTraining(ctx, " + dims + ", " + common +
-             (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " + epsilon +
-             ", " + literal(o.getMomentum().convertToFloat(), true) + ", " +
-             ptr(o.getResult()) + ", " + ptr(o.getRunningMean()) + ", " +
-             ptr(o.getRunningVar()) + batchNormLayout(o.getChannelsLast()) + ")");
-        return success();
-      })
-      .Case([&](tc::BatchNormBackwardOp o) {
-        call("tk::batchNormBackward(ctx, " +
-             batchNormDims(shapeOf(o.getInput()), o.getChannelsLast()) + ", " +
-             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
-             ", " + (o.getSampleMask() ? ptr(o.getSampleMask()) : "nullptr") + ", " +
-             literal(o.getEpsilon().convertToFloat(), true) + ", " + ptr(o.getInputGrad()) +
-             ", " + ptr(o.getScaleGrad()) + ", " + ptr(o.getBiasGrad()) +
-             batchNormLayout(o.getChannelsLast()) + ")");
-        return success();
-      })
-      .Case([&](tc::LayerNormOp o) {
-        call("tk::layerNorm(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
-             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " +
-             (o.getBias() ? ptr(o.getBias()) : "nullptr") + ", " +
-             literal(o.getEpsilon().convertToFloat(), true) + ", " +
-             ptr(o.getResult()) + ")");
-        return success();
-      })
-      .Case([&](tc::LayerNormBackwardOp o) {
-        call("tk::layerNormBackward(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
-             ptr(o.getInput()) + ", " + ptr(o.getScale()) + ", " + ptr(o.getResultGrad()) +
-             ", " + literal(o.getEpsilon().convertToFloat(), true) + ", " +
-             ptr(o.getInputGrad()) + ", " + ptr(o.getScaleGrad()) + ", " +
-             ptr(o.getBiasGrad()) + ")");
+      .Case<tc::BatchNormOp, tc::BatchNormBackwardOp, tc::LayerNormOp,
+            tc::LayerNormBackwardOp>([&](Operation *o) {
+        emitNormCall(o, [&](Value v) { return ptr(v); }, "");
         return success();
       })
       .Case<tc::SoftmaxOp, tc::LogSoftmaxOp>([&](Operation *o) {
@@ -191,6 +150,58 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
       .Default([&](Operation *o) {
         return o->emitError("codegen does not support ") << o->getName() << " yet";
       });
+}
+
+void ProgramEmitter::emitNormCall(Operation *op, llvm::function_ref<std::string(Value)> pointer,
+                                  StringRef fusion) {
+  // With a fusion every batch-norm call spells its layout argument.
+  auto layout = [&](bool channelsLast) {
+    return fusion.empty() ? batchNormLayout(channelsLast)
+                          : std::string(", /*channelsLast=*/") + (channelsLast ? "true" : "false");
+  };
+  std::string tail = fusion.empty() ? ")" : ", " + fusion.str() + ")";
+  auto optional = [&](Value v) { return v ? pointer(v) : std::string("nullptr"); };
+  if (auto o = dyn_cast<tc::BatchNormOp>(op)) {
+    std::string dims = batchNormDims(shapeOf(o.getInput()), o.getChannelsLast());
+    std::string common = pointer(o.getInput()) + ", " + pointer(o.getScale()) + ", " +
+                         pointer(o.getBias()) + ", " + pointer(o.getMean()) + ", " +
+                         pointer(o.getVar()) + ", ";
+    std::string epsilon = literal(o.getEpsilon().convertToFloat(), true);
+    if (!o.getTraining()) {
+      // Running statistics (the planner aliased the statistics results to
+      // the operands).
+      call("tk::batchNormInference(ctx, " + dims + ", " + common + epsilon + ", " +
+           pointer(o.getResult()) + layout(o.getChannelsLast()) + tail);
+      return;
+    }
+    call("tk::batchNormTraining(ctx, " + dims + ", " + common + optional(o.getSampleMask()) +
+         ", " + epsilon + ", " + literal(o.getMomentum().convertToFloat(), true) + ", " +
+         pointer(o.getResult()) + ", " + pointer(o.getRunningMean()) + ", " +
+         pointer(o.getRunningVar()) + layout(o.getChannelsLast()) + tail);
+    return;
+  }
+  if (auto o = dyn_cast<tc::BatchNormBackwardOp>(op)) {
+    call("tk::batchNormBackward(ctx, " +
+         batchNormDims(shapeOf(o.getInput()), o.getChannelsLast()) + ", " +
+         pointer(o.getInput()) + ", " + pointer(o.getScale()) + ", " +
+         pointer(o.getResultGrad()) + ", " + optional(o.getSampleMask()) + ", " +
+         literal(o.getEpsilon().convertToFloat(), true) + ", " + pointer(o.getInputGrad()) +
+         ", " + pointer(o.getScaleGrad()) + ", " + pointer(o.getBiasGrad()) +
+         layout(o.getChannelsLast()) + tail);
+    return;
+  }
+  if (auto o = dyn_cast<tc::LayerNormOp>(op)) {
+    call("tk::layerNorm(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
+         pointer(o.getInput()) + ", " + pointer(o.getScale()) + ", " + optional(o.getBias()) +
+         ", " + literal(o.getEpsilon().convertToFloat(), true) + ", " + pointer(o.getResult()) +
+         tail);
+    return;
+  }
+  auto o = cast<tc::LayerNormBackwardOp>(op);
+  call("tk::layerNormBackward(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
+       pointer(o.getInput()) + ", " + pointer(o.getScale()) + ", " + pointer(o.getResultGrad()) +
+       ", " + literal(o.getEpsilon().convertToFloat(), true) + ", " + pointer(o.getInputGrad()) +
+       ", " + pointer(o.getScaleGrad()) + ", " + pointer(o.getBiasGrad()) + tail);
 }
 
 LogicalResult ProgramEmitter::emitDampedInverse(tc::DampedInverseOp o) {

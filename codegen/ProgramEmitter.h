@@ -108,15 +108,17 @@ private:
   LogicalResult emitPointwise(Operation *op);
   /// A tc.fused group, or one pointwise op (a group of one), as one kernel.
   LogicalResult emitFused(tc::FusedOp fused);
-  /// With `product` set, the group is a GEMM's epilogue: `product` (the
-  /// GEMM's value) is read in place from output `productOutput`, which the
-  /// GEMM wrote first; the kernel (a CPU range function) is only built, its
-  /// name stored in `kernel`, and emitEpilogueGroup calls it.
+  /// With `product` set, the group is a library op's epilogue: `product` (the
+  /// GEMM's or norm's value) is read in place from output `productOutput`,
+  /// which the library wrote first. With `kernel` set, the kernel (on the
+  /// CPU a range function) is only built, its name stored in `kernel`, for
+  /// emitEpilogueGroup or emitNormGroup to call. `note` is a first comment
+  /// line.
   LogicalResult emitGroup(Operation *anchor, ArrayRef<Operation *> ops, ArrayRef<Value> inputs,
                           ArrayRef<std::string> inputPtrs, ArrayRef<Value> outputs,
                           ArrayRef<std::string> outputPtrs, StringRef what,
                           Value product = nullptr, unsigned productOutput = 0,
-                          std::string *kernel = nullptr);
+                          std::string *kernel = nullptr, StringRef note = "");
   /// A tc.fused group headed by a matmul: one tk::gemmEpilogue call (the
   /// CPU runs the group over each finished block; CUDA uses cuBLASLt's
   /// bias, ReLU and accumulation epilogues where they express the group),
@@ -127,6 +129,24 @@ private:
   /// given activation and range function.
   std::string gemmEpilogueArg(Value c, Value result, StringRef activation, StringRef range,
                               StringRef env);
+  /// A tc.fused group headed by a normalization: on the CPU one call of the
+  /// norm with its prologue and epilogue kernels as range functions (a
+  /// trainc::rt::NormFusion), on CUDA the prologue's kernel, the norm, the
+  /// epilogue's kernel.
+  LogicalResult emitNormGroup(tc::FusedOp fused, Operation *head);
+  /// A normalization group's prologue or epilogue kernel (built, not
+  /// called) and its arguments; an epilogue sets `productPtr` to the result
+  /// the norm writes and the epilogue finishes.
+  struct NormPart {
+    std::string kernel, args;
+  };
+  LogicalResult emitNormPart(tc::FusedOp fused, Operation *head, ArrayRef<Operation *> ops,
+                             bool isEpilogue, NormPart &part, std::string &productPtr);
+  /// The runtime call of a normalization op, its values' buffers from
+  /// `pointer`, with `fusion` (a pointer expression to a NormFusion, or
+  /// empty) as the last argument.
+  void emitNormCall(Operation *op, llvm::function_ref<std::string(Value)> pointer,
+                    StringRef fusion);
   /// An optimizer update: runs of updates of one kind become one
   /// multi-tensor kernel, emitted at the run's last update.
   LogicalResult emitUpdate(Operation *op);

@@ -12,7 +12,8 @@
 
 def Tc_FusedOp : Op<Tc_Dialect, "fused",
     [IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">,
-     RecursiveMemoryEffects]> {
+     RecursiveMemoryEffects,
+     DeclareOpInterfaceMethods<Tc_TiedOpInterface, ["getReplacedOperand"]>]> {
   let summary = "a group of pointwise ops computed by one kernel";
   let description = [{
     The region computes its results element by element over one iteration
@@ -29,8 +30,23 @@ def Tc_FusedOp : Op<Tc_Dialect, "fused",
     block of that result in place right after the GEMM computed it (CPU), or
     inside the cuBLASLt call (bias, ReLU and accumulation epilogues) or in
     the kernel launched after it (CUDA). The product is not a result and
-    takes no memory of its own. `kernel` names
-    the group after what it computes; the emitted kernel is `kNN_<kernel>`.
+    takes no memory of its own.
+
+    The group may instead hold one f32 normalization (tc.batch_norm,
+    tc.layer_norm and their backwards), its head. The pointwise ops before
+    it are its prologue: they compute the operand it streams (a forward
+    norm's input, a backward norm's result gradient), which is a result,
+    since the norm reads it twice (its statistics, then each element).
+    The ops after it are its epilogue, which reads the norm's first result.
+    The runtime's norm runs the prologue on each plane (batch norm: one
+    sample's channel) or row (layer norm) just before it reads it, and the
+    epilogue on each plane or row just after it wrote it, on the same
+    thread (CPU; CUDA launches them before and after the norm). The norm's
+    other results (the running statistics, the scale and bias gradients)
+    are results of the group too, of their own shapes; a training batch
+    norm's running statistics replace their operands in place as before.
+    `kernel` names the group after what it computes; the emitted kernel is
+    `kNN_<kernel>`.
 
     ```mlir
     %r = tc.fused "add_relu" (%x, %b) : (tensor<8x64xf32>, tensor<64xf32>) -> tensor<8x64xf32> {
@@ -47,6 +63,13 @@ def Tc_FusedOp : Op<Tc_Dialect, "fused",
       %2 = tc.relu %1 : tensor<8x64xf32>
       tc.yield %2 : tensor<8x64xf32>
     }
+
+    %y, %rm, %rv = tc.fused "batch_norm_relu" (%x, %g, %b, %m, %v) : (...) -> (tensor<8x64x16x16xf32>, tensor<64xf32>, tensor<64xf32>) {
+    ^bb0(...):
+      %0:3 = tc.batch_norm %a0, %a1, %a2, %a3, %a4 {training = true} : ...
+      %1 = tc.relu %0#0 : tensor<8x64x16x16xf32>
+      tc.yield %1, %0#1, %0#2 : ...
+    }
     ```
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<Tc_Tensor>:$inputs);
@@ -58,7 +81,10 @@ def Tc_FusedOp : Op<Tc_Dialect, "fused",
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     mlir::Block &getBlock() { return getBody().front(); }
-    /// The shape every result of the group has.
+    /// The verifier's checks of a normalization heading the group.
+    mlir::LogicalResult verifyNormHead(mlir::Operation *head);
+    /// The shape every result of the group has (but a normalization head's
+    /// statistics and parameter gradients).
     llvm::ArrayRef<int64_t> getIterationShape() {
       return mlir::cast<mlir::RankedTensorType>(getResult(0).getType()).getShape();
     }

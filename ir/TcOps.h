@@ -206,6 +206,21 @@ bool isFusible(mlir::Operation *op);
 /// or an f32 tc.gemm with alpha 1 and no C or, with beta 1, a C that is a
 /// bias row or the whole result (the library call adds it).
 bool isEpilogueHead(mlir::Operation *op);
+/// Whether an op may head a tc.fused group as its normalization: an f32
+/// tc.batch_norm (in inference mode only when nothing reads its statistics
+/// results), tc.layer_norm, tc.batch_norm_backward or
+/// tc.layer_norm_backward. The runtime's kernel runs the group's pointwise
+/// ops before it (the prologue, which computes its streamed operand) and
+/// after it (the epilogue, which finishes its result) on each plane or row
+/// it reads or writes, while that is in cache.
+bool isNormHead(mlir::Operation *op);
+/// The operand a normalization head reads plane by plane or row by row,
+/// which a group's prologue may compute: the input of a forward norm, the
+/// result gradient of a backward one.
+mlir::Value streamedOperand(mlir::Operation *normHead);
+/// The library op heading a tc.fused group (a GEMM or a normalization), or
+/// null.
+mlir::Operation *groupHead(mlir::Block &block);
 /// Whether an op is a tc.constant with one repeated value (code generation
 /// writes it as a literal).
 bool isSplatConstant(mlir::Operation *op);

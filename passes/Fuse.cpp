@@ -20,6 +20,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <algorithm>
+
 namespace trainc {
 #define GEN_PASS_DEF_FUSE
 #include "passes/Passes.h.inc"
@@ -135,8 +137,10 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
     for (Group &group : groups)
       if (!group.merged && group.ops.size() >= 2)
         formGroup(group.ops);
-    if (epilogues)
+    if (epilogues) {
       attachEpilogues(func);
+      attachNormGroups(func);
+    }
     // Splat constants that only groups read are now dead.
     SmallVector<Operation *> dead;
     for (auto constant : func.getBody().front().getOps<tc::ConstantOp>())
@@ -179,6 +183,129 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
     }
   }
 
+  /// Each normalization (tc::isNormHead) takes the group (or lone
+  /// pointwise op of its shape) that computes its streamed operand as its
+  /// prologue and the one that alone reads its first result as its
+  /// epilogue, where that keeps every value's readers after the group.
+  void attachNormGroups(func::FuncOp func) {
+    SmallVector<Operation *> heads;
+    for (Operation &op : func.getBody().front())
+      if (tc::isNormHead(&op))
+        heads.push_back(&op);
+    for (Operation *head : heads) {
+      ArrayRef<int64_t> shape = resultShape(head);
+      Operation *prologue = pointwiseGroup(tc::streamedOperand(head).getDefiningOp(), shape);
+      Operation *epilogue = nullptr;
+      Value product = head->getResult(0);
+      if (!product.use_empty()) {
+        Operation *user = *product.getUsers().begin();
+        if (llvm::all_of(product.getUsers(), [&](Operation *u) { return u == user; }) &&
+            hasF32Result(user))
+          epilogue = pointwiseGroup(user, shape);
+      }
+      // The head reads no prologue value but its streamed operand.
+      if (prologue && llvm::any_of(head->getOpOperands(), [&](OpOperand &o) {
+            return o.get().getDefiningOp() == prologue &&
+                   o.get() != tc::streamedOperand(head);
+          }))
+        prologue = nullptr;
+      SmallVector<Operation *> parts = chooseParts(prologue, head, epilogue);
+      if (parts.size() < 2)
+        continue;
+      SmallVector<Operation *> members;
+      for (Operation *part : parts)
+        llvm::append_range(members, part == head ? SmallVector<Operation *>{head} : unfuse(part));
+      // The head reads its streamed operand and its other results from
+      // memory; an inference batch norm writes no statistics.
+      SmallVector<Value> keep = {tc::streamedOperand(head)};
+      auto bn = dyn_cast<tc::BatchNormOp>(head);
+      if (!bn || bn.getTraining())
+        llvm::append_range(keep, llvm::drop_begin(head->getResults()));
+      // Prologue values the epilogue reads are read from memory too.
+      for (Operation *member : members)
+        if (member->isBeforeInBlock(head))
+          for (Value r : member->getResults())
+            if (llvm::any_of(r.getUsers(),
+                             [&](Operation *u) { return head->isBeforeInBlock(u); }))
+              keep.push_back(r);
+      formGroup(members, keep, head);
+    }
+  }
+
+  /// The prologue, head and epilogue (in order, each where there is one)
+  /// that can be one group: the group goes where its last part is, so every
+  /// reader of a part's values outside the parts must come after that. The
+  /// epilogue is dropped first (the running statistics' readers may precede
+  /// it), then the prologue. Fewer than two parts: nothing to fuse.
+  static SmallVector<Operation *> chooseParts(Operation *prologue, Operation *head,
+                                              Operation *epilogue) {
+    using Choice = std::pair<Operation *, Operation *>;
+    for (auto [pro, epi] : {Choice{prologue, epilogue}, Choice{prologue, nullptr},
+                            Choice{nullptr, epilogue}}) {
+      SmallVector<Operation *> parts;
+      for (Operation *part : std::initializer_list<Operation *>{pro, head, epi})
+        if (part)
+          parts.push_back(part);
+      if (parts.size() >= 2 && readersFollow(parts))
+        return parts;
+    }
+    return {};
+  }
+
+  /// `op` as a group of pointwise ops over `shape` that no library op
+  /// heads: a tc.fused, or a lone fusible op with one result. Null otherwise.
+  static Operation *pointwiseGroup(Operation *op, ArrayRef<int64_t> shape) {
+    if (!op)
+      return nullptr;
+    if (auto fused = dyn_cast<tc::FusedOp>(op))
+      return fused.getIterationShape() == shape && !tc::groupHead(fused.getBlock()) ? op
+                                                                                    : nullptr;
+    return tc::isFusible(op) && !isa<tc::ConstantOp>(op) && op->getNumResults() == 1 &&
+                   resultShape(op) == shape
+               ? op
+               : nullptr;
+  }
+
+  static bool hasF32Result(Operation *op) {
+    return llvm::any_of(op->getResultTypes(), [](Type t) {
+      return cast<RankedTensorType>(t).getElementType().isF32();
+    });
+  }
+
+  /// Whether every reader of the parts' results that is not a part comes
+  /// after the last part (parts in function order).
+  static bool readersFollow(ArrayRef<Operation *> parts) {
+    for (Operation *part : parts)
+      for (Value r : part->getResults())
+        for (Operation *user : r.getUsers())
+          if (!llvm::is_contained(parts, user) && !parts.back()->isBeforeInBlock(user))
+            return false;
+    return true;
+  }
+
+  /// Replaces a tc.fused by its ops, in place; returns them (splat constants
+  /// left out: formGroup inlines them again). A lone op is returned as is.
+  static SmallVector<Operation *> unfuse(Operation *op) {
+    auto fused = dyn_cast<tc::FusedOp>(op);
+    if (!fused)
+      return {op};
+    IRMapping map;
+    for (auto [input, arg] : llvm::zip(fused.getInputs(), fused.getBlock().getArguments()))
+      map.map(arg, input);
+    OpBuilder builder(fused);
+    SmallVector<Operation *> ops;
+    for (Operation &inner : fused.getBlock().without_terminator()) {
+      Operation *clone = builder.clone(inner, map);
+      if (!tc::isSplatConstant(clone))
+        ops.push_back(clone);
+    }
+    auto yield = cast<tc::YieldOp>(fused.getBlock().getTerminator());
+    for (auto [result, value] : llvm::zip(fused.getResults(), yield.getValues()))
+      result.replaceAllUsesWith(map.lookup(value));
+    fused->erase();
+    return ops;
+  }
+
   /// Moves `head` into the start of `fused`, which reads its value.
   void absorb(tc::FusedOp fused, Operation *head) {
     Block &block = fused.getBlock();
@@ -203,7 +330,11 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
     head->erase();
   }
 
-  tc::FusedOp formGroup(ArrayRef<Operation *> ops) {
+  /// One tc.fused of `ops` (in function order) where the last is. Its
+  /// results are the values read outside it and those in `keep`; with a
+  /// normalization `head`, the values of its shape come first.
+  tc::FusedOp formGroup(ArrayRef<Operation *> ops, ArrayRef<Value> keep = {},
+                        Operation *head = nullptr) {
     llvm::SmallPtrSet<Operation *, 16> members(ops.begin(), ops.end());
     llvm::SetVector<Value> inputs;
     SmallVector<Value> outputs;
@@ -214,11 +345,16 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
           continue;
         inputs.insert(operand);
       }
-      Value result = op->getResult(0);
-      if (llvm::any_of(result.getUsers(),
-                       [&](Operation *user) { return !members.contains(user); }))
-        outputs.push_back(result);
+      for (Value result : op->getResults())
+        if (llvm::is_contained(keep, result) ||
+            llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return !members.contains(user); }))
+          outputs.push_back(result);
     }
+    if (head)
+      std::stable_partition(outputs.begin(), outputs.end(), [&](Value v) {
+        return cast<RankedTensorType>(v.getType()).getShape() == resultShape(head);
+      });
     Operation *last = ops.back();
     OpBuilder builder(last);
     SmallVector<Type> types;

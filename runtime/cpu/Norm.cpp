@@ -11,10 +11,48 @@
 namespace trainc::cpu {
 using namespace ::trainc::rt;
 
+namespace {
+
+/// A fused norm's prologue and epilogue over elements [begin, end).
+void runPrologue(const NormFusion *f, int64_t begin, int64_t end) {
+  if (f && f->prologue)
+    f->prologue(f->prologueEnv, begin, end);
+}
+void runEpilogue(const NormFusion *f, int64_t begin, int64_t end) {
+  if (f && f->epilogue)
+    f->epilogue(f->epilogueEnv, begin, end);
+}
+
+/// `fn` over a whole [n, ...] tensor stored channels-last, a sample's
+/// elements at a time: the prologue before the NCHW kernel copies its
+/// input, the epilogue after it copied its output back.
+void overSamples(ElementRangeFn fn, const void *env, int64_t n, int64_t sample) {
+  if (!fn)
+    return;
+#pragma omp parallel for schedule(static) if (detail::worthThreads(n * sample))
+  for (int64_t b = 0; b < n; ++b)
+    fn(env, b * sample, (b + 1) * sample);
+}
+
+/// A channels-last call of a norm with `fusion`: the prologue over the
+/// input first, then `call` (the NCHW kernel, without fusion), then the
+/// epilogue over the output.
+template <typename Call>
+Status channelsLastFused(const NormFusion *fusion, int64_t n, int64_t sample, Call call) {
+  if (fusion)
+    overSamples(fusion->prologue, fusion->prologueEnv, n, sample);
+  TRAINC_RETURN_IF_ERROR(call());
+  if (fusion)
+    overSamples(fusion->epilogue, fusion->epilogueEnv, n, sample);
+  return Status();
+}
+
+} // namespace
+
 Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                           const float *x, const float *scale, const float *bias,
                           const float *mean, const float *var, float epsilon,
-                          float *y, bool channelsLast) {
+                          float *y, bool channelsLast, const NormFusion *fusion) {
   (void)ctx;
   const char *kernel = "batchNormInference";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
@@ -25,11 +63,13 @@ Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"y", y}}));
   TRAINC_RETURN_IF_ERROR(checkBatchNormShape(kernel, n, c, spatial));
   if (channelsLast)
-    return viaChannelsFirst({{x, nullptr, n, c, spatial}, {nullptr, y, n, c, spatial}},
-                            [&](float *const *f) {
-                              return batchNormInference(ctx, n, c, spatial, f[0], scale, bias,
-                                                        mean, var, epsilon, f[1]);
-                            });
+    return channelsLastFused(fusion, n, c * spatial, [&] {
+      return viaChannelsFirst({{x, nullptr, n, c, spatial}, {nullptr, y, n, c, spatial}},
+                              [&](float *const *f) {
+                                return batchNormInference(ctx, n, c, spatial, f[0], scale,
+                                                          bias, mean, var, epsilon, f[1]);
+                              });
+    });
   // Fold the statistics into one multiply-add per element:
   // y = x * a + b with a = scale / sqrt(var + eps), b = bias - mean * a.
   std::vector<float> mul(c), add(c);
@@ -42,10 +82,12 @@ Status batchNormInference(Context &ctx, int64_t n, int64_t c, int64_t spatial,
 #pragma omp parallel for schedule(static) if (detail::worthThreads(planes * spatial))
   for (int64_t p = 0; p < planes; ++p) {
     const float a = mul[p % c], b = add[p % c];
+    runPrologue(fusion, p * spatial, (p + 1) * spatial);
     const float *in = x + p * spatial;
     float *out = y + p * spatial;
     for (int64_t i = 0; i < spatial; ++i)
       out[i] = in[i] * a + b;
+    runEpilogue(fusion, p * spatial, (p + 1) * spatial);
   }
   return Status();
 }
@@ -111,7 +153,8 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                          const float *x, const float *scale, const float *bias,
                          const float *runningMean, const float *runningVar,
                          const float *mask, float epsilon, float momentum,
-                         float *y, float *newMean, float *newVar, bool channelsLast) {
+                         float *y, float *newMean, float *newVar, bool channelsLast,
+                         const NormFusion *fusion) {
   (void)ctx;
   const char *kernel = "batchNormTraining";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
@@ -124,14 +167,18 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"newVar", newVar}}));
   TRAINC_RETURN_IF_ERROR(checkBatchShape(kernel, n, c, spatial, mask));
   if (channelsLast)
-    return viaChannelsFirst({{x, nullptr, n, c, spatial}, {nullptr, y, n, c, spatial}},
-                            [&](float *const *f) {
-                              return batchNormTraining(ctx, n, c, spatial, f[0], scale, bias,
-                                                       runningMean, runningVar, mask, epsilon,
-                                                       momentum, f[1], newMean, newVar);
-                            });
+    return channelsLastFused(fusion, n, c * spatial, [&] {
+      return viaChannelsFirst({{x, nullptr, n, c, spatial}, {nullptr, y, n, c, spatial}},
+                              [&](float *const *f) {
+                                return batchNormTraining(ctx, n, c, spatial, f[0], scale, bias,
+                                                         runningMean, runningVar, mask, epsilon,
+                                                         momentum, f[1], newMean, newVar);
+                              });
+    });
 #pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * spatial))
   for (int64_t ch = 0; ch < c; ++ch) {
+    for (int64_t k = 0; k < n; ++k)
+      runPrologue(fusion, (k * c + ch) * spatial, (k * c + ch + 1) * spatial);
     ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
     const double rstd = 1.0 / std::sqrt(s.var + double(epsilon));
     const float a = float(double(scale[ch]) * rstd);
@@ -141,6 +188,7 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
       float *out = y + (k * c + ch) * spatial;
       for (int64_t i = 0; i < spatial; ++i)
         out[i] = in[i] * a + b;
+      runEpilogue(fusion, (k * c + ch) * spatial, (k * c + ch + 1) * spatial);
     }
     const double unbiased = s.var * double(s.count) / double(s.count - 1);
     newMean[ch] = float(double(momentum) * runningMean[ch] +
@@ -154,7 +202,8 @@ Status batchNormTraining(Context &ctx, int64_t n, int64_t c, int64_t spatial,
 Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                          const float *x, const float *scale, const float *dy,
                          const float *mask, float epsilon, float *dx,
-                         float *dscale, float *dbias, bool channelsLast) {
+                         float *dscale, float *dbias, bool channelsLast,
+                         const NormFusion *fusion) {
   (void)ctx;
   const char *kernel = "batchNormBackward";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
@@ -165,18 +214,23 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
                                                {"dbias", dbias}}));
   TRAINC_RETURN_IF_ERROR(checkBatchShape(kernel, n, c, spatial, mask));
   if (channelsLast)
-    return viaChannelsFirst({{x, nullptr, n, c, spatial},
-                             {dy, nullptr, n, c, spatial},
-                             {nullptr, dx, n, c, spatial}},
-                            [&](float *const *f) {
-                              return batchNormBackward(ctx, n, c, spatial, f[0], scale, f[1],
-                                                       mask, epsilon, f[2], dscale, dbias);
-                            });
+    return channelsLastFused(fusion, n, c * spatial, [&] {
+      return viaChannelsFirst({{x, nullptr, n, c, spatial},
+                               {dy, nullptr, n, c, spatial},
+                               {nullptr, dx, n, c, spatial}},
+                              [&](float *const *f) {
+                                return batchNormBackward(ctx, n, c, spatial, f[0], scale, f[1],
+                                                         mask, epsilon, f[2], dscale, dbias);
+                              });
+    });
   // With xhat = (x - mean) * rstd over the M kept values of a channel:
   // dbias = sum dy, dscale = sum dy xhat,
   // dx = scale rstd (dy - dbias / M - xhat dscale / M).
 #pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * spatial))
   for (int64_t ch = 0; ch < c; ++ch) {
+    // Every plane's gradient, the masked samples' too (others may read it).
+    for (int64_t k = 0; k < n; ++k)
+      runPrologue(fusion, (k * c + ch) * spatial, (k * c + ch + 1) * spatial);
     ChannelStats s = channelStats(n, c, spatial, ch, x, mask);
     const double rstd = 1.0 / std::sqrt(s.var + double(epsilon));
     double sumDy = 0, sumDyXhat = 0;
@@ -200,14 +254,15 @@ Status batchNormBackward(Context &ctx, int64_t n, int64_t c, int64_t spatial,
       if (mask && mask[k] == 0.0f) {
         for (int64_t i = 0; i < spatial; ++i)
           out[i] = 0.0f;
-        continue;
+      } else {
+        const float *in = x + (k * c + ch) * spatial;
+        const float *g = dy + (k * c + ch) * spatial;
+        for (int64_t i = 0; i < spatial; ++i) {
+          double xhat = (in[i] - s.mean) * rstd;
+          out[i] = float(a * (g[i] - meanDy - xhat * meanDyXhat));
+        }
       }
-      const float *in = x + (k * c + ch) * spatial;
-      const float *g = dy + (k * c + ch) * spatial;
-      for (int64_t i = 0; i < spatial; ++i) {
-        double xhat = (in[i] - s.mean) * rstd;
-        out[i] = float(a * (g[i] - meanDy - xhat * meanDyXhat));
-      }
+      runEpilogue(fusion, (k * c + ch) * spatial, (k * c + ch + 1) * spatial);
     }
   }
   return Status();
@@ -236,7 +291,7 @@ void rowStats(const float *in, int64_t cols, float epsilon, double &mu, double &
 
 Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *x,
                          const float *scale, const float *dy, float epsilon, float *dx,
-                         float *dscale, float *dbias) {
+                         float *dscale, float *dbias, const NormFusion *fusion) {
   const char *kernel = "layerNormBackward";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x},
                                                {"scale", scale},
@@ -254,6 +309,7 @@ Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *
   double *stats = static_cast<double *>(scratch);
 #pragma omp parallel for schedule(static) if (detail::worthThreads(rows * cols))
   for (int64_t r = 0; r < rows; ++r) {
+    runPrologue(fusion, r * cols, (r + 1) * cols);
     const float *in = x + r * cols, *g = dy + r * cols;
     double mu, rstd;
     rowStats(in, cols, epsilon, mu, rstd);
@@ -270,6 +326,7 @@ Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *
       double gi = double(g[i]) * scale[i];
       out[i] = float(rstd * (gi - meanG - (in[i] - mu) * rstd * meanGx));
     }
+    runEpilogue(fusion, r * cols, (r + 1) * cols);
     stats[2 * r] = mu;
     stats[2 * r + 1] = rstd;
   }
@@ -290,7 +347,7 @@ Status layerNormBackward(Context &ctx, int64_t rows, int64_t cols, const float *
 
 Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
                  const float *scale, const float *bias, float epsilon,
-                 float *y) {
+                 float *y, const NormFusion *fusion) {
   (void)ctx;
   const char *kernel = "layerNorm";
   TRAINC_RETURN_IF_ERROR(
@@ -301,6 +358,7 @@ Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
   TRAINC_RETURN_IF_ERROR(checkedProduct(kernel, {rows, cols}, unused));
 #pragma omp parallel for schedule(static) if (detail::worthThreads(rows * cols))
   for (int64_t r = 0; r < rows; ++r) {
+    runPrologue(fusion, r * cols, (r + 1) * cols);
     const float *in = x + r * cols;
     float *out = y + r * cols;
     double mu, rstd;
@@ -313,6 +371,7 @@ Status layerNorm(Context &ctx, int64_t rows, int64_t cols, const float *x,
     else
       for (int64_t i = 0; i < cols; ++i)
         out[i] = float((in[i] - mu) * rstd) * scale[i];
+    runEpilogue(fusion, r * cols, (r + 1) * cols);
   }
   return Status();
 }

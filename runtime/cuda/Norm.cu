@@ -428,6 +428,17 @@ Status momentPartials(CudaContext &ctx, const char *site, bool last, int64_t n, 
   return checkLaunch(site, "batchNormPartialKernel");
 }
 
+/// The CUDA norms take no generated range functions (host code): the
+/// generated program launches a fused norm's prologue and epilogue kernels
+/// around the norm's own.
+Status refuseFusion(const char *kernel, const ::trainc::rt::NormFusion *fusion) {
+  if (fusion && (fusion->prologue || fusion->epilogue))
+    return Status::error(std::string(kernel) +
+                         ": the CUDA target runs a norm's prologue and epilogue as kernels of "
+                         "their own, not as host functions");
+  return Status();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -438,9 +449,10 @@ Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
                           int64_t spatial, const float *x, const float *scale,
                           const float *bias, const float *mean,
                           const float *var, float epsilon, float *y,
-                          bool channelsLast) {
+                          bool channelsLast, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormInference";
+  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
@@ -462,9 +474,11 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                          const float *bias, const float *runningMean,
                          const float *runningVar, const float *mask,
                          float epsilon, float momentum, float *y,
-                         float *newMean, float *newVar, bool channelsLast) {
+                         float *newMean, float *newVar, bool channelsLast,
+                         const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormTraining";
+  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
@@ -496,9 +510,10 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                          int64_t spatial, const float *x, const float *scale,
                          const float *dy, const float *mask, float epsilon,
                          float *dx, float *dscale, float *dbias,
-                         bool channelsLast) {
+                         bool channelsLast, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormBackward";
+  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
@@ -536,9 +551,10 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
 
 Status layerNormBackward(Context &ctxBase, int64_t rows, int64_t cols, const float *x,
                          const float *scale, const float *dy, float epsilon, float *dx,
-                         float *dscale, float *dbias) {
+                         float *dscale, float *dbias, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "layerNormBackward";
+  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
@@ -563,9 +579,10 @@ Status layerNormBackward(Context &ctxBase, int64_t rows, int64_t cols, const flo
 
 Status layerNorm(Context &ctxBase, int64_t rows, int64_t cols, const float *x,
                  const float *scale, const float *bias, float epsilon,
-                 float *y) {
+                 float *y, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "layerNorm";
+  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(

@@ -73,6 +73,22 @@ struct GemmEpilogue {
   const void *env = nullptr;
 };
 
+/// The pointwise ops a normalization kernel runs around itself (a tc.fused
+/// group that a norm heads), on the CPU: before it reads a plane (batch
+/// norm: one sample's channel, [n, c, spatial]) or a row (layer norm) of
+/// its streamed operand (a forward norm's input, a backward norm's result
+/// gradient), `prologue` writes it; after it wrote that plane or row of its
+/// first result, `epilogue` finishes it. Both take linear indices of the
+/// tensors as stored (channels-last: the whole tensor, before and after).
+/// The CUDA target refuses them (the generated code launches its kernels
+/// around the norm's).
+struct NormFusion {
+  ElementRangeFn prologue = nullptr;
+  const void *prologueEnv = nullptr;
+  ElementRangeFn epilogue = nullptr;
+  const void *epilogueEnv = nullptr;
+};
+
 /// The DType of a storage type, for the mixed-precision overloads.
 template <typename T> struct ElementType;
 template <> struct ElementType<float> { static constexpr DType value = DType::F32; };

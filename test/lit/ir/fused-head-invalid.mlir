@@ -54,3 +54,60 @@ func.func @matmul_not_first(%x: tensor<8x64xf32>, %w: tensor<64x64xf32>) -> tens
   }
   return %0 : tensor<8x64xf32>
 }
+
+// -----
+
+// A normalization head reads the value its prologue computes from memory:
+// the group must yield it.
+func.func @prologue_not_kept(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>) -> tensor<2x3x8xf32> {
+  %0 = tc.fused "exp_layer_norm" (%x, %g) : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32> {
+  ^bb0(%a: tensor<2x3x8xf32>, %b: tensor<8xf32>):
+    %e = tc.exp %a : tensor<2x3x8xf32>
+    // expected-error @+1 {{heading a tc.fused group reads a value its prologue computes from memory: the group must yield it}}
+    %n = tc.layer_norm %e, %b {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
+    tc.yield %n : tensor<2x3x8xf32>
+  }
+  return %0 : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Only the streamed operand (here the input) may come from the prologue.
+func.func @scale_from_prologue(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %0:2 = tc.fused "layer_norm" (%x, %g) : (tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  ^bb0(%a: tensor<2x3x8xf32>, %b: tensor<8xf32>):
+    %e = tc.exp %a : tensor<2x3x8xf32>
+    // expected-error @+1 {{heading a tc.fused group reads its operands but the streamed one from the group's inputs}}
+    %n = tc.layer_norm %a, %e {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+    tc.yield %n, %e : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+  }
+  return %0#0, %0#1 : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// -----
+
+// A batch norm's statistics are results, not values its epilogue reads.
+func.func @statistic_read(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0:3 = tc.fused "batch_norm_add" (%x, %g, %b, %m, %v) : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>) {
+  ^bb0(%a0: tensor<2x4x3x3xf32>, %a1: tensor<4xf32>, %a2: tensor<4xf32>, %a3: tensor<4xf32>, %a4: tensor<4xf32>):
+    // expected-error @+1 {{heading a tc.fused group: its result 1 is read inside the group (only its first is)}}
+    %y, %rm, %rv = tc.batch_norm %a0, %a1, %a2, %a3, %a4 {training = true} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+    %s = tc.add %y, %rm : (tensor<2x4x3x3xf32>, tensor<4xf32>) -> tensor<2x4x3x3xf32>
+    tc.yield %s, %rm, %rv : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1, %0#2 : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The group's first result has its iteration shape, not a statistic's.
+func.func @statistic_first(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>) -> (tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{yields a normalization's statistics first}}
+  %0:3 = tc.fused "batch_norm_relu" (%x, %g, %b, %m, %v) : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>) {
+  ^bb0(%a0: tensor<2x4x3x3xf32>, %a1: tensor<4xf32>, %a2: tensor<4xf32>, %a3: tensor<4xf32>, %a4: tensor<4xf32>):
+    %y, %rm, %rv = tc.batch_norm %a0, %a1, %a2, %a3, %a4 {training = true} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+    %r = tc.relu %y : tensor<2x4x3x3xf32>
+    tc.yield %rm, %r, %rv : tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1, %0#2 : tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>
+}
