@@ -21,6 +21,13 @@ LogicalResult BufferBinding::bindResults(Operation *op, std::string &body, Value
       return op->emitError("codegen does not support element type ")
              << cast<ShapedType>(result.getType()).getElementType() << " yet";
     int64_t offset = offsets[result.getResultNumber()];
+    if (offset < 0 && direct.count(result)) {
+      std::string name = "t" + std::to_string(names.size());
+      names[result] = name;
+      body += "  " + cType(result.getType()) + " *" + name + " = " + direct.lookup(result) +
+              "; // " + shapeText(shapeOf(result)) + ", written straight to the output\n";
+      continue;
+    }
     if (offset >= 0) {
       std::string name = "t" + std::to_string(names.size());
       names[result] = name;

@@ -30,7 +30,13 @@ public:
   void clear() {
     names.clear();
     inPlaceResults.clear();
+    direct.clear();
   }
+  /// Places `v`, a result the plan gave no buffer (tc::isPlacedOutput), at
+  /// the C++ expression `dst`: the output's buffer, which its op writes.
+  void placeAt(mlir::Value v, std::string dst) { direct[v] = std::move(dst); }
+  /// Whether `v` was placed by placeAt.
+  bool placed(mlir::Value v) const { return direct.count(v); }
   /// Binds `v` to the C++ expression `name`.
   void bind(mlir::Value v, std::string name) { names[v] = std::move(name); }
   /// The C++ expression of `v` ("" if it has none).
@@ -40,6 +46,7 @@ public:
 
   /// Binds the results of `op` (its planned offsets checked): a result with
   /// an arena offset is declared in `body` as a pointer into the arena; one
+  /// placed by placeAt gets its expression; one
   /// without gets the pointer of the operand it replaces or views, or of
   /// `accumulator` (a GEMM that accumulates into it; null otherwise).
   mlir::LogicalResult bindResults(mlir::Operation *op, std::string &body,
@@ -48,6 +55,7 @@ public:
 private:
   llvm::DenseMap<mlir::Value, std::string> names;
   llvm::DenseSet<mlir::Value> inPlaceResults;
+  llvm::DenseMap<mlir::Value, std::string> direct;
 };
 
 } // namespace trainc::codegen

@@ -250,6 +250,7 @@ FailureOr<ProgramEmitter::Emitted> ProgramEmitter::emitFunction(func::FuncOp fun
     return failure();
   if (tables && inputs != tables->inputs)
     return func.emitError("the inputs differ from @train_step's");
+  placeOutputs(func);
   for (Operation &op : func.getBody().front())
     if (failed(emitOp(&op)))
       return failure();
@@ -564,6 +565,31 @@ LogicalResult ProgramEmitter::emitOp(Operation *op) {
   return emitLibraryCall(op);
 }
 
+/// Where output `k` of the function goes: a forward output, the loss or the
+/// per-sample losses (empty for a parameter or state update).
+std::string ProgramEmitter::outputBuffer(func::FuncOp func, unsigned k, Type type) {
+  std::string t = cType(type);
+  auto update = func.getResultAttrOfType<FlatSymbolRefAttr>(k, tc::kUpdateAttrName);
+  auto stateUpdate = func.getResultAttrOfType<StringAttr>(k, tc::kStateUpdateAttrName);
+  if (!trainRole)
+    return "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
+  if (k == 0 && !update && !stateUpdate) // a pipeline stage may have no loss
+    return "static_cast<" + t + " *>(args.loss)";
+  if (func.getResultAttr(k, tc::kSampleLossesAttrName))
+    return "static_cast<" + t + " *>(args.sampleLosses)";
+  return "";
+}
+
+void ProgramEmitter::placeOutputs(func::FuncOp func) {
+  // An output its op writes straight into the output's buffer (the plan
+  // gave it no arena space): no copy at the end.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+    if (auto result = dyn_cast<OpResult>(v); result && tc::isPlacedOutput(result))
+      if (std::string dst = outputBuffer(func, k, v.getType()); !dst.empty())
+        buffers.placeAt(v, dst);
+}
+
 LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
   auto func = op->getParentOfType<func::FuncOp>();
   body += "  // outputs\n";
@@ -571,16 +597,17 @@ LogicalResult ProgramEmitter::emitReturn(func::ReturnOp op) {
     auto name = func.getResultAttrOfType<StringAttr>(k, tc::kOutputAttrName);
     std::string outName = name ? name.getValue().str() : "output" + std::to_string(k);
     std::string t = cType(v.getType());
-    std::string dst;
+    std::string dst = outputBuffer(func, k, v.getType());
     auto update = func.getResultAttrOfType<FlatSymbolRefAttr>(k, tc::kUpdateAttrName);
     auto stateUpdate = func.getResultAttrOfType<StringAttr>(k, tc::kStateUpdateAttrName);
-    if (!trainRole) {
+    if (!trainRole)
       outputs.emplace_back(outName, v.getType());
-      dst = "static_cast<" + t + " *>(args.outputs[" + std::to_string(k) + "])";
-    } else if (k == 0 && !update && !stateUpdate) { // a pipeline stage may have no loss
-      dst = "static_cast<" + t + " *>(args.loss)";
-    } else if (func.getResultAttr(k, tc::kSampleLossesAttrName)) {
-      dst = "static_cast<" + t + " *>(args.sampleLosses)";
+    if (buffers.placed(v)) {
+      body += commentLine("'" + outName + "' was written there by its op", "  ");
+      continue;
+    }
+    if (!dst.empty()) {
+      // the output's buffer
     } else if (update) {
       // In place: every read of the old value happened before the return.
       dst = "static_cast<" + t + " *>(args.params[" +

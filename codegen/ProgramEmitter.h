@@ -198,6 +198,12 @@ private:
   LogicalResult emitReduce(Operation *op, ArrayRef<int64_t> axes, StringRef kind);
   LogicalResult emitLoss(Operation *op);
   LogicalResult emitReturn(mlir::func::ReturnOp op);
+  /// The buffer of output `k` of `func` (a forward output, the loss, the
+  /// per-sample losses), or "" (a parameter or state update).
+  std::string outputBuffer(mlir::func::FuncOp func, unsigned k, mlir::Type type);
+  /// Places each output that an op of `func` computes in its output buffer
+  /// (BufferBinding::placeAt), so that no copy ends the function.
+  void placeOutputs(mlir::func::FuncOp func);
   /// tc.send and tc.recv: an entry of the links table and the statement of
   /// the links function that writes where the tensor lives; before the
   /// first received gradient, kBackwardMarker.

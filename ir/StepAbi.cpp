@@ -79,4 +79,18 @@ Precision modulePrecision(ModuleOp module) {
   return Precision::Fp32;
 }
 
+bool isPlacedOutput(OpResult result) {
+  auto func = dyn_cast<func::FuncOp>(result.getOwner()->getParentOp());
+  if (!func || viewSource(result) || replacedOperand(result) ||
+      isa<AllReduceOp>(result.getOwner()))
+    return false;
+  auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (!ret || llvm::count(ret.getOperands(), result) != 1)
+    return false;
+  unsigned slot = llvm::find(ret.getOperands(), result) - ret.getOperands().begin();
+  return func.getResultAttr(slot, kOutputAttrName) && !func.getResultAttr(slot, kUpdateAttrName) &&
+         !func.getResultAttr(slot, kStateUpdateAttrName) &&
+         !llvm::any_of(result.getUsers(), [](Operation *user) { return isa<SendOp>(user); });
+}
+
 } // namespace trainc::tc

@@ -46,6 +46,14 @@ mlir::BlockArgument getOrAddHyper(mlir::func::FuncOp func, Hyper hyper);
 mlir::BlockArgument addState(mlir::func::FuncOp func, mlir::Type type, StateRole role,
                              llvm::StringRef param = {}, std::optional<float> init = {});
 
+/// Whether `result` is a function output its op writes directly into the
+/// output's buffer (the loss, the per-sample losses, a forward output):
+/// returned once, in a named slot (tc.output) that is no parameter or state
+/// update, and
+/// neither a view nor an in-place update. The memory plan gives it no arena
+/// space and the generated function copies nothing at its end.
+bool isPlacedOutput(mlir::OpResult result);
+
 /// The optimizer @train_step updates with (tc.optimizer), if the optimizer
 /// phase ran; the mixed precision of the module (tc.precision, fp32 when
 /// absent).

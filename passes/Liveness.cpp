@@ -2,6 +2,8 @@
 
 #include "passes/Liveness.h"
 
+#include "ir/StepAbi.h"
+
 #include "ir/TcAttrs.h"
 #include "runtime/include/trainc_rt/defaults.h"
 #include "ir/TcOps.h"
@@ -148,6 +150,8 @@ BufferLiveness::BufferLiveness(Operation *op) {
       }
       if (isa<tc::ConstantOp>(inner))
         continue; // constants live with the parameters
+      if (tc::isPlacedOutput(result))
+        continue; // in the output's buffer
       owner[result] = lives.size();
       lives.push_back({result, tensorBytes(result.getType()), index, index});
     }

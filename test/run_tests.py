@@ -13,7 +13,8 @@ pipeline (pipeline-parallel trainers under mpirun against gradient accumulation)
 pbt (population-based training: exploit copies, kills and reruns, --until-step),
 async (asynchronous SGD: Hogwild! workers, the MPI parameter server),
 kfac (K-FAC's factors, inverses and updates against float64),
-profile (the trainer's --profile: its window, table, trace and costs),
+profile (the trainer's --profile: its window, table, trace and costs), fusion
+(normalization groups against --fuse=none, bit for bit; what fuses),
 conformance (the ONNX backend node tests on the CPU target),
 models (torchvision and Hugging Face models: gradients of one step against
 PyTorch float64, predict, SGD export in ONNX Runtime), fuzz (every libFuzzer
@@ -143,6 +144,10 @@ def run_profile():
     return run_python_suite(os.path.join(ROOT, "test", "train", "check_profile.py"), "profile")
 
 
+def run_fusion():
+    return run_python_suite(os.path.join(ROOT, "test", "train", "check_fusion.py"), "fusion")
+
+
 def run_nan():
     return run_python_suite(os.path.join(ROOT, "test", "nan", "check_nan.py"), "nan")
 
@@ -197,6 +202,7 @@ def main():
                      ("recipes", run_recipes), ("samples", run_samples),
                      ("pipeline", run_pipeline), ("pbt", run_pbt),
                      ("async", run_async), ("kfac", run_kfac), ("profile", run_profile),
+                     ("fusion", run_fusion),
                      ("nan", run_nan),
                      ("conformance", run_conformance), ("models", run_models),
                      ("fuzz", run_fuzz)):
