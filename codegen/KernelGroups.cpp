@@ -554,7 +554,7 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   if (product) {
     // The GEMM's element, read before anything writes it.
     code += "  const float p = " + outputName(productOutput) + "[i]; // " +
-            (tc::isNormHead(product.getDefiningOp()) ? "the norm's value" : "the product") +
+            (tc::isNormHead(product.getDefiningOp()) ? "the call's value" : "the product") +
             "\n";
     element[product] = "p";
   }
@@ -581,8 +581,8 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
   if (product)
     comment.push_back(opComment(product.getDefiningOp()) +
                       (tc::isNormHead(product.getDefiningOp())
-                           ? " (the norm; this kernel finishes each plane or row of its "
-                             "output in place, right after the norm wrote it)"
+                           ? " (the library call; this kernel finishes each plane or row of "
+                             "its output in place, right after the call wrote it)"
                            : " (the GEMM; this kernel finishes its output in place)"));
   int64_t shown = 0, computed = 0;
   std::string stores;
@@ -813,8 +813,9 @@ LogicalResult ProgramEmitter::emitNormGroup(tc::FusedOp fused, Operation *head) 
     return "";
   };
   SmallVector<Operation *> prologue, epilogue;
+  // Splat constants are literals wherever they are read.
   for (Operation &op : block.without_terminator())
-    if (&op != head)
+    if (&op != head && !tc::isSplatConstant(&op))
       (op.isBeforeInBlock(head) ? prologue : epilogue).push_back(&op);
   Value product = head->getResult(0);
   std::string productPtr = pointer(product);
@@ -907,8 +908,8 @@ LogicalResult ProgramEmitter::emitNormPart(tc::FusedOp fused, Operation *head,
   std::string note =
       isEpilogue ? ""
                  : "the prologue of " + opComment(head) +
-                       ": the norm runs it on each plane or row of its operand right before "
-                       "reading it";
+                       ": the library call runs it on each plane or row of its operand right "
+                       "before reading it";
   if (failed(emitGroup(fused, ops, inputs, inputPtrs, outputs, outputPtrs, what,
                        isEpilogue ? product : Value(), host, &part.kernel, note)))
     return failure();

@@ -94,22 +94,8 @@ LogicalResult ProgramEmitter::emitLibraryCall(Operation *op) {
         return success();
       })
       .Case<tc::BatchNormOp, tc::BatchNormBackwardOp, tc::LayerNormOp,
-            tc::LayerNormBackwardOp>([&](Operation *o) {
+            tc::LayerNormBackwardOp, tc::SoftmaxOp, tc::LogSoftmaxOp>([&](Operation *o) {
         emitNormCall(o, [&](Value v) { return ptr(v); }, "");
-        return success();
-      })
-      .Case<tc::SoftmaxOp, tc::LogSoftmaxOp>([&](Operation *o) {
-        int64_t axis = o->getAttrOfType<IntegerAttr>("axis").getInt();
-        ArrayRef<int64_t> s = shapeOf(o->getOperand(0));
-        int64_t outer = 1, inner = 1;
-        for (int64_t d = 0; d < axis; ++d)
-          outer *= s[d];
-        for (size_t d = axis + 1; d < s.size(); ++d)
-          inner *= s[d];
-        call("tk::softmax(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) +
-             ", " + std::to_string(inner) + ", " + ptr(o->getOperand(0)) + ", " +
-             ptr(o->getResult(0)) + ", " +
-             (isa<tc::LogSoftmaxOp>(o) ? "true" : "false") + ")");
         return success();
       })
       .Case([&](tc::ReduceSumOp o) { return emitReduce(o, o.getAxes(), "Sum"); })
@@ -194,6 +180,20 @@ void ProgramEmitter::emitNormCall(Operation *op, llvm::function_ref<std::string(
     call("tk::layerNorm(ctx, " + layerNormDims(o.getInput(), o.getAxis()) + ", " +
          pointer(o.getInput()) + ", " + pointer(o.getScale()) + ", " + optional(o.getBias()) +
          ", " + literal(o.getEpsilon().convertToFloat(), true) + ", " + pointer(o.getResult()) +
+         tail);
+    return;
+  }
+  if (isa<tc::SoftmaxOp, tc::LogSoftmaxOp>(op)) {
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    ArrayRef<int64_t> s = shapeOf(op->getOperand(0));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= s[d];
+    for (size_t d = axis + 1; d < s.size(); ++d)
+      inner *= s[d];
+    call("tk::softmax(ctx, " + std::to_string(outer) + ", " + std::to_string(s[axis]) + ", " +
+         std::to_string(inner) + ", " + pointer(op->getOperand(0)) + ", " +
+         pointer(op->getResult(0)) + ", " + (isa<tc::LogSoftmaxOp>(op) ? "true" : "false") +
          tail);
     return;
   }

@@ -34,7 +34,8 @@ bool tc::isEpilogueHead(Operation *op) {
 }
 
 bool tc::isNormHead(Operation *op) {
-  if (!isa<BatchNormOp, LayerNormOp, BatchNormBackwardOp, LayerNormBackwardOp>(op))
+  if (!isa<BatchNormOp, LayerNormOp, BatchNormBackwardOp, LayerNormBackwardOp, SoftmaxOp,
+           LogSoftmaxOp>(op))
     return false;
   auto f32 = [](Type t) { return cast<RankedTensorType>(t).getElementType().isF32(); };
   if (!llvm::all_of(op->getOperandTypes(), f32) || !llvm::all_of(op->getResultTypes(), f32))
@@ -51,7 +52,7 @@ Value tc::streamedOperand(Operation *normHead) {
     return bn.getResultGrad();
   if (auto ln = dyn_cast<LayerNormBackwardOp>(normHead))
     return ln.getResultGrad();
-  return normHead->getOperand(0); // the input of tc.batch_norm, tc.layer_norm
+  return normHead->getOperand(0); // the input of the forward norms and softmaxes
 }
 
 Operation *tc::groupHead(Block &block) {

@@ -208,15 +208,15 @@ bool isFusible(mlir::Operation *op);
 bool isEpilogueHead(mlir::Operation *op);
 /// Whether an op may head a tc.fused group as its normalization: an f32
 /// tc.batch_norm (in inference mode only when nothing reads its statistics
-/// results), tc.layer_norm, tc.batch_norm_backward or
-/// tc.layer_norm_backward. The runtime's kernel runs the group's pointwise
+/// results), tc.layer_norm, tc.batch_norm_backward, tc.layer_norm_backward,
+/// tc.softmax or tc.log_softmax. The runtime's kernel runs the group's pointwise
 /// ops before it (the prologue, which computes its streamed operand) and
 /// after it (the epilogue, which finishes its result) on each plane or row
 /// it reads or writes, while that is in cache.
 bool isNormHead(mlir::Operation *op);
 /// The operand a normalization head reads plane by plane or row by row,
-/// which a group's prologue may compute: the input of a forward norm, the
-/// result gradient of a backward one.
+/// which a group's prologue may compute: the input of a forward norm or a
+/// softmax, the result gradient of a backward norm.
 mlir::Value streamedOperand(mlir::Operation *normHead);
 /// The library op heading a tc.fused group (a GEMM or a normalization), or
 /// null.

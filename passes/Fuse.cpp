@@ -1,8 +1,9 @@
 //===- Fuse.cpp - group chains of pointwise ops into tc.fused kernels -----===//
 //
 // One walk over each function in order. Every fusible op either joins the
-// open groups of its producers that compute its shape (merging them) or
-// starts a group. A group is open while no op outside it has read one of its
+// open groups of its producers that compute its shape (merging them), or an
+// open group of its shape that reads one of its operands too, or starts a
+// group. A group is open while no op outside it has read one of its
 // values: then every op after the group's first member that the group does
 // not contain either precedes all uses of the group's values or does not
 // touch them, so the group can be emitted at its last member without
@@ -114,6 +115,12 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
           groups[g].open = false;
       if (!fusible)
         continue;
+      if (std::optional<unsigned> sibling = openSibling(&op, groups, groupOf);
+          sibling && !llvm::is_contained(accepted, *sibling) &&
+          total + groups[*sibling].ops.size() <= static_cast<size_t>(maxOps)) {
+        accepted.push_back(*sibling);
+        total += groups[*sibling].ops.size();
+      }
       if (accepted.empty()) {
         groupOf[&op] = groups.size();
         groups.push_back({{&op}});
@@ -148,6 +155,28 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
         dead.push_back(constant);
     for (Operation *op : dead)
       op->erase();
+  }
+
+  /// An open group of `op`'s shape that reads one of `op`'s operands too
+  /// (two kernels over one shape that share an input: the sample weights
+  /// of the loss's terms, the count its mean divides by): `op` joins it,
+  /// and the input is read once. None otherwise.
+  std::optional<unsigned> openSibling(Operation *op, const std::vector<Group> &groups,
+                                      const DenseMap<Operation *, unsigned> &groupOf) {
+    for (Value operand : op->getOperands()) {
+      if (tc::isSplatConstant(operand.getDefiningOp()))
+        continue;
+      for (Operation *reader : operand.getUsers()) {
+        auto it = groupOf.find(reader);
+        if (reader == op || it == groupOf.end())
+          continue;
+        const Group &g = groups[it->second];
+        if (g.open && !g.merged && resultShape(g.ops.front()) == resultShape(op) &&
+            g.ops.front()->isBeforeInBlock(op))
+          return it->second;
+      }
+    }
+    return std::nullopt;
   }
 
   /// Each GEMM (tc::isEpilogueHead) whose value one group (or one pointwise

@@ -5,8 +5,8 @@
 # torchvision 0.20.1 (the zoo's ResNet-18), ONNX Runtime's training package
 # (1.19.2: on-device training API and its artifact generator), onnx and
 # numpy. For bench/train_step.py --venv only;
-# CI never uses it. The CPU-only torch wheel is tried first; plain PyPI's
-# torch (which pulls ~5 GB of CUDA wheels but also runs on the CPU) after.
+# CI never uses it. Everything comes from PyPI alone: its torch pulls ~5 GB
+# of CUDA wheels but runs on the CPU.
 set -euo pipefail
 venv=${1:-/tmp/bench-venv}
 torch=2.5.1
@@ -28,10 +28,8 @@ fi
 /usr/bin/python3 -m venv "$venv"
 pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" --upgrade pip
-"${pip[@]}" --retries 1 --timeout 30 "torch==$torch" "torchvision==$torchvision" \
-  --index-url https://download.pytorch.org/whl/cpu \
-  || "${pip[@]}" "torch==$torch" "torchvision==$torchvision"
-"${pip[@]}" "onnxruntime-training==$ort" "onnx==$onnx" "numpy==$numpy"
+"${pip[@]}" "torch==$torch" "torchvision==$torchvision"
+"${pip[@]}" "onnxruntime-training-cpu==$ort" "onnx==$onnx" "numpy==$numpy"
 if ! check; then
   echo "bench-venv: $venv does not import torch $torch and onnxruntime.training $ort" >&2
   exit 1

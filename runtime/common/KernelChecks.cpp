@@ -90,6 +90,14 @@ Status checkedProduct(const char *kernel, std::initializer_list<int64_t> sizes,
   return Status();
 }
 
+Status checkNoHostFusion(const char *kernel, const NormFusion *fusion) {
+  if (fusion && (fusion->prologue || fusion->epilogue))
+    return Status::error(std::string(kernel) +
+                         ": the CUDA target runs a norm's prologue and epilogue as kernels of "
+                         "their own, not as host functions");
+  return Status();
+}
+
 Status checkBatchNormShape(const char *kernel, int64_t n, int64_t c, int64_t spatial) {
   TRAINC_RETURN_IF_ERROR(
       checkPositive(kernel, {{"n", n}, {"c", c}, {"spatial", spatial}}));

@@ -42,6 +42,11 @@ Status checkReduction(const char *kernel, Reduction reduction);
 /// Batch norm over x [n, c, spatial]: positive sizes whose product fits int64.
 Status checkBatchNormShape(const char *kernel, int64_t n, int64_t c, int64_t spatial);
 
+/// The CUDA target's refusal of a NormFusion's host range functions (the
+/// generated program launches a fused norm's prologue and epilogue kernels
+/// around the library call there).
+Status checkNoHostFusion(const char *kernel, const NormFusion *fusion);
+
 /// The product of `sizes`, failing if it overflows int64.
 Status checkedProduct(const char *kernel, std::initializer_list<int64_t> sizes,
                       int64_t &product);

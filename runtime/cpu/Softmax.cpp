@@ -19,10 +19,27 @@ using namespace ::trainc::rt;
 
 namespace {
 constexpr int64_t kBlock = 64;
+
+
+/// A fused softmax's prologue or epilogue over the elements of one task:
+/// softmaxes [begin, begin + width) of outer slice `o`.
+void overTask(ElementRangeFn fn, const void *env, int64_t o, int64_t axis, int64_t inner,
+              int64_t begin, int64_t width) {
+  if (!fn)
+    return;
+  const int64_t base = o * axis * inner;
+  if (width == inner) {
+    fn(env, base, base + axis * inner);
+    return;
+  }
+  for (int64_t a = 0; a < axis; ++a)
+    fn(env, base + a * inner + begin, base + a * inner + begin + width);
+}
+
 } // namespace
 
 Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
-               const float *x, float *y, bool logSoftmax) {
+               const float *x, float *y, bool logSoftmax, const NormFusion *fusion) {
   (void)ctx;
   const char *kernel = logSoftmax ? "logSoftmax" : "softmax";
   TRAINC_RETURN_IF_ERROR(checkNotNull(kernel, {{"x", x}, {"y", y}}));
@@ -38,6 +55,8 @@ Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
     const int64_t o = t / blocks;
     const int64_t begin = (t % blocks) * kBlock;
     const int64_t width = std::min(kBlock, inner - begin);
+    if (fusion)
+      overTask(fusion->prologue, fusion->prologueEnv, o, axis, inner, begin, width);
     const float *in = x + o * axis * inner + begin;
     float *out = y + o * axis * inner + begin;
     // Subtracting the maximum keeps exp() in (0, 1]: no overflow for large
@@ -80,6 +99,8 @@ Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
         for (int64_t i = 0; i < width; ++i)
           out[a * inner + i] *= scale[i];
     }
+    if (fusion)
+      overTask(fusion->epilogue, fusion->epilogueEnv, o, axis, inner, begin, width);
   }
   return Status();
 }

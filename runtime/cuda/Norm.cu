@@ -428,17 +428,6 @@ Status momentPartials(CudaContext &ctx, const char *site, bool last, int64_t n, 
   return checkLaunch(site, "batchNormPartialKernel");
 }
 
-/// The CUDA norms take no generated range functions (host code): the
-/// generated program launches a fused norm's prologue and epilogue kernels
-/// around the norm's own.
-Status refuseFusion(const char *kernel, const ::trainc::rt::NormFusion *fusion) {
-  if (fusion && (fusion->prologue || fusion->epilogue))
-    return Status::error(std::string(kernel) +
-                         ": the CUDA target runs a norm's prologue and epilogue as kernels of "
-                         "their own, not as host functions");
-  return Status();
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -452,7 +441,7 @@ Status batchNormInference(Context &ctxBase, int64_t n, int64_t c,
                           bool channelsLast, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormInference";
-  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNoHostFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
@@ -478,7 +467,7 @@ Status batchNormTraining(Context &ctxBase, int64_t n, int64_t c,
                          const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormTraining";
-  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNoHostFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(
@@ -513,7 +502,7 @@ Status batchNormBackward(Context &ctxBase, int64_t n, int64_t c,
                          bool channelsLast, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "batchNormBackward";
-  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNoHostFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkBatchNormShape(kernel, n, c, spatial));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
@@ -554,7 +543,7 @@ Status layerNormBackward(Context &ctxBase, int64_t rows, int64_t cols, const flo
                          float *dscale, float *dbias, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "layerNormBackward";
-  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNoHostFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(kernel, {{"x", x},
@@ -582,7 +571,7 @@ Status layerNorm(Context &ctxBase, int64_t rows, int64_t cols, const float *x,
                  float *y, const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = "layerNorm";
-  TRAINC_RETURN_IF_ERROR(refuseFusion(kernel, fusion));
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNoHostFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(
       ::trainc::rt::checkPositive(kernel, {{"rows", rows}, {"cols", cols}}));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNotNull(

@@ -119,9 +119,11 @@ __global__ void reduceColumnsKernel(ReduceKind kind, int64_t outer,
 /// most of the GPU idle in the column kernel; model shapes do not hit this
 /// (attention and classifier softmaxes are over the last axis).
 Status softmax(Context &ctxBase, int64_t outer, int64_t axis, int64_t inner,
-               const float *x, float *y, bool logSoftmax) {
+               const float *x, float *y, bool logSoftmax,
+               const ::trainc::rt::NormFusion *fusion) {
   CudaContext &ctx = asCuda(ctxBase);
   const char *kernel = logSoftmax ? "logSoftmax" : "softmax";
+  TRAINC_RETURN_IF_ERROR(::trainc::rt::checkNoHostFusion(kernel, fusion));
   TRAINC_RETURN_IF_ERROR(::trainc::rt::checkPositive(
       kernel, {{"outer", outer}, {"axis", axis}, {"inner", inner}}));
   TRAINC_RETURN_IF_ERROR(

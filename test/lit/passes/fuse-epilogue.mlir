@@ -90,25 +90,27 @@ func.func @two_products(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %w2: tensor
 
 // -----
 
-// Must not fire: two groups read the product; a product broadcast into a
-// larger group ([1,64] into [8,64]); a product only a library op reads; a
-// group with no f32 result to compute in; a scaled ONNX Gemm (alpha 0.5).
+// Must not fire: two groups (of two shapes) read the product; a product
+// broadcast into a larger group ([1,64] into [8,64]); a product only a
+// library op reads; a group with no f32 result to compute in; a scaled ONNX
+// Gemm (alpha 0.5).
 // CHECK-LABEL: func.func @no_epilogue
 // CHECK-COUNT-4: tc.matmul
 // CHECK: tc.gemm
 // CHECK-NOT: "matmul_
 func.func @no_epilogue(%x: tensor<8x32xf32>, %w: tensor<32x64xf32>, %r: tensor<1x32xf32>,
-                       %y: tensor<8x64xf32>, %w2: tensor<64x32xf32>)
-    -> (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<8x64xi1>, tensor<8x64xf32>) {
+                       %y: tensor<8x64xf32>, %w2: tensor<64x32xf32>, %z: tensor<8x64xf32>,
+                       %t: tensor<2x8x64xf32>)
+    -> (tensor<8x64xf32>, tensor<2x8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<8x64xi1>, tensor<8x64xf32>) {
   %0 = tc.matmul %x, %w : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
   %1 = tc.exp %0 : tensor<8x64xf32>
-  %2 = tc.neg %0 : tensor<8x64xf32>
+  %2 = tc.add %0, %t : (tensor<8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   %3 = tc.matmul %r, %w : (tensor<1x32xf32>, tensor<32x64xf32>) -> tensor<1x64xf32>
   %4 = tc.add %y, %3 : (tensor<8x64xf32>, tensor<1x64xf32>) -> tensor<8x64xf32>
   %5 = tc.matmul %x, %w : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
   %6 = tc.reduce_sum %5 {axes = array<i64: 0>, keepdims = false} : (tensor<8x64xf32>) -> tensor<64xf32>
   %7 = tc.matmul %x, %w : (tensor<8x32xf32>, tensor<32x64xf32>) -> tensor<8x64xf32>
-  %8 = tc.greater %7, %y : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xi1>
+  %8 = tc.greater %7, %z : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xi1>
   %9 = tc.gemm %x, %w2 {alpha = 5.000000e-01 : f32, trans_b = true} : (tensor<8x32xf32>, tensor<64x32xf32>) -> tensor<8x64xf32>
-  return %1, %2, %4, %6, %8, %9 : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<8x64xi1>, tensor<8x64xf32>
+  return %1, %2, %4, %6, %8, %9 : tensor<8x64xf32>, tensor<2x8x64xf32>, tensor<8x64xf32>, tensor<64xf32>, tensor<8x64xi1>, tensor<8x64xf32>
 }

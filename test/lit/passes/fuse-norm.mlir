@@ -78,20 +78,20 @@ func.func @add_layer_norm(%h: tensor<2x3x8xf32>, %a: tensor<2x3x8xf32>, %g: tens
 // CHECK: tc.batch_norm
 // CHECK-NEXT: tc.relu
 // CHECK: tc.add
-// CHECK-NEXT: tc.softmax
+// CHECK-NEXT: tc.reduce_sum
 // CHECK-NEXT: tc.layer_norm
 // CHECK: tc.layer_norm {{.*}} -> tensor<2x3x8xbf16>
 // CHECK-NEXT: tc.neg
 // CHECK-NOT: tc.fused
-func.func @not_heads(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %h: tensor<2x3x8xf32>, %lg: tensor<8xf32>, %hb: tensor<2x3x8xbf16>, %lgb: tensor<8xbf16>) -> (tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xbf16>) {
+func.func @not_heads(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %h: tensor<2x3x8xf32>, %lg: tensor<8xf32>, %hb: tensor<2x3x8xbf16>, %lgb: tensor<8xbf16>) -> (tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>, tensor<2x3x1xf32>, tensor<2x3x8xf32>, tensor<2x3x8xbf16>) {
   %y, %rm, %rv = tc.batch_norm %x, %g, %b, %m, %v {training = true} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   %r = tc.relu %y : tensor<2x4x3x3xf32>
   %s = tc.add %h, %h : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
-  %e = tc.softmax %s {axis = 2 : i64} : tensor<2x3x8xf32>
+  %e = tc.reduce_sum %s {axes = array<i64: 2>, keepdims = true} : (tensor<2x3x8xf32>) -> tensor<2x3x1xf32>
   %n = tc.layer_norm %s, %lg {axis = 2 : i64} : (tensor<2x3x8xf32>, tensor<8xf32>) -> tensor<2x3x8xf32>
   %nb = tc.layer_norm %hb, %lgb {axis = 2 : i64} : (tensor<2x3x8xbf16>, tensor<8xbf16>) -> tensor<2x3x8xbf16>
   %q = tc.neg %nb : tensor<2x3x8xbf16>
-  return %y, %r, %e, %n, %q : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xbf16>
+  return %y, %r, %e, %n, %q : tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>, tensor<2x3x1xf32>, tensor<2x3x8xf32>, tensor<2x3x8xbf16>
 }
 
 // -----
@@ -114,4 +114,22 @@ func.func @stats_read(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf
   %n = tc.neg %rm2 : tensor<4xf32>
   %r2 = tc.relu %y2 : tensor<2x4x3x3xf32>
   return %r, %rm, %r2, %n, %rv2 : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A softmax heads the pointwise ops around it too: the scaled scores are
+// its prologue (a result: it reads them twice), the loss gradient's
+// (softmax - one-hot) its epilogue, on each row.
+// CHECK-LABEL: func.func @softmax_head
+// CHECK: tc.fused "mul_softmax_sub"(%arg0, %arg1, %arg2)
+// CHECK: %[[S:.*]] = tc.mul
+// CHECK-NEXT: %[[P:.*]] = tc.softmax %[[S]]
+// CHECK-NEXT: %[[D:.*]] = tc.sub %[[P]]
+// CHECK-NEXT: tc.yield %[[S]], %[[D]]
+func.func @softmax_head(%x: tensor<4x10xf32>, %scale: tensor<f32>, %onehot: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %s = tc.mul %x, %scale : (tensor<4x10xf32>, tensor<f32>) -> tensor<4x10xf32>
+  %p = tc.softmax %s {axis = 1 : i64} : tensor<4x10xf32>
+  %d = tc.sub %p, %onehot : (tensor<4x10xf32>, tensor<4x10xf32>) -> tensor<4x10xf32>
+  return %d : tensor<4x10xf32>
 }

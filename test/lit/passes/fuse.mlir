@@ -114,3 +114,35 @@ func.func @merge_groups(%x: tensor<4x8xf32>, %v: tensor<8xf32>, %key: tensor<2xi
   %4 = tc.add %1, %3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   return %4 : tensor<4x8xf32>
 }
+
+// -----
+
+// Siblings: two kernels of one shape that read one input (a loss's terms
+// weighted by the same sample weights) are one group with two results; an
+// op of another shape, or one whose sibling group was already read, starts
+// its own.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[G:.*]]:2 = tc.fused "mul_equal_not_cast"(%arg0, %arg2, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tc.mul
+// CHECK-NEXT: tc.constant
+// CHECK-NEXT: tc.equal
+// CHECK-NEXT: tc.not
+// CHECK-NEXT: tc.cast
+// CHECK-NEXT: tc.mul
+// CHECK-NEXT: tc.yield
+// CHECK: tc.reduce_sum %[[G]]#0
+// CHECK-NEXT: tc.exp %arg2
+// CHECK-NEXT: tc.neg %arg3
+func.func @siblings(%loss: tensor<8xf32>, %labels: tensor<8xi64>, %w: tensor<8xf32>, %v: tensor<2x8xf32>) -> (tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<2x8xf32>) {
+  %0 = tc.mul %loss, %w : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %ignore = tc.constant dense<-100> : tensor<i64>
+  %1 = tc.equal %labels, %ignore : (tensor<8xi64>, tensor<i64>) -> tensor<8xi1>
+  %2 = tc.not %1 : tensor<8xi1>
+  %3 = tc.cast %2 {to = f32} : (tensor<8xi1>) -> tensor<8xf32>
+  %4 = tc.mul %3, %w : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %5 = tc.reduce_sum %0 {axes = array<i64: 0>, keepdims = false} : (tensor<8xf32>) -> tensor<f32>
+  %6 = tc.exp %w : tensor<8xf32>
+  %7 = tc.neg %v : tensor<2x8xf32>
+  return %5, %4, %6, %7 : tensor<f32>, tensor<8xf32>, tensor<8xf32>, tensor<2x8xf32>
+}
