@@ -12,7 +12,8 @@ namespace {
 
 /// The field's rows through its transform: the file's rows of each run of
 /// consecutive samples, then one sample at a time into `out`.
-Status fillTransformed(const BatchField &f, const int64_t *order, int64_t first, int64_t count,
+Status fillTransformed(const BatchField &f, uint64_t fileBytes, const int64_t *order,
+                       int64_t first, int64_t count,
                        char *out, int64_t epoch) {
   const SampleTransform &t = *f.transform;
   std::vector<unsigned char> rows;
@@ -21,8 +22,8 @@ Status fillTransformed(const BatchField &f, const int64_t *order, int64_t first,
     while (r + run < count && order[first + r + run] == order[first + r] + run)
       ++run;
     rows.resize(run * t.fileRowBytes);
-    TRAINC_RETURN_IF_ERROR(f.array->readBytes(order[first + r] * t.fileRowBytes,
-                                              run * t.fileRowBytes, rows.data()));
+    TRAINC_RETURN_IF_ERROR(f.array->readBytesOf(fileBytes, order[first + r] * t.fileRowBytes,
+                                                run * t.fileRowBytes, rows.data()));
     for (int64_t k = 0; k < run; ++k) {
       const int64_t sample = order[first + r + k];
       const AugmentDraw draw =
@@ -41,19 +42,24 @@ Status fillBatch(const std::vector<BatchField> &fields, int64_t batch, const int
                  int64_t first, int64_t count, char *dst, int64_t epoch) {
   for (const BatchField &f : fields) {
     char *out = dst + f.offset;
+    // An array read whole at open: its rows are copies, checked against
+    // the file's size once a batch (NpyArray::readBytesOf).
+    uint64_t fileBytes = 0;
+    if (f.array->inMemory())
+      TRAINC_RETURN_IF_ERROR(f.array->fileSize(fileBytes));
     if (f.transform && !f.transform->identity) {
-      TRAINC_RETURN_IF_ERROR(fillTransformed(f, order, first, count, out, epoch));
+      TRAINC_RETURN_IF_ERROR(fillTransformed(f, fileBytes, order, first, count, out, epoch));
       std::memset(out + count * f.rowBytes, 0, (batch - count) * f.rowBytes);
       continue;
     }
-    // One pread per run of consecutive rows: a whole batch without
+    // One read per run of consecutive rows: a whole batch without
     // shuffling, mostly single rows with it.
     for (int64_t r = 0; r < count;) {
       int64_t run = 1;
       while (r + run < count && order[first + r + run] == order[first + r] + run)
         ++run;
-      TRAINC_RETURN_IF_ERROR(f.array->readBytes(order[first + r] * f.rowBytes,
-                                                run * f.rowBytes, out + r * f.rowBytes));
+      TRAINC_RETURN_IF_ERROR(f.array->readBytesOf(fileBytes, order[first + r] * f.rowBytes,
+                                                  run * f.rowBytes, out + r * f.rowBytes));
       r += run;
     }
     std::memset(out + count * f.rowBytes, 0, (batch - count) * f.rowBytes);

@@ -10,7 +10,10 @@
 
 #include "Npy.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -295,6 +298,40 @@ Status NpyArray::open(const std::string &path, NpyArray &result, uint64_t maxFil
   result.elementCount = count;
   result.dataOffset = prefixBytes + headerBytes;
   result.byteCount = dataBytes;
+  if (dataBytes > 0 && dataBytes <= kInMemoryBytes) {
+    std::vector<char> memory(dataBytes);
+    TRAINC_RETURN_IF_ERROR(readAt(result.file, path, result.dataOffset, memory.data(), dataBytes));
+    result.memory = std::move(memory);
+  }
+  return Status();
+}
+
+Status NpyArray::fileSize(uint64_t &size) const {
+  if (!file.valid())
+    return fail(filePath, "read from an array that is not open");
+  struct stat st;
+  if (::fstat(file.fd(), &st) != 0)
+    return Status::error("cannot read " + filePath + ": " + std::strerror(errno));
+  size = static_cast<uint64_t>(st.st_size);
+  return Status();
+}
+
+Status NpyArray::readBytesOf(uint64_t fileBytes, uint64_t offset, uint64_t bytes,
+                             void *dst) const {
+  if (offset > byteCount || bytes > byteCount - offset)
+    return fail(filePath, "reading data bytes [" + std::to_string(offset) + ", " +
+                              std::to_string(offset) + " + " + std::to_string(bytes) +
+                              ") outside the " + std::to_string(byteCount) + " data bytes");
+  if (memory.empty())
+    return readAt(file, filePath, dataOffset + offset, dst, static_cast<size_t>(bytes));
+  // The bytes of the file as it is now: a file cut short since open() is
+  // the error a pread would give, naming the first missing byte.
+  const uint64_t end = dataOffset + offset + bytes;
+  if (bytes > 0 && fileBytes < end)
+    return Status::error(filePath + " was truncated while it was read (byte " +
+                         std::to_string(std::max(fileBytes, dataOffset + offset)) +
+                         " is missing)");
+  std::memcpy(dst, memory.data() + offset, static_cast<size_t>(bytes));
   return Status();
 }
 
@@ -310,7 +347,10 @@ Status NpyArray::readBytes(uint64_t offset, uint64_t bytes, void *dst) const {
     return fail(filePath, "reading data bytes [" + std::to_string(offset) + ", " +
                               std::to_string(offset) + " + " + std::to_string(bytes) +
                               ") outside the " + std::to_string(byteCount) + " data bytes");
-  return readAt(file, filePath, dataOffset + offset, dst, static_cast<size_t>(bytes));
+  uint64_t size = 0;
+  if (!memory.empty())
+    TRAINC_RETURN_IF_ERROR(fileSize(size));
+  return readBytesOf(size, offset, bytes, dst);
 }
 
 Status NpyArray::readRows(int64_t firstRow, int64_t rows, void *dst) const {

@@ -66,6 +66,15 @@ public:
   Status readBytes(uint64_t offset, uint64_t bytes, void *dst) const;
   /// Reads rows [firstRow, firstRow + rows) into `dst` (rows * rowBytes()).
   Status readRows(int64_t firstRow, int64_t rows, void *dst) const;
+  /// An array of at most kInMemoryBytes of data is read whole by open(),
+  /// and reads copy from that: a shuffled batch is then no pread a row. The
+  /// file is still checked: a read of bytes the file no longer holds fails
+  /// as a pread would. readBytes asks the file's size each time;
+  /// readBytesOf takes the size the caller asked (fileSize) for a batch.
+  static constexpr uint64_t kInMemoryBytes = 64ull << 20;
+  bool inMemory() const { return !memory.empty(); }
+  Status fileSize(uint64_t &size) const;
+  Status readBytesOf(uint64_t fileBytes, uint64_t offset, uint64_t bytes, void *dst) const;
   /// Reads the whole array: for small arrays (labels, parameters), never a
   /// sample file of unknown size. `T` must divide the element size.
   template <typename T> Status readAll(std::vector<T> &values) const {
@@ -84,6 +93,8 @@ private:
   int64_t elementCount = 0;
   uint64_t dataOffset = 0;
   size_t byteCount = 0;
+  /// The data, for a small array (kInMemoryBytes).
+  std::vector<char> memory;
 };
 
 /// Writes a .npy file (format 1.0) row block by row block: open() checks the

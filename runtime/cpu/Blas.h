@@ -106,10 +106,12 @@ struct GemmBlocks {
 };
 GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k);
 
-/// Below this many multiply-adds per GEMM, splitting one GEMM over threads
-/// costs more than it gains; a batch of such GEMMs is better spread one
-/// matrix per thread.
-inline constexpr double kSmallGemmMacs = 64.0 * 64.0 * 64.0;
+/// Below this many multiply-adds per GEMM (2M: ~10-20 us on one core),
+/// splitting one GEMM over threads costs more than it gains: waking the team
+/// takes tens of microseconds where the other core sleeps (the digits MLP's
+/// 64x128x64 GEMMs took 70-90 us on two threads, 8-19 us on one). A batch of
+/// such GEMMs is better spread one matrix per thread.
+inline constexpr double kSmallGemmMacs = 128.0 * 128.0 * 128.0;
 
 /// sgemmParallel's blocks: at least kMinGemmBlock rows or columns (a
 /// multiple of 16, which keeps OpenBLAS's micro-kernel tiles full), and at

@@ -266,7 +266,8 @@ TEST_F(NpyTest, ReadsRowsAndRefusesRangesOutsideTheData) {
   EXPECT_EQ(rows[0], 7.0f);
 }
 
-// The data is read with pread, so a file cut short after it was opened is an
+// The data is read with pread (or copied from memory after a check of the
+// file's size), so a file cut short after it was opened is an
 // error naming it ("truncated"), not a SIGBUS as with a mapping.
 TEST_F(NpyTest, FileTruncatedAfterOpenIsAnErrorNamingIt) {
   std::vector<float> values(100 * 4, 1.0f);
