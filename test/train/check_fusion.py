@@ -17,8 +17,8 @@ Usage: check_fusion.py TRAINC WORKDIR
   * what fuses: every batch norm of the conv net's training step that a
     ReLU or a residual add follows heads a group, so does every backward
     batch norm whose gradient a ReLU mask computes, and every layer norm;
-    torchvision's ResNet-18 launches at most 0.62 as many calls a training
-    step fused as unfused (0.79 with GEMM epilogues and pointwise groups
+    torchvision's ResNet-18 launches at most 0.6 as many calls a training
+    step fused as unfused (0.78 with GEMM epilogues and pointwise groups
     alone).
 Prints one line per check and 'N passed, N failed'.
 """
@@ -167,18 +167,25 @@ def calls_per_step(prog):
     return int(m.group(1)) if m else None
 
 
-def check_conv_net(check, trainc, work):
+def model_and_data(build, name, seed, work):
+    """The ONNX file of build() (torch seeded with `seed`) and a data folder
+    of 20 random samples: at batch 8 every third batch is 4 samples and 4
+    masked."""
     import torch
-    torch.manual_seed(0)
-    model, shape = conv_net()
-    onnx = os.path.join(work, "convnet.onnx")
+    torch.manual_seed(seed)
+    model, shape = build()
+    onnx = os.path.join(work, name + ".onnx")
     export(model, shape, onnx)
-    data = os.path.join(work, "conv-data")
+    data = os.path.join(work, name + "-data")
     os.makedirs(data, exist_ok=True)
-    rng = np.random.RandomState(3)
-    # 20 samples at batch 8: every third batch is 4 samples and 4 masked.
+    rng = np.random.RandomState(seed + 3)
     np.save(os.path.join(data, "x.npy"), rng.randn(20, *shape).astype(np.float32))
     np.save(os.path.join(data, "label.npy"), rng.randint(0, 10, 20).astype(np.int64))
+    return onnx, data
+
+
+def check_conv_net(check, trainc, work):
+    onnx, data = model_and_data(conv_net, "convnet", 0, work)
     runs = {}
     for tag, flags in [("conv-auto", []), ("conv-none", ["--fuse=none"]),
                        ("conv-nhwc-auto", ["--layout=nhwc"]),
@@ -206,16 +213,7 @@ def check_conv_net(check, trainc, work):
 
 
 def check_residual_mlp(check, trainc, work):
-    import torch
-    torch.manual_seed(1)
-    model, shape = residual_mlp()
-    onnx = os.path.join(work, "resmlp.onnx")
-    export(model, shape, onnx)
-    data = os.path.join(work, "mlp-data")
-    os.makedirs(data, exist_ok=True)
-    rng = np.random.RandomState(4)
-    np.save(os.path.join(data, "x.npy"), rng.randn(20, *shape).astype(np.float32))
-    np.save(os.path.join(data, "label.npy"), rng.randint(0, 10, 20).astype(np.int64))
+    onnx, data = model_and_data(residual_mlp, "resmlp", 1, work)
     auto = train(check, trainc, work, "resmlp-auto", onnx, data, [])
     none = train(check, trainc, work, "resmlp-none", onnx, data, ["--fuse=none"])
     same_run(check, "residual MLP with layer norms", auto, none)
@@ -249,7 +247,7 @@ def check_resnet18_calls(check, trainc, work):
         if r.returncode != 0:
             print(r.stderr[-400:])
     ok = None not in counts.values()
-    check(ok and counts["auto"] <= 0.62 * counts["none"],
+    check(ok and counts["auto"] <= 0.6 * counts["none"],
           "ResNet-18: %s calls a training step fused, %s with --fuse=pointwise, %s unfused "
           "(ratio %s)" % (counts["auto"], counts["pointwise"], counts["none"],
                           "%.3f" % (counts["auto"] / counts["none"]) if ok else "-"))
