@@ -157,12 +157,25 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
     return name;
   }
   if (target == Target::Cpu) {
-    os << "static Status " << name << "(Context &" << launchParams << ") {\n";
-    if (worthThreads(count, body, elementWork))
-      os << "#pragma omp parallel for schedule(static)\n";
-    os << "  for (int64_t i = 0; i < " << count << "; ++i)\n"
-       << "    " << name << "_body(i" << argList(params) << ");\n"
-       << "  return Status();\n}\n\n";
+    // Elements [begin, end) in a function of __restrict__ pointers, as the
+    // rows above: inlined into the launcher's OpenMP loop the pointers lose
+    // __restrict__, and with more than a few of them g++ gives up checking
+    // their overlap at run time, so the loop (and its vector math) ran
+    // scalar. The launcher's loop runs over chunks.
+    const int64_t chunks = (count + kCpuRowChunk - 1) / kCpuRowChunk;
+    os << "__attribute__((noinline)) static void " << name << "_span(int64_t begin, int64_t end"
+       << paramList(params, !mayAlias) << ") {\n"
+       << "  for (int64_t i = begin; i < end; ++i)\n"
+       << "    " << name << "_body(i" << argList(params) << ");\n}\n"
+       << "static Status " << name << "(Context &" << launchParams << ") {\n";
+    if (chunks > 1 && worthThreads(count, body, elementWork))
+      os << "#pragma omp parallel for schedule(static)\n"
+         << "  for (int64_t c = 0; c < " << chunks << "; ++c)\n"
+         << "    " << name << "_span(c * " << kCpuRowChunk << ", c == " << chunks - 1 << " ? "
+         << count << " : (c + 1) * " << kCpuRowChunk << argList(params) << ");\n";
+    else
+      os << "  " << name << "_span(0, " << count << argList(params) << ");\n";
+    os << "  return Status();\n}\n\n";
     return name;
   }
   os << "__global__ void " << name << "_kernel(" << launchParams.substr(2) << ") {\n"
