@@ -268,6 +268,10 @@ void ProgramEmitter::emitParamTable(raw_ostream &os) {
 void ProgramEmitter::markStatistics(func::FuncOp forward) {
   forward.walk([&](tc::BatchNormOp norm) {
     for (Value statistic : {norm.getMean(), norm.getVar()}) {
+      // A norm heading a tc.fused group reads the group's input.
+      if (auto inner = dyn_cast<BlockArgument>(statistic))
+        if (auto fused = dyn_cast<tc::FusedOp>(inner.getOwner()->getParentOp()))
+          statistic = fused.getInputs()[inner.getArgNumber()];
       auto arg = dyn_cast<BlockArgument>(statistic);
       if (!arg || arg.getOwner()->getParentOp() != forward)
         continue;

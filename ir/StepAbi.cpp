@@ -81,8 +81,10 @@ Precision modulePrecision(ModuleOp module) {
 
 bool isPlacedOutput(OpResult result) {
   auto func = dyn_cast<func::FuncOp>(result.getOwner()->getParentOp());
+  // A constant lives with the parameters (or is a literal): its output is
+  // a copy.
   if (!func || viewSource(result) || replacedOperand(result) ||
-      isa<AllReduceOp>(result.getOwner()))
+      isa<AllReduceOp, ConstantOp>(result.getOwner()))
     return false;
   auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
   if (!ret || llvm::count(ret.getOperands(), result) != 1)

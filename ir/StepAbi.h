@@ -50,7 +50,7 @@ mlir::BlockArgument addState(mlir::func::FuncOp func, mlir::Type type, StateRole
 /// output's buffer (the loss, the per-sample losses, a forward output):
 /// returned once, in a named slot (tc.output) that is no parameter or state
 /// update, and
-/// neither a view nor an in-place update. The memory plan gives it no arena
+/// neither a constant, a view nor an in-place update. The memory plan gives it no arena
 /// space and the generated function copies nothing at its end.
 bool isPlacedOutput(mlir::OpResult result);
 
