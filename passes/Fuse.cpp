@@ -232,6 +232,12 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
             hasF32Result(user))
           epilogue = pointwiseGroup(user, shape);
       }
+      // The epilogue reads the head's first result only (a model may read
+      // a running statistic: the trainer refuses that, naming the node).
+      if (epilogue && llvm::any_of(llvm::drop_begin(head->getResults()), [&](Value r) {
+            return llvm::is_contained(r.getUsers(), epilogue);
+          }))
+        epilogue = nullptr;
       // The head reads no prologue value but its streamed operand.
       if (prologue && llvm::any_of(head->getOpOperands(), [&](OpOperand &o) {
             return o.get().getDefiningOp() == prologue &&

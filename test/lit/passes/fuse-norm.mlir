@@ -97,23 +97,27 @@ func.func @not_heads(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf3
 // -----
 
 // Must not fire: an inference batch norm whose statistics results are read
-// (views of its operands, which a group would copy), and a training one
-// whose running mean is read before its epilogue: the group would sit
-// after that reader, so the norm stays alone.
+// (views of its operands, which a group would copy), a training one whose
+// running mean is read before its epilogue (the group would sit after that
+// reader), and one whose running mean its epilogue would read.
 // CHECK-LABEL: func.func @stats_read
 // CHECK: tc.batch_norm
 // CHECK-NEXT: tc.relu
 // CHECK: tc.batch_norm {{.*}}training = true
 // CHECK-NEXT: tc.neg
 // CHECK-NEXT: tc.relu
+// CHECK-NEXT: tc.batch_norm {{.*}}training = true
+// CHECK-NEXT: tc.add
 // CHECK-NOT: tc.fused
-func.func @stats_read(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>) {
+func.func @stats_read(%x: tensor<2x4x3x3xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %x2: tensor<3x4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>) {
   %y, %rm, %rv = tc.batch_norm %x, %g, %b, %m, %v : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   %r = tc.relu %y : tensor<2x4x3x3xf32>
   %y2, %rm2, %rv2 = tc.batch_norm %x, %g, %b, %m, %v {training = true} : (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
   %n = tc.neg %rm2 : tensor<4xf32>
   %r2 = tc.relu %y2 : tensor<2x4x3x3xf32>
-  return %r, %rm, %r2, %n, %rv2 : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>
+  %y3, %rm3, %rv3 = tc.batch_norm %x2, %g, %b, %m, %v {training = true} : (tensor<3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<3x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %s3 = tc.add %y3, %rm3 : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  return %r, %rm, %r2, %n, %rv2, %s3 : tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>, tensor<3x4xf32>
 }
 
 // -----
