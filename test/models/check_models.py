@@ -492,13 +492,13 @@ def check_model(trainc, models, work, name, cuda, res):
         check_grads(step, meta, mdir, res)
         def check_variant(flag, what):
             """The train_step program with `flag` gets the same gradients by
-            the same criterion (checks named "compile/grad/loss WHAT")."""
+            the same criterion (checks named "compile WHAT", "grad-WHAT")."""
             prog = os.path.join(mdir, "prog-step-" + what)
             ok, text = compile_program(trainc, onnx_path, trainc_flags(meta) +
                                        ["--entry=train_step", flag], prog)
             if res.check(ok, name, "compile " + what, flag + " train_step program"
                          if ok else text):
-                check_grads(prog, meta, mdir, res, "grad " + what)
+                check_grads(prog, meta, mdir, res, "grad-" + what)
 
         if has_conv(onnx_path):
             check_variant("--layout=nhwc", "nhwc")  # channels-last
