@@ -802,16 +802,7 @@ LogicalResult ProgramEmitter::emitEpilogueGroup(tc::FusedOp fused, Operation *he
 
 LogicalResult ProgramEmitter::emitNormGroup(tc::FusedOp fused, Operation *head) {
   Block &block = fused.getBlock();
-  auto yield = cast<tc::YieldOp>(block.getTerminator());
-  // A value's buffer: an input's, or the result that yields it.
-  auto pointer = [&](Value v) -> std::string {
-    if (auto arg = dyn_cast<BlockArgument>(v))
-      return ptr(fused.getInputs()[arg.getArgNumber()]);
-    for (auto [k, y] : llvm::enumerate(yield.getValues()))
-      if (y == v)
-        return ptr(fused.getResult(k));
-    return "";
-  };
+  auto pointer = [&](Value v) { return groupValuePtr(fused, v); };
   SmallVector<Operation *> prologue, epilogue;
   // Splat constants are literals wherever they are read.
   for (Operation &op : block.without_terminator())
@@ -859,6 +850,16 @@ LogicalResult ProgramEmitter::emitNormGroup(tc::FusedOp fused, Operation *head) 
   return success();
 }
 
+std::string ProgramEmitter::groupValuePtr(tc::FusedOp fused, Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return ptr(fused.getInputs()[arg.getArgNumber()]);
+  auto yield = cast<tc::YieldOp>(fused.getBlock().getTerminator());
+  for (auto [k, y] : llvm::enumerate(yield.getValues()))
+    if (y == v)
+      return ptr(fused.getResult(k));
+  return "";
+}
+
 LogicalResult ProgramEmitter::emitNormPart(tc::FusedOp fused, Operation *head,
                                            ArrayRef<Operation *> ops, bool isEpilogue,
                                            NormPart &part, std::string &productPtr) {
@@ -876,15 +877,10 @@ LogicalResult ProgramEmitter::emitNormPart(tc::FusedOp fused, Operation *head,
       if (inside || tc::isSplatConstant(def) || llvm::is_contained(inputs, operand))
         continue;
       inputs.push_back(operand);
-      if (auto arg = dyn_cast<BlockArgument>(operand)) {
-        inputPtrs.push_back(ptr(fused.getInputs()[arg.getArgNumber()]));
-        continue;
-      }
-      auto yielded = llvm::find(yield.getValues(), operand);
-      if (yielded == yield.getValues().end())
+      inputPtrs.push_back(groupValuePtr(fused, operand));
+      if (inputPtrs.back().empty())
         return op->emitError("codegen: a norm's epilogue reads a prologue value the group "
                              "does not keep");
-      inputPtrs.push_back(ptr(fused.getResult(yielded - yield.getValues().begin())));
     }
   for (auto [k, y] : llvm::enumerate(yield.getValues()))
     if (Operation *def = y.getDefiningOp();

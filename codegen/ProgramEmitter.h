@@ -137,6 +137,9 @@ private:
   /// A normalization group's prologue or epilogue kernel (built, not
   /// called) and its arguments; an epilogue sets `productPtr` to the result
   /// the norm writes and the epilogue finishes.
+  /// The buffer of a value of `fused`'s block: its input's, or the result
+  /// that yields it ("" for an intermediate).
+  std::string groupValuePtr(tc::FusedOp fused, Value v);
   struct NormPart {
     std::string kernel, args;
   };

@@ -179,14 +179,20 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
     return std::nullopt;
   }
 
+  /// The ops of `func`'s body that `pred` holds for, in order (collected
+  /// first: attaching a head rewrites the body).
+  static SmallVector<Operation *> opsWhere(func::FuncOp func, bool (*pred)(Operation *)) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : func.getBody().front())
+      if (pred(&op))
+        ops.push_back(&op);
+    return ops;
+  }
+
   /// Each GEMM (tc::isEpilogueHead) whose value one group (or one pointwise
   /// op of its shape) alone reads becomes that group's head.
   void attachEpilogues(func::FuncOp func) {
-    SmallVector<Operation *> heads;
-    for (Operation &op : func.getBody().front())
-      if (tc::isEpilogueHead(&op))
-        heads.push_back(&op);
-    for (Operation *head : heads) {
+    for (Operation *head : opsWhere(func, tc::isEpilogueHead)) {
       Value product = head->getResult(0);
       if (product.use_empty())
         continue;
@@ -201,12 +207,9 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
           continue;
         fused = formGroup({user});
       }
-      bool hasF32Result = llvm::any_of(fused.getResultTypes(), [](Type t) {
-        return cast<RankedTensorType>(t).getElementType().isF32();
-      });
       bool headed = llvm::any_of(fused.getBlock().without_terminator(),
                                  [](Operation &op) { return tc::isEpilogueHead(&op); });
-      if (fused.getIterationShape() != shape || !hasF32Result || headed)
+      if (fused.getIterationShape() != shape || !hasF32Result(fused) || headed)
         continue; // one GEMM a group: a second product stays an input
       absorb(fused, head);
     }
@@ -217,11 +220,7 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
   /// prologue and the one that alone reads its first result as its
   /// epilogue, where that keeps every value's readers after the group.
   void attachNormGroups(func::FuncOp func) {
-    SmallVector<Operation *> heads;
-    for (Operation &op : func.getBody().front())
-      if (tc::isNormHead(&op))
-        heads.push_back(&op);
-    for (Operation *head : heads) {
+    for (Operation *head : opsWhere(func, tc::isNormHead)) {
       ArrayRef<int64_t> shape = resultShape(head);
       Operation *prologue = pointwiseGroup(tc::streamedOperand(head).getDefiningOp(), shape);
       Operation *epilogue = nullptr;
