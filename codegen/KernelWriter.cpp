@@ -191,6 +191,14 @@ std::string KernelWriter::addKernel(llvm::StringRef what,
   return name;
 }
 
+/// The OpenMP loop over a multi-tensor kernel's chunks. Dynamic: the
+/// chunks differ in size (a large tensor's full chunks, then each small
+/// tensor's one), and a static split gave one thread the large tensor's
+/// chunks and the other the small ones (the zoo MLP's SGD update: 90% of
+/// the elements on one of two threads). A chunk computes its elements, or
+/// its partial sums, alike whichever thread runs it.
+constexpr const char *kChunkLoop = "#pragma omp parallel for schedule(dynamic, 1)\n";
+
 int64_t KernelWriter::writeChunkTables(llvm::raw_ostream &os, llvm::StringRef name,
                                        llvm::ArrayRef<int64_t> counts, int64_t &total,
                                        bool firstChunks) {
@@ -303,7 +311,7 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
     // vectorization (the loop alone is vectorized).
     os << "__attribute__((noinline)) " << launcher;
     if (total >= kParallelThreshold)
-      os << "#pragma omp parallel for schedule(static)\n";
+      os << kChunkLoop;
     // ivdep: element i reads and writes only index i of each tensor (in
     // place or not) and the shared values are never written, so the
     // vectorizer may ignore the dependences it cannot rule out (an output
@@ -392,8 +400,7 @@ std::string sumChunks(const std::string &name) {
 /// the chunks' steps (threads).
 void KernelWriter::writeNormLauncherCpu(llvm::raw_ostream &os, const NormLaunch &l) {
   const std::string &name = l.name;
-  std::string parallel =
-      l.total >= kParallelThreshold ? "#pragma omp parallel for schedule(static)\n" : "";
+  std::string parallel = l.total >= kParallelThreshold ? kChunkLoop : "";
   os << "static double " << name << "_partial[2 * " << std::max<int64_t>(l.chunks, 1) << "];\n"
      << "static float " << name << "_factor[" << l.tensors << "];\n"
      << l.launcher

@@ -10,6 +10,7 @@
 #include "BatchLoader.h"
 #include "FileIO.h"
 #include "Npy.h"
+#include "ProcessWaits.h"
 #include "ProgramOptions.h"
 #include "ProgramSupport.h"
 #include "TrainChecks.h"
@@ -27,6 +28,7 @@
 #include <filesystem>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -194,6 +196,8 @@ void printInfo(const Program &program) {
   const char *spin = std::getenv("GOMP_SPINCOUNT");
   std::printf("openmp waits: %s%s%s\n", policy ? "OMP_WAIT_POLICY=" : "", policy ? policy : "",
               spin ? (std::string(policy ? ", " : "") + "GOMP_SPINCOUNT=" + spin).c_str() : "");
+  const char *blasThreads = std::getenv("OPENBLAS_NUM_THREADS");
+  std::printf("openblas threads: %s\n", blasThreads ? blasThreads : "OpenBLAS's default");
 #endif
   if (program.fingerprint)
     std::printf("fingerprint: %s\n", program.fingerprint);
@@ -909,32 +913,37 @@ int run(int argc, char **argv, const Program &program) {
 } // namespace detail
 
 #ifdef _OPENMP
-/// libgomp's threads spin for 300000 pauses (up to a millisecond) between
-/// parallel regions before they sleep. Where the cores are shared with other
-/// work, that spin holds a core the other thread of the region needs, and a
-/// step takes several times longer. A short spin keeps back-to-back regions
-/// of a step cheap and gives the core up soon after (bench/omp_wait.sh
-/// measures both). libgomp reads its settings once, when it is loaded, so
-/// the only way to change them for this process is to run it again with
-/// them set: done once, and only when the user set neither OMP_WAIT_POLICY
-/// nor GOMP_SPINCOUNT. If the program cannot run itself again it goes on
-/// with libgomp's default.
-constexpr const char *kShortSpinCount = "1000";
-
-void useShortSpinWaits(char **argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
+/// Sets, for libgomp and OpenBLAS, what they read once when they are loaded
+/// (ProcessWaits.h: the spin between parallel regions, OpenBLAS's threads),
+/// and runs the program again with it, once. The user's OMP_WAIT_POLICY or
+/// GOMP_SPINCOUNT is left as it is; OPENBLAS_NUM_THREADS becomes 1 (this
+/// program never runs OpenBLAS on more threads). If the program cannot run
+/// itself again, the environment is put back and it goes on as loaded.
+void setThreadWaits(char **argv) {
+  const bool userWaits = std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT");
+  const char *blas = std::getenv("OPENBLAS_NUM_THREADS");
+  const bool blasOne = blas && std::strcmp(blas, "1") == 0;
+  if (userWaits && blasOne)
     return;
-  if (setenv("GOMP_SPINCOUNT", kShortSpinCount, 0) != 0)
+  const std::optional<std::string> userBlas = blas ? std::optional<std::string>(blas) : std::nullopt;
+  if (!userWaits &&
+      setenv("GOMP_SPINCOUNT", detail::spinCountFor(detail::otherRunnableTasks()), 1) != 0)
     return;
-  execv("/proc/self/exe", argv);
-  unsetenv("GOMP_SPINCOUNT");
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0)
+    execv("/proc/self/exe", argv);
+  if (!userWaits)
+    unsetenv("GOMP_SPINCOUNT");
+  if (userBlas)
+    setenv("OPENBLAS_NUM_THREADS", userBlas->c_str(), 1);
+  else
+    unsetenv("OPENBLAS_NUM_THREADS");
 }
 #endif
 
 void prepareProcess(int argc, char **argv) {
 #ifdef _OPENMP
   if (argc > 0 && argv && argv[0])
-    useShortSpinWaits(argv);
+    setThreadWaits(argv);
 #else
   (void)argc;
   (void)argv;

@@ -531,7 +531,8 @@ void define(Parser &parser, Options &options) {
               "after training: the arena's planned bytes and the bytes the steps wrote (its "
               "high-water mark)");
   parser.integer("--workers", t.workers, 0, 64, "N",
-                 "threads that fill upcoming batches (1; 0: the loop fills them)");
+                 "threads that fill upcoming batches (0: the loop fills them; default 1, and 0 "
+                 "for a CPU program whose data files are all read whole at open)");
   parser.text("--save-params", t.saveDir, "DIR", "write the trained parameters, one .npy each");
   parser.text("--log", t.logPath, "FILE",
               "JSON lines: step, epoch, loss, lr per step; epoch, eval_loss, eval_accuracy per "

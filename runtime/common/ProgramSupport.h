@@ -139,8 +139,9 @@ struct TrainOptions {
   uint64_t seed = 0;
   bool shuffle = true;
   /// Threads that copy batches into pinned buffers ahead of the step (0:
-  /// the training loop copies them itself).
-  int workers = 1;
+  /// the training loop copies them itself; -1, --workers left out:
+  /// loaderWorkers chooses).
+  int workers = -1;
   /// Dynamic loss scaling (fp16): good steps in a row before the scale
   /// doubles (0: GradScaler's 2000).
   int64_t scaleGrowthInterval = 0;

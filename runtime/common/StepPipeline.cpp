@@ -21,6 +21,15 @@ SlotLayout slotLayout(const TrainStep &train) {
   return layout;
 }
 
+int loaderWorkers(const Program &program, const TrainingData &data, int requested) {
+  if (requested >= 0)
+    return requested;
+  const bool cpu = program.target && std::strcmp(program.target, "cpu") == 0;
+  const bool inMemory = std::all_of(data.arrays.begin(), data.arrays.end(),
+                                    [](const NpyArray &array) { return array.inMemory(); });
+  return cpu && inMemory ? 0 : 1;
+}
+
 StepPipeline::StepPipeline(RunDevice &device, const TrainStep &train, const TrainingData &data,
                            int64_t batch, int workers, bool cudaGraph, int deviceSlots)
     : device(device), context(*device.context), train(train), data(data),

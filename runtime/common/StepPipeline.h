@@ -109,6 +109,15 @@ private:
   int recordings = 0;
 };
 
+/// The batch-filling threads of a run: `requested` (--workers) where given
+/// (>= 0). Left out: 1, except on the CPU target where every data file was
+/// read whole at open: there a worker would copy the same bytes on a core
+/// the step's OpenMP threads are using, and every step one of them was
+/// preempted for it (bench/README.md, "Waits and threads"), so the loop
+/// copies each batch itself. A file read from disk keeps its worker: the
+/// read's wait overlaps the step.
+int loaderWorkers(const Program &program, const TrainingData &data, int requested);
+
 class StepPipeline {
 public:
   /// `order` (the epoch's sample order) must outlive the pipeline: the

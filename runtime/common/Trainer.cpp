@@ -558,7 +558,8 @@ Status TrainRun::setUp() {
   const int deviceSlots = staged ? PipelineStage::inFlight(staged->place, settings.accum) + 1
                          : options.asyncWorkers > 0 ? options.asyncWorkers
                                                     : 2;
-  pipeline = std::make_unique<StepPipeline>(device, train, data, batch, options.workers,
+  pipeline = std::make_unique<StepPipeline>(device, train, data, batch,
+                                            loaderWorkers(program, data, options.workers),
                                             options.cudaGraph && !staged, deviceSlots);
   if (options.asyncWorkers > 0)
     TRAINC_RETURN_IF_ERROR(setUpLanes());

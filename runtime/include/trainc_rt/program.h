@@ -349,10 +349,11 @@ struct Program {
 int programMain(int argc, char **argv, const Program &program);
 
 /// What the generated main() runs first, before programMain: on the CPU
-/// target, unless the user chose an OpenMP wait policy, the process runs
-/// itself again with a short spin (GOMP_SPINCOUNT=1000; libgomp reads it only
-/// when it is loaded). Returns only if nothing needs to change or the
-/// program cannot run itself again.
+/// target the process runs itself again with OPENBLAS_NUM_THREADS=1 and,
+/// unless the user chose an OpenMP wait policy, a GOMP_SPINCOUNT chosen by
+/// how busy the machine is (libgomp and OpenBLAS read them only when they
+/// are loaded; common/ProcessWaits.h). Returns only if nothing needs to
+/// change or the program cannot run itself again.
 void prepareProcess(int argc, char **argv);
 
 } // namespace trainc::rt
