@@ -21,6 +21,23 @@ using namespace trainc::codegen;
 /// pointer arrays stay under CUDA's 4 KiB of kernel parameters).
 static constexpr size_t kConcatRun = 128;
 
+/// Copies shorter than this many elements per contiguous run walk every
+/// element's coordinates.
+static constexpr int64_t kMinCopyRun = 16;
+
+/// The first axis of the longest run of trailing axes that both sides of a
+/// strided copy store densely (each side's stride there is the copied
+/// shape's row-major one): the elements from that axis on are one
+/// contiguous run on both sides. shape.size() when there is none.
+static size_t contiguousRunAxis(ArrayRef<int64_t> shape, ArrayRef<int64_t> dense,
+                                ArrayRef<int64_t> inStrides, ArrayRef<int64_t> outStrides) {
+  size_t axis = shape.size();
+  while (axis > 0 && (shape[axis - 1] == 1 || (inStrides[axis - 1] == dense[axis - 1] &&
+                                               outStrides[axis - 1] == dense[axis - 1])))
+    --axis;
+  return axis;
+}
+
 /// Inputs of one shape of a concat: each is copied to its place in the
 /// output, starting `first` elements in and `step` elements after the one
 /// before, walking the input's coordinates with the output's strides.
@@ -28,8 +45,26 @@ void ProgramEmitter::emitConcatRun(tc::ConcatOp op, ArrayRef<Value> run, int64_t
                                    int64_t step, ArrayRef<int64_t> outStrides) {
   ArrayRef<int64_t> shape = shapeOf(run.front());
   std::string t = cType(run.front().getType());
-  std::string code = decomposeIndex(shape, "i", "c", "  ");
-  code += "  out[" + linearIndex(outStrides, 0, "c") + "] = in[i];\n";
+  std::vector<int64_t> dense = rowMajorStrides(shape);
+  const size_t runAxis = contiguousRunAxis(shape, dense, dense, outStrides);
+  int64_t length = 1;
+  for (int64_t extent : shape.drop_front(runAxis))
+    length *= extent;
+  std::string code;
+  if (runAxis == 0) {
+    // The whole input is one run of the output: a plain copy.
+    code = "  out[i] = in[i];\n";
+  } else if (length >= kMinCopyRun) {
+    // Runs of `length` elements: the run's coordinates, one division.
+    code = "  const int64_t row = i / " + std::to_string(length) + ", inner = i - row * " +
+           std::to_string(length) + ";\n" +
+           decomposeIndex(shape.take_front(runAxis), "row", "c", "  ");
+    code += "  out[" + linearIndex(ArrayRef<int64_t>(outStrides).take_front(runAxis), 0, "c") +
+            " + inner] = in[i];\n";
+  } else {
+    code = decomposeIndex(shape, "i", "c", "  ");
+    code += "  out[" + linearIndex(outStrides, 0, "c") + "] = in[i];\n";
+  }
   std::vector<int64_t> counts(run.size(), countOf(run.front()));
   std::vector<std::string> comment = {opComment(op), std::to_string(run.size()) +
                                                          " inputs of " + shapeText(shape)};
@@ -233,6 +268,35 @@ LogicalResult ProgramEmitter::emitStridedCopy(Operation *op, StringRef what, Val
                                               StringRef outPtr) {
   std::string t = cType(in.getType());
   std::vector<int64_t> dense = rowMajorStrides(shape);
+  const size_t runAxis = contiguousRunAxis(shape, dense, inStrides, outStrides);
+  int64_t run = 1;
+  for (int64_t extent : shape.drop_front(runAxis))
+    run *= extent;
+  if (run >= kMinCopyRun) {
+    // Rows of `run` contiguous elements on both sides (a channel slice or
+    // a concat input of NCHW tensors: one run per image; a slice of whole
+    // leading rows: one run): the coordinates
+    // of the row, then a plain copy loop (the row loop hands the body its
+    // element `inner`; the row's offsets do not change along it). Every
+    // element's div and mod made such a copy run at a few GB/s.
+    ArrayRef<int64_t> outer = shape.take_front(runAxis);
+    int64_t rows = 1;
+    for (int64_t extent : outer)
+      rows *= extent;
+    std::string code =
+        outer.empty() ? std::string("  (void)i; // one row: `inner` is the element\n")
+                      : "  const int64_t row = (i - inner) / " + std::to_string(run) + ";\n" +
+                            decomposeIndex(outer, "row", "c", "  ");
+    code += "  out[" + linearIndex(outStrides.take_front(runAxis), outBase, "c") +
+            " + inner] = in[" + linearIndex(inStrides.take_front(runAxis), inBase, "c") +
+            " + inner];\n";
+    std::vector<std::string> comment = {opComment(op)};
+    std::string name =
+        kernels.addKernel(what, comment, {{t, "in", false}, {t, "out", true}},
+                          run * rows, code, false, false, run);
+    call(name + "(ctx, " + ptr(in) + ", " + outPtr.str() + ")");
+    return success();
+  }
   // A side that is walked densely is indexed by `i` itself.
   bool denseOut = outBase == 0 && ArrayRef<int64_t>(dense) == outStrides;
   bool denseIn = inBase == 0 && ArrayRef<int64_t>(dense) == inStrides;
