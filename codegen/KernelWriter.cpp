@@ -285,6 +285,34 @@ std::string markUnused(llvm::ArrayRef<std::string> names, llvm::StringRef body) 
   return unused.empty() ? body.str() : "  " + unused + "// not read here\n" + body.str();
 }
 
+/// Whether every use of identifier `name` in `body` is `name[0]`.
+bool readsOnlyFirst(llvm::StringRef body, llvm::StringRef name) {
+  auto isIdentifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  bool any = false;
+  for (size_t at = body.find(name); at != llvm::StringRef::npos; at = body.find(name, at + 1)) {
+    if ((at > 0 && isIdentifier(body[at - 1])) ||
+        (at + name.size() < body.size() && isIdentifier(body[at + name.size()])))
+      continue; // part of another identifier
+    if (!body.substr(at + name.size()).starts_with("[0]"))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+/// `call` (`f(i, a, b, ...)`) with the argument `name` replaced by `with`.
+std::string replaceArgument(llvm::StringRef call, llvm::StringRef name, llvm::StringRef with) {
+  for (const char *before : {", ", "("})
+    for (const char *after : {",", ")"}) {
+      const std::string whole = before + name.str() + after;
+      const size_t at = call.find(whole);
+      if (at != llvm::StringRef::npos)
+        return call.take_front(at).str() + before + with.str() + after +
+               call.drop_front(at + whole.size()).str();
+    }
+  return call.str();
+}
+
 } // namespace
 
 std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
@@ -316,11 +344,20 @@ std::string KernelWriter::addMultiTensorKernel(llvm::StringRef what,
     // place or not) and the shared values are never written, so the
     // vectorizer may ignore the dependences it cannot rule out (an output
     // that may alias its input or a hyperparameter).
+    // A shared input the body reads only as x[0] (a hyperparameter) is
+    // read once a chunk into a local: the element loop writes through
+    // pointers that may alias it, so it was loaded again every element.
+    std::string hoisted, hoistedCall = call;
+    for (const KernelParam &p : shared)
+      if (!p.output && readsOnlyFirst(body, p.name)) {
+        hoisted += "    const " + p.type + " " + p.name + "_value = " + p.name + "[0];\n";
+        hoistedCall = replaceArgument(hoistedCall, p.name, "&" + p.name + "_value");
+      }
     os << "  for (int64_t c = 0; c < " << chunks << "; ++c) {\n"
        << "    const int32_t t = " << name << "_tensor[c];\n"
-       << "#pragma GCC ivdep\n"
+       << hoisted << "#pragma GCC ivdep\n"
        << "    for (int64_t i = " << name << "_begin[c]; i < " << name << "_end[c]; ++i)\n"
-       << "      " << call << "\n"
+       << "      " << hoistedCall << "\n"
        << "  }\n  return Status();\n}\n\n";
     return name;
   }
