@@ -267,37 +267,35 @@ std::string launcherParams(llvm::ArrayRef<KernelParam> perTensor,
   return arrays + paramList(shared, false);
 }
 
+/// The offsets in `body` where `name` stands as a whole identifier (not
+/// part of a longer one).
+std::vector<size_t> usesOf(llvm::StringRef body, llvm::StringRef name) {
+  auto isIdentifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::vector<size_t> uses;
+  for (size_t at = body.find(name); at != llvm::StringRef::npos; at = body.find(name, at + 1))
+    if ((at == 0 || !isIdentifier(body[at - 1])) &&
+        (at + name.size() == body.size() || !isIdentifier(body[at + name.size()])))
+      uses.push_back(at);
+  return uses;
+}
+
 /// `(void)x;` for each of `names` that `body` does not use (an identifier
 /// of the body's own), then `body`: the bodies of one kernel share one
 /// parameter list, and each reads only some of it.
 std::string markUnused(llvm::ArrayRef<std::string> names, llvm::StringRef body) {
-  auto isIdentifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string unused;
-  for (const std::string &name : names) {
-    bool used = false;
-    for (size_t at = body.find(name); at != llvm::StringRef::npos && !used;
-         at = body.find(name, at + 1))
-      used = (at == 0 || !isIdentifier(body[at - 1])) &&
-             (at + name.size() == body.size() || !isIdentifier(body[at + name.size()]));
-    if (!used)
+  for (const std::string &name : names)
+    if (usesOf(body, name).empty())
       unused += "(void)" + name + "; ";
-  }
   return unused.empty() ? body.str() : "  " + unused + "// not read here\n" + body.str();
 }
 
 /// Whether every use of identifier `name` in `body` is `name[0]`.
 bool readsOnlyFirst(llvm::StringRef body, llvm::StringRef name) {
-  auto isIdentifier = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  bool any = false;
-  for (size_t at = body.find(name); at != llvm::StringRef::npos; at = body.find(name, at + 1)) {
-    if ((at > 0 && isIdentifier(body[at - 1])) ||
-        (at + name.size() < body.size() && isIdentifier(body[at + name.size()])))
-      continue; // part of another identifier
-    if (!body.substr(at + name.size()).starts_with("[0]"))
-      return false;
-    any = true;
-  }
-  return any;
+  const std::vector<size_t> uses = usesOf(body, name);
+  return !uses.empty() && llvm::all_of(uses, [&](size_t at) {
+    return body.substr(at + name.size()).starts_with("[0]");
+  });
 }
 
 /// `call` (`f(i, a, b, ...)`) with the argument `name` replaced by `with`.
