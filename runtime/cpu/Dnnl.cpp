@@ -354,12 +354,40 @@ Status forward(DType type, const Conv2dDesc &d, const void *x, const void *w, co
   return run("conv2d", Kind::Forward, type, d, x, w, bias, y, ran);
 }
 
+namespace {
+
+/// reorderOutweighs' bounds: output positions of all images, and weights.
+constexpr int64_t kFewColumns = 64;
+constexpr int64_t kLargeWeights = int64_t(1) << 16;
+
+/// Whether oneDNN's reorder of the weights into its blocked layout, which
+/// every call makes (they change each step), costs about what the
+/// convolution itself does: few output positions in all (at most 64
+/// multiply-adds per weight) and weights large enough that reading and
+/// writing them all is not lost in the call's overhead. Only f32 NCHW:
+/// there the caller's path (one batched GEMM on the weights as they are,
+/// then col2im) needs no conversion of its own. On 2 AVX-512 cores,
+/// ResNet-18's stage-4 backward data (512 channels, 2x2 outputs, batch 8:
+/// 32 multiply-adds a weight) took 0.94-1.03 ms on oneDNN, half of it the
+/// 9.4 MB reorder, and 0.55-0.65 ms on the batched GEMM; stage 3 (256
+/// channels, 4x4 outputs: 128 a weight) stays 25-30% faster on oneDNN.
+/// The forward of stage 4 is a tie (3.16 vs 3.23 ms for its four
+/// convolutions): it stays on oneDNN.
+bool reorderOutweighs(DType type, const Conv2dDesc &d) {
+  const int64_t columns = d.n * d.outH * d.outW; // multiply-adds per weight
+  const int64_t weights = d.m * (d.c / std::max<int64_t>(d.groups, 1)) * d.kh * d.kw;
+  return type == DType::F32 && !d.channelsLast && columns <= kFewColumns &&
+         weights >= kLargeWeights;
+}
+
+} // namespace
+
 Status backwardData(DType type, const Conv2dDesc &d, const void *dy, const void *w, void *dx,
                     bool &ran) {
   // oneDNN's backward data of an input with 1 to 3 channels (an image
   // model's first layer) was 1.4-4x slower than im2col + sgemm on 2 cores
   // of an AVX-512 CPU (LeNet's 1-channel 5x5, ResNet's 3-channel 7x7 stem).
-  if (d.c < 4) {
+  if (d.c < 4 || reorderOutweighs(type, d)) {
     ran = false;
     return Status();
   }
