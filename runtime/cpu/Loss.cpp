@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/KernelChecks.h"
+#include "RowMath.h"
 #include "Threading.h"
 
 #include <algorithm>
@@ -121,6 +122,14 @@ Status softmaxCrossEntropy(Context &ctx, int64_t n, int64_t c, int64_t inner,
   // -log softmax(x)[label] = logsumexp(x) - x[label], with the maximum
   // subtracted inside the exponent so large logits cannot overflow.
   auto sampleLoss = [c, inner](const float *column, int64_t label) {
+    // A contiguous row (inner == 1): in vectorized lanes (RowMath.h).
+    if (inner == 1) {
+      const float maximum = detail::rowMax(column, c);
+      if (!std::isfinite(maximum)) // exp(inf - inf): NaN, as the path below
+        return std::numeric_limits<double>::quiet_NaN();
+      return double(maximum) + std::log(detail::rowExpSum(column, c, maximum, nullptr)) -
+             double(column[label]);
+    }
     // A NaN logit is the maximum (std::max would skip it): the loss is NaN.
     float maximum = column[0];
     for (int64_t k = 1; k < c; ++k) {

@@ -2,6 +2,7 @@
 
 #include "../common/KernelChecks.h"
 #include "ChannelsLast.h"
+#include "RowMath.h"
 #include "Threading.h"
 
 #include <cmath>
@@ -10,6 +11,10 @@
 
 namespace trainc::cpu {
 using namespace ::trainc::rt;
+
+using detail::kLanes;
+using detail::laneSum;
+using detail::laneTotal;
 
 namespace {
 
@@ -23,33 +28,8 @@ void runEpilogue(const NormFusion *f, int64_t begin, int64_t end) {
     f->epilogue(f->epilogueEnv, begin, end);
 }
 
-/// Sums in double over terms [0, count): kLanes partial sums (term i in
-/// lane i % kLanes), added in one fixed order at the end. One running sum
-/// waits a double add's latency for every term (a batch norm's backward
-/// over a U-Net activation of 1M values took 1.8 ms); independent lanes
-/// overlap and vectorize. The order depends on the count alone, never on
-/// the threads: one thread sums a channel or a row whole.
-constexpr int kLanes = 8;
-
-double laneTotal(const double *lane, double tail) {
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])) +
-         tail;
-}
-
-template <typename Term>
-double laneSum(int64_t count, Term term) {
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      lane[l] += term(i + l);
-  double tail = 0;
-  for (; i < count; ++i)
-    tail += term(i);
-  return laneTotal(lane, tail);
-}
-
-/// Two such sums in one pass: `terms(i, a, b)` sets term i of each.
+/// Two lane sums (RowMath.h) in one pass: `terms(i, a, b)` sets term i
+/// of each.
 template <typename Terms>
 void laneSums(int64_t count, Terms terms, double &sumA, double &sumB) {
   double laneA[kLanes] = {}, laneB[kLanes] = {};

@@ -87,6 +87,15 @@ TEST(SoftmaxCrossEntropy, IgnoreIndexAllReductions) {
   });
 }
 
+TEST(SoftmaxCrossEntropy, RowLengthsAroundLanesAndBlocks) {
+  // Contiguous classes (inner 1) sum their exps in RowMath.h's lanes and
+  // blocks of 256.
+  for (int64_t c : {1, 7, 8, 9, 64, 255, 257, 600}) {
+    SCOPED_TRACE("classes=" + std::to_string(c));
+    checkReductions(true, 4, c, 1, -20, 20, kAtol);
+  }
+}
+
 TEST(SoftmaxCrossEntropy, LargeLogits) {
   checkReductions(true, 5, 10, 1, 900, 1000, 1e-5);
 }

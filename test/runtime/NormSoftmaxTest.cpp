@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
+#include "cpu/RowMath.h"
 
 #include <cmath>
 #include <cstring>
@@ -217,6 +218,74 @@ TEST(Softmax, LargeLogitsDoNotOverflow) {
   std::vector<float> x = {1e30f, 1e30f, -1e30f}, y(3);
   EXPECT_OK(tk::softmax(*ctx, 1, 3, 1, x.data(), y.data(), false));
   EXPECT_TRUE(allClose(y, {0.5, 0.5, 0.0}, kRtol, kAtol));
+}
+
+// Contiguous rows go through RowMath.h's lanes: every length around the
+// 8 lanes and the 256-value blocks of the log-softmax's sum.
+TEST(Softmax, RowLengthsAroundLanesAndBlocks) {
+  for (int64_t axis : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, 600})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("axis=" + std::to_string(axis) + " threads=" + std::to_string(threads));
+      omp_set_num_threads(threads);
+      runSoftmax(3, axis, 1, -20, 20);
+    }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
+// A row's special values: -inf (an attention mask) gets exactly 0, as does
+// a logit more than 87 below the maximum (its true value is under f32's
+// smallest normal); a NaN anywhere (a lane or the tail), a +inf, or a row
+// of only -inf makes the whole row NaN, as in PyTorch.
+TEST(Softmax, RowSpecialValues) {
+  auto ctx = makeContext();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t axis = 11; // one group of 8 lanes and a tail of 3
+  std::vector<float> masked(axis, 0.5f);
+  masked[2] = masked[9] = -inf;
+  masked[4] = -90.0f; // e^-90.5 relative to the maximum
+  for (bool logSoftmax : {false, true}) {
+    std::vector<float> y(axis);
+    EXPECT_OK(tk::softmax(*ctx, 1, axis, 1, masked.data(), y.data(), logSoftmax));
+    if (!logSoftmax) {
+      EXPECT_EQ(0.0f, y[2]);
+      EXPECT_EQ(0.0f, y[9]);
+      EXPECT_EQ(0.0f, y[4]);
+      EXPECT_NEAR(1.0 / 8, y[0], 1e-7);
+    } else {
+      EXPECT_EQ(-inf, y[2]);
+      EXPECT_NEAR(-std::log(8.0), y[0], 1e-6);
+      EXPECT_NEAR(-90.5 - std::log(8.0), y[4], 1e-4);
+    }
+  }
+  for (int64_t at : {3, 9}) // in a lane, in the tail
+    for (float special : {nan, inf}) {
+      std::vector<float> x(axis, 0.5f), y(axis, 0.0f);
+      x[at] = special;
+      EXPECT_OK(tk::softmax(*ctx, 1, axis, 1, x.data(), y.data(), false));
+      for (float v : y)
+        EXPECT_TRUE(std::isnan(v)) << "special value at " << at;
+    }
+  std::vector<float> allMasked(axis, -inf), y(axis, 0.0f);
+  EXPECT_OK(tk::softmax(*ctx, 1, axis, 1, allMasked.data(), y.data(), false));
+  for (float v : y)
+    EXPECT_TRUE(std::isnan(v));
+}
+
+// softmaxExp against exp in double over [-87, 0]: a spread of 10^6 floats
+// and both ends (every float of the range: at most 8.2e-8).
+TEST(Softmax, ExpPolynomialWithinAnUlp) {
+  double worst = 0;
+  auto check = [&](float d) {
+    const double want = std::exp(double(d));
+    worst = std::max(worst, std::fabs(double(tk::detail::softmaxExp(d)) - want) / want);
+  };
+  for (int i = 0; i <= 1000000; ++i)
+    check(-87.0f * float(i) / 1e6f);
+  check(-0.0f);
+  check(std::nextafter(0.0f, -1.0f));
+  check(std::nextafter(-87.0f, 0.0f));
+  EXPECT_LT(worst, 1.0e-7);
 }
 
 TEST(Softmax, RejectsBadArguments) {
