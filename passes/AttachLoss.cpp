@@ -251,14 +251,9 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
   /// (0 where the label is ignore_index) and what each counts in the mean's
   /// denominator, w[y] (1 without class weights; 0 where ignored).
   /// `logits` has its classes on axis 1.
-  FailureOr<std::pair<Value, Value>> crossEntropy(OpBuilder &b, func::FuncOp loss, Value logits,
-                                                  Value label, Location loc) {
+  std::pair<Value, Value> crossEntropy(OpBuilder &b, Value logits, Value label, Location loc) {
     auto logitsType = cast<RankedTensorType>(logits.getType());
     const int64_t classes = logitsType.getDimSize(1);
-    if (!classWeights.empty() && static_cast<int64_t>(classWeights.size()) != classes)
-      return loss.emitError("--class-weights has ")
-             << classWeights.size() << " weights; the logits " << logitsType << " have "
-             << classes << " classes";
     // The label ignore_index (PyTorch's default -100) adds nothing to the
     // loss and is left out of the mean.
     Value nll = make<tc::SoftmaxCrossEntropyOp>(
@@ -314,6 +309,45 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     return std::make_pair(elements, counted);
   }
 
+  /// The logits with the classes moved to axis 1, the other axes in order
+  /// (labels keep their shape).
+  Value classesOnAxis1(OpBuilder &b, Value prediction, int64_t axis, Location loc) {
+    if (axis == 1)
+      return prediction;
+    SmallVector<int64_t> perm = {0, axis};
+    for (int64_t d = 1; d < cast<RankedTensorType>(prediction.getType()).getRank(); ++d)
+      if (d != axis)
+        perm.push_back(d);
+    return make<tc::TransposeOp>(b, loc, prediction,
+                                 {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+  }
+
+  /// crossEntropy of logits [N, ..., C] with the classes last (a language
+  /// model's [N, T, vocab]): as [N * ..., C] rows, a reshape that moves no
+  /// data (a transpose to [N, C, ...] copied the logits forward and their
+  /// gradient back, and left each sample's classes strided); the results
+  /// back in the labels' shape.
+  std::pair<Value, Value> lastAxisCrossEntropy(OpBuilder &b, Value prediction, Value label,
+                                               Location loc) {
+    auto predType = cast<RankedTensorType>(prediction.getType());
+    auto labelShape = cast<RankedTensorType>(label.getType()).getShape();
+    int64_t rows = 1;
+    for (int64_t size : labelShape)
+      rows *= size;
+    auto reshape = [&](Value v, ArrayRef<int64_t> shape) {
+      return make<tc::ReshapeOp>(b, loc, v,
+                                 {b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape))});
+    };
+    // One statement each: the ops' order does not hang on the order in
+    // which a compiler evaluates arguments.
+    Value logits = reshape(prediction, {rows, predType.getShape().back()});
+    Value labels = reshape(label, {rows});
+    auto [rowLosses, rowCounts] = crossEntropy(b, logits, labels, loc);
+    Value elements = reshape(rowLosses, labelShape);
+    Value counted = reshape(rowCounts, labelShape);
+    return std::make_pair(elements, counted);
+  }
+
   /// Adds the label, weight and (where needed) mask inputs and returns the
   /// weighted mean loss and the per-sample losses [N].
   FailureOr<std::pair<Value, Value>> weightedLoss(OpBuilder &b, func::FuncOp loss,
@@ -330,6 +364,12 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
       return loss.emitError("--class-axis=")
              << static_cast<int64_t>(classAxis)
              << " is not an axis after the batch axis of the logits " << predType;
+
+    if (kind == LossKind::CrossEntropy && !classWeights.empty() &&
+        static_cast<int64_t>(classWeights.size()) != predType.getDimSize(axis))
+      return loss.emitError("--class-weights has ")
+             << classWeights.size() << " weights; the logits " << predType << " have "
+             << predType.getDimSize(axis) << " classes";
 
     // Label and weights go after the data inputs, before the parameters.
     unsigned at = 0;
@@ -368,20 +408,10 @@ struct AttachLossPass : trainc::impl::AttachLossBase<AttachLossPass> {
     // cross-entropy which of them count (1) or are ignored (0).
     Value elements, counted;
     if (kind == LossKind::CrossEntropy) {
-      // Classes on axis 1, the other axes in order: labels keep their shape.
-      Value logits = prediction;
-      if (axis != 1) {
-        SmallVector<int64_t> perm = {0, axis};
-        for (int64_t d = 1; d < predType.getRank(); ++d)
-          if (d != axis)
-            perm.push_back(d);
-        logits = make<tc::TransposeOp>(b, loc, prediction,
-                                       {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
-      }
-      FailureOr<std::pair<Value, Value>> ce = crossEntropy(b, loss, logits, label, loc);
-      if (failed(ce))
-        return failure();
-      std::tie(elements, counted) = *ce;
+      std::tie(elements, counted) =
+          axis == predType.getRank() - 1 && axis > 1
+              ? lastAxisCrossEntropy(b, prediction, label, loc)
+              : crossEntropy(b, classesOnAxis1(b, prediction, axis, loc), label, loc);
     } else if (kind == LossKind::Mse) {
       Value diff = make<tc::SubOp>(b, loc, {prediction, label});
       elements = make<tc::MulOp>(b, loc, {diff, diff});
