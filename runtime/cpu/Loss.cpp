@@ -67,14 +67,15 @@ Status checkLabels(const char *kernel, int64_t n, int64_t c, int64_t inner,
   return Status();
 }
 
-/// Shared driver: `sampleLoss(column, label)` returns the loss of one
-/// sample, where column points at class 0 of the sample's [c] column
-/// (stride `inner`).
-template <typename SampleLoss>
+/// Shared driver: `sampleLoss(s, column, label)` returns the loss of
+/// sample s, where column points at class 0 of the sample's [c] column
+/// (stride `inner`). `prepare()` runs once the arguments are checked,
+/// before any sample's loss.
+template <typename SampleLoss, typename Prepare>
 Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
                  const float *input, const int64_t *labels, bool hasIgnoreIndex,
                  int64_t ignoreIndex, Reduction reduction, float *out,
-                 SampleLoss sampleLoss) {
+                 SampleLoss sampleLoss, Prepare prepare) {
   TRAINC_RETURN_IF_ERROR(checkNotNull(
       kernel, {{"input", input}, {"labels", labels}, {"out", out}}));
   TRAINC_RETURN_IF_ERROR(
@@ -85,6 +86,7 @@ Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
   TRAINC_RETURN_IF_ERROR(
       checkLabels(kernel, n, c, inner, labels, hasIgnoreIndex, ignoreIndex));
 
+  prepare();
   const int64_t samples = n * inner;
   int64_t counted = 0;
   for (int64_t s = 0; s < samples; ++s)
@@ -98,7 +100,7 @@ Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
     const int64_t label = labels[s];
     const bool ignored = hasIgnoreIndex && label == ignoreIndex;
     const float *column = input + (s / inner) * c * inner + s % inner;
-    losses[static_cast<size_t>(s)] = ignored ? 0.0 : sampleLoss(column, label);
+    losses[static_cast<size_t>(s)] = ignored ? 0.0 : sampleLoss(s, column, label);
     if (reduction == Reduction::None)
       out[s] = float(losses[static_cast<size_t>(s)]);
   }
@@ -112,6 +114,55 @@ Status classLoss(const char *kernel, int64_t n, int64_t c, int64_t inner,
   return Status();
 }
 
+/// logsumexp of c values `stride` apart, one at a time: a NaN is the
+/// maximum (std::max would skip it), and a NaN, an inf or only -inf give
+/// NaN (exp(inf - inf)), as PyTorch.
+double logSumExp(const float *x, int64_t c, int64_t stride) {
+  float maximum = x[0];
+  for (int64_t k = 1; k < c; ++k) {
+    const float v = x[k * stride];
+    if (v > maximum || v != v)
+      maximum = v;
+  }
+  // exp of x - max <= 0 in f32 (as PyTorch computes it; within an ulp),
+  // summed in double.
+  double sum = 0;
+  for (int64_t k = 0; k < c; ++k)
+    sum += double(std::exp(x[k * stride] - maximum));
+  return double(maximum) + std::log(sum);
+}
+
+/// logsumexp over the classes of every sample of [n, c, inner] logits
+/// (inner > 1), in double: 64 neighbouring samples at a time, whose
+/// classes' loads are contiguous and whose exps vectorize across them
+/// (RowMath.h); a block with a maximum that is not finite (a NaN, an inf,
+/// only -inf) goes one sample at a time.
+std::vector<double> columnLogSumExps(int64_t n, int64_t c, int64_t inner, const float *x) {
+  constexpr int64_t kWidth = detail::kMaxColumns;
+  std::vector<double> out(size_t(n * inner));
+  const int64_t blocks = (inner + kWidth - 1) / kWidth;
+#pragma omp parallel for schedule(static) if (detail::worthThreads(n * c * inner * 16))
+  for (int64_t t = 0; t < n * blocks; ++t) {
+    const int64_t b = t / blocks, begin = (t % blocks) * kWidth;
+    const int64_t width = std::min(kWidth, inner - begin);
+    const float *in = x + b * c * inner + begin;
+    double *lse = out.data() + b * inner + begin;
+    float maxima[kWidth];
+    if (!detail::columnMaxima(in, c, inner, width, maxima)) {
+      for (int64_t i = 0; i < width; ++i)
+        lse[i] = logSumExp(in + i, c, inner);
+      continue;
+    }
+    double sums[kWidth] = {};
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t i = 0; i < width; ++i)
+        sums[i] += detail::shiftedExp(in[k * inner + i], maxima[i]);
+    for (int64_t i = 0; i < width; ++i)
+      lse[i] = double(maxima[i]) + std::log(sums[i]);
+  }
+  return out;
+}
+
 } // namespace
 
 Status softmaxCrossEntropy(Context &ctx, int64_t n, int64_t c, int64_t inner,
@@ -120,32 +171,26 @@ Status softmaxCrossEntropy(Context &ctx, int64_t n, int64_t c, int64_t inner,
                            Reduction reduction, float *out) {
   (void)ctx;
   // -log softmax(x)[label] = logsumexp(x) - x[label], with the maximum
-  // subtracted inside the exponent so large logits cannot overflow.
-  auto sampleLoss = [c, inner](const float *column, int64_t label) {
-    // A contiguous row (inner == 1): in vectorized lanes (RowMath.h).
-    if (inner == 1) {
-      const float maximum = detail::rowMax(column, c);
-      if (!std::isfinite(maximum)) // exp(inf - inf): NaN, as the path below
-        return std::numeric_limits<double>::quiet_NaN();
-      return double(maximum) + std::log(detail::rowExpSum(column, c, maximum, nullptr)) -
-             double(column[label]);
-    }
-    // A NaN logit is the maximum (std::max would skip it): the loss is NaN.
-    float maximum = column[0];
-    for (int64_t k = 1; k < c; ++k) {
-      const float v = column[k * inner];
-      if (v > maximum || v != v)
-        maximum = v;
-    }
-    // exp of x - max <= 0 in f32 (as PyTorch computes it; within an ulp),
-    // summed in double.
-    double sum = 0;
-    for (int64_t k = 0; k < c; ++k)
-      sum += double(std::exp(column[k * inner] - maximum));
-    return double(maximum) + std::log(sum) - double(column[label * inner]);
+  // subtracted inside the exponent so large logits cannot overflow. A
+  // contiguous row (inner == 1) in vectorized lanes; strided classes
+  // ([n, c, d], a segmentation's) have every sample's logsumexp computed
+  // first, for 64 neighbouring samples at a time.
+  std::vector<double> logSumExps;
+  auto prepare = [&] {
+    if (inner > 1)
+      logSumExps = columnLogSumExps(n, c, inner, logits);
+  };
+  auto sampleLoss = [&](int64_t s, const float *column, int64_t label) {
+    if (inner > 1)
+      return logSumExps[size_t(s)] - double(column[label * inner]);
+    const float maximum = detail::rowMax(column, c);
+    if (!std::isfinite(maximum)) // exp(inf - inf): NaN, as PyTorch
+      return std::numeric_limits<double>::quiet_NaN();
+    return double(maximum) + std::log(detail::rowExpSum(column, c, maximum, nullptr)) -
+           double(column[label]);
   };
   return classLoss("softmaxCrossEntropy", n, c, inner, logits, labels,
-                   hasIgnoreIndex, ignoreIndex, reduction, out, sampleLoss);
+                   hasIgnoreIndex, ignoreIndex, reduction, out, sampleLoss, prepare);
 }
 
 Status nllLoss(Context &ctx, int64_t n, int64_t c, int64_t inner,
@@ -153,11 +198,11 @@ Status nllLoss(Context &ctx, int64_t n, int64_t c, int64_t inner,
                bool hasIgnoreIndex, int64_t ignoreIndex, Reduction reduction,
                float *out) {
   (void)ctx;
-  auto sampleLoss = [inner](const float *column, int64_t label) {
+  auto sampleLoss = [inner](int64_t, const float *column, int64_t label) {
     return -double(column[label * inner]);
   };
   return classLoss("nllLoss", n, c, inner, logProbs, labels, hasIgnoreIndex,
-                   ignoreIndex, reduction, out, sampleLoss);
+                   ignoreIndex, reduction, out, sampleLoss, [] {});
 }
 
 Status mseLoss(Context &ctx, int64_t count, const float *prediction,

@@ -100,28 +100,58 @@ inline float softmaxExp(float d) {
   return p * scale;
 }
 
-/// e[i] = exp(x[i] - shift) over [0, n) for a finite shift >= every x[i]
-/// (a row's maximum; x[i] finite or -inf): softmaxExp, 0 below kExpFloor.
-/// One loop without calls or branches, so that it vectorizes. The clamp
-/// and the zero work on the bits: d <= 0 (or -0), so a larger d's bits
-/// are a smaller integer, and an integer min is no branch (a float select
-/// let g++ split the loop into a path per side, which does not vectorize).
-inline void rowExps(const float *x, int64_t n, float shift, float *e) {
+/// exp(x - shift) for a finite shift >= x (x finite or -inf): softmaxExp,
+/// 0 below kExpFloor. No calls or branches, so that a loop of it
+/// vectorizes: the clamp and the zero work on the bits (d <= 0, so a larger
+/// d's bits are a smaller integer, and an integer min is no branch; a float
+/// select let g++ split the loop into a path per side, which does not
+/// vectorize).
+inline float shiftedExp(float x, float shift) {
   uint32_t floorBits;
   std::memcpy(&floorBits, &kExpFloor, sizeof floorBits);
-  for (int64_t i = 0; i < n; ++i) {
-    const float d = x[i] - shift;
-    uint32_t bits;
-    std::memcpy(&bits, &d, sizeof bits);
-    const uint32_t clamped = bits < floorBits ? bits : floorBits;
-    float c;
-    std::memcpy(&c, &clamped, sizeof c);
-    const float v = softmaxExp(c);
-    uint32_t out;
-    std::memcpy(&out, &v, sizeof out);
-    out &= -uint32_t(bits <= floorBits); // 0 below the floor
-    std::memcpy(&e[i], &out, sizeof out);
-  }
+  const float d = x - shift;
+  uint32_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  const uint32_t clamped = bits < floorBits ? bits : floorBits;
+  float c;
+  std::memcpy(&c, &clamped, sizeof c);
+  const float v = softmaxExp(c);
+  uint32_t out;
+  std::memcpy(&out, &v, sizeof out);
+  out &= -uint32_t(bits <= floorBits); // 0 below the floor
+  float e;
+  std::memcpy(&e, &out, sizeof e);
+  return e;
+}
+
+/// e[i] = shiftedExp(x[i], shift) over [0, n): shift is a row's finite
+/// maximum.
+inline void rowExps(const float *x, int64_t n, float shift, float *e) {
+  for (int64_t i = 0; i < n; ++i)
+    e[i] = shiftedExp(x[i], shift);
+}
+
+/// The most softmaxes columnMaxima takes side by side.
+inline constexpr int64_t kMaxColumns = 64;
+
+/// The maxima of `width` softmaxes side by side, element a of softmax i at
+/// x[a * stride + i] (a < axis, i < width <= kMaxColumns): true where every maximum
+/// is finite (no NaN, inf, or softmax of only -inf), which shiftedExp needs.
+inline bool columnMaxima(const float *x, int64_t axis, int64_t stride, int64_t width,
+                         float *maxima) {
+  int32_t nan[kMaxColumns] = {};
+  for (int64_t i = 0; i < width; ++i)
+    maxima[i] = x[i];
+  for (int64_t a = 1; a < axis; ++a)
+    for (int64_t i = 0; i < width; ++i) {
+      const float v = x[a * stride + i];
+      maxima[i] = v > maxima[i] ? v : maxima[i];
+      nan[i] |= int32_t(v != v);
+    }
+  bool finite = true;
+  for (int64_t i = 0; i < width; ++i)
+    finite &= !nan[i] && std::isfinite(maxima[i]);
+  return finite;
 }
 
 /// The sum in double of exp(x[i] - shift) over [0, n) (rowExps' values,

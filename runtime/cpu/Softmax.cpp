@@ -21,7 +21,7 @@ namespace trainc::cpu {
 using namespace ::trainc::rt;
 
 namespace {
-constexpr int64_t kBlock = 64;
+constexpr int64_t kBlock = detail::kMaxColumns;
 
 
 /// A fused softmax's prologue or epilogue over the elements of one task:
@@ -94,25 +94,35 @@ Status softmax(Context &ctx, int64_t outer, int64_t axis, int64_t inner,
     // Subtracting the maximum keeps exp() in (0, 1]: no overflow for large
     // logits, and at least one term of the sum is 1.
     float maxima[kBlock];
-    double sums[kBlock];
-    std::fill(maxima, maxima + width, -std::numeric_limits<float>::infinity());
-    std::fill(sums, sums + width, 0.0);
-    // A NaN becomes the maximum (std::max would skip it), so every output
-    // of its softmax is NaN, as in PyTorch; an all -inf softmax is NaN too
-    // (exp(-inf - -inf)).
-    for (int64_t a = 0; a < axis; ++a)
-      for (int64_t i = 0; i < width; ++i) {
-        const float v = in[a * inner + i];
-        if (v > maxima[i] || v != v)
-          maxima[i] = v;
-      }
-    for (int64_t a = 0; a < axis; ++a)
-      for (int64_t i = 0; i < width; ++i) {
-        float e = std::exp(in[a * inner + i] - maxima[i]);
-        sums[i] += e;
-        if (!logSoftmax)
-          out[a * inner + i] = e;
-      }
+    double sums[kBlock] = {};
+    if (detail::columnMaxima(in, axis, inner, width, maxima)) {
+      // Every maximum finite: the exps vectorize across the softmaxes.
+      for (int64_t a = 0; a < axis; ++a)
+        for (int64_t i = 0; i < width; ++i) {
+          const float e = detail::shiftedExp(in[a * inner + i], maxima[i]);
+          sums[i] += e;
+          if (!logSoftmax)
+            out[a * inner + i] = e;
+        }
+    } else {
+      // A NaN becomes the maximum (std::max would skip it), so every output
+      // of its softmax is NaN, as in PyTorch; an inf or an all -inf
+      // softmax is NaN too (exp(inf - inf), exp(-inf - -inf)).
+      std::fill(maxima, maxima + width, -std::numeric_limits<float>::infinity());
+      for (int64_t a = 0; a < axis; ++a)
+        for (int64_t i = 0; i < width; ++i) {
+          const float v = in[a * inner + i];
+          if (v > maxima[i] || v != v)
+            maxima[i] = v;
+        }
+      for (int64_t a = 0; a < axis; ++a)
+        for (int64_t i = 0; i < width; ++i) {
+          const float e = std::exp(in[a * inner + i] - maxima[i]);
+          sums[i] += e;
+          if (!logSoftmax)
+            out[a * inner + i] = e;
+        }
+    }
     if (logSoftmax) {
       // (x - max) - log(sum), in this order: x - max is exact for the
       // large entries, whereas x - (max + log(sum)) would round max +

@@ -96,6 +96,42 @@ TEST(SoftmaxCrossEntropy, RowLengthsAroundLanesAndBlocks) {
   }
 }
 
+TEST(SoftmaxCrossEntropy, StridedBlocksWithSpecialValues) {
+  // [n, c, d] logits go 64 positions at a time (a block with a NaN or an
+  // inf one at a time): 70 = a full and a partial block. Per position:
+  // NaN where a logit is NaN or inf, inf where the label's logit is -inf
+  // (masked out), else the float64 value.
+  checkReductions(true, 2, 5, 70, -3, 3, kAtol);
+  auto ctx = makeContext();
+  const int64_t n = 1, c = 3, inner = 70;
+  std::vector<float> x = randomFloats(n * c * inner, 71, -3, 3);
+  const float inf = std::numeric_limits<float>::infinity();
+  x[1 * inner + 5] = std::nanf("");
+  x[2 * inner + 66] = inf;
+  x[0 * inner + 40] = -inf;
+  std::vector<int64_t> labels(inner, 1);
+  labels[40] = 0;
+  std::vector<float> loss(inner);
+  EXPECT_OK(tk::softmaxCrossEntropy(*ctx, n, c, inner, x.data(), labels.data(), false, 0,
+                                    Reduction::None, loss.data()));
+  for (int64_t i = 0; i < inner; ++i) {
+    if (i == 5 || i == 66) {
+      EXPECT_TRUE(std::isnan(loss[i])) << i;
+      continue;
+    }
+    if (i == 40) {
+      EXPECT_EQ(inf, loss[i]);
+      continue;
+    }
+    double m = -inf, sum = 0;
+    for (int64_t k = 0; k < c; ++k)
+      m = std::max(m, double(x[k * inner + i]));
+    for (int64_t k = 0; k < c; ++k)
+      sum += std::exp(double(x[k * inner + i]) - m);
+    EXPECT_NEAR(m + std::log(sum) - x[labels[i] * inner + i], loss[i], 1e-5) << i;
+  }
+}
+
 TEST(SoftmaxCrossEntropy, LargeLogits) {
   checkReductions(true, 5, 10, 1, 900, 1000, 1e-5);
 }

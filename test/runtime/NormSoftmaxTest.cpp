@@ -272,6 +272,44 @@ TEST(Softmax, RowSpecialValues) {
     EXPECT_TRUE(std::isnan(v));
 }
 
+// Strided softmaxes (inner > 1) go 64 at a time: a block with a NaN, an
+// inf or a softmax of only -inf takes the one-at-a-time path (those
+// softmaxes NaN, the others exact); a block whose maxima are all finite
+// vectorizes its exps, and a single -inf (a masked logit) gets exactly 0.
+TEST(Softmax, StridedBlocksWithSpecialValues) {
+  auto ctx = makeContext();
+  const int64_t axis = 5, inner = 140; // blocks [0, 64), [64, 128), [128, 140)
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = randomFloats(axis * inner, 61, -3, 3);
+  auto at = [&](int64_t a, int64_t i) -> float & { return x[a * inner + i]; };
+  at(2, 3) = std::nanf("");
+  at(1, 30) = inf;
+  for (int64_t a = 0; a < axis; ++a)
+    at(a, 10) = -inf;
+  at(0, 20) = at(4, 70) = at(3, 130) = -inf;
+  for (bool logSoftmax : {false, true}) {
+    SCOPED_TRACE(logSoftmax ? "log-softmax" : "softmax");
+    std::vector<float> y(x.size());
+    EXPECT_OK(tk::softmax(*ctx, 1, axis, inner, x.data(), y.data(), logSoftmax));
+    const std::vector<double> want = softmaxReference(1, axis, inner, x, logSoftmax);
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t a = 0; a < axis; ++a) {
+        const float got = y[a * inner + i];
+        if (i == 3 || i == 10 || i == 30) {
+          EXPECT_TRUE(std::isnan(got)) << "softmax " << i;
+        } else if (std::isinf(want[a * inner + i])) {
+          EXPECT_EQ(float(want[a * inner + i]), got) << a << ", " << i;
+        } else {
+          EXPECT_NEAR(want[a * inner + i], got, 1e-6 + 1e-5 * std::fabs(want[a * inner + i]))
+              << a << ", " << i;
+        }
+      }
+    if (!logSoftmax) {
+      EXPECT_EQ(0.0f, y[4 * inner + 70]);
+    }
+  }
+}
+
 // softmaxExp against exp in double over [-87, 0]: a spread of 10^6 floats
 // and both ends (every float of the range: at most 8.2e-8).
 TEST(Softmax, ExpPolynomialWithinAnUlp) {
