@@ -2,7 +2,9 @@
 //
 // One OpenMP task per (image, channel) plane. Each window's tap range is
 // computed once per output row/column and clipped to the input, so the inner
-// loops have no bounds checks. Windows may reach into the padding and, in
+// loops have no bounds checks. Max pooling takes the windows inside the
+// input a row of them at a time, vectorized across the windows
+// (PoolWindows.h: ResNet's 3x3/2 pool took 0.46 ms a window at a time). Windows may reach into the padding and, in
 // ceil mode, past the padded edge; both are clipped (checkPool2dDesc ensures
 // every window starts inside the input or the leading padding).
 //
@@ -34,32 +36,26 @@ Status maxPool2d(Context &ctx, const Pool2dDesc &d, const float *x, float *y) {
                               return maxPool2d(ctx, channelsFirst(d), f[0], f[1]);
                             });
   const Windows windows(d);
-  if (windows.allFull(d)) {
-    detail::forEachFullWindow(d, x, [](int64_t) {}, [&](const float *win, int64_t o) {
-      bool nan;
-      y[o] = detail::fullWindowMax(win, d.kh, d.kw, d.w, nan);
-    });
-    return Status();
-  }
   const int64_t inSpatial = d.h * d.w, outSpatial = d.outH * d.outW;
-  windows.forEachWindow(
+  windows.forEachRow(
       d, [](int64_t) {},
       [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
-        // Padding never wins a max (ONNX pads MaxPool with -inf); NaN in
-        // the window propagates, as in PyTorch.
+        // A window at the edge. Padding never wins a max (ONNX pads
+        // MaxPool with -inf); NaN in the window propagates, as in PyTorch.
         const float *in = x + p * inSpatial;
-        if (detail::isFull(d, r, c)) { // an interior window: the fast loop
-          bool nan;
-          y[p * outSpatial + o] =
-              detail::fullWindowMax(in + r.start * d.w + c.start, d.kh, d.kw, d.w, nan);
-          return;
-        }
         float best = -std::numeric_limits<float>::infinity();
         forEachTap(d, r, c, [&](int64_t at) {
           if (in[at] > best || in[at] != in[at])
             best = in[at];
         });
         y[p * outSpatial + o] = best;
+      },
+      [&](int64_t p, int64_t oh, int64_t top, int64_t lo, int64_t hi) {
+        const float *in = x + p * inSpatial + top;
+        float *out = y + p * outSpatial + oh * d.outW;
+        for (int64_t t = lo; t < hi; t += detail::kRowChunk)
+          detail::windowRowMaxima(in + (t - lo) * d.strideW, d.kh, d.kw, d.w, d.strideW,
+                                  std::min(detail::kRowChunk, hi - t), out + t);
       });
   return Status();
 }

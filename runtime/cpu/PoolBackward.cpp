@@ -51,8 +51,8 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
   const Windows windows(d);
   if (windows.allFull(d)) {
     // Windows that tile the plane (stride = kernel, no input left over)
-    // write each of their taps, 0 and then the winner's dy: no fill first. Else the plane is zeroed and each winner adds its dy. dx at a
-    // window's tap: x's offset is dx's.
+    // write each of their taps, 0 and then the winner's dy: no fill first.
+    // dx at a window's tap: x's offset is dx's.
     const bool tiles = d.strideH == d.kh && d.strideW == d.kw && d.outH * d.kh == d.h &&
                        d.outW * d.kw == d.w;
     if (tiles) {
@@ -67,14 +67,11 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
       });
       return Status();
     }
-    detail::forEachFullWindow(
-        d, x, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
-        [&](const float *win, int64_t o) {
-          dx[(win - x) + detail::fullWindowArgMax(win, d.kh, d.kw, d.w)] += dy[o];
-        });
-    return Status();
   }
-  windows.forEachWindow(
+  // Else the plane is zeroed and each window, in output order, adds its dy
+  // to its winner; the windows inside the input a row of them at a time,
+  // their winners found vectorized across the windows (PoolWindows.h).
+  windows.forEachRow(
       d, [&](int64_t p) { std::fill(dx + p * inSpatial, dx + (p + 1) * inSpatial, 0.0f); },
       [&](int64_t p, int64_t o, const TapRange &r, const TapRange &c) {
         // A dilated window can straddle the input with no tap inside it;
@@ -82,12 +79,6 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
         if (r.begin == r.end || c.begin == c.end)
           return;
         const float *in = x + p * inSpatial;
-        if (detail::isFull(d, r, c)) { // an interior window: the fast scan
-          const int64_t top = r.start * d.w + c.start;
-          dx[p * inSpatial + top + detail::fullWindowArgMax(in + top, d.kh, d.kw, d.w)] +=
-              dy[p * outSpatial + o];
-          return;
-        }
         int64_t best = -1;
         float bestValue = -std::numeric_limits<float>::infinity();
         forEachTap(d, r, c, [&](int64_t at) {
@@ -99,7 +90,21 @@ Status maxPool2dBackward(Context &ctx, const Pool2dDesc &d, const float *x,
           }
         });
         dx[p * inSpatial + best] += dy[p * outSpatial + o];
-      });
+      },
+      [&](int64_t p, int64_t oh, int64_t top, int64_t lo, int64_t hi) {
+        const float *in = x + p * inSpatial + top;
+        float *taps = dx + p * inSpatial + top;
+        const float *g = dy + p * outSpatial + oh * d.outW;
+        int32_t best[detail::kRowChunk];
+        for (int64_t t = lo; t < hi; t += detail::kRowChunk) {
+          const int64_t count = std::min(detail::kRowChunk, hi - t);
+          detail::windowRowArgMaxima(in + (t - lo) * d.strideW, d.kh, d.kw, d.w, d.strideW,
+                                     count, best);
+          for (int64_t k = 0; k < count; ++k)
+            taps[(t - lo + k) * d.strideW + best[k]] += g[t + k];
+        }
+      },
+      detail::rowWindowsFit(d));
   return Status();
 }
 

@@ -47,11 +47,51 @@ inline bool isFull(const ::trainc::rt::Pool2dDesc &d, const TapRange &r, const T
 /// Tap ranges of every output row and column of a descriptor.
 struct Windows {
   std::vector<TapRange> rows, cols;
+  /// The output columns [fullBegin, fullEnd) whose windows have all kw
+  /// taps inside the input, adjacent (a window slides right with ow, so
+  /// they are one range; empty with dilation).
+  int64_t fullBegin = 0, fullEnd = 0;
   explicit Windows(const ::trainc::rt::Pool2dDesc &d) {
     for (int64_t oh = 0; oh < d.outH; ++oh)
       rows.push_back(tapRange(oh, d.strideH, d.padTop, d.padBottom, d.kh, d.dilationH, d.h));
     for (int64_t ow = 0; ow < d.outW; ++ow)
       cols.push_back(tapRange(ow, d.strideW, d.padLeft, d.padRight, d.kw, d.dilationW, d.w));
+    auto fullCol = [&](const TapRange &c) {
+      return d.dilationW == 1 && c.begin == 0 && c.end == d.kw;
+    };
+    while (fullBegin < d.outW && !fullCol(cols[size_t(fullBegin)]))
+      ++fullBegin;
+    fullEnd = fullBegin;
+    while (fullEnd < d.outW && fullCol(cols[size_t(fullEnd)]))
+      ++fullEnd;
+  }
+
+  /// Like forEachWindow, a row of windows at a time: in each output row
+  /// whose windows have all kh rows of taps inside (dilation 1), the
+  /// windows of columns [fullBegin, fullEnd) go to interior(p, oh, top, lo,
+  /// hi) as one run, `top` the offset in the plane of window lo's top-left
+  /// tap (window lo + t's at top + t * strideW); the others, before and
+  /// after, to window(p, o, r, c). Output order within each plane. Without
+  /// `runs`, every window goes to window().
+  template <class Plane, class Window, class Interior>
+  void forEachRow(const ::trainc::rt::Pool2dDesc &d, Plane plane, Window window,
+                  Interior interior, bool runs = true) const {
+    const int64_t planes = d.n * d.c;
+#pragma omp parallel for schedule(static) if (worthThreads(planes * d.h * d.w))
+    for (int64_t p = 0; p < planes; ++p) {
+      plane(p);
+      for (int64_t oh = 0; oh < d.outH; ++oh) {
+        const TapRange &r = rows[size_t(oh)];
+        const bool fullRow = runs && d.dilationH == 1 && r.begin == 0 && r.end == d.kh;
+        const int64_t lo = fullRow ? fullBegin : d.outW, hi = fullRow ? fullEnd : d.outW;
+        for (int64_t ow = 0; ow < lo; ++ow)
+          window(p, oh * d.outW + ow, r, cols[size_t(ow)]);
+        if (lo < hi)
+          interior(p, oh, r.start * d.w + cols[size_t(lo)].start, lo, hi);
+        for (int64_t ow = hi; ow < d.outW; ++ow)
+          window(p, oh * d.outW + ow, r, cols[size_t(ow)]);
+      }
+    }
   }
 
   /// Whether every window lies whole inside the input, its taps adjacent
@@ -155,6 +195,92 @@ inline int64_t fullWindowArgMax(const float *win, int64_t kh, int64_t kw, int64_
                 -static_cast<int64_t>(floatBits(win[i * w + j]) == bits);
   }
   return best;
+}
+
+/// How many windows of a row the interior kernels take at a time.
+inline constexpr int64_t kRowChunk = 64;
+
+/// The maxima of `count` <= kRowChunk full windows side by side, window t's
+/// taps at win[i * w + t * stride + j] (i < kh, j < kw): fullWindowMax's
+/// values (the same compares in the same order), NaN where a window holds
+/// one. The taps go outermost, the windows innermost, so the compares
+/// vectorize across the windows where the stride is a constant (Stride 1
+/// or 2; 0 takes `stride` as given, and g++ leaves that loop scalar).
+template <int64_t Stride>
+void rowWindowMaxima(const float *win, int64_t kh, int64_t kw, int64_t w, int64_t stride,
+                     int64_t count, float *out) {
+  const int64_t step = Stride ? Stride : stride;
+  float m[kRowChunk];
+  int32_t nan[kRowChunk];
+  for (int64_t t = 0; t < count; ++t) {
+    m[t] = win[t * step];
+    nan[t] = 0;
+  }
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      const float *tap = win + i * w + j;
+      for (int64_t t = 0; t < count; ++t) {
+        const float v = tap[t * step];
+        m[t] = v > m[t] ? v : m[t];
+        nan[t] |= int32_t(v != v);
+      }
+    }
+  for (int64_t t = 0; t < count; ++t)
+    out[t] = nan[t] ? std::numeric_limits<float>::quiet_NaN() : m[t];
+}
+
+/// The winning taps of `count` <= kRowChunk full windows side by side (as
+/// rowWindowMaxima), as offsets from each window's top-left tap: the taps
+/// in window order, a tap taking the window where it is NaN or greater
+/// than the best so far, which is fullWindowArgMax's rule (the first
+/// maximum; the last NaN). Offsets are int32 (kh * w < 2^31: see
+/// rowWindowsFit), which vectorize beside the floats.
+template <int64_t Stride>
+void rowWindowArgMaxima(const float *win, int64_t kh, int64_t kw, int64_t w, int64_t stride,
+                        int64_t count, int32_t *best) {
+  const int64_t step = Stride ? Stride : stride;
+  float value[kRowChunk];
+  for (int64_t t = 0; t < count; ++t) {
+    value[t] = win[t * step];
+    best[t] = 0;
+  }
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      const float *tap = win + i * w + j;
+      const int32_t at = int32_t(i * w + j);
+      for (int64_t t = 0; t < count; ++t) {
+        const float v = tap[t * step];
+        const bool take = (v != v) | (v > value[t]);
+        value[t] = take ? v : value[t];
+        best[t] = take ? at : best[t];
+      }
+    }
+}
+
+/// Whether a window's tap offsets fit rowWindowArgMaxima's int32.
+inline bool rowWindowsFit(const ::trainc::rt::Pool2dDesc &d) {
+  return d.kh * d.w < (int64_t(1) << 31);
+}
+
+/// rowWindowMaxima and rowWindowArgMaxima with the stride a constant
+/// where it is 1 or 2.
+inline void windowRowMaxima(const float *win, int64_t kh, int64_t kw, int64_t w,
+                            int64_t stride, int64_t count, float *out) {
+  if (stride == 1)
+    rowWindowMaxima<1>(win, kh, kw, w, stride, count, out);
+  else if (stride == 2)
+    rowWindowMaxima<2>(win, kh, kw, w, stride, count, out);
+  else
+    rowWindowMaxima<0>(win, kh, kw, w, stride, count, out);
+}
+inline void windowRowArgMaxima(const float *win, int64_t kh, int64_t kw, int64_t w,
+                               int64_t stride, int64_t count, int32_t *best) {
+  if (stride == 1)
+    rowWindowArgMaxima<1>(win, kh, kw, w, stride, count, best);
+  else if (stride == 2)
+    rowWindowArgMaxima<2>(win, kh, kw, w, stride, count, best);
+  else
+    rowWindowArgMaxima<0>(win, kh, kw, w, stride, count, best);
 }
 
 /// Calls tap(at) for the in-bounds taps of a window, row by row: `at` is

@@ -73,7 +73,7 @@ inline float rowMax(const float *x, int64_t n) {
   return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
-/// Below this, rowExps gives 0: e^-87 is 1.6e-38, next to f32's smallest
+/// Below this, shiftedExp gives 0: e^-87 is 1.6e-38, next to f32's smallest
 /// normal, and such a term cannot change a softmax's sum, which holds a 1.
 inline constexpr float kExpFloor = -87.0f;
 

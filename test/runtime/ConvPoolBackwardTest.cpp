@@ -469,6 +469,26 @@ TEST(MaxPool2dBackward, TiesGoToTheFirstMaximum) {
   EXPECT_TRUE(allClose(dx, {7, 0, 9, 0, 0, 0, 0, 0}, 0, 0));
 }
 
+// Rows of 150 windows (two chunks of 64 and a partial one between padded
+// edge windows, as the kernel takes them): random values, ties, and NaNs
+// sprinkled in (a window's last NaN wins), against the reference.
+TEST(MaxPool2dBackward, RowsOfWindowsWiderThanAChunk) {
+  forEachThreadCount([] {
+    //                    n  c  h  w    kh kw sH sW pT pL pB pR dH dW
+    for (Pool2dDesc c : {Pool2dDesc{1, 2, 5, 300, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0},
+                         Pool2dDesc{2, 1, 4, 140, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}}) {
+      const Pool2dDesc d = withOutputSize(c, false);
+      SCOPED_TRACE("w=" + std::to_string(d.w));
+      runPoolBackward(d, PoolKind::Max, randomFloats(d.n * d.c * d.h * d.w, 64));
+      runPoolBackward(d, PoolKind::Max, tiedFloats(d.n * d.c * d.h * d.w, 65));
+      std::vector<float> x = randomFloats(d.n * d.c * d.h * d.w, 66);
+      for (size_t i = 5; i < x.size(); i += 89)
+        x[i] = std::nanf("");
+      runPoolBackward(d, PoolKind::Max, x);
+    }
+  });
+}
+
 TEST(MaxPool2dBackward, NaNAndInfinityFollowPyTorch) {
   auto ctx = makeContext();
   const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();

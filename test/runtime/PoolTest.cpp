@@ -183,6 +183,46 @@ TEST(Pool2d, NaNPropagatesThroughMax) {
   EXPECT_TRUE(std::isnan(y[0]));
 }
 
+// Max pooling takes the windows inside the input a row at a time, up to 64
+// side by side: rows of 150 windows (two full chunks and a partial one,
+// between padded edge windows), with NaNs sprinkled into some windows,
+// against the reference (NaN where a window holds one).
+TEST(MaxPool2d, RowsOfWindowsWiderThanAChunk) {
+  forEachThreadCount([] {
+    //                    n  c  h  w    kh kw sH sW pT pL pB pR dH dW
+    for (Pool2dDesc c : {Pool2dDesc{1, 2, 5, 300, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0},
+                         Pool2dDesc{2, 1, 4, 140, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}}) {
+      const Pool2dDesc d = withOutputSize(c, false);
+      SCOPED_TRACE("w=" + std::to_string(d.w));
+      auto ctx = makeContext();
+      auto x = randomFloats(d.n * d.c * d.h * d.w, 23);
+      for (size_t i = 7; i < x.size(); i += 97)
+        x[i] = std::nanf("");
+      std::vector<double> want = poolReference(d, PoolKind::Max, x);
+      // poolReference's std::max skips a NaN: a window holding one is NaN.
+      for (int64_t p = 0; p < d.n * d.c; ++p)
+        for (int64_t oh = 0; oh < d.outH; ++oh)
+          for (int64_t ow = 0; ow < d.outW; ++ow)
+            for (int64_t i = 0; i < d.kh; ++i)
+              for (int64_t j = 0; j < d.kw; ++j) {
+                const int64_t ih = oh * d.strideH - d.padTop + i;
+                const int64_t iw = ow * d.strideW - d.padLeft + j;
+                if (ih >= 0 && ih < d.h && iw >= 0 && iw < d.w &&
+                    std::isnan(x[(p * d.h + ih) * d.w + iw]))
+                  want[(p * d.outH + oh) * d.outW + ow] = std::nan("");
+              }
+      std::vector<float> got(want.size(), 0.0f);
+      EXPECT_OK(tk::maxPool2d(*ctx, d, x.data(), got.data()));
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(want[i]))
+          EXPECT_TRUE(std::isnan(got[i])) << i;
+        else
+          EXPECT_EQ(float(want[i]), got[i]) << i;
+      }
+    }
+  });
+}
+
 TEST(Pool2d, RejectsInconsistentDescriptors) {
   auto ctx = makeContext();
   std::vector<float> buf(1024);
