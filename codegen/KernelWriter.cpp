@@ -3,6 +3,7 @@
 #include "codegen/KernelWriter.h"
 
 #include "codegen/Escape.h"
+#include "runtime/include/trainc_rt/defaults.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,8 +15,9 @@ using namespace trainc::codegen;
 
 namespace {
 
-/// Element loops this small stay on one thread: forking costs more.
-constexpr int64_t kParallelThreshold = 32768;
+/// Element loops this small stay on one thread: forking costs more (the
+/// runtime's kernels use the same bound).
+constexpr int64_t kParallelThreshold = trainc::rt::kCpuParallelWork;
 /// What a transcendental call (exp, tanh, sigmoid, ...) costs an element,
 /// in simple operations: such a loop is worth the threads sooner (an LSTM
 /// cell's 8192 elements of three sigmoids and two tanh run 22% faster on

@@ -4,21 +4,20 @@
 // to sleep between steps): a kernel with little work runs faster on the
 // calling thread. The runtime's kernels ask worthThreads with the values
 // they read and write; generated kernels use the same bound
-// (codegen/KernelWriter.cpp's kParallelThreshold).
+// (trainc_rt/defaults.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TRAINC_RT_CPU_THREADING_H
 #define TRAINC_RT_CPU_THREADING_H
 
+#include "trainc_rt/defaults.h"
+
 #include <cstdint>
 
 namespace trainc::cpu::detail {
 
-/// Values below which a kernel stays on the calling thread.
-inline constexpr int64_t kParallelWork = 32768;
-
-inline bool worthThreads(int64_t work) { return work >= kParallelWork; }
+inline bool worthThreads(int64_t work) { return work >= ::trainc::rt::kCpuParallelWork; }
 
 } // namespace trainc::cpu::detail
 

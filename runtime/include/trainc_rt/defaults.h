@@ -3,9 +3,9 @@
 // One table of the numbers that both sides must agree on: what the runtime
 // allocates beside the memory plan (so that the compiler's --report-memory
 // counts it), the data-parallel buckets' layout that the plan and the
-// generated code share, and the fp16 loss scaler's defaults that the
-// compiler writes as initial state and the trainer prints and uses. Plain
-// C++, no MLIR.
+// generated code share, the fp16 loss scaler's defaults that the compiler
+// writes as initial state and the trainer prints and uses, and the work
+// below which a CPU kernel stays on one thread. Plain C++, no MLIR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +32,12 @@ inline constexpr int64_t kBucketMemberAlignment = 256;
 /// (--scale-growth-interval).
 inline constexpr float kInitialLossScale = 65536.0f;
 inline constexpr int64_t kScaleGrowthInterval = 2000;
+
+/// A CPU kernel with less work than this (values read and written, 16 a
+/// transcendental call) stays on the calling thread: waking the OpenMP team
+/// costs microseconds. The runtime's kernels (cpu/Threading.h) and the
+/// generated element loops (codegen/KernelWriter.cpp) use the same bound.
+inline constexpr int64_t kCpuParallelWork = 32768;
 
 } // namespace trainc::rt
 
