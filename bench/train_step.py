@@ -477,7 +477,10 @@ def main():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--resnet-batch", type=int, default=8)
-    parser.add_argument("--resnet-steps", type=int, default=5)
+    # 20: a step's time is the difference of two runs' times over the steps,
+    # and at 5 steps a process's start-up noise (tens of ms) weighed as
+    # much as a ResNet-18 or U-Net step.
+    parser.add_argument("--resnet-steps", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3,
                         help="timed repetitions of every side; the fastest counts")
     parser.add_argument("--lock", help="hold this file's flock while timing each model "
