@@ -364,9 +364,13 @@ constexpr int64_t kLargeWeights = int64_t(1) << 16;
 /// every call makes (they change each step), costs about what the
 /// convolution itself does: few output positions in all (at most 64
 /// multiply-adds per weight) and weights large enough that reading and
-/// writing them all is not lost in the call's overhead. Only f32 NCHW:
-/// there the caller's path (one batched GEMM on the weights as they are,
-/// then col2im) needs no conversion of its own. On 2 AVX-512 cores,
+/// writing them all is not lost in the call's overhead. Only f32: the
+/// caller's path is one batched GEMM on the weights as they are, then
+/// col2im (bf16 would be widened first). Channels-last too, though there
+/// the caller transposes the weights (as costly as the reorder): NHWC
+/// and NCHW then take the same path, and train to the same weights
+/// within float rounding (a different kernel for one layer moved
+/// ResNet-18's weights 2e-4 apart in 3 steps). On 2 AVX-512 cores,
 /// ResNet-18's stage-4 backward data (512 channels, 2x2 outputs, batch 8:
 /// 32 multiply-adds a weight) took 0.94-1.03 ms on oneDNN, half of it the
 /// 9.4 MB reorder, and 0.55-0.65 ms on the batched GEMM; stage 3 (256
@@ -376,8 +380,7 @@ constexpr int64_t kLargeWeights = int64_t(1) << 16;
 bool reorderOutweighs(DType type, const Conv2dDesc &d) {
   const int64_t columns = d.n * d.outH * d.outW; // multiply-adds per weight
   const int64_t weights = d.m * (d.c / std::max<int64_t>(d.groups, 1)) * d.kh * d.kw;
-  return type == DType::F32 && !d.channelsLast && columns <= kFewColumns &&
-         weights >= kLargeWeights;
+  return type == DType::F32 && columns <= kFewColumns && weights >= kLargeWeights;
 }
 
 } // namespace

@@ -31,7 +31,7 @@ namespace trainc::cpu::dnnl_conv {
                              const void *x, const void *w, const void *bias, void *y,
                              bool &ran);
 /// dx from dy and w (not for inputs of fewer than 4 channels, nor for f32
-/// NCHW convolutions with large weights and few output positions, where
+/// convolutions with large weights and few output positions, where
 /// the weights' reorder would cost as much as the convolution: im2col +
 /// sgemm is faster on both).
 ::trainc::rt::Status backwardData(::trainc::rt::DType type, const ::trainc::rt::Conv2dDesc &d,
