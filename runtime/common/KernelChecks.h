@@ -37,6 +37,15 @@ Status checkConv2dDesc(const char *kernel, const Conv2dDesc &d);
 /// like PyTorch and ONNX opset 19+).
 Status checkPool2dDesc(const char *kernel, const Pool2dDesc &d);
 
+/// Element counts of a checked Conv2dDesc or Pool2dDesc.
+inline int64_t poolInputCount(const Pool2dDesc &d) { return d.n * d.c * d.h * d.w; }
+inline int64_t poolOutputCount(const Pool2dDesc &d) { return d.n * d.c * d.outH * d.outW; }
+inline int64_t inputCount(const Conv2dDesc &d) { return d.n * d.c * d.h * d.w; }
+inline int64_t weightCount(const Conv2dDesc &d) {
+  return d.m * (d.c / (d.groups > 0 ? d.groups : 1)) * d.kh * d.kw;
+}
+inline int64_t outputCount(const Conv2dDesc &d) { return d.n * d.m * d.outH * d.outW; }
+
 Status checkReduction(const char *kernel, Reduction reduction);
 
 /// Batch norm over x [n, c, spatial]: positive sizes whose product fits int64.

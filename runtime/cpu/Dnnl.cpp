@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Dnnl.h"
+#include "../common/KernelChecks.h"
 #include "DnnlCommon.h"
 
 #include <omp.h>
@@ -379,8 +380,7 @@ constexpr int64_t kLargeWeights = int64_t(1) << 16;
 /// convolutions): it stays on oneDNN.
 bool reorderOutweighs(DType type, const Conv2dDesc &d) {
   const int64_t columns = d.n * d.outH * d.outW; // multiply-adds per weight
-  const int64_t weights = d.m * (d.c / std::max<int64_t>(d.groups, 1)) * d.kh * d.kw;
-  return type == DType::F32 && columns <= kFewColumns && weights >= kLargeWeights;
+  return type == DType::F32 && columns <= kFewColumns && weightCount(d) >= kLargeWeights;
 }
 
 } // namespace

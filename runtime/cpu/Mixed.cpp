@@ -127,13 +127,6 @@ Status checkTypes(const char *kernel, DType operands, DType result, bool resultM
   return Status();
 }
 
-/// Element counts of a checked Conv2dDesc or Pool2dDesc.
-int64_t poolInputCount(const Pool2dDesc &d) { return d.n * d.c * d.h * d.w; }
-int64_t poolOutputCount(const Pool2dDesc &d) { return d.n * d.c * d.outH * d.outW; }
-int64_t inputCount(const Conv2dDesc &d) { return d.n * d.c * d.h * d.w; }
-int64_t weightCount(const Conv2dDesc &d) { return d.m * (d.c / (d.groups > 0 ? d.groups : 1)) * d.kh * d.kw; }
-int64_t outputCount(const Conv2dDesc &d) { return d.n * d.m * d.outH * d.outW; }
-
 /// The blocks of a GEMM with bf16 operands: oneDNN's bf16 matmul, or
 /// (where oneDNN declines a block's shape or strides) the block's operands
 /// widened for sgemmSerial.

@@ -20,6 +20,7 @@
 #ifndef TRAINC_RT_CPU_ROWMATH_H
 #define TRAINC_RT_CPU_ROWMATH_H
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -155,34 +156,24 @@ inline bool columnMaxima(const float *x, int64_t axis, int64_t stride, int64_t w
 }
 
 /// The sum in double of exp(x[i] - shift) over [0, n) (rowExps' values,
-/// in lanes); `e`, if given, receives them.
+/// in lanes: term i in lane i % kLanes, the last n % kLanes in the tail, as
+/// laneSum); `e`, if given, receives them, else a block at a time goes
+/// through a buffer on the stack.
 inline double rowExpSum(const float *x, int64_t n, float shift, float *e) {
-  if (e) {
-    rowExps(x, n, shift, e);
-    return laneSum(n, [e](int64_t i) { return double(e[i]); });
-  }
-  // A block at a time through a buffer on the stack. Lane l of every
-  // block holds the terms i = l mod kLanes: the lanes and their order are
-  // those of one pass over the row.
   constexpr int64_t kBlock = 256; // a multiple of kLanes
   float block[kBlock];
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    rowExps(x + i, kBlock, shift, block);
-    for (int64_t j = 0; j < kBlock; j += kLanes)
+  double lane[kLanes] = {}, tail = 0;
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t count = std::min(kBlock, n - i);
+    float *exps = e ? e + i : block;
+    rowExps(x + i, count, shift, exps);
+    int64_t j = 0;
+    for (; j + kLanes <= count; j += kLanes)
       for (int l = 0; l < kLanes; ++l)
-        lane[l] += double(block[j + l]);
+        lane[l] += double(exps[j + l]);
+    for (; j < count; ++j) // only in the last block
+      tail += double(exps[j]);
   }
-  const int64_t rest = n - i;
-  rowExps(x + i, rest, shift, block);
-  int64_t j = 0;
-  for (; j + kLanes <= rest; j += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      lane[l] += double(block[j + l]);
-  double tail = 0;
-  for (; j < rest; ++j)
-    tail += double(block[j]);
   return laneTotal(lane, tail);
 }
 

@@ -96,11 +96,6 @@ Status viaF32(CudaContext &ctx, const char *name, DType type,
   return Status();
 }
 
-int64_t poolInputCount(const ::trainc::rt::Pool2dDesc &d) { return d.n * d.c * d.h * d.w; }
-int64_t poolOutputCount(const ::trainc::rt::Pool2dDesc &d) {
-  return d.n * d.c * d.outH * d.outW;
-}
-
 } // namespace
 
 Status batchNormInferenceMixed(Context &ctxBase, DType type, int64_t n, int64_t c,
