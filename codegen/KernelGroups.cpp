@@ -528,15 +528,26 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
              (isa<tc::DropoutOp>(use.getOwner()) && use.getOperandNumber() == 1);
     });
   };
+  // Inputs that only slices of the group read: each slice reads its
+  // elements at its own strides (tc.fused's slice members).
+  auto onlySliced = [&](Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation *user) {
+      return !llvm::is_contained(ops, user) || isa<tc::SliceOp>(user);
+    });
+  };
   SmallVector<bool> used(shape.size(), false);
   bool needsCoords = false;
-  for (Value v : inputs) {
-    if (onlyKey(v) || shapeOf(v) == shape || countOf(v) == 1)
-      continue;
+  auto useStrides = [&](ArrayRef<int64_t> strides) {
     needsCoords = true;
-    for (auto [d, stride] : llvm::enumerate(broadcastStrides(shapeOf(v), shape)))
+    for (auto [d, stride] : llvm::enumerate(strides))
       used[d] = used[d] || stride != 0;
-  }
+  };
+  for (Value v : inputs)
+    if (!onlyKey(v) && !onlySliced(v) && shapeOf(v) != shape && countOf(v) != 1)
+      useStrides(broadcastStrides(shapeOf(v), shape));
+  for (Operation *op : ops)
+    if (auto slice = dyn_cast<tc::SliceOp>(op))
+      useStrides(sliceStrides(shapeOf(slice.getInput()), slice.getStarts(), slice.getSteps()).first);
   std::string code;
   // A group that reads an operand at the innermost coordinate (a bias row)
   // gets it from its loop (KernelWriter::addKernel's innerExtent); a GEMM's
@@ -558,13 +569,15 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
             "\n";
     element[product] = "p";
   }
+  llvm::DenseMap<Value, std::string> pointer; // each input's parameter
   for (auto [k, v] : llvm::enumerate(inputs)) {
     std::string name = "in" + std::to_string(k), t = cType(v.getType());
     if (t.empty())
       return anchor->emitError("codegen does not support element type ")
              << cast<ShapedType>(v.getType()).getElementType() << " yet";
     kparams.push_back({t, name, false});
-    if (onlyKey(v)) {
+    pointer[v] = name;
+    if (onlyKey(v) || onlySliced(v)) {
       element[v] = name;
       continue;
     }
@@ -590,6 +603,17 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     if (auto constant = dyn_cast<tc::ConstantOp>(op)) {
       element[constant.getResult()] =
           splatLiteral(cast<DenseElementsAttr>(constant.getValue()));
+      continue;
+    }
+    if (auto slice = dyn_cast<tc::SliceOp>(op)) {
+      auto [strides, base] =
+          sliceStrides(shapeOf(slice.getInput()), slice.getStarts(), slice.getSteps());
+      std::string v = "v" + std::to_string(computed++);
+      code += "  const " + valueType(slice.getType()) + " " + v + " = " +
+              pointer.lookup(slice.getInput()) + "[" + linearIndex(strides, base, "c") + "];\n";
+      element[slice.getResult()] = v;
+      if (shown++ < 12)
+        comment.push_back(opComment(op) + " (read in place)");
       continue;
     }
     SmallVector<std::string> a;

@@ -521,7 +521,12 @@ std::string trainc::codegen::decomposeIndex(llvm::ArrayRef<int64_t> shape,
   llvm::raw_string_ostream os(s);
   std::vector<int64_t> strides = rowMajorStrides(shape);
   // Outer coordinates by division, the innermost by remainder: one divide
-  // per axis, no loop-carried state.
+  // per axis, no loop-carried state. With the loop's inner coordinate, the
+  // outer ones divide the row's start (i - inner): g++ then sees them
+  // constant along the inner loop, and an access at a row's offset plus
+  // the inner coordinate is contiguous (it vectorizes).
+  const std::string outer =
+      inner.empty() ? index.str() : "(" + index.str() + " - " + inner.str() + ")";
   for (size_t d = 0; d < shape.size(); ++d) {
     if (!used.empty() && !used[d])
       continue;
@@ -537,7 +542,7 @@ std::string trainc::codegen::decomposeIndex(llvm::ArrayRef<int64_t> shape,
     if (strides[d] == 1)
       os << index;
     else
-      os << "(" << index << " / " << strides[d] << ")";
+      os << "(" << outer << " / " << strides[d] << ")";
     if (d != 0)
       os << " % " << shape[d];
     os << ";\n";

@@ -131,8 +131,12 @@ LogicalResult tc::FusedOp::verify() {
         return op.emitOpError("heads a tc.fused group without an f32 result to compute in");
       continue;
     }
-    if (!isFusible(&op))
-      return op.emitOpError("cannot be part of a tc.fused group (not pointwise)");
+    // A slice of a group input: the kernel reads the sliced elements in place.
+    auto slice = dyn_cast<SliceOp>(op);
+    bool readsInput = slice && isa<BlockArgument>(slice.getInput());
+    if (!isFusible(&op) && !readsInput)
+      return op.emitOpError("cannot be part of a tc.fused group (not pointwise, nor a slice of "
+                            "one of its inputs)");
     for (Type t : op.getResultTypes())
       if (cast<RankedTensorType>(t).getShape() != shape)
         return op.emitOpError("inside a tc.fused group computes ")

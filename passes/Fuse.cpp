@@ -8,6 +8,10 @@
 // not contain either precedes all uses of the group's values or does not
 // touch them, so the group can be emitted at its last member without
 // reordering anything. Groups of two or more ops become tc.fused regions.
+// A copying tc.slice that only such groups (or lone pointwise ops) of its
+// shape read then moves into them: each reads the sliced elements from the
+// slice's input, and the copy is gone (an LSTM step's four gates, column
+// blocks of one GEMM output).
 //
 //===----------------------------------------------------------------------===//
 
@@ -148,6 +152,7 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       attachEpilogues(func);
       attachNormGroups(func);
     }
+    absorbSlices(func);
     // Splat constants that only groups read are now dead.
     SmallVector<Operation *> dead;
     for (auto constant : func.getBody().front().getOps<tc::ConstantOp>())
@@ -212,6 +217,28 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       if (fused.getIterationShape() != shape || !hasF32Result(fused) || headed)
         continue; // one GEMM a group: a second product stays an input
       absorb(fused, head);
+      head->erase();
+    }
+  }
+
+  /// Each tc.slice that copies (not a view) and that only pointwise groups
+  /// of its shape read, or lone pointwise ops of its shape (each made a
+  /// group), moves into each of them; the groups read its input instead.
+  void absorbSlices(func::FuncOp func) {
+    for (Operation *op : opsWhere(func, [](Operation *op) { return isa<tc::SliceOp>(op); })) {
+      auto slice = cast<tc::SliceOp>(op);
+      Value part = slice.getResult();
+      if (slice.getViewSource(0) || part.use_empty())
+        continue;
+      ArrayRef<int64_t> shape = resultShape(slice);
+      llvm::SetVector<Operation *> readers(part.getUsers().begin(), part.getUsers().end());
+      if (!llvm::all_of(readers, [&](Operation *u) { return pointwiseGroup(u, shape); }))
+        continue;
+      for (Operation *reader : readers) {
+        auto fused = dyn_cast<tc::FusedOp>(reader);
+        absorb(fused ? fused : formGroup({reader}), slice);
+      }
+      slice->erase();
     }
   }
 
@@ -340,8 +367,10 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
     return ops;
   }
 
-  /// Moves `head` into the start of `fused`, which reads its value.
-  void absorb(tc::FusedOp fused, Operation *head) {
+  /// Copies `op` (a GEMM heading the group, or a slice it reads) into the
+  /// start of `fused`, which reads its value, and names the kernel after it;
+  /// the caller erases `op` once nothing else reads it.
+  void absorb(tc::FusedOp fused, Operation *op) {
     Block &block = fused.getBlock();
     auto argFor = [&](Value x) -> Value {
       for (auto [k, input] : llvm::enumerate(fused.getInputs()))
@@ -351,17 +380,25 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       return block.addArgument(x.getType(), x.getLoc());
     };
     IRMapping map;
-    for (Value operand : head->getOperands())
+    for (Value operand : op->getOperands())
       map.map(operand, argFor(operand));
+    // A GEMM goes first; slices after the slices already there, in order.
     OpBuilder inner = OpBuilder::atBlockBegin(&block);
-    Operation *clone = inner.clone(*head, map);
-    Value product = head->getResult(0);
+    if (isa<tc::SliceOp>(op)) {
+      Operation *at = &block.front();
+      while (isa<tc::SliceOp>(at))
+        at = at->getNextNode();
+      inner.setInsertionPoint(at);
+    }
+    Operation *clone = inner.clone(*op, map);
+    Value product = op->getResult(0);
     unsigned index = llvm::find(fused.getInputs(), product) - fused.getInputs().begin();
     block.getArgument(index).replaceAllUsesWith(clone->getResult(0));
     fused->eraseOperand(index);
     block.eraseArgument(index);
-    fused.setKernel((head->getName().stripDialect() + "_" + fused.getKernel()).str());
-    head->erase();
+    std::string stem = (op->getName().stripDialect() + "_").str();
+    if (!StringRef(fused.getKernel()).starts_with(stem))
+      fused.setKernel(stem + fused.getKernel().str());
   }
 
   /// One tc.fused of `ops` (in function order) where the last is. Its

@@ -38,7 +38,8 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
     return blocks;
   }
   const int64_t wanted = (blocks.extent + kMaxGemmBlocks - 1) / kMaxGemmBlocks;
-  blocks.step = (std::max(kMinGemmBlock, wanted) + 15) / 16 * 16;
+  const int64_t half = (blocks.extent + 1) / 2;
+  blocks.step = (std::max({kMinGemmBlock, wanted, std::min(kGoodGemmBlock, half)}) + 15) / 16 * 16;
   blocks.count = (blocks.extent + blocks.step - 1) / blocks.step;
   return blocks;
 }

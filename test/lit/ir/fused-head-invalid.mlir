@@ -48,11 +48,26 @@ func.func @matmul_not_first(%x: tensor<8x64xf32>, %w: tensor<64x64xf32>) -> tens
   %0 = tc.fused "relu_matmul" (%x, %w) : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32> {
   ^bb0(%a: tensor<8x64xf32>, %b: tensor<64x64xf32>):
     %r = tc.relu %a : tensor<8x64xf32>
-    // expected-error @+1 {{cannot be part of a tc.fused group (not pointwise)}}
+    // expected-error @+1 {{cannot be part of a tc.fused group (not pointwise, nor a slice of one of its inputs)}}
     %p = tc.matmul %r, %b : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
     tc.yield %p : tensor<8x64xf32>
   }
   return %0 : tensor<8x64xf32>
+}
+
+// -----
+
+// A slice in a group reads one of the group's inputs (the kernel reads its
+// elements in place), not a value the group computes.
+func.func @slice_of_computed(%x: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %0 = tc.fused "relu_slice" (%x) : (tensor<8x32xf32>) -> tensor<8x32xf32> {
+  ^bb0(%a: tensor<8x32xf32>):
+    %r = tc.relu %a : tensor<8x32xf32>
+    // expected-error @+1 {{cannot be part of a tc.fused group (not pointwise, nor a slice of one of its inputs)}}
+    %s = tc.slice %r {starts = array<i64: 0, 0>, ends = array<i64: 8, 32>, steps = array<i64: 1, 1>} : (tensor<8x32xf32>) -> tensor<8x32xf32>
+    tc.yield %s : tensor<8x32xf32>
+  }
+  return %0 : tensor<8x32xf32>
 }
 
 // -----
