@@ -115,6 +115,11 @@ LogicalResult ProgramEmitter::emitDataMovement(Operation *op) {
                                rowMajorStrides(out), 0, ptr(o.getResult()));
       })
       .Case([&](tc::ConcatOp o) {
+        if (o->hasAttr(tc::kInPlaceAttrName)) {
+          body += "  // its " + std::to_string(o.getInputs().size()) +
+                  " inputs were computed in place\n";
+          return success();
+        }
         ArrayRef<int64_t> out = shapeOf(o.getResult());
         std::vector<int64_t> outStrides = rowMajorStrides(out);
         int64_t axis = o.getAxis(), at = 0;

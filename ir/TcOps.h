@@ -156,6 +156,9 @@ inline constexpr llvm::StringLiteral kRecomputedAttrName = "tc.recomputed";
 /// function's arena bytes (i64).
 inline constexpr llvm::StringLiteral kOffsetsAttrName = "tc.offsets";
 inline constexpr llvm::StringLiteral kArenaBytesAttrName = "tc.arena_bytes";
+/// A tc.concat whose operands the plan put where it puts them: it copies
+/// nothing (unit).
+inline constexpr llvm::StringLiteral kInPlaceAttrName = "tc.in_place";
 /// Pipeline parallelism: on the module, the number of stages (i64); on a
 /// stage's module, its index (i64); on a stage's function (the pipeline
 /// phase's @stageK_loss), its estimated step seconds (f64, OpCost.h) and the

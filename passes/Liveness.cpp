@@ -109,9 +109,53 @@ void trainc::sinkToFirstReaders(llvm::ArrayRef<Operation *> ops) {
 
 bool trainc::isBackwardLoc(Location loc) { return tc::markedPhase(loc).has_value(); }
 
+/// A result that gets a buffer of its own at its definition (not a view,
+/// an update in place, a constant, an output's slot, a bucket's member or
+/// a received tensor).
+static bool ownsBuffer(Value v) {
+  auto result = dyn_cast<OpResult>(v);
+  if (!result || !isa<func::FuncOp>(result.getOwner()->getParentOp()))
+    return false;
+  Operation *def = result.getOwner();
+  return !isa<tc::ConstantOp, tc::AllReduceOp, tc::RecvOp>(def) && !aliasedOperand(result) &&
+         !tc::isPlacedOutput(result);
+}
+
+void BufferLiveness::findInPlaceConcats(Block &body) {
+  for (auto concat : body.getOps<tc::ConcatOp>()) {
+    Value joined = concat.getResult();
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(joined.getType()).getShape();
+    const int64_t axis = concat.getAxis();
+    if (!ownsBuffer(joined) || concatPieces.count(joined) ||
+        llvm::any_of(shape.take_front(axis), [](int64_t d) { return d != 1; }))
+      continue;
+    SmallVector<std::pair<Value, int64_t>> pieces;
+    int64_t offset = 0;
+    bool fits = true;
+    for (Value piece : concat.getInputs()) {
+      fits = fits && ownsBuffer(piece) && !concatPieces.count(piece) &&
+             !inPlaceConcats.contains(piece.getDefiningOp()) &&
+             offset % rt::kBucketMemberAlignment == 0 &&
+             llvm::none_of(pieces, [&](auto &p) { return p.first == piece; });
+      pieces.push_back({piece, offset});
+      offset += tensorBytes(piece.getType());
+    }
+    if (!fits)
+      continue;
+    for (auto [piece, at] : pieces)
+      concatPieces[piece] = {joined, at};
+    inPlaceConcats.insert(concat);
+  }
+}
+
+bool BufferLiveness::concatInPlace(Operation *concat) const {
+  return inPlaceConcats.contains(concat);
+}
+
 BufferLiveness::BufferLiveness(Operation *op) {
   auto func = cast<func::FuncOp>(op);
   Block &body = func.getBody().front();
+  findInPlaceConcats(body);
   // Root buffer of each view (a view keeps its root alive).
   llvm::DenseMap<Value, Value> root;
   auto rootOf = [&](Value v) {
@@ -144,6 +188,20 @@ BufferLiveness::BufferLiveness(Operation *op) {
     for (OpResult result : inner.getResults()) {
       if (members.count(result))
         continue;
+      if (auto piece = concatPieces.find(result); piece != concatPieces.end()) {
+        // Computed in its place in the concat's buffer, which begins here
+        // if this is its first piece.
+        auto [joined, at] = piece->second;
+        if (!owner.count(joined)) {
+          owner[joined] = lives.size();
+          lives.push_back({joined, tensorBytes(joined.getType()), index, index});
+        }
+        members[result] = {owner[joined], at};
+        root[result] = joined;
+        continue;
+      }
+      if (owner.count(result))
+        continue; // an in-place concat's buffer, made with its first piece
       if (Value alias = aliasedOperand(result)) {
         root[result] = rootOf(alias);
         continue;

@@ -22,6 +22,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -81,10 +82,18 @@ public:
   /// constant, a bucket's member after the first, or not a result of the
   /// body).
   std::optional<unsigned> bufferOf(mlir::Value result) const;
-  /// A gradient bucket's member (a result of tc.all_reduce): the buffer of
-  /// the whole bucket (owned by its first result) and the member's byte
-  /// offset in it. None for any other value.
+  /// A gradient bucket's member (a result of tc.all_reduce), or an operand
+  /// of a concat computed in place (concatInPlace): the buffer of the whole
+  /// bucket or concat and the member's byte offset in it. None for any
+  /// other value.
   std::optional<std::pair<unsigned, int64_t>> bucketMemberOf(mlir::Value result) const;
+  /// Whether the operands of `concat` (a tc.concat of the body) are
+  /// computed where the concat puts them, in its own buffer: it copies
+  /// nothing. So are the concats whose pieces are each one contiguous run
+  /// of the result (every axis before the concat's has size 1) and whose
+  /// operands are results of the body's ops that own their buffers, read
+  /// by no other such concat, at offsets that keep kBucketMemberAlignment.
+  bool concatInPlace(mlir::Operation *concat) const;
   /// The number of ops in the body (terminator included).
   int64_t opCount() const { return ops; }
   /// Index of the backward's first op, or -1 in a function with no backward.
@@ -102,6 +111,10 @@ private:
   std::vector<BufferLife> lives;
   llvm::DenseMap<mlir::Value, unsigned> owner;
   llvm::DenseMap<mlir::Value, std::pair<unsigned, int64_t>> members;
+  /// In-place concats' operands: the concat's result and the byte offset.
+  llvm::DenseMap<mlir::Value, std::pair<mlir::Value, int64_t>> concatPieces;
+  llvm::DenseSet<mlir::Operation *> inPlaceConcats;
+  void findInPlaceConcats(mlir::Block &body);
   int64_t ops = 0, boundary = -1, peakAt = 0;
 };
 

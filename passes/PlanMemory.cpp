@@ -6,6 +6,10 @@
 // each placed at the lowest aligned offset that does not overlap a buffer
 // already placed whose lifetime intersects its own. On the straight-line
 // graphs of a training step this stays close to the peak of live bytes.
+// A concat of contiguous pieces gets its operands computed in its own
+// buffer (BufferLiveness::concatInPlace) and is marked tc.in_place: an
+// LSTM's per-step gate gradients land in the rows the weight gradient's
+// one GEMM reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,7 +91,8 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
       SmallVector<int64_t> offsets;
       for (OpResult result : op.getResults()) {
         if (auto member = liveness.bucketMemberOf(result)) {
-          // A gradient bucket: its members side by side in one buffer.
+          // A gradient bucket or an in-place concat: its members side by
+          // side in one buffer.
           offsets.push_back(best[member->first] + member->second);
           continue;
         }
@@ -95,6 +100,8 @@ struct PlanMemoryPass : trainc::impl::PlanMemoryBase<PlanMemoryPass> {
         offsets.push_back(buffer ? best[*buffer] : -1);
       }
       op.setAttr(tc::kOffsetsAttrName, builder.getDenseI64ArrayAttr(offsets));
+      if (liveness.concatInPlace(&op))
+        op.setAttr(tc::kInPlaceAttrName, builder.getUnitAttr());
     }
     func->setAttr(tc::kArenaBytesAttrName, builder.getI64IntegerAttr(alignUp(arena)));
   }

@@ -167,3 +167,50 @@ func.func @bucket(%a: tensor<10xf32>, %b: tensor<64xf32>, %c: tensor<3xf32>, %s:
   %3 = tc.relu %r#2 : tensor<3xf32>
   return %first, %sum, %3 : tensor<10xf32>, tensor<64xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A concat of rows: each piece is one contiguous run of the result, so the
+// pieces are computed in the concat's own buffer (offsets 0 and 256 of it)
+// and the concat, marked tc.in_place, copies nothing.
+// CHECK-LABEL: func.func @concat_rows_in_place
+// CHECK-SAME: tc.arena_bytes = 1024
+// CHECK: tc.relu %arg0 {tc.offsets = array<i64: [[A:[0-9]+]]>}
+// CHECK: tc.tanh %arg0 {tc.offsets = array<i64: [[B:[0-9]+]]>}
+// CHECK: tc.concat {{.*}} {axis = 0 : i64, tc.in_place, tc.offsets = array<i64: [[A]]>}
+func.func @concat_rows_in_place(%x: tensor<1x64xf32>) -> tensor<2x64xf32> {
+  %0 = tc.relu %x : tensor<1x64xf32>
+  %1 = tc.tanh %x : tensor<1x64xf32>
+  %2 = tc.concat %0, %1 {axis = 0 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<2x64xf32>
+  %3 = tc.sigmoid %2 : tensor<2x64xf32>
+  return %3 : tensor<2x64xf32>
+}
+
+// -----
+
+// Must not fire: a concat of columns (its pieces are not contiguous); a
+// piece that is an argument (no op computes it); a piece that a second
+// concat takes as well (only the first gets it in place; the second copies);
+// a piece at an offset off the 256-byte alignment.
+// CHECK-LABEL: func.func @concat_copies
+// CHECK: tc.concat %{{.*}}, %{{.*}} {axis = 1 : i64, tc.offsets
+// CHECK: tc.concat %arg0, %{{.*}} {axis = 0 : i64, tc.offsets
+// CHECK: tc.concat {{.*}} {axis = 0 : i64, tc.in_place, tc.offsets
+// CHECK: tc.concat {{.*}} {axis = 0 : i64, tc.offsets
+// CHECK: tc.concat {{.*}} {axis = 0 : i64, tc.offsets
+func.func @concat_copies(%x: tensor<1x64xf32>, %y: tensor<1x3xf32>, %z: tensor<2x32xf32>)
+    -> (tensor<2x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>, tensor<2x3xf32>) {
+  %0 = tc.relu %z : tensor<2x32xf32>
+  %1 = tc.tanh %z : tensor<2x32xf32>
+  %c = tc.concat %0, %1 {axis = 1 : i64} : (tensor<2x32xf32>, tensor<2x32xf32>) -> tensor<2x64xf32>
+  %2 = tc.sigmoid %x : tensor<1x64xf32>
+  %a = tc.concat %x, %2 {axis = 0 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<2x64xf32>
+  %3 = tc.exp %x : tensor<1x64xf32>
+  %4 = tc.neg %x : tensor<1x64xf32>
+  %p = tc.concat %3, %4 {axis = 0 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<2x64xf32>
+  %q = tc.concat %4, %3 {axis = 0 : i64} : (tensor<1x64xf32>, tensor<1x64xf32>) -> tensor<2x64xf32>
+  %5 = tc.relu %y : tensor<1x3xf32>
+  %6 = tc.tanh %y : tensor<1x3xf32>
+  %u = tc.concat %5, %6 {axis = 0 : i64} : (tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  return %c, %a, %p, %q, %u : tensor<2x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>, tensor<2x64xf32>, tensor<2x3xf32>
+}
