@@ -8,6 +8,8 @@
 
 #include "TestUtil.h"
 
+#include "cpu/Blas.h"
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -123,6 +125,29 @@ TEST(Gemm, LargeMatricesAreSplitOverThreads) {
     runGemm({false, true, 150, 140, 160, 160, 160, 140, 150 * 160, 140 * 160,
              150 * 140, 2, 1.0f, 0.0f});
   }); });
+}
+
+TEST(Gemm, BlocksFollowTheShapeOnly) {
+  using trainc::cpu::gemmBlocks;
+  auto expect = [](trainc::cpu::GemmBlocks b, bool byRows, int64_t step, int64_t count) {
+    EXPECT_EQ(b.byRows, byRows);
+    EXPECT_EQ(b.step, step);
+    EXPECT_EQ(b.count, count);
+  };
+  // An LSTM step's recurrent product (64x512, k 128): four blocks of 128
+  // columns, not eight of 64 (each block packs its part of B again).
+  expect(gemmBlocks(64, 512, 128), false, 128, 4);
+  // A narrower extent keeps two blocks: 64x128 (an MLP's first layer, k
+  // 784) in two of 64, 64x192 in two of 96.
+  expect(gemmBlocks(64, 128, 784), false, 64, 2);
+  expect(gemmBlocks(64, 192, 512), false, 96, 2);
+  // Never narrower than 64: 70 rows in a block of 64 and one of 6.
+  expect(gemmBlocks(70, 64, 1024), true, 64, 2);
+  // Tall C by rows of 128; at most 16 blocks.
+  expect(gemmBlocks(2048, 512, 64), true, 128, 16);
+  expect(gemmBlocks(8192, 64, 64), true, 512, 16);
+  // Below 128^3 multiply-adds: one block.
+  expect(gemmBlocks(64, 512, 32), false, 512, 1);
 }
 
 TEST(Gemm, BetaZeroNeverReadsC) {
