@@ -37,6 +37,15 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
     blocks.count = 1;
     return blocks;
   }
+  if (m < n && m >= 2 * kMinRowBand && m <= 2 * kGoodGemmBlock) {
+    // A batch of rows times wider outputs: two bands of rows, the halves
+    // the pointwise kernels after it give the same threads.
+    blocks.byRows = true;
+    blocks.extent = m;
+    blocks.step = ((m + 1) / 2 + 15) / 16 * 16;
+    blocks.count = (m + blocks.step - 1) / blocks.step;
+    return blocks;
+  }
   const int64_t wanted = (blocks.extent + kMaxGemmBlocks - 1) / kMaxGemmBlocks;
   const int64_t half = (blocks.extent + 1) / 2;
   blocks.step = (std::max({kMinGemmBlock, wanted, std::min(kGoodGemmBlock, half)}) + 15) / 16 * 16;

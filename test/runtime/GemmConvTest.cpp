@@ -134,13 +134,21 @@ TEST(Gemm, BlocksFollowTheShapeOnly) {
     EXPECT_EQ(b.step, step);
     EXPECT_EQ(b.count, count);
   };
-  // An LSTM step's recurrent product (64x512, k 128): four blocks of 128
-  // columns, not eight of 64 (each block packs its part of B again).
-  expect(gemmBlocks(64, 512, 128), false, 128, 4);
-  // A narrower extent keeps two blocks: 64x128 (an MLP's first layer, k
-  // 784) in two of 64, 64x192 in two of 96.
-  expect(gemmBlocks(64, 128, 784), false, 64, 2);
-  expect(gemmBlocks(64, 192, 512), false, 96, 2);
+  // A batch of 64 to 256 rows times wider outputs: two bands of rows (an
+  // LSTM step's 64x512 gates, an MLP's 64x128 first layer; 100 rows as 64
+  // and 36).
+  expect(gemmBlocks(64, 512, 128), true, 32, 2);
+  expect(gemmBlocks(64, 128, 784), true, 32, 2);
+  expect(gemmBlocks(100, 512, 128), true, 64, 2);
+  expect(gemmBlocks(256, 1024, 64), true, 128, 2);
+  // Fewer or more rows than that: blocks of 128 columns where the extent
+  // has two of them (each block packs its part of B again: an LSTM's
+  // 64x512x128 product took 128 us in eight blocks of 64 columns, 87 us in
+  // four of 128), else two of at least 64.
+  expect(gemmBlocks(32, 512, 256), false, 128, 4);
+  expect(gemmBlocks(300, 1024, 64), false, 128, 8);
+  expect(gemmBlocks(48, 128, 784), false, 64, 2);
+  expect(gemmBlocks(48, 192, 512), false, 96, 2);
   // Never narrower than 64: 70 rows in a block of 64 and one of 6.
   expect(gemmBlocks(70, 64, 1024), true, 64, 2);
   // Tall C by rows of 128; at most 16 blocks.
