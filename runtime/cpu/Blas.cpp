@@ -37,7 +37,8 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
     blocks.count = 1;
     return blocks;
   }
-  if (m < n && m >= 2 * kMinRowBand && m <= 2 * kGoodGemmBlock) {
+  if (m < n && m >= 2 * kMinRowBand && m <= 2 * kGoodGemmBlock &&
+      double(k) * double(n) * sizeof(float) <= kRowBandMaxBBytes) {
     // A batch of rows times wider outputs: two bands of rows, the halves
     // the pointwise kernels after it give the same threads.
     blocks.byRows = true;

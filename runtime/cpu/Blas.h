@@ -127,11 +127,14 @@ inline constexpr double kSmallGemmMacs = 128.0 * 128.0 * 128.0;
 /// instead: the generated pointwise kernels give each thread a contiguous
 /// half of the elements, so the thread that computes a band of the product
 /// is the one that reads it next, and an LSTM's recurrence stays on one
-/// core (its step 22.7 -> 21.2 ms on two threads; the zoo MLP's 0.258 ->
-/// 0.245 ms).
+/// core (its step 23.9 -> 22.8 ms on two threads; the zoo MLP's 0.257 ->
+/// 0.253 ms). Only where B fits in a core's L2 (kRowBandMaxBBytes): each
+/// band reads and packs all of B, and a 64x4096x4096 product took 36 ms
+/// as two bands against 26 ms as 16 column blocks (one thread).
 inline constexpr int64_t kMinGemmBlock = 64;
 inline constexpr int64_t kGoodGemmBlock = 128;
 inline constexpr int64_t kMinRowBand = 32;
+inline constexpr double kRowBandMaxBBytes = 1024.0 * 1024.0;
 inline constexpr int64_t kMaxGemmBlocks = 16;
 
 } // namespace trainc::cpu

@@ -141,6 +141,9 @@ TEST(Gemm, BlocksFollowTheShapeOnly) {
   expect(gemmBlocks(64, 128, 784), true, 32, 2);
   expect(gemmBlocks(100, 512, 128), true, 64, 2);
   expect(gemmBlocks(256, 1024, 64), true, 128, 2);
+  // Unless B is larger than a core's L2 (each band reads all of it): 64 rows
+  // times a 4096x4096 weight in 16 blocks of 256 columns.
+  expect(gemmBlocks(64, 4096, 4096), false, 256, 16);
   // Fewer or more rows than that: blocks of 128 columns where the extent
   // has two of them (each block packs its part of B again: an LSTM's
   // 64x512x128 product took 128 us in eight blocks of 64 columns, 87 us in
