@@ -38,7 +38,7 @@ GemmBlocks gemmBlocks(int64_t m, int64_t n, int64_t k) {
     return blocks;
   }
   if (m < n && m >= 2 * kMinRowBand && m <= 2 * kGoodGemmBlock &&
-      double(k) * double(n) * sizeof(float) <= kRowBandMaxBBytes) {
+      k <= kRowBandMaxBOverC * m && double(k) * double(n) * sizeof(float) <= kRowBandMaxBBytes) {
     // A batch of rows times wider outputs: two bands of rows, the halves
     // the pointwise kernels after it give the same threads.
     blocks.byRows = true;

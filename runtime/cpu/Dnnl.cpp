@@ -54,7 +54,7 @@ std::optional<dnnl::memory::data_type> dnnlType(::trainc::rt::DType type) {
 }
 
 void *scratch(int slot, size_t bytes) {
-  thread_local std::vector<char> buffers[5];
+  thread_local std::vector<char> buffers[6];
   std::vector<char> &buffer = buffers[slot];
   if (buffer.size() < bytes)
     buffer.resize(bytes);

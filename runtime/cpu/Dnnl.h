@@ -73,6 +73,10 @@ bool hasFastBf16();
 /// GEMM blocks oneDNN has run in this process (for the tests).
 uint64_t runs();
 
+/// Of those, the blocks of a strided C that oneDNN computed densely in
+/// scratch and that were copied into C (for the tests).
+uint64_t denseRuns();
+
 } // namespace trainc::cpu::dnnl_matmul
 
 #endif // TRAINC_RT_CPU_DNNL_H

@@ -26,7 +26,7 @@ dnnl::stream &threadStream();
 /// oneDNN's name of an element type (F32, BF16, F16), or none.
 std::optional<dnnl::memory::data_type> dnnlType(::trainc::rt::DType type);
 
-/// This thread's scratch buffer number `slot` (0-4), at least `bytes` long.
+/// This thread's scratch buffer number `slot` (0-5), at least `bytes` long.
 void *scratch(int slot, size_t bytes);
 
 /// While one lives, this thread's OpenMP thread count is 1: a primitive

@@ -51,6 +51,9 @@ using Key = std::array<int64_t, 11>;
 /// block's time).
 struct Entry {
   bool available = false;
+  /// The primitive writes a dense m x n scratch block that the call copies
+  /// into C (see build).
+  bool denseC = false;
   dnnl::matmul primitive;
   dnnl::memory a, b, c;
   std::unordered_map<int, dnnl::memory> args;
@@ -69,12 +72,38 @@ dnnl::memory::desc matrix(Dt type, int64_t rows, int64_t cols, int64_t ld, bool 
                             transposed ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1});
 }
 
+bool isBrgemm(const dnnl::matmul::primitive_desc &pd) {
+  return std::strncmp(pd.impl_info_str(), "brg", 3) == 0;
+}
+
+/// The primitive descriptor of op(A) x op(B) into a C of rows `ldc` apart,
+/// or none where oneDNN has only its reference kernel (as slow as it is
+/// simple) or none at all.
+std::optional<dnnl::matmul::primitive_desc>
+describe(const dnnl::memory::desc &a, const dnnl::memory::desc &b, int64_t m, int64_t n,
+         int64_t ldc, const dnnl::primitive_attr &attr) {
+  try {
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(a, b, matrix(Dt::f32, m, n, ldc, false)), attr, cpuEngine());
+    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0)
+      return std::nullopt;
+    return pd;
+  } catch (const dnnl::error &) {
+    return std::nullopt; // no kernel for it here: the caller's path runs
+  }
+}
+
 /// Makes the primitive of `e`; leaves it unavailable where oneDNN has no
-/// kernel for it, or only its reference one (as slow as it is simple).
+/// kernel for it, or only its reference one.
+/// A block of C's columns (ldc > n) with B transposed is a case oneDNN's
+/// brgemm declines, and its jit GEMM took 80 us for the zoo MLP's 64x64x784
+/// column block against 59 us for brgemm into a dense 64 x 64 block plus
+/// the copy into C (one thread; 0.75-0.96x over the zoo's transB shapes,
+/// no gain without transB, where brgemm takes the strided C itself). Such a
+/// block computes into this thread's scratch and is copied into C.
 void build(Entry &e, Dt type, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
            float alpha, int64_t lda, int64_t ldb, float beta, int64_t ldc) {
-  dnnl::memory::desc a = matrix(type, m, k, lda, transA), b = matrix(type, k, n, ldb, transB),
-                     c = matrix(Dt::f32, m, n, ldc, false);
+  dnnl::memory::desc a = matrix(type, m, k, lda, transA), b = matrix(type, k, n, ldb, transB);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f)
@@ -84,25 +113,38 @@ void build(Entry &e, Dt type, bool transA, bool transB, int64_t m, int64_t n, in
     ops.append_sum(beta);
     attr.set_post_ops(ops);
   }
+  std::optional<dnnl::matmul::primitive_desc> pd = describe(a, b, m, n, ldc, attr);
+  if (ldc != n && (!pd || !isBrgemm(*pd))) {
+    std::optional<dnnl::matmul::primitive_desc> dense = describe(a, b, m, n, n, attr);
+    if (dense && isBrgemm(*dense)) {
+      pd = dense;
+      e.denseC = true;
+    }
+  }
+  if (!pd)
+    return;
   try {
     dnnl::engine &engine = cpuEngine();
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
-    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0)
-      return;
-    e.primitive = dnnl::matmul(pd);
+    e.primitive = dnnl::matmul(*pd);
     e.a = dnnl::memory(a, engine, DNNL_MEMORY_NONE);
     e.b = dnnl::memory(b, engine, DNNL_MEMORY_NONE);
-    e.c = dnnl::memory(c, engine, DNNL_MEMORY_NONE);
+    e.c = dnnl::memory(pd->dst_desc(), engine, DNNL_MEMORY_NONE);
     e.args = {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}};
-    if (pd.scratchpad_desc().get_size() > 0)
-      e.args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
+    if (pd->scratchpad_desc().get_size() > 0)
+      e.args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(pd->scratchpad_desc(), engine, DNNL_MEMORY_NONE);
     e.available = true;
   } catch (const dnnl::error &) {
     // no kernel for it here: the caller's path runs
   }
 }
 
-std::atomic<uint64_t> runCount{0};
+/// Copies the m x n block between C (rows `ldc` apart) and a dense one.
+void copyRows(const float *from, int64_t fromLd, float *to, int64_t toLd, int64_t m, int64_t n) {
+  for (int64_t r = 0; r < m; ++r)
+    std::memcpy(to + r * toLd, from + r * fromLd, size_t(n) * sizeof(float));
+}
+
+std::atomic<uint64_t> runCount{0}, denseRunCount{0};
 
 /// gemmSerial without its size and environment tests.
 bool run(DType type, bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
@@ -125,7 +167,10 @@ bool run(DType type, bool transA, bool transB, int64_t m, int64_t n, int64_t k, 
   try {
     e.a.set_data_handle(const_cast<void *>(a));
     e.b.set_data_handle(const_cast<void *>(b));
-    e.c.set_data_handle(c);
+    float *dense = e.denseC ? static_cast<float *>(scratch(5, size_t(m * n) * sizeof(float))) : c;
+    if (e.denseC && beta != 0.0f)
+      copyRows(c, ldc, dense, n, m, n);
+    e.c.set_data_handle(dense);
     // The scratchpad: this thread's scratch buffer number 4, as large as
     // any of its primitives asked (it moves when it grows).
     auto scratchpad = e.args.find(DNNL_ARG_SCRATCHPAD);
@@ -135,6 +180,10 @@ bool run(DType type, bool transA, bool transB, int64_t m, int64_t n, int64_t k, 
     dnnl::stream &stream = threadStream();
     e.primitive.execute(stream, e.args);
     stream.wait();
+    if (e.denseC) {
+      copyRows(dense, n, c, ldc, m, n);
+      ++denseRunCount;
+    }
   } catch (const dnnl::error &) {
     // oneDNN checks the arguments before it computes: nothing is written,
     // and the caller's path computes the block instead.
@@ -149,6 +198,8 @@ bool enabled() { return !environmentSays("TRAINC_CPU_GEMM", "openblas"); }
 } // namespace
 
 uint64_t runs() { return runCount.load(); }
+
+uint64_t denseRuns() { return denseRunCount.load(); }
 
 bool worthIt(int64_t m, int64_t n, int64_t k) {
   return double(m) * double(n) * double(k) >= kMinMacs && enabled();

@@ -11,6 +11,7 @@
 #include "cpu/Blas.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -138,12 +139,17 @@ TEST(Gemm, BlocksFollowTheShapeOnly) {
   // LSTM step's 64x512 gates, an MLP's 64x128 first layer; 100 rows as 64
   // and 36).
   expect(gemmBlocks(64, 512, 128), true, 32, 2);
-  expect(gemmBlocks(64, 128, 784), true, 32, 2);
+  expect(gemmBlocks(64, 128, 512), true, 32, 2);
   expect(gemmBlocks(100, 512, 128), true, 64, 2);
   expect(gemmBlocks(256, 1024, 64), true, 128, 2);
   // Unless B is larger than a core's L2 (each band reads all of it): 64 rows
   // times a 4096x4096 weight in 16 blocks of 256 columns.
   expect(gemmBlocks(64, 4096, 4096), false, 256, 16);
+  // Or more than 8 times C (both threads would read all of B, a weight the
+  // update writes next): an MLP's 64x128 first layer over 784 inputs in two
+  // blocks of 64 columns, each thread with its half of the weight's rows.
+  expect(gemmBlocks(64, 128, 784), false, 64, 2);
+  expect(gemmBlocks(64, 128, 513), false, 64, 2);
   // Fewer or more rows than that: blocks of 128 columns where the extent
   // has two of them (each block packs its part of B again: an LSTM's
   // 64x512x128 product took 128 us in eight blocks of 64 columns, 87 us in
@@ -159,6 +165,22 @@ TEST(Gemm, BlocksFollowTheShapeOnly) {
   expect(gemmBlocks(8192, 64, 64), true, 512, 16);
   // Below 128^3 multiply-adds: one block.
   expect(gemmBlocks(64, 512, 32), false, 512, 1);
+}
+
+TEST(Gemm, ColumnBlocksOfATransposedBComputeDenselyAndCopy) {
+  // oneDNN's brgemm declines a block of C's columns (rows ldc apart) with
+  // B transposed; such a block computes into scratch and is copied into C,
+  // with alpha, with beta reading C first (and beta 0 not reading it), and
+  // the columns between ldc and n left as they were (runGemm checks them).
+  forEachGemmPath([] { forEachThreadCount([] {
+    const uint64_t before = cpu::dnnl_matmul::denseRuns();
+    runGemm({false, true, 64, 128, 784, 784, 784, 131, 0, 0, 0, 1, 0.5f, 0.25f});
+    runGemm({false, true, 64, 128, 784, 790, 787, 130, 0, 0, 0, 1, 1.0f, 0.0f});
+    runGemm({true, true, 64, 256, 300, 70, 300, 260, 0, 0, 0, 1, -1.5f, 1.0f});
+    const char *path = std::getenv("TRAINC_CPU_GEMM");
+    if (cpu::dnnl_matmul::denseRuns() == before && !(path && std::string(path) == "openblas"))
+      std::printf("note: oneDNN took the strided blocks itself on this CPU\n");
+  }); });
 }
 
 TEST(Gemm, BetaZeroNeverReadsC) {
