@@ -513,28 +513,36 @@ LogicalResult ProgramEmitter::emitPointwise(Operation *op) {
 /// One kernel for a group of pointwise ops over one iteration shape: each
 /// input is read once per element (at its broadcast index), each op's
 /// element is a local variable, each output is written once.
-LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *> ops,
-                                        ArrayRef<Value> inputs,
-                                        ArrayRef<std::string> inputPtrs,
-                                        ArrayRef<Value> outputs,
-                                        ArrayRef<std::string> outputPtrs, StringRef what,
-                                        Value product, unsigned productOutput,
-                                        std::string *kernel, StringRef note) {
-  ArrayRef<int64_t> shape = shapeOf(outputs.front());
-  // Inputs used only as a dropout's key are passed as pointers, not read.
-  auto onlyKey = [&](Value v) {
-    return llvm::all_of(v.getUses(), [&](OpOperand &use) {
-      return !llvm::is_contained(ops, use.getOwner()) ||
-             (isa<tc::DropoutOp>(use.getOwner()) && use.getOperandNumber() == 1);
-    });
-  };
-  // Inputs that only slices of the group read: each slice reads its
-  // elements at its own strides (tc.fused's slice members).
-  auto onlySliced = [&](Value v) {
-    return llvm::all_of(v.getUsers(), [&](Operation *user) {
-      return !llvm::is_contained(ops, user) || isa<tc::SliceOp>(user);
-    });
-  };
+namespace {
+
+/// Whether the group's ops read `v` only as a dropout's key (passed as a
+/// pointer, not read).
+bool onlyKey(ArrayRef<Operation *> ops, Value v) {
+  return llvm::all_of(v.getUses(), [&](OpOperand &use) {
+    return !llvm::is_contained(ops, use.getOwner()) ||
+           (isa<tc::DropoutOp>(use.getOwner()) && use.getOperandNumber() == 1);
+  });
+}
+
+/// Whether only slices of the group read `v`: each slice reads its elements
+/// at its own strides (tc.fused's slice members).
+bool onlySliced(ArrayRef<Operation *> ops, Value v) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    return !llvm::is_contained(ops, user) || isa<tc::SliceOp>(user);
+  });
+}
+
+/// The element loop's coordinates: the code that computes them from `i`
+/// where an input is broadcast or sliced, and the row length a loop hands
+/// the kernel where the innermost one is read (a bias row; a GEMM's
+/// epilogue too, its blocks' ranges cut at row ends).
+struct GroupIndexing {
+  std::string code;
+  int64_t innerExtent = 1;
+};
+
+GroupIndexing groupIndexing(ArrayRef<Operation *> ops, ArrayRef<Value> inputs,
+                            ArrayRef<int64_t> shape) {
   SmallVector<bool> used(shape.size(), false);
   bool needsCoords = false;
   auto useStrides = [&](ArrayRef<int64_t> strides) {
@@ -543,65 +551,70 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
       used[d] = used[d] || stride != 0;
   };
   for (Value v : inputs)
-    if (!onlyKey(v) && !onlySliced(v) && shapeOf(v) != shape && countOf(v) != 1)
+    if (!onlyKey(ops, v) && !onlySliced(ops, v) && shapeOf(v) != shape && countOf(v) != 1)
       useStrides(broadcastStrides(shapeOf(v), shape));
   for (Operation *op : ops)
     if (auto slice = dyn_cast<tc::SliceOp>(op))
       useStrides(sliceStrides(shapeOf(slice.getInput()), slice.getStarts(), slice.getSteps()).first);
-  std::string code;
-  // A group that reads an operand at the innermost coordinate (a bias row)
-  // gets it from its loop (KernelWriter::addKernel's innerExtent); a GEMM's
-  // epilogue too, its blocks' ranges cut at row ends.
-  const int64_t innerExtent =
-      needsCoords && shape.size() > 1 && used.back() ? shape.back() : 1;
+  GroupIndexing indexing;
+  indexing.innerExtent = needsCoords && shape.size() > 1 && used.back() ? shape.back() : 1;
   if (needsCoords)
-    code += decomposeIndex(shape, "i", "c", "  ", used, innerExtent > 1 ? "inner" : "");
-  std::vector<KernelParam> kparams;
-  llvm::DenseMap<Value, std::string> element;
-  // One output is `out`; several are out0, out1, ...
-  auto outputName = [&](size_t k) {
-    return outputs.size() == 1 ? std::string("out") : "out" + std::to_string(k);
-  };
-  if (product) {
-    // The GEMM's element, read before anything writes it.
-    code += "  const float p = " + outputName(productOutput) + "[i]; // " +
-            (tc::isNormHead(product.getDefiningOp()) ? "the call's value" : "the product") +
-            "\n";
-    element[product] = "p";
-  }
-  llvm::DenseMap<Value, std::string> pointer; // each input's parameter
+    indexing.code = decomposeIndex(shape, "i", "c", "  ", used,
+                                   indexing.innerExtent > 1 ? "inner" : "");
+  return indexing;
+}
+
+/// A group kernel's body as it is written: its parameters, the code
+/// before the stores, the stores, each value's element expression, each
+/// input's pointer and the comment lines.
+struct GroupBody {
+  std::vector<KernelParam> params;
+  std::string code, stores;
+  llvm::DenseMap<Value, std::string> element, pointer;
+  std::vector<std::string> comment;
+};
+
+/// Reads every input's element (a broadcast input at its strides, a scalar
+/// at 0); a dropout's key and an input only slices read stay pointers.
+LogicalResult readGroupInputs(Operation *anchor, ArrayRef<Operation *> ops,
+                              ArrayRef<Value> inputs, ArrayRef<int64_t> shape, GroupBody &body) {
   for (auto [k, v] : llvm::enumerate(inputs)) {
     std::string name = "in" + std::to_string(k), t = cType(v.getType());
     if (t.empty())
       return anchor->emitError("codegen does not support element type ")
              << cast<ShapedType>(v.getType()).getElementType() << " yet";
-    kparams.push_back({t, name, false});
-    pointer[v] = name;
-    if (onlyKey(v) || onlySliced(v)) {
-      element[v] = name;
+    body.params.push_back({t, name, false});
+    body.pointer[v] = name;
+    if (onlyKey(ops, v) || onlySliced(ops, v)) {
+      body.element[v] = name;
       continue;
     }
     std::string index = shapeOf(v) == shape ? "i"
                         : countOf(v) == 1   ? "0"
                                             : linearIndex(broadcastStrides(shapeOf(v), shape), 0, "c");
     std::string a = "a" + std::to_string(k);
-    code += "  const " + valueType(v.getType()) + " " + a + " = " + name + "[" + index + "];\n";
-    element[v] = a;
+    body.code += "  const " + valueType(v.getType()) + " " + a + " = " + name + "[" + index + "];\n";
+    body.element[v] = a;
   }
-  std::vector<std::string> comment;
-  if (!note.empty())
-    comment.push_back(note.str());
-  if (product)
-    comment.push_back(opComment(product.getDefiningOp()) +
-                      (tc::isNormHead(product.getDefiningOp())
-                           ? " (the library call; this kernel finishes each plane or row of "
-                             "its output in place, right after the call wrote it)"
-                           : " (the GEMM; this kernel finishes its output in place)"));
+  return success();
+}
+
+/// One output is `out`; several are out0, out1, ...
+std::string outputName(ArrayRef<Value> outputs, size_t k) {
+  return outputs.size() == 1 ? std::string("out") : "out" + std::to_string(k);
+}
+
+/// Writes every op of the group in order: a constant as its literal, a
+/// slice as a read in place at its strides, any other op as its scalar
+/// expression, kept in a local or, where only the group's output takes it,
+/// stored there. The first 12 ops are named in the comment (`describe`).
+LogicalResult writeGroupOps(ArrayRef<Operation *> ops, ArrayRef<Value> outputs,
+                            llvm::function_ref<std::string(Operation *)> describe,
+                            GroupBody &body) {
   int64_t shown = 0, computed = 0;
-  std::string stores;
   for (Operation *op : ops) {
     if (auto constant = dyn_cast<tc::ConstantOp>(op)) {
-      element[constant.getResult()] =
+      body.element[constant.getResult()] =
           splatLiteral(cast<DenseElementsAttr>(constant.getValue()));
       continue;
     }
@@ -609,23 +622,24 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
       auto [strides, base] =
           sliceStrides(shapeOf(slice.getInput()), slice.getStarts(), slice.getSteps());
       std::string v = "v" + std::to_string(computed++);
-      code += "  const " + valueType(slice.getType()) + " " + v + " = " +
-              pointer.lookup(slice.getInput()) + "[" + linearIndex(strides, base, "c") + "];\n";
-      element[slice.getResult()] = v;
+      body.code += "  const " + valueType(slice.getType()) + " " + v + " = " +
+                   body.pointer.lookup(slice.getInput()) + "[" +
+                   linearIndex(strides, base, "c") + "];\n";
+      body.element[slice.getResult()] = v;
       if (shown++ < 12)
-        comment.push_back(opComment(op) + " (read in place)");
+        body.comment.push_back(describe(op) + " (read in place)");
       continue;
     }
     SmallVector<std::string> a;
     for (Value operand : op->getOperands()) {
-      if (!element.count(operand)) {
+      if (!body.element.count(operand)) {
         // A splat constant outside the group (a lone op's operand).
         auto constant = dyn_cast_or_null<tc::ConstantOp>(operand.getDefiningOp());
         if (!constant || !tc::isSplatConstant(constant))
           return op->emitError("codegen: operand of a kernel group is not available");
-        element[operand] = splatLiteral(cast<DenseElementsAttr>(constant.getValue()));
+        body.element[operand] = splatLiteral(cast<DenseElementsAttr>(constant.getValue()));
       }
-      a.push_back(element[operand]);
+      a.push_back(body.element[operand]);
     }
     FailureOr<std::string> expr = scalarExpression(op, a, "i");
     if (failed(expr))
@@ -645,35 +659,71 @@ LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *>
     if (output != outputs.end() && llvm::none_of(result.getUsers(), [&](Operation *user) {
           return llvm::is_contained(ops, user);
         })) {
-      stores += "  " + outputName(output - outputs.begin()) + "[i] = " + *expr + ";\n";
-      element[result] = "";
+      body.stores +=
+          "  " + outputName(outputs, output - outputs.begin()) + "[i] = " + *expr + ";\n";
+      body.element[result] = "";
     } else {
       std::string v = "v" + std::to_string(computed++);
-      code += "  const " + valueType(result.getType()) + " " + v + " = " + *expr + ";\n";
-      element[result] = v;
+      body.code += "  const " + valueType(result.getType()) + " " + v + " = " + *expr + ";\n";
+      body.element[result] = v;
     }
     if (shown++ < 12) {
-      comment.push_back(opComment(op));
+      body.comment.push_back(describe(op));
       if (auto dropout = dyn_cast<tc::DropoutOp>(op))
-        comment.push_back("keeps an element with probability 1 - " +
-                          literal(dropout.getRatio().convertToFloat(), true) + " (stream " +
-                          std::to_string(dropout.getStream()) + ")");
+        body.comment.push_back("keeps an element with probability 1 - " +
+                               literal(dropout.getRatio().convertToFloat(), true) +
+                               " (stream " + std::to_string(dropout.getStream()) + ")");
     }
   }
   if (shown > 12)
-    comment.push_back("... and " + std::to_string(shown - 12) + " more ops");
-  for (auto [k, v] : llvm::enumerate(outputs)) {
-    kparams.push_back({cType(v.getType()), outputName(k), true});
-    if (!element[v].empty())
-      code += "  " + outputName(k) + "[i] = " + element[v] + ";\n";
+    body.comment.push_back("... and " + std::to_string(shown - 12) + " more ops");
+  return success();
+}
+
+} // namespace
+
+LogicalResult ProgramEmitter::emitGroup(Operation *anchor, ArrayRef<Operation *> ops,
+                                        ArrayRef<Value> inputs,
+                                        ArrayRef<std::string> inputPtrs,
+                                        ArrayRef<Value> outputs,
+                                        ArrayRef<std::string> outputPtrs, StringRef what,
+                                        Value product, unsigned productOutput,
+                                        std::string *kernel, StringRef note) {
+  ArrayRef<int64_t> shape = shapeOf(outputs.front());
+  GroupIndexing indexing = groupIndexing(ops, inputs, shape);
+  GroupBody body;
+  body.code = indexing.code;
+  if (product) {
+    // The GEMM's element, read before anything writes it.
+    body.code += "  const float p = " + outputName(outputs, productOutput) + "[i]; // " +
+                 (tc::isNormHead(product.getDefiningOp()) ? "the call's value" : "the product") +
+                 "\n";
+    body.element[product] = "p";
   }
-  code += stores;
+  if (failed(readGroupInputs(anchor, ops, inputs, shape, body)))
+    return failure();
+  if (!note.empty())
+    body.comment.push_back(note.str());
+  if (product)
+    body.comment.push_back(opComment(product.getDefiningOp()) +
+                           (tc::isNormHead(product.getDefiningOp())
+                                ? " (the library call; this kernel finishes each plane or row "
+                                  "of its output in place, right after the call wrote it)"
+                                : " (the GEMM; this kernel finishes its output in place)"));
+  if (failed(writeGroupOps(ops, outputs, [&](Operation *op) { return opComment(op); }, body)))
+    return failure();
+  for (auto [k, v] : llvm::enumerate(outputs)) {
+    body.params.push_back({cType(v.getType()), outputName(outputs, k), true});
+    if (!body.element[v].empty())
+      body.code += "  " + outputName(outputs, k) + "[i] = " + body.element[v] + ";\n";
+  }
+  body.code += body.stores;
   bool cpu = options.target == Target::Cpu;
   // A GEMM's product is read and written through the same output pointer
   // only, and the planner keeps inputs and outputs apart: __restrict__ holds.
-  std::string name = kernels.addKernel(what, comment, kparams, countOf(outputs.front()), code,
-                                       /*mayAlias=*/false, /*cpuRange=*/kernel && cpu,
-                                       innerExtent);
+  std::string name = kernels.addKernel(what, body.comment, body.params, countOf(outputs.front()),
+                                       body.code, /*mayAlias=*/false,
+                                       /*cpuRange=*/kernel && cpu, indexing.innerExtent);
   if (kernel) {
     *kernel = name; // a GEMM's epilogue: emitEpilogueGroup calls it
     return success();
