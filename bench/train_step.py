@@ -4,7 +4,7 @@
 Usage: bench/train_step.py [--trainc PATH] [--trainc-before PATH] [--venv DIR]
                            [--precision fp32,bf16,fp16] [--threads N] [--batch B] [--steps S]
                            [--resnet-batch B] [--resnet-steps S] [--repeat R]
-                           [--models REGEX] [--lock FILE]
+                           [--rounds N] [--models REGEX] [--lock FILE]
 
 For the digits example and every zoo model (ResNet-18 at its own, smaller
 batch and step count: a step takes seconds on two cores), every side trains
@@ -33,7 +33,9 @@ adds trainc bf16/fp32. fp16: trainc --precision=fp16 (dynamic loss
 scaling) against the venv's torch under autocast(float16) with
 torch.amp.GradScaler("cpu") (torch 1.13 has neither on the CPU).
 PyTorch and ORT times come from timed loops after warm-up steps (the best
-of --repeat loops). Prints one line per model: ms/step of every side and the ratio
+of --repeat loops). --rounds N times trainc and every peer N times, round
+after round, each side keeping its fastest: on a shared machine a slow
+minute then weighs on every side alike. Prints one line per model: ms/step of every side and the ratio
 trainc / best peer (below 1: trainc is faster), naming that peer. Numbers
 from a shared machine: compare ratios, not absolute times.
 """
@@ -390,6 +392,43 @@ def ms(value):
     return "%.3f" % (value * 1e3) if isinstance(value, float) else "n/a"
 
 
+def time_peers(spec, args, x, y, data, input_name, batch, steps, warm, stem, precision):
+    """({peer: seconds per step}, [notes]) of every peer at one precision."""
+    amp = precision != "fp32"
+    peers, notes = {}, []
+    torch.set_num_threads(args.threads)
+    if precision == "fp16":
+        # torch 1.13's CPU autocast knows bf16 only (and has no CPU
+        # GradScaler): the fp16 peers are the venv's.
+        notes.append("torch %s: no CPU fp16 autocast" % torch.__version__.split("+")[0])
+    else:
+        peers["torch %s eager%s" % (torch.__version__.split("+")[0].split("a")[0],
+                                    " autocast" if amp else "")] = time_torch(
+            torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"),
+            repeat=args.repeat, precision=precision)[0]
+    if args.venv:
+        job = dict(spec, data=data, input=input_name, batch=batch, steps=steps, warm=warm,
+                   threads=args.threads, tokens=bool(spec.get("tokens")),
+                   repeat=args.repeat, precision=precision)
+        job_dir = stem + "-venv-" + precision
+        os.makedirs(job_dir, exist_ok=True)
+        job_path = os.path.join(job_dir, "job.json")
+        json.dump(job, open(job_path, "w"))
+        for peer, seconds, note in venv_peers(args, job_path, precision):
+            if seconds is not None:
+                peers[peer] = seconds
+            if note:
+                notes.append("%s %s" % (peer, note))
+    return peers, notes
+
+
+def faster(old, new):
+    """The faster of two timings (seconds, or a reason there is none)."""
+    if not isinstance(new, float):
+        return old
+    return new if not isinstance(old, float) else min(old, new)
+
+
 def bench_model(spec, args, work):
     small = spec.get("small")
     batch = args.resnet_batch if small else args.batch
@@ -400,69 +439,64 @@ def bench_model(spec, args, work):
     input_name, x, y = make_data(spec, batch, steps, warm, data)
     sides = [("trainc", args.trainc)] + ([("before", args.trainc_before)]
                                          if args.trainc_before else [])
-    # Every trainer of every precision is timed in one interleaved run.
+    # Every trainer of every precision is timed in one interleaved run; with
+    # --rounds, trainc and every peer are timed again round after round and
+    # each side keeps its fastest, so that a minute of a slow machine weighs
+    # on every side alike.
     ours, progs = {}, {}
     for precision in args.precision:
         for side, binary in sides:
             key = (side, precision)
             progs[key] = "%s-%s-%s" % (stem, side, precision)
             ours[key] = compile_trainc(binary, spec, batch, progs[key], precision)
-    timed = time_trainers([progs[k] for k in progs if ours[k] is None],
-                          steps, warm, data, args.threads, args.repeat)
-    for key in progs:
-        ours[key] = timed.get(progs[key], ours[key])
-    torch.set_num_threads(args.threads)
+    built = [progs[k] for k in progs if ours[k] is None]
+    peers = {precision: {} for precision in args.precision}
+    notes = {precision: [] for precision in args.precision}
+    for round_ in range(args.rounds):
+        timed = time_trainers(built, steps, warm, data, args.threads, args.repeat)
+        for key in progs:
+            if progs[key] in timed:
+                ours[key] = timed[progs[key]] if round_ == 0 else faster(ours[key],
+                                                                         timed[progs[key]])
+        for precision in args.precision:
+            found, said = time_peers(spec, args, x, y, data, input_name, batch, steps, warm,
+                                     stem, precision)
+            for peer, seconds in found.items():
+                peers[precision][peer] = faster(peers[precision].get(peer), seconds)
+            if round_ == 0:
+                notes[precision] = said
     for precision in args.precision:
-        amp = precision != "fp32"
-        peers, notes = {}, []
-        if precision == "fp16":
-            # torch 1.13's CPU autocast knows bf16 only (and has no CPU
-            # GradScaler): the fp16 peers are the venv's.
-            notes.append("torch %s: no CPU fp16 autocast" % torch.__version__.split("+")[0])
-        else:
-            peers["torch %s eager%s" % (torch.__version__.split("+")[0].split("a")[0],
-                                        " autocast" if amp else "")] = time_torch(
-                torch_model(spec)[0], x, y, batch, steps, warm, spec.get("tokens"),
-                repeat=args.repeat, precision=precision)[0]
-        if args.venv:
-            job = dict(spec, data=data, input=input_name, batch=batch, steps=steps, warm=warm,
-                       threads=args.threads, tokens=bool(spec.get("tokens")),
-                       repeat=args.repeat, precision=precision)
-            job_dir = stem + "-venv-" + precision
-            os.makedirs(job_dir, exist_ok=True)
-            job_path = os.path.join(job_dir, "job.json")
-            json.dump(job, open(job_path, "w"))
-            for peer, seconds, note in venv_peers(args, job_path, precision):
-                if seconds is not None:
-                    peers[peer] = seconds
-                if note:
-                    notes.append("%s %s" % (peer, note))
-        mine = {side: ours[(side, precision)] for side, _ in sides}
-        line = "%-12s %s batch %3d threads %d, ms/step: " % (spec["name"], precision, batch,
-                                                             args.threads)
-        line += ", ".join("%s %s" % (side, ms(mine[side])) for side, _ in sides)
-        line += " | " + ", ".join("%s %s" % (p, ms(v)) for p, v in peers.items())
-        if not peers:
-            print(line + " | no peer", flush=True)
-            for note in notes:
-                print("    " + note, flush=True)
-            continue
-        best = min(peers, key=peers.get)
-        ratios = ["%s/best %.2f" % (side, mine[side] / peers[best])
-                  for side, _ in sides if isinstance(mine[side], float)]
-        if len(sides) > 1 and all(isinstance(mine[side], float) for side, _ in sides):
-            ratios.append("trainc/before %.2f" % (mine["trainc"] / mine["before"]))
-        if precision != "fp32" and isinstance(mine["trainc"], float) and \
-                isinstance(ours.get(("trainc", "fp32")), float):
-            ratios.append("trainc %s/fp32 %.2f" % (precision,
-                                                   mine["trainc"] / ours[("trainc", "fp32")]))
-        line += " | best peer %s%s" % (best, ": " + ", ".join(ratios) if ratios else "")
-        for side, _ in sides:
-            if not isinstance(mine[side], float):
-                notes.append("%s: %s" % (side, mine[side]))
-        print(line, flush=True)
+        report(spec, args, sides, ours, precision, batch, peers[precision], notes[precision])
+
+
+def report(spec, args, sides, ours, precision, batch, peers, notes):
+    """Prints one model's line at one precision, and its notes."""
+    mine = {side: ours[(side, precision)] for side, _ in sides}
+    line = "%-12s %s batch %3d threads %d, ms/step: " % (spec["name"], precision, batch,
+                                                         args.threads)
+    line += ", ".join("%s %s" % (side, ms(mine[side])) for side, _ in sides)
+    line += " | " + ", ".join("%s %s" % (p, ms(v)) for p, v in peers.items())
+    if not peers:
+        print(line + " | no peer", flush=True)
         for note in notes:
             print("    " + note, flush=True)
+        return
+    best = min(peers, key=peers.get)
+    ratios = ["%s/best %.2f" % (side, mine[side] / peers[best])
+              for side, _ in sides if isinstance(mine[side], float)]
+    if len(sides) > 1 and all(isinstance(mine[side], float) for side, _ in sides):
+        ratios.append("trainc/before %.2f" % (mine["trainc"] / mine["before"]))
+    if precision != "fp32" and isinstance(mine["trainc"], float) and \
+            isinstance(ours.get(("trainc", "fp32")), float):
+        ratios.append("trainc %s/fp32 %.2f" % (precision,
+                                               mine["trainc"] / ours[("trainc", "fp32")]))
+    line += " | best peer %s%s" % (best, ": " + ", ".join(ratios) if ratios else "")
+    for side, _ in sides:
+        if not isinstance(mine[side], float):
+            notes.append("%s: %s" % (side, mine[side]))
+    print(line, flush=True)
+    for note in notes:
+        print("    " + note, flush=True)
 
 
 def main():
@@ -483,6 +517,9 @@ def main():
     parser.add_argument("--resnet-steps", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3,
                         help="timed repetitions of every side; the fastest counts")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time trainc and every peer this many times, round after "
+                             "round; each side's fastest counts")
     parser.add_argument("--lock", help="hold this file's flock while timing each model "
                         "(e.g. the build lock, so that no build shares the cores)")
     parser.add_argument("--precision", default="fp32",
@@ -492,6 +529,8 @@ def main():
     parser.add_argument("--models", default="", help="only the models whose name this "
                                                      "regular expression matches (searched)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds takes a count of at least 1")
     args.precision = args.precision.split(",")
     if not args.precision or any(p not in ("fp32", "bf16", "fp16") for p in args.precision):
         parser.error("--precision takes a comma list of fp32, bf16 and fp16")

@@ -232,7 +232,9 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
         continue;
       ArrayRef<int64_t> shape = resultShape(slice);
       llvm::SetVector<Operation *> readers(part.getUsers().begin(), part.getUsers().end());
-      if (!llvm::all_of(readers, [&](Operation *u) { return pointwiseGroup(u, shape); }))
+      if (!llvm::all_of(readers, [&](Operation *u) {
+            return pointwiseGroup(u, shape) && !takesAsKey(u, part);
+          }))
         continue;
       for (Operation *reader : readers) {
         auto fused = dyn_cast<tc::FusedOp>(reader);
@@ -240,6 +242,25 @@ struct FusePass : trainc::impl::FuseBase<FusePass> {
       }
       slice->erase();
     }
+  }
+
+  /// Whether `reader` (a group or a lone op) takes `v` as a dropout's key,
+  /// which a kernel receives as a pointer and never reads element by
+  /// element: a slice that is a key stays a copy.
+  static bool takesAsKey(Operation *reader, Value v) {
+    auto isKey = [](OpOperand &use) {
+      return isa<tc::DropoutOp>(use.getOwner()) && use.getOperandNumber() == 1;
+    };
+    auto fused = dyn_cast<tc::FusedOp>(reader);
+    for (OpOperand &operand : reader->getOpOperands()) {
+      if (operand.get() != v)
+        continue;
+      if (!fused ? isKey(operand)
+                 : llvm::any_of(fused.getBlock().getArgument(operand.getOperandNumber()).getUses(),
+                                isKey))
+        return true;
+    }
+    return false;
   }
 
   /// Each normalization (tc::isNormHead) takes the group (or lone

@@ -70,3 +70,22 @@ func.func @stays(%x: tensor<4x32xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>,
   %s = tc.add %b, %x : (tensor<1x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
   return %r, %m, %rv, %s : tensor<4x8xf32>, tensor<4x8xf32>, tensor<1x32xf32>, tensor<4x32xf32>
 }
+
+// -----
+
+// Must not fire: a slice that a dropout takes as its key stays a copy (a
+// kernel receives a key as a pointer to the stream's seed and offset and
+// never reads it element by element), for a dropout alone or with others.
+// CHECK-LABEL: func.func @key_stays
+// CHECK: %[[K:.*]] = tc.slice %arg1 {ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 2>}
+// CHECK: %[[L:.*]] = tc.slice %arg1 {ends = array<i64: 4>, starts = array<i64: 1>, steps = array<i64: 2>}
+// CHECK: tc.fused "dropout_exp"(%arg0, %[[K]], %[[L]])
+// CHECK-NOT: tc.slice
+func.func @key_stays(%x: tensor<2xf32>, %keys: tensor<4xi64>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %k = tc.slice %keys {starts = array<i64: 0>, ends = array<i64: 4>, steps = array<i64: 2>} : (tensor<4xi64>) -> tensor<2xi64>
+  %d = tc.dropout %x, %k {ratio = 0.5 : f32, stream = 1 : i64, training = true} : tensor<2xf32>, tensor<2xi64>
+  %l = tc.slice %keys {starts = array<i64: 1>, ends = array<i64: 4>, steps = array<i64: 2>} : (tensor<4xi64>) -> tensor<2xi64>
+  %e = tc.dropout %x, %l {ratio = 0.5 : f32, stream = 2 : i64, training = true} : tensor<2xf32>, tensor<2xi64>
+  %f = tc.exp %e : tensor<2xf32>
+  return %d, %f : tensor<2xf32>, tensor<2xf32>
+}
