@@ -463,10 +463,13 @@ def bench_model(spec, args, work):
                                      stem, precision)
             for peer, seconds in found.items():
                 peers[precision][peer] = faster(peers[precision].get(peer), seconds)
-            if round_ == 0:
-                notes[precision] = said
-    for precision in args.precision:
-        report(spec, args, sides, ours, precision, batch, peers[precision], notes[precision])
+            # The first round's notes (its cold starts), and a later round's
+            # failures once each.
+            notes[precision] += [n for n in said if round_ == 0 or
+                                 ("failed" in n and n not in notes[precision])]
+            if round_ == args.rounds - 1:
+                report(spec, args, sides, ours, precision, batch, peers[precision],
+                       notes[precision])
 
 
 def report(spec, args, sides, ours, precision, batch, peers, notes):

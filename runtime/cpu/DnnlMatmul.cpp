@@ -99,8 +99,9 @@ describe(const dnnl::memory::desc &a, const dnnl::memory::desc &b, int64_t m, in
 /// brgemm declines, and its jit GEMM took 80 us for the zoo MLP's 64x64x784
 /// column block against 59 us for brgemm into a dense 64 x 64 block plus
 /// the copy into C (one thread; 0.75-0.96x over the zoo's transB shapes,
-/// no gain without transB, where brgemm takes the strided C itself). Such a
-/// block computes into this thread's scratch and is copied into C.
+/// no gain without transB, where brgemm takes the strided C itself). Any
+/// block of a strided C whose own primitive is not brgemm while a dense C's
+/// is computes into this thread's scratch and is copied into C.
 void build(Entry &e, Dt type, bool transA, bool transB, int64_t m, int64_t n, int64_t k,
            float alpha, int64_t lda, int64_t ldb, float beta, int64_t ldc) {
   dnnl::memory::desc a = matrix(type, m, k, lda, transA), b = matrix(type, k, n, ldb, transB);

@@ -11,6 +11,7 @@
 #include "cpu/Blas.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -136,8 +137,8 @@ TEST(Gemm, BlocksFollowTheShapeOnly) {
     EXPECT_EQ(b.count, count);
   };
   // A batch of 64 to 256 rows times wider outputs: two bands of rows (an
-  // LSTM step's 64x512 gates, an MLP's 64x128 first layer; 100 rows as 64
-  // and 36).
+  // LSTM step's 64x512 gates and its 64x128 hidden-state gradient over 512
+  // gates; 100 rows as 64 and 36).
   expect(gemmBlocks(64, 512, 128), true, 32, 2);
   expect(gemmBlocks(64, 128, 512), true, 32, 2);
   expect(gemmBlocks(100, 512, 128), true, 64, 2);
@@ -169,7 +170,8 @@ TEST(Gemm, BlocksFollowTheShapeOnly) {
 
 TEST(Gemm, ColumnBlocksOfATransposedBComputeDenselyAndCopy) {
   // oneDNN's brgemm declines a block of C's columns (rows ldc apart) with
-  // B transposed; such a block computes into scratch and is copied into C,
+  // B transposed (the first two; the third's bands of rows have ldc > n
+  // too); such a block computes into scratch and is copied into C,
   // with alpha, with beta reading C first (and beta 0 not reading it), and
   // the columns between ldc and n left as they were (runGemm checks them).
   forEachGemmPath([] { forEachThreadCount([] {
